@@ -1,0 +1,120 @@
+"""Which prompts an analysis counts.
+
+Metrics are "computed over a selection of records (a time window, an agent, a
+cohort)". loopscope selects whole prompts, so a prompt is never split across
+windows: a prompt is in the selection when its first record's ``ts`` is in
+``[since, until)``, its agent is one of ``agents``, its tags contain every
+``tags`` pair, and (when ``source_ids`` is set) one of its records came from
+those files. Record-level facts (replay, error class) are computed over the
+whole store first (see ``model``).
+
+``Selection.where()`` returns a SQL condition over ``prompts_v`` (aliased
+``p``) and its bound parameters. Only fixed SQL text is formatted in; every
+value is a parameter.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass, field
+
+from loopscope.analyses.errors import LoopscopeError
+
+_DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_WEEK_RE = re.compile(r"^(\d{4})-W(\d{2})$")
+
+
+def parse_instant(text: str, *, option: str = "--since") -> dt.datetime:
+    """Parse a date (``2026-11-21``) or an RFC 3339 timestamp into naive UTC.
+
+    Raises:
+        LoopscopeError: the text is neither.
+    """
+    raw = text.strip()
+    try:
+        if _DATE_RE.match(raw):
+            return dt.datetime.fromisoformat(raw)
+        value = dt.datetime.fromisoformat(raw.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        raise LoopscopeError(
+            f"{option} {text!r} is not a date or timestamp",
+            hint=f"use a date like 2026-11-21 or a timestamp like 2026-11-21T08:00:00Z for {option}",
+        ) from None
+    if value.tzinfo is not None:
+        value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+    return value
+
+
+def parse_iso_week(text: str) -> tuple[dt.datetime, dt.datetime]:
+    """``2026-W47`` -> (Monday 00:00, next Monday 00:00), naive UTC."""
+    m = _WEEK_RE.match(text.strip())
+    if not m:
+        raise LoopscopeError(f"--week {text!r} is not an ISO week", hint="use the form 2026-W47")
+    try:
+        start = dt.datetime.fromisocalendar(int(m.group(1)), int(m.group(2)), 1)
+    except ValueError:
+        raise LoopscopeError(f"--week {text!r} does not exist", hint="ISO weeks run from W01 to W52 or W53") from None
+    return start, start + dt.timedelta(days=7)
+
+
+def parse_tag(text: str) -> tuple[str, str]:
+    """``deploy=v42`` -> ("deploy", "v42")."""
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise LoopscopeError(f"--tag {text!r} is not KEY=VALUE", hint="for example --tag deploy=v42")
+    return key, value
+
+
+@dataclass(frozen=True)
+class Selection:
+    """A filter on prompts. Empty means every prompt in the store."""
+
+    since: dt.datetime | None = None
+    until: dt.datetime | None = None
+    agents: tuple[str, ...] = ()
+    tags: tuple[tuple[str, str], ...] = ()
+    source_ids: tuple[int, ...] | None = None
+    conversation_ids: tuple[str, ...] = ()
+    extra: dict[str, str] = field(default_factory=dict, compare=False)
+
+    def where(self, alias: str = "p") -> tuple[str, list[object]]:
+        """SQL condition over ``prompts_v`` rows (as ``alias``) and its parameters."""
+        if not alias.isidentifier():
+            raise ValueError(f"bad alias {alias!r}")
+        parts: list[str] = []
+        params: list[object] = []
+        if self.since is not None:
+            parts.append(f"{alias}.first_ts >= ?")
+            params.append(self.since)
+        if self.until is not None:
+            parts.append(f"{alias}.first_ts < ?")
+            params.append(self.until)
+        if self.agents:
+            parts.append(f"list_contains(?, {alias}.agent)")
+            params.append(list(self.agents))
+        for key, value in self.tags:
+            parts.append(f"json_extract_string({alias}.tags, ?) = ?")
+            params.extend([_json_path(key), value])
+        if self.conversation_ids:
+            parts.append(f"list_contains(?, {alias}.conversation_id)")
+            params.append(list(self.conversation_ids))
+        if self.source_ids is not None:
+            parts.append(
+                f"""EXISTS (
+                    SELECT 1 FROM tool_calls s
+                    WHERE s.conversation_id = {alias}.conversation_id AND s.prompt_id = {alias}.prompt_id
+                      AND list_contains(?, s.source_id)
+                    UNION ALL
+                    SELECT 1 FROM loop_exits s
+                    WHERE s.conversation_id = {alias}.conversation_id AND s.prompt_id = {alias}.prompt_id
+                      AND list_contains(?, s.source_id)
+                )"""
+            )
+            params.extend([list(self.source_ids), list(self.source_ids)])
+        return (" AND ".join(parts) or "TRUE"), params
+
+
+def _json_path(key: str) -> str:
+    # JSON path for one top-level key, quoted so any key text is inert.
+    return '$."' + key.replace("\\", "\\\\").replace('"', '\\"') + '"'

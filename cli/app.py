@@ -1,0 +1,122 @@
+"""The Typer application, its error handling and command registration.
+
+Error contract (all commands): a ``LoopscopeError`` prints a titled panel on
+stderr and exits 1; a usage error exits 1; anything unexpected exits 2 with a
+one-line message (the traceback only with ``--debug`` or ``LOOPSCOPE_DEBUG=1``).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+import typer
+from rich.panel import Panel
+from typer.core import TyperGroup
+
+from loopscope.analyses.errors import LoopscopeError
+from loopscope.cli.output import inert, stderr_console
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_DEBUG = {"on": False}
+
+
+class _Group(TyperGroup):
+    """Usage errors are user errors: exit code 1, as everywhere in loopscope."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as exc:
+            exc.exit_code = 1
+            raise
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.UsageError as exc:
+            exc.exit_code = 1
+            raise
+
+
+app = typer.Typer(
+    name="loopscope",
+    cls=_Group,
+    help="Make agent-loop failures visible: tool errors, spins and replays, from your logs.\n\n"
+    "Start with [b]loopscope metrics sample_logs/[/b].",
+    rich_markup_mode="rich",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+@app.callback()
+def _root(
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks for internal errors."),
+) -> None:
+    """Make agent-loop failures visible: tool errors, spins and replays, from your logs."""
+    _DEBUG["on"] = debug
+
+
+def report_error(exc: LoopscopeError) -> None:
+    """Print a user error as a titled panel on stderr."""
+    body = inert(exc.message)
+    if exc.hint:
+        body += f"\n\n[dim]hint:[/dim] {inert(exc.hint)}"
+    stderr_console().print(Panel(body, title="[red]loopscope: error[/red]", title_align="left", border_style="red"))
+
+
+def handle_errors(fn: F) -> F:
+    """Wrap a command: user errors exit 1 with a panel, internal errors exit 2."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except LoopscopeError as exc:
+            report_error(exc)
+            raise typer.Exit(exc.exit_code) from None
+        except (typer.Exit, typer.Abort, click.ClickException):
+            raise
+        except KeyboardInterrupt:
+            stderr_console().print("interrupted")
+            raise typer.Exit(130) from None
+        except Exception as exc:  # the one place unexpected errors are caught
+            if _DEBUG["on"] or os.environ.get("LOOPSCOPE_DEBUG"):
+                raise
+            stderr_console().print(
+                f"[red]loopscope: internal error:[/red] {inert(type(exc).__name__)}: {inert(exc)}\n"
+                "[dim]This is a bug in loopscope. Run again with --debug for the traceback and report it.[/dim]"
+            )
+            raise typer.Exit(2) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def command(name: str, **kwargs: Any) -> Callable[[F], F]:
+    """Register ``fn`` as ``loopscope NAME`` with the shared error handling."""
+
+    def register(fn: F) -> F:
+        app.command(name, **kwargs)(handle_errors(fn))
+        return fn
+
+    return register
+
+
+def main() -> None:
+    """Console-script entry point."""
+    try:
+        app()
+    except SystemExit as exc:
+        sys.exit(exc.code)
+
+
+# Command modules register themselves with @command on import. Each import is
+# one verb; keep them in --help order.
+from loopscope.cli import commands  # noqa: E402,F401

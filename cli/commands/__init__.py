@@ -1,0 +1,1 @@
+"""One module per verb. Importing this package registers every command."""

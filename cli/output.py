@@ -1,0 +1,127 @@
+"""Rendering helpers shared by every command.
+
+Untrusted text (tool error messages, ids, tool names from logs) goes through
+``inert()`` before it reaches a rich console: ANSI escapes and other control
+characters become visible ``\\x1b``-style escapes and rich markup is escaped,
+so a hostile message can neither recolour the terminal nor inject markup.
+JSON and CSV are written with the standard library, never through rich.
+"""
+
+from __future__ import annotations
+
+import csv
+import enum
+import io
+import json
+import math
+import re
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+
+# C0 controls except tab and newline, DEL, and C1 controls.
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# Leading characters a spreadsheet would run as a formula.
+_CSV_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+class OutputFormat(str, enum.Enum):
+    """How a command prints its result."""
+
+    table = "table"
+    json = "json"
+    csv = "csv"
+
+
+def stdout_console() -> Console:
+    """Console for results (stdout). Created per call so tests can capture it."""
+    return Console(highlight=False, soft_wrap=False)
+
+
+def stderr_console() -> Console:
+    """Console for errors and progress (stderr), so piped output stays clean."""
+    return Console(stderr=True, highlight=False)
+
+
+def _visible_control(match: re.Match[str]) -> str:
+    return f"\\x{ord(match.group(0)):02x}"
+
+
+def plain(text: object) -> str:
+    """Untrusted text with control characters made visible (no markup escaping)."""
+    if text is None:
+        return ""
+    return _CONTROL_RE.sub(_visible_control, str(text))
+
+
+def inert(text: object) -> str:
+    """Untrusted text made safe to embed in rich markup."""
+    return escape(plain(text))
+
+
+def fmt_number(value: float | int | None, digits: int = 3) -> str:
+    """A number for a table cell: ``-`` for null, ints as ints, floats rounded."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if isinstance(value, int) or float(value).is_integer():
+        return str(int(value))
+    return f"{value:.{digits}f}".rstrip("0").rstrip(".")
+
+
+def fmt_rate(value: float | None) -> str:
+    """A rate as a percentage with one decimal, ``-`` for null."""
+    if value is None:
+        return "-"
+    return f"{value * 100:.1f}%"
+
+
+def _json_default(value: Any) -> Any:
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    if isinstance(value, enum.Enum):
+        return value.value
+    raise TypeError(f"cannot serialise {type(value).__name__}")
+
+
+def to_json(obj: Any) -> str:
+    """Deterministic JSON text (control characters escaped by the encoder)."""
+    return json.dumps(obj, default=_json_default, ensure_ascii=False, indent=2)
+
+
+def write_json(obj: Any) -> None:
+    """Print ``obj`` as JSON on stdout."""
+    sys.stdout.write(to_json(obj) + "\n")
+
+
+def _csv_cell(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, (dict, list)):
+        value = json.dumps(value, ensure_ascii=False, default=_json_default)
+    if isinstance(value, str):
+        value = plain(value)
+        if value.startswith(_CSV_FORMULA_START):
+            value = "'" + value
+    elif hasattr(value, "isoformat"):
+        value = value.isoformat()
+    return value
+
+
+def to_csv(rows: Iterable[Mapping[str, Any]], columns: Sequence[str]) -> str:
+    """CSV text with a header; nested values as JSON, formulas defused."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(columns)
+    for row in rows:
+        writer.writerow([_csv_cell(row.get(col)) for col in columns])
+    return buf.getvalue()
+
+
+def write_csv(rows: Iterable[Mapping[str, Any]], columns: Sequence[str]) -> None:
+    """Print rows as CSV on stdout."""
+    sys.stdout.write(to_csv(rows, columns))
