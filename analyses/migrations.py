@@ -1,7 +1,8 @@
 """Ordered, idempotent schema migrations for the loopscope DuckDB store.
 
-Each migration is a function registered with ``@migration`` under a unique,
-ordered name; applied names are kept in ``_loopscope_migrations``. ``migrate``
+Each migration is a function registered with ``@migration`` under a unique
+name (``m001_…``, run in name order); keep them in this module (the views of
+``model`` excepted) so that opening a store always knows all of them; applied names are kept in ``_loopscope_migrations``. ``migrate``
 runs the ones not applied yet, each in its own transaction, so opening an old
 database upgrades it and opening a new one creates it.
 
@@ -38,9 +39,9 @@ RECORD_APPLIED_SQL = "INSERT INTO _loopscope_migrations (name) VALUES (?)"
 
 
 def migration(fn: MigrationFn) -> MigrationFn:
-    """Register ``fn`` as the next migration (its name must sort after the last)."""
-    if MIGRATIONS and fn.__name__ <= MIGRATIONS[-1][0]:
-        raise ValueError(f"migration {fn.__name__} is out of order")
+    """Register ``fn`` as a migration; migrations run in the order of their names."""
+    if any(name == fn.__name__ for name, _ in MIGRATIONS):
+        raise ValueError(f"migration {fn.__name__} is registered twice")
     MIGRATIONS.append((fn.__name__, fn))
     return fn
 
@@ -50,7 +51,7 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
     con.execute(CREATE_MIGRATIONS_TABLE_SQL)
     applied = {row[0] for row in con.execute(APPLIED_SQL).fetchall()}
     done = []
-    for name, fn in MIGRATIONS:
+    for name, fn in sorted(MIGRATIONS):
         if name in applied:
             continue
         con.execute("BEGIN TRANSACTION")
