@@ -1,0 +1,295 @@
+"""Incident analyses: retry loops, replays, duplicate executions, budget pressure.
+
+All four read the normative views of ``model`` and take a ``Selection`` (which
+prompts count; a conversation's replays count when the replaying record's
+prompt is selected).
+
+- **Retry loop** (spin, docs/records.md "Incident analysis"): within one
+  prompt, three or more ``tool_call`` records with ``is_error: true`` and the
+  same ``tool_name`` and the same ``args_fingerprint`` (when the fingerprint is
+  null: the same ``error_message``; records with neither form one group). A
+  loop of n calls cost n - 1 redundant calls.
+- **Replay**: a record whose ``tool_call_id`` already ran earlier in the
+  conversation, or that has ``replayed: true`` (``tool_calls_v.is_replay``).
+  A replay flagged ``replayed`` was short-circuited by an idempotency layer; one
+  that is not flagged actually executed again: a **double execution**.
+- **Duplicate execution by fingerprint**: within a prompt, after a successful
+  call (``is_error: false``, not a replay), the same tool with the same non-null
+  fingerprint executed again (not short-circuited) under another
+  ``tool_call_id``. Providers mint new ids on retries, so id-based replay
+  checks miss these.
+- **Budget pressure** per agent: p99 of tool calls per prompt (as in the
+  dashboard metric) against the ``max_tool_calls`` in force (the value on the
+  agent's latest exit that set one), and the share of exited prompts whose
+  ``exit_reason`` is ``budget_exceeded``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import duckdb
+
+from loopscope.analyses.selection import Selection
+
+# Retry loops among the selected prompts, longest first.
+RETRY_LOOPS_SQL = """
+SELECT
+    t.conversation_id,
+    t.prompt_id,
+    p.agent,
+    t.tool_name,
+    t.args_fingerprint,
+    arg_min(t.error_message, (t.ts, t.seq)) AS error_message,
+    count(*) AS calls,
+    count(*) - 1 AS redundant_calls,
+    min(t.step) AS first_step,
+    max(t.step) AS last_step,
+    min(t.ts) AS first_ts,
+    max(t.ts) AS last_ts,
+    list(t.tool_call_id ORDER BY t.ts, t.seq) AS tool_call_ids,
+    p.exit_reason,
+    p.is_open
+FROM tool_calls_v t
+JOIN prompts_v p USING (conversation_id, prompt_id)
+WHERE t.is_error AND {where}
+GROUP BY
+    t.conversation_id, t.prompt_id, p.agent, t.tool_name, t.args_fingerprint,
+    CASE WHEN t.args_fingerprint IS NULL THEN t.error_message END,
+    p.exit_reason, p.is_open, p.first_ts, p.first_seq
+HAVING count(*) >= 3
+ORDER BY calls DESC, p.first_ts, p.first_seq, t.conversation_id, first_step
+"""
+
+# Every replay record of the selected prompts, with the run it repeated.
+REPLAYS_SQL = """
+WITH runs AS (
+    SELECT
+        t.*,
+        row_number() OVER (PARTITION BY t.conversation_id, t.tool_call_id ORDER BY t.ts, t.seq) AS run,
+        first_value(t.ts) OVER (PARTITION BY t.conversation_id, t.tool_call_id ORDER BY t.ts, t.seq) AS first_run_ts,
+        first_value(t.prompt_id) OVER (PARTITION BY t.conversation_id, t.tool_call_id ORDER BY t.ts, t.seq) AS first_run_prompt_id,
+        count(*) OVER (PARTITION BY t.conversation_id, t.tool_call_id) AS runs
+    FROM tool_calls_v t
+)
+SELECT
+    r.conversation_id,
+    r.tool_call_id,
+    r.tool_name,
+    r.prompt_id,
+    r.step,
+    r.ts,
+    r.run,
+    r.runs,
+    r.first_run_prompt_id,
+    r.first_run_ts,
+    r.replayed,
+    CASE WHEN r.replayed THEN 'short_circuited' ELSE 'double_execution' END AS kind,
+    r.outcome,
+    r.is_error,
+    p.agent
+FROM runs r
+JOIN prompts_v p USING (conversation_id, prompt_id)
+WHERE r.is_replay AND {where}
+ORDER BY p.first_ts, p.first_seq, r.conversation_id, r.ts, r.seq
+"""
+
+# Later executions of a tool+fingerprint that already succeeded in the prompt.
+DUPLICATE_EXECUTIONS_SQL = """
+WITH calls AS (
+    SELECT t.*, p.agent AS prompt_agent, p.first_ts AS prompt_first_ts, p.first_seq AS prompt_first_seq
+    FROM tool_calls_v t
+    JOIN prompts_v p USING (conversation_id, prompt_id)
+    WHERE t.args_fingerprint IS NOT NULL AND {where}
+),
+firsts AS (
+    -- the first success per (prompt, tool, fingerprint)
+    SELECT conversation_id, prompt_id, tool_name, args_fingerprint,
+           arg_min(tool_call_id, (ts, seq)) AS original_tool_call_id,
+           min((ts, seq)) AS original_pos,
+           arg_min(step, (ts, seq)) AS original_step
+    FROM calls
+    WHERE NOT is_error AND NOT is_replay
+    GROUP BY ALL
+)
+SELECT
+    c.conversation_id,
+    c.prompt_id,
+    c.prompt_agent AS agent,
+    c.tool_name,
+    c.args_fingerprint,
+    f.original_tool_call_id,
+    f.original_step,
+    count(*) AS duplicates,
+    list(c.tool_call_id ORDER BY c.ts, c.seq) AS duplicate_tool_call_ids,
+    list(c.outcome ORDER BY c.ts, c.seq) AS duplicate_outcomes,
+    min(c.ts) AS first_duplicate_ts
+FROM calls c
+JOIN firsts f USING (conversation_id, prompt_id, tool_name, args_fingerprint)
+WHERE (c.ts, c.seq) > f.original_pos
+  AND c.tool_call_id <> f.original_tool_call_id
+  AND NOT c.replayed
+GROUP BY ALL
+ORDER BY duplicates DESC, min(c.prompt_first_ts), c.conversation_id, c.prompt_id, c.tool_name
+"""
+
+# Per agent: tool calls per prompt, budget in force and budget exits.
+BUDGET_PRESSURE_SQL = """
+SELECT
+    p.agent,
+    count(*) AS prompts,
+    count(*) FILTER (WHERE NOT p.is_open) AS exited_prompts,
+    quantile_cont(p.n_tool_calls, 0.5) AS median_tool_calls,
+    quantile_cont(p.n_tool_calls, 0.99) AS p99_tool_calls,
+    max(p.n_tool_calls) AS max_tool_calls_seen,
+    arg_max(p.max_tool_calls, p.exit_ts) FILTER (WHERE p.max_tool_calls IS NOT NULL) AS max_tool_calls,
+    count(DISTINCT p.max_tool_calls) AS budgets_seen,
+    count(*) FILTER (WHERE p.exit_reason = 'budget_exceeded') AS budget_exceeded
+FROM prompts_v p
+WHERE {where}
+GROUP BY p.agent
+ORDER BY p.agent
+"""
+
+
+def _rows(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    names = [d[0] for d in cur.description or []]
+    return [dict(zip(names, row)) for row in cur.fetchall()]
+
+
+def _run(con: duckdb.DuckDBPyConnection, sql: str, selection: Selection) -> list[dict[str, Any]]:
+    where, params = selection.where("p")
+    return _rows(con.execute(sql.format(where=where), params))
+
+
+@dataclass(frozen=True)
+class RetryLoop:
+    """A spin: the same failing call at least three times in one prompt."""
+
+    conversation_id: str
+    prompt_id: str
+    agent: str
+    tool_name: str
+    args_fingerprint: str | None
+    error_message: str | None
+    calls: int
+    redundant_calls: int
+    first_step: int
+    last_step: int
+    first_ts: dt.datetime
+    last_ts: dt.datetime
+    tool_call_ids: list[str]
+    exit_reason: str | None
+    is_open: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict for JSON."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Replay:
+    """A later run of a ``tool_call_id`` (or a record flagged ``replayed``)."""
+
+    conversation_id: str
+    tool_call_id: str
+    tool_name: str
+    prompt_id: str
+    step: int
+    ts: dt.datetime
+    run: int
+    runs: int
+    first_run_prompt_id: str
+    first_run_ts: dt.datetime
+    replayed: bool
+    kind: str
+    outcome: str
+    is_error: bool
+    agent: str
+
+    @property
+    def double_execution(self) -> bool:
+        """The call really ran again (the dangerous case)."""
+        return self.kind == "double_execution"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict for JSON."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class DuplicateExecution:
+    """A successful call executed again under new ids in the same prompt."""
+
+    conversation_id: str
+    prompt_id: str
+    agent: str
+    tool_name: str
+    args_fingerprint: str
+    original_tool_call_id: str
+    original_step: int
+    duplicates: int
+    duplicate_tool_call_ids: list[str]
+    duplicate_outcomes: list[str]
+    first_duplicate_ts: dt.datetime
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict for JSON."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class BudgetPressure:
+    """How close one agent type runs to its tool-call budget."""
+
+    agent: str
+    prompts: int
+    exited_prompts: int
+    median_tool_calls: float | None
+    p99_tool_calls: float | None
+    max_tool_calls_seen: int | None
+    max_tool_calls: int | None
+    budgets_seen: int
+    budget_exceeded: int
+
+    @property
+    def budget_exceeded_share(self) -> float | None:
+        """Share of exited prompts that exited with ``budget_exceeded``."""
+        return self.budget_exceeded / self.exited_prompts if self.exited_prompts else None
+
+    @property
+    def p99_budget_ratio(self) -> float | None:
+        """p99 tool calls per prompt / the budget in force (1.0 = at the budget)."""
+        if self.p99_tool_calls is None or not self.max_tool_calls:
+            return None
+        return self.p99_tool_calls / self.max_tool_calls
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict for JSON, with the derived share and ratio."""
+        return {
+            **asdict(self),
+            "budget_exceeded_share": self.budget_exceeded_share,
+            "p99_budget_ratio": self.p99_budget_ratio,
+        }
+
+
+def retry_loops(con: duckdb.DuckDBPyConnection, selection: Selection) -> list[RetryLoop]:
+    """Retry loops in the selected prompts, longest first."""
+    return [RetryLoop(**r) for r in _run(con, RETRY_LOOPS_SQL, selection)]
+
+
+def replays(con: duckdb.DuckDBPyConnection, selection: Selection) -> list[Replay]:
+    """Every replay record in the selected prompts, in conversation order."""
+    return [Replay(**r) for r in _run(con, REPLAYS_SQL, selection)]
+
+
+def duplicate_executions(con: duckdb.DuckDBPyConnection, selection: Selection) -> list[DuplicateExecution]:
+    """Successful calls executed again under a new ``tool_call_id`` in the same prompt."""
+    return [DuplicateExecution(**r) for r in _run(con, DUPLICATE_EXECUTIONS_SQL, selection)]
+
+
+def budget_pressure(con: duckdb.DuckDBPyConnection, selection: Selection) -> list[BudgetPressure]:
+    """Tool-call budget pressure per agent type over the selected prompts."""
+    return [BudgetPressure(**r) for r in _run(con, BUDGET_PRESSURE_SQL, selection)]

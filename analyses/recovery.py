@@ -1,0 +1,403 @@
+"""Error recovery: class breakdowns and the first unrecovered error.
+
+Every error (``is_error`` and not a replay) has one class in ``errors_v``
+(``recovered``, ``open``, ``aborted``, ``gave_up``; see docs/records.md). This
+module only reads that view, so the classes are defined in one place.
+
+The **first unrecovered error** of a conversation is, of its unrecovered
+errors, the earliest by prompt order (the prompt's first ``ts``, then its first
+``seq``), then step, then ``ts`` (then ``seq``, the position in the input).
+
+Its **previous attempts** are the earlier ``tool_call`` records of the same
+conversation with the same ``tool_name`` and the same ``args_fingerprint``
+(successes, errors and replays alike: what was tried and what failed). When
+the error has no fingerprint the target is unknown, so the records with no
+fingerprint and the same ``error_message`` count instead, as in the retry-loop
+definition.
+
+Over a ``Selection`` (``first_unrecovered_all``), only errors in selected
+prompts count: the row for a conversation is its first unrecovered error
+*within the selection*, then filtered by tool and class.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import duckdb
+
+from loopscope.analyses.errors import LoopscopeError
+from loopscope.analyses.model import ERROR_CLASSES
+from loopscope.analyses.selection import Selection
+
+UNRECOVERED_CLASSES = tuple(c for c in ERROR_CLASSES if c != "recovered")
+
+# Class counts per group over the selected prompts; {group} is a whitelisted
+# column expression (see _BREAKDOWN_GROUPS), {where} a Selection condition.
+ERROR_CLASS_BREAKDOWN_SQL = """
+SELECT
+    {group} AS key,
+    count(*) AS errors,
+    count(*) FILTER (WHERE e.error_class = 'recovered') AS recovered,
+    count(*) FILTER (WHERE e.error_class = 'open') AS open,
+    count(*) FILTER (WHERE e.error_class = 'aborted') AS aborted,
+    count(*) FILTER (WHERE e.error_class = 'gave_up') AS gave_up,
+    count(DISTINCT e.conversation_id || chr(0) || e.prompt_id) AS prompts
+FROM errors_v e
+JOIN prompts_v p USING (conversation_id, prompt_id)
+WHERE {where}
+GROUP BY key
+ORDER BY errors DESC, key
+"""
+_BREAKDOWN_GROUPS = {"tool": "e.tool_name", "agent": "p.agent"}
+
+# Ordering key of a record inside its conversation, as a comparable struct.
+_ORDER_KEY = "(e.prompt_first_ts, e.prompt_first_seq, e.step, e.ts, e.seq)"
+
+# The first unrecovered error of one conversation, over the whole store.
+FIRST_UNRECOVERED_SQL = f"""
+SELECT e.*
+FROM errors_v e
+WHERE e.conversation_id = ? AND e.error_class <> 'recovered'
+ORDER BY {_ORDER_KEY}
+LIMIT 1
+"""
+
+# Every record of a conversation with its position (for previous attempts).
+CONVERSATION_CALLS_SQL = """
+SELECT
+    t.*,
+    p.first_ts AS prompt_first_ts,
+    p.first_seq AS prompt_first_seq
+FROM tool_calls_v t
+JOIN prompts_v p USING (conversation_id, prompt_id)
+WHERE t.conversation_id = ?
+ORDER BY p.first_ts, p.first_seq, t.step, t.ts, t.seq
+"""
+
+# Earlier records with the same tool and fingerprint (or, without one, the
+# same error message) as the error at (prompt_first_ts, prompt_first_seq,
+# step, ts, seq) in conversation ?.
+PREVIOUS_ATTEMPTS_SQL = """
+SELECT
+    t.prompt_id, t.step, t.tool_call_id, t.tool_name, t.ts, t.outcome, t.is_error,
+    t.attempts, t.latency_ms, t.error_type, t.error_message, t.is_replay
+FROM tool_calls_v t
+JOIN prompts_v p USING (conversation_id, prompt_id)
+WHERE t.conversation_id = $conversation_id
+  AND t.tool_name = $tool_name
+  AND CASE WHEN $fingerprint IS NULL
+           THEN t.args_fingerprint IS NULL AND t.error_message IS NOT DISTINCT FROM $error_message
+           ELSE t.args_fingerprint = $fingerprint END
+  AND (p.first_ts, p.first_seq, t.step, t.ts, t.seq)
+      < ($prompt_first_ts, $prompt_first_seq, $step, $ts, $seq)
+ORDER BY p.first_ts, p.first_seq, t.step, t.ts, t.seq
+"""
+
+# First unrecovered error per conversation among the selected prompts, then
+# filtered by tool / class; newest conversation (last record) first.
+FIRST_UNRECOVERED_ALL_SQL = """
+WITH sel AS (
+    SELECT p.* FROM prompts_v p WHERE {where}
+),
+unrec AS (
+    SELECT
+        e.*,
+        row_number() OVER (
+            PARTITION BY e.conversation_id
+            ORDER BY e.prompt_first_ts, e.prompt_first_seq, e.step, e.ts, e.seq
+        ) AS rn,
+        count(*) OVER (PARTITION BY e.conversation_id) AS n_unrecovered
+    FROM errors_v e
+    JOIN sel USING (conversation_id, prompt_id)
+    WHERE e.error_class <> 'recovered'
+),
+convs AS (
+    SELECT conversation_id, max(last_ts) AS last_ts, min(first_ts) AS first_ts, count(*) AS prompts
+    FROM sel GROUP BY conversation_id
+),
+firsts AS (
+    SELECT * FROM unrec
+    WHERE rn = 1
+      AND (len($tools) = 0 OR list_contains($tools, tool_name))
+      AND (len($classes) = 0 OR list_contains($classes, error_class))
+)
+SELECT
+    f.conversation_id,
+    f.prompt_id,
+    f.step,
+    f.tool_call_id,
+    f.tool_name,
+    f.error_class,
+    f.error_type,
+    f.error_message,
+    f.exit_reason,
+    f.agent,
+    f.ts AS error_ts,
+    f.n_unrecovered,
+    c.prompts,
+    c.first_ts,
+    c.last_ts,
+    (
+        SELECT count(*)
+        FROM tool_calls_v t
+        JOIN prompts_v q USING (conversation_id, prompt_id)
+        WHERE t.conversation_id = f.conversation_id
+          AND t.tool_name = f.tool_name
+          AND CASE WHEN f.args_fingerprint IS NULL
+                   THEN t.args_fingerprint IS NULL AND t.error_message IS NOT DISTINCT FROM f.error_message
+                   ELSE t.args_fingerprint = f.args_fingerprint END
+          AND (q.first_ts, q.first_seq, t.step, t.ts, t.seq)
+              < (f.prompt_first_ts, f.prompt_first_seq, f.step, f.ts, f.seq)
+    ) AS previous_attempts
+FROM firsts f
+JOIN convs c USING (conversation_id)
+ORDER BY c.last_ts DESC, f.conversation_id
+LIMIT $limit
+"""
+
+
+@dataclass(frozen=True)
+class ClassBreakdown:
+    """Error counts by class for one tool or one agent."""
+
+    key: str
+    errors: int
+    recovered: int
+    open: int
+    aborted: int
+    gave_up: int
+    prompts: int
+
+    @property
+    def recovery_rate(self) -> float | None:
+        """recovered / errors (the third dashboard metric for this group)."""
+        return self.recovered / self.errors if self.errors else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict for JSON/CSV, with the recovery rate."""
+        return {**asdict(self), "recovery_rate": self.recovery_rate}
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One earlier tool call at the same tool and fingerprint."""
+
+    prompt_id: str
+    step: int
+    tool_call_id: str
+    tool_name: str
+    ts: dt.datetime
+    outcome: str
+    is_error: bool
+    attempts: int
+    latency_ms: float | None
+    error_type: str | None
+    error_message: str | None
+    is_replay: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict for JSON."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class UnrecoveredError:
+    """The first unrecovered error of a conversation and what led up to it."""
+
+    conversation_id: str
+    prompt_id: str
+    step: int
+    tool_call_id: str
+    tool_name: str
+    error_class: str
+    error_type: str | None
+    error_message: str | None
+    args_fingerprint: str | None
+    ts: dt.datetime
+    agent: str
+    exit_reason: str | None
+    outcome: str
+    attempts: int
+    latency_ms: float | None
+    previous_attempts: list[Attempt] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict for JSON (``class`` is the error class)."""
+        return {
+            "conversation_id": self.conversation_id,
+            "prompt_id": self.prompt_id,
+            "step": self.step,
+            "tool_call_id": self.tool_call_id,
+            "tool_name": self.tool_name,
+            "class": self.error_class,
+            "error_type": self.error_type,
+            "error_message": self.error_message,
+            "args_fingerprint": self.args_fingerprint,
+            "ts": self.ts,
+            "agent": self.agent,
+            "exit_reason": self.exit_reason,
+            "outcome": self.outcome,
+            "attempts": self.attempts,
+            "latency_ms": self.latency_ms,
+            "previous_attempts": [a.to_dict() for a in self.previous_attempts],
+        }
+
+
+@dataclass(frozen=True)
+class UnrecoveredRow:
+    """One conversation in ``loopscope unrecovered``."""
+
+    conversation_id: str
+    prompt_id: str
+    step: int
+    tool_call_id: str
+    tool_name: str
+    error_class: str
+    error_type: str | None
+    error_message: str | None
+    exit_reason: str | None
+    agent: str
+    error_ts: dt.datetime
+    n_unrecovered: int
+    prompts: int
+    first_ts: dt.datetime
+    last_ts: dt.datetime
+    previous_attempts: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict for JSON/CSV (``class`` is the error class)."""
+        d = asdict(self)
+        d["class"] = d.pop("error_class")
+        return d
+
+
+UNRECOVERED_COLUMNS = (
+    "conversation_id", "prompt_id", "step", "tool_call_id", "tool_name", "class", "error_type",
+    "error_message", "exit_reason", "agent", "error_ts", "n_unrecovered", "prompts", "first_ts",
+    "last_ts", "previous_attempts",
+)
+
+
+def _rows(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    names = [d[0] for d in cur.description or []]
+    return [dict(zip(names, row)) for row in cur.fetchall()]
+
+
+def class_breakdown(con: duckdb.DuckDBPyConnection, selection: Selection, by: str = "tool") -> list[ClassBreakdown]:
+    """Error counts per class, grouped by ``"tool"`` or ``"agent"``.
+
+    Args:
+        con: an open store.
+        selection: which prompts count.
+        by: ``"tool"`` (the erroring tool) or ``"agent"`` (the prompt's agent).
+
+    Raises:
+        ValueError: ``by`` is not one of the two groupings.
+    """
+    if by not in _BREAKDOWN_GROUPS:
+        raise ValueError(f"by must be one of {sorted(_BREAKDOWN_GROUPS)}, not {by!r}")
+    where, params = selection.where("p")
+    sql = ERROR_CLASS_BREAKDOWN_SQL.format(group=_BREAKDOWN_GROUPS[by], where=where)
+    return [ClassBreakdown(**r) for r in _rows(con.execute(sql, params))]
+
+
+def previous_attempts(con: duckdb.DuckDBPyConnection, error: dict[str, Any]) -> list[Attempt]:
+    """Earlier calls at the same tool and fingerprint as ``error`` (an ``errors_v`` row)."""
+    params = {
+        "conversation_id": error["conversation_id"],
+        "tool_name": error["tool_name"],
+        "fingerprint": error["args_fingerprint"],
+        "error_message": error["error_message"],
+        "prompt_first_ts": error["prompt_first_ts"],
+        "prompt_first_seq": error["prompt_first_seq"],
+        "step": error["step"],
+        "ts": error["ts"],
+        "seq": error["seq"],
+    }
+    return [Attempt(**r) for r in _rows(con.execute(PREVIOUS_ATTEMPTS_SQL, params))]
+
+
+def first_unrecovered(con: duckdb.DuckDBPyConnection, conversation_id: str) -> UnrecoveredError | None:
+    """The first unrecovered error of a conversation, or None if every error was recovered.
+
+    The whole store counts (no selection): this is a fact about the conversation.
+    """
+    rows = _rows(con.execute(FIRST_UNRECOVERED_SQL, [conversation_id]))
+    if not rows:
+        return None
+    e = rows[0]
+    return UnrecoveredError(
+        conversation_id=e["conversation_id"],
+        prompt_id=e["prompt_id"],
+        step=e["step"],
+        tool_call_id=e["tool_call_id"],
+        tool_name=e["tool_name"],
+        error_class=e["error_class"],
+        error_type=e["error_type"],
+        error_message=e["error_message"],
+        args_fingerprint=e["args_fingerprint"],
+        ts=e["ts"],
+        agent=e["agent"],
+        exit_reason=e["exit_reason"],
+        outcome=e["outcome"],
+        attempts=e["attempts"],
+        latency_ms=e["latency_ms"],
+        previous_attempts=previous_attempts(con, e),
+    )
+
+
+def first_unrecovered_all(
+    con: duckdb.DuckDBPyConnection,
+    selection: Selection,
+    *,
+    tools: tuple[str, ...] = (),
+    classes: tuple[str, ...] = (),
+    limit: int | None = None,
+) -> list[UnrecoveredRow]:
+    """The first unrecovered error of every conversation, newest conversation first.
+
+    Args:
+        con: an open store.
+        selection: which prompts count (errors elsewhere are ignored).
+        tools: keep only conversations whose first unrecovered error is in one of these tools.
+        classes: keep only those whose first unrecovered error has one of these classes.
+        limit: at most this many rows.
+
+    Raises:
+        LoopscopeError: a class is not an unrecovered class, or ``limit`` is negative.
+    """
+    bad = [c for c in classes if c not in UNRECOVERED_CLASSES]
+    if bad:
+        raise LoopscopeError(
+            f"--class {bad[0]!r} is not an unrecovered error class",
+            hint="use one of: " + ", ".join(UNRECOVERED_CLASSES),
+        )
+    if limit is not None and limit < 0:
+        raise LoopscopeError(f"--limit {limit} is negative", hint="use --limit 20, or leave it out for every row")
+    where, where_params = selection.where("p")
+    # Positional and named parameters cannot be mixed: name the selection's too.
+    named_where, named = _name_params(where, where_params)
+    named.update({"tools": list(tools), "classes": list(classes), "limit": limit})
+    sql = FIRST_UNRECOVERED_ALL_SQL.format(where=named_where)
+    return [UnrecoveredRow(**r) for r in _rows(con.execute(sql, named))]
+
+
+def _name_params(condition: str, params: list[object]) -> tuple[str, dict[str, object]]:
+    """Turn the ``?`` placeholders of a Selection condition into ``$sel_N`` names.
+
+    The condition is fixed SQL text from ``Selection.where`` (it contains no
+    string literals with a ``?``), so a plain left-to-right replacement is exact.
+    """
+    parts = condition.split("?")
+    if len(parts) - 1 != len(params):
+        raise ValueError("selection condition and parameters do not match")
+    out = [parts[0]]
+    named: dict[str, object] = {}
+    for i, (value, rest) in enumerate(zip(params, parts[1:])):
+        out.append(f"$sel_{i}")
+        out.append(rest)
+        named[f"sel_{i}"] = value
+    return "".join(out), named
