@@ -23,6 +23,7 @@ prompts count: the row for a conversation is its first unrecovered error
 from __future__ import annotations
 
 import datetime as dt
+import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -222,6 +223,8 @@ class UnrecoveredError:
     outcome: str
     attempts: int
     latency_ms: float | None
+    input_shape: dict[str, str] | None = None
+    seq: int | None = None
     previous_attempts: list[Attempt] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -242,6 +245,7 @@ class UnrecoveredError:
             "outcome": self.outcome,
             "attempts": self.attempts,
             "latency_ms": self.latency_ms,
+            "input_shape": self.input_shape,
             "previous_attempts": [a.to_dict() for a in self.previous_attempts],
         }
 
@@ -279,6 +283,17 @@ UNRECOVERED_COLUMNS = (
     "error_message", "exit_reason", "agent", "error_ts", "n_unrecovered", "prompts", "first_ts",
     "last_ts", "previous_attempts",
 )
+
+
+def _json_object(text: str | None) -> dict[str, str] | None:
+    # input_shape is stored as JSON text; anything but an object is shown as unknown.
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def _rows(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
@@ -345,6 +360,8 @@ def first_unrecovered(con: duckdb.DuckDBPyConnection, conversation_id: str) -> U
         outcome=e["outcome"],
         attempts=e["attempts"],
         latency_ms=e["latency_ms"],
+        input_shape=_json_object(e["input_shape"]),
+        seq=e["seq"],
         previous_attempts=previous_attempts(con, e),
     )
 

@@ -1,0 +1,356 @@
+"""Triage of one conversation: its timeline and its first unrecovered error.
+
+Seed 001's runbook (pull the conversation, find the first tool result with
+``is_error`` the model failed to recover from, read its message) as one call:
+``triage(con, conversation_id)`` returns the conversation as prompts -> steps
+-> tool calls (with outcome, attempts, latency, error class, replay flag) and
+the loop exit of each prompt, the retry loops, replays and duplicate
+executions found in it, and the first unrecovered error with the previous
+attempts at the same tool and fingerprint and a seed-000-style
+``[Error Recovery Context]`` block whose suggestions come from the static
+catalog in ``hints`` (the one the error-message lint uses).
+
+Prompts are in prompt order (first ``ts``, then first ``seq``); tool calls
+inside a prompt by step, then ``ts``, then ``seq``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import difflib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import duckdb
+
+from loopscope.analyses import hints, incidents, recovery
+from loopscope.analyses.errors import UnknownConversation
+from loopscope.analyses.selection import Selection
+
+CONVERSATION_EXISTS_SQL = "SELECT count(*) FROM prompts_v WHERE conversation_id = ?"
+# Candidates for "did you mean": the most recently active conversations.
+RECENT_CONVERSATIONS_SQL = """
+SELECT conversation_id FROM prompts_v
+GROUP BY conversation_id
+ORDER BY max(last_ts) DESC, conversation_id
+LIMIT ?
+"""
+CONVERSATION_PROMPTS_SQL = """
+SELECT * FROM prompts_v
+WHERE conversation_id = ?
+ORDER BY first_ts, first_seq, prompt_id
+"""
+# Every record of the conversation, with its error class when it is an error.
+CONVERSATION_TOOL_CALLS_SQL = """
+SELECT t.*, e.error_class
+FROM tool_calls_v t
+LEFT JOIN errors_v e ON e.seq = t.seq
+WHERE t.conversation_id = ?
+ORDER BY t.prompt_id, t.step, t.ts, t.seq
+"""
+
+_CANDIDATE_LIMIT = 20_000
+_ATTEMPT_MESSAGE_CHARS = 160
+
+
+@dataclass(frozen=True)
+class ToolCallEntry:
+    """One tool call in the timeline."""
+
+    tool_call_id: str
+    tool_name: str
+    step: int
+    ts: dt.datetime
+    outcome: str
+    is_error: bool
+    attempts: int
+    latency_ms: float | None
+    error_type: str | None
+    error_message: str | None
+    error_class: str | None
+    is_replay: bool
+    replayed: bool
+    args_fingerprint: str | None
+    first_unrecovered: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict for JSON (``class`` is the error class, null unless an error)."""
+        return {
+            "tool_call_id": self.tool_call_id,
+            "tool_name": self.tool_name,
+            "step": self.step,
+            "ts": self.ts,
+            "outcome": self.outcome,
+            "is_error": self.is_error,
+            "attempts": self.attempts,
+            "latency_ms": self.latency_ms,
+            "error_type": self.error_type,
+            "error_message": self.error_message,
+            "class": self.error_class,
+            "is_replay": self.is_replay,
+            "replayed": self.replayed,
+            "args_fingerprint": self.args_fingerprint,
+            "first_unrecovered": self.first_unrecovered,
+        }
+
+
+@dataclass(frozen=True)
+class LoopExit:
+    """How a prompt's agent loop ended."""
+
+    exit_reason: str
+    normal: bool
+    ts: dt.datetime
+    steps: int | None
+    tool_calls: int | None
+    max_tool_calls: int | None
+    duration_ms: float | None
+    input_tokens: int | None
+    output_tokens: int | None
+    error_type: str | None
+    error_message: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict for JSON."""
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class PromptEntry:
+    """One prompt of the conversation: its steps and its exit (None while open)."""
+
+    prompt_id: str
+    first_ts: dt.datetime
+    agent: str
+    tags: dict[str, Any] | None
+    n_tool_calls: int
+    steps: list[tuple[int, list[ToolCallEntry]]]
+    loop_exit: LoopExit | None
+
+    @property
+    def is_open(self) -> bool:
+        """No loop_exit was logged (the process died, or the prompt is still running)."""
+        return self.loop_exit is None
+
+    @property
+    def tool_calls(self) -> list[ToolCallEntry]:
+        """Every tool call of the prompt, in order."""
+        return [call for _, calls in self.steps for call in calls]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict for JSON."""
+        return {
+            "prompt_id": self.prompt_id,
+            "first_ts": self.first_ts,
+            "agent": self.agent,
+            "tags": self.tags,
+            "n_tool_calls": self.n_tool_calls,
+            "is_open": self.is_open,
+            "steps": [{"step": step, "tool_calls": [c.to_dict() for c in calls]} for step, calls in self.steps],
+            "loop_exit": self.loop_exit.to_dict() if self.loop_exit else None,
+        }
+
+
+@dataclass(frozen=True)
+class Triage:
+    """Everything ``loopscope triage`` shows about one conversation."""
+
+    conversation_id: str
+    prompts: list[PromptEntry]
+    first_unrecovered: recovery.UnrecoveredError | None
+    recovery_context: str | None
+    suggestions: list[str]
+    recovery_pattern: str | None
+    retry_loops: list[incidents.RetryLoop] = field(default_factory=list)
+    replays: list[incidents.Replay] = field(default_factory=list)
+    duplicate_executions: list[incidents.DuplicateExecution] = field(default_factory=list)
+
+    def class_counts(self) -> dict[str, int]:
+        """Errors per class over the whole conversation (classes with none included)."""
+        counts = {c: 0 for c in recovery.ERROR_CLASSES}
+        for prompt in self.prompts:
+            for call in prompt.tool_calls:
+                if call.error_class:
+                    counts[call.error_class] += 1
+        return counts
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON document of ``loopscope triage --format json``."""
+        first = None
+        if self.first_unrecovered is not None:
+            first = self.first_unrecovered.to_dict()
+            first["recovery_pattern"] = self.recovery_pattern
+            first["suggestions"] = list(self.suggestions)
+            first["recovery_context"] = self.recovery_context
+        return {
+            "conversation_id": self.conversation_id,
+            "prompts": [p.to_dict() for p in self.prompts],
+            "first_unrecovered": first,
+            "error_classes": self.class_counts(),
+            "retry_loops": [r.to_dict() for r in self.retry_loops],
+            "replays": [r.to_dict() for r in self.replays],
+            "duplicate_executions": [d.to_dict() for d in self.duplicate_executions],
+        }
+
+
+def _rows(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    names = [d[0] for d in cur.description or []]
+    return [dict(zip(names, row)) for row in cur.fetchall()]
+
+
+def _json(text: str | None) -> Any:
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def unknown_conversation(con: duckdb.DuckDBPyConnection, conversation_id: str) -> UnknownConversation:
+    """The error for an id that is not in the store, with the closest ids as a hint."""
+    candidates = [r[0] for r in con.execute(RECENT_CONVERSATIONS_SQL, [_CANDIDATE_LIMIT]).fetchall()]
+    if not candidates:
+        return UnknownConversation(
+            f"conversation {conversation_id!r} is not in the database: it holds no records",
+            hint="load logs first (loopscope load PATH), or pass them with --path PATH",
+        )
+    close = difflib.get_close_matches(conversation_id, candidates, n=3, cutoff=0.6)
+    if close:
+        hint = "did you mean " + " or ".join(repr(c) for c in close) + "?"
+    else:
+        hint = "list conversations with an unrecovered error with: loopscope unrecovered"
+    return UnknownConversation(f"conversation {conversation_id!r} is not in the database", hint=hint)
+
+
+def _call_entry(row: dict[str, Any], first_id: tuple[str, int] | None) -> ToolCallEntry:
+    return ToolCallEntry(
+        tool_call_id=row["tool_call_id"],
+        tool_name=row["tool_name"],
+        step=row["step"],
+        ts=row["ts"],
+        outcome=row["outcome"],
+        is_error=row["is_error"],
+        attempts=row["attempts"],
+        latency_ms=row["latency_ms"],
+        error_type=row["error_type"],
+        error_message=row["error_message"],
+        error_class=row["error_class"],
+        is_replay=row["is_replay"],
+        replayed=row["replayed"],
+        args_fingerprint=row["args_fingerprint"],
+        first_unrecovered=first_id is not None and (row["prompt_id"], row["seq"]) == first_id,
+    )
+
+
+def _loop_exit(p: dict[str, Any]) -> LoopExit | None:
+    if p["is_open"]:
+        return None
+    return LoopExit(
+        exit_reason=p["exit_reason"],
+        normal=p["normal_exit"],
+        ts=p["exit_ts"],
+        steps=p["steps"],
+        tool_calls=p["n_tool_calls"],
+        max_tool_calls=p["max_tool_calls"],
+        duration_ms=p["duration_ms"],
+        input_tokens=p["input_tokens"],
+        output_tokens=p["output_tokens"],
+        error_type=p["exit_error_type"],
+        error_message=p["exit_error_message"],
+    )
+
+
+def _operation(tool_name: str, input_shape: dict[str, str] | None) -> str:
+    # Only argument names are logged (never values), so the operation shows those.
+    args = ", ".join(input_shape) if input_shape else "..."
+    return f"{tool_name}({args})"
+
+
+def _one_line(text: str | None, limit: int = _ATTEMPT_MESSAGE_CHARS) -> str:
+    flat = " ".join((text or "").split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def recovery_context(error: recovery.UnrecoveredError, suggestions: list[str]) -> str:
+    """The seed-000 ``[Error Recovery Context]`` block for an error.
+
+    It is what a harness could have injected right after the failing call:
+    the operation, the error the model saw, what was already tried at the same
+    tool and fingerprint in this conversation, and the catalog's suggestions.
+    """
+    lines = [
+        "[Error Recovery Context]",
+        f"Operation: {_operation(error.tool_name, error.input_shape)}",
+        f"Error: {_one_line(error.error_message, 2000) or '(no message)'}",
+    ]
+    if error.error_type:
+        lines.append(f"Error type: {error.error_type}")
+    lines += ["", f"Previous attempts (this conversation): {len(error.previous_attempts)}"]
+    for i, attempt in enumerate(error.previous_attempts, 1):
+        if attempt.is_error:
+            result = _one_line(attempt.error_message) or attempt.outcome
+        else:
+            result = "ok" if attempt.outcome == "ok" else f"ok ({attempt.outcome})"
+        replay = ", replay" if attempt.is_replay else ""
+        lines.append(
+            f"  {i}. {attempt.tool_name}(same arguments) [prompt {attempt.prompt_id}, step {attempt.step}{replay}] → {result}"
+        )
+    lines += ["", "Recovery suggestions:", *(f"  - {s}" for s in suggestions)]
+    return "\n".join(lines)
+
+
+def triage(con: duckdb.DuckDBPyConnection, conversation_id: str) -> Triage:
+    """Pull one conversation and find its first unrecovered error.
+
+    Args:
+        con: an open store.
+        conversation_id: the conversation to triage (exact id).
+
+    Raises:
+        UnknownConversation: the id is not in the store (the hint names the
+            closest ids, or how to list conversations).
+    """
+    if not con.execute(CONVERSATION_EXISTS_SQL, [conversation_id]).fetchone()[0]:
+        raise unknown_conversation(con, conversation_id)
+    first = recovery.first_unrecovered(con, conversation_id)
+    first_key = (first.prompt_id, first.seq) if first is not None else None
+    calls_by_prompt: dict[str, list[dict[str, Any]]] = {}
+    for row in _rows(con.execute(CONVERSATION_TOOL_CALLS_SQL, [conversation_id])):
+        calls_by_prompt.setdefault(row["prompt_id"], []).append(row)
+    prompts = []
+    for p in _rows(con.execute(CONVERSATION_PROMPTS_SQL, [conversation_id])):
+        steps: dict[int, list[ToolCallEntry]] = {}
+        for row in calls_by_prompt.get(p["prompt_id"], []):
+            entry = _call_entry(row, first_key)
+            steps.setdefault(entry.step, []).append(entry)
+        prompts.append(
+            PromptEntry(
+                prompt_id=p["prompt_id"],
+                first_ts=p["first_ts"],
+                agent=p["agent"],
+                tags=_json(p["tags"]),
+                n_tool_calls=p["n_tool_calls"],
+                steps=sorted(steps.items()),
+                loop_exit=_loop_exit(p),
+            )
+        )
+    suggestions: list[str] = []
+    context = pattern = None
+    if first is not None:
+        suggestions = hints.suggestions_for(first.error_type, first.error_message, first.tool_name)
+        pattern = hints.recovery_pattern(first.error_type, first.error_message)
+        context = recovery_context(first, suggestions)
+    only = Selection(conversation_ids=(conversation_id,))
+    return Triage(
+        conversation_id=conversation_id,
+        prompts=prompts,
+        first_unrecovered=first,
+        recovery_context=context,
+        suggestions=suggestions,
+        recovery_pattern=pattern,
+        retry_loops=incidents.retry_loops(con, only),
+        replays=incidents.replays(con, only),
+        duplicate_executions=incidents.duplicate_executions(con, only),
+    )
