@@ -1,0 +1,77 @@
+"""OpenTelemetry through the API only: span names, kinds and attribute keys.
+
+One ``invoke_agent {agent}`` INTERNAL span per prompt and one ``execute_tool {tool}`` INTERNAL
+child span per tool call (research/otel-genai.md sections 1 and 6). Standard keys are GenAI
+semantic-convention names (Development status); our own keys live under ``loopscope.*``.
+
+Tool spans are only created when the prompt span is recording, so without an SDK (or for an
+unsampled prompt) a tool call costs one attribute check, not a span.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.trace import SpanKind, Status, StatusCode
+
+INTERNAL = SpanKind.INTERNAL
+STATUS_ERROR = StatusCode.ERROR
+set_span_in_context = trace.set_span_in_context
+attach = otel_context.attach
+detach = otel_context.detach
+
+# Standard (GenAI semconv) keys.
+OPERATION = "gen_ai.operation.name"
+PROVIDER = "gen_ai.provider.name"
+AGENT_NAME = "gen_ai.agent.name"
+CONVERSATION_ID = "gen_ai.conversation.id"
+REQUEST_MODEL = "gen_ai.request.model"
+FINISH_REASONS = "gen_ai.response.finish_reasons"
+INPUT_TOKENS = "gen_ai.usage.input_tokens"
+OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
+TOOL_NAME = "gen_ai.tool.name"
+TOOL_CALL_ID = "gen_ai.tool.call.id"
+TOOL_TYPE = "gen_ai.tool.type"
+ERROR_TYPE = "error.type"
+
+# Project-owned keys.
+PROMPT_ID = "loopscope.prompt.id"
+EXIT_REASON = "loopscope.agent.exit_reason"
+TURNS = "loopscope.agent.turns"
+AGENT_TOOL_CALLS = "loopscope.agent.tool_calls"
+AGENT_TOOL_FAILURES = "loopscope.agent.tool_failures"
+MAX_TOOL_CALLS = "loopscope.agent.max_tool_calls"
+TOOL_OUTCOME = "loopscope.tool.outcome"
+TOOL_ATTEMPTS = "loopscope.tool.attempts"
+TOOL_INPUT_SHAPE = "loopscope.tool.input_shape"
+TOOL_STEP = "loopscope.tool.step"
+TOOL_REPLAYED = "loopscope.tool.replayed"
+TAG_PREFIX = "loopscope.tag."
+
+
+def get_tracer(tracer_provider: Any = None) -> trace.Tracer:
+    """The collector's tracer: from ``tracer_provider``, else the global (proxy) provider."""
+    try:
+        from importlib.metadata import version
+
+        ver = version("loopscope")
+    except Exception:  # noqa: BLE001 - running from a checkout without metadata
+        ver = ""
+    return trace.get_tracer("loopscope.collectors", ver, tracer_provider=tracer_provider)
+
+
+def shape_attribute(shape: dict[str, str]) -> str:
+    """``input_shape`` as a span attribute: compact JSON object text (sorted keys).
+
+    JSON text rather than a map attribute, because map-valued attributes are not accepted by
+    every SDK version and exporter.
+    """
+    return json.dumps(shape, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def error_status(message: str | None) -> Status:
+    """Status ERROR with the (already redacted) error text as description."""
+    return Status(STATUS_ERROR, message or None)

@@ -1,0 +1,86 @@
+"""Secret redaction and length capping for error text.
+
+Error messages often quote what failed: a URL with credentials, an ``Authorization`` header, a
+config line. The model already saw that text, but the log must not keep it. Patterns cover common
+key formats; the replacement keeps the surrounding words so the message stays readable for triage
+and lint (``password=[REDACTED]``, ``Bearer [REDACTED]``).
+"""
+
+from __future__ import annotations
+
+import re
+
+MAX_ERROR_CHARS = 2000
+REDACTED = "[REDACTED]"
+_TRUNCATED = "... [truncated]"
+
+# (pattern, replacement); order matters: specific formats first, generic key=value pairs last.
+_RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(p), r)
+    for p, r in (
+        # PEM private keys, whole block.
+        (r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)", REDACTED),
+        # JSON Web Tokens: three base64url segments, the first one a JSON header.
+        (r"\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*", REDACTED),
+        # Anthropic (sk-ant-...), OpenAI (sk-..., sk-proj-...), Stripe (sk_live_, rk_test_, ...).
+        (r"\bsk-[A-Za-z0-9_-]{16,}", REDACTED),
+        (r"\b[rsp]k_(?:live|test)_[A-Za-z0-9]{10,}", REDACTED),
+        # AWS access key ids.
+        (r"\b(?:AKIA|ASIA|AIDA|AROA)[0-9A-Z]{16}\b", REDACTED),
+        # GitHub tokens (classic and fine-grained).
+        (r"\bgh[pousr]_[A-Za-z0-9]{20,}", REDACTED),
+        (r"\bgithub_pat_[A-Za-z0-9_]{20,}", REDACTED),
+        # Slack tokens.
+        (r"\bxox[abposr]-[A-Za-z0-9-]{10,}", REDACTED),
+        # Google API keys.
+        (r"\bAIza[0-9A-Za-z_-]{30,}", REDACTED),
+        # Authorization schemes: keep the scheme word, drop the credential.
+        (r"(?i)\b(Bearer|Basic|Token)(\s+)[A-Za-z0-9._~+/=-]{6,}", r"\1\2" + REDACTED),
+        # user:password@host in URLs: keep the user, drop the password.
+        (r"([A-Za-z][A-Za-z0-9+.-]*://[^\s:/@]+):[^\s@/]+@", r"\1:" + REDACTED + "@"),
+        # key=value / "key": "value" pairs whose key names a secret.
+        (
+            r"(?i)((?:api[_-]?key|apikey|access[_-]?key|secret[_-]?key|client[_-]?secret|secret|"
+            r"access[_-]?token|auth[_-]?token|refresh[_-]?token|session[_-]?token|token|"
+            r"password|passwd|pwd|authorization|x-api-key)[\"']?\s*[:=]\s*[\"']?)"
+            r"(?!\[REDACTED\])[^\s\"'&,;}]+",
+            r"\1" + REDACTED,
+        ),
+    )
+)
+
+
+def redact_secrets(text: str) -> str:
+    """Replace secrets in ``text`` with ``[REDACTED]``.
+
+    Args:
+        text: Any error text.
+
+    Returns:
+        The text with API keys, tokens, JWTs, URL passwords and secret-named key/value pairs
+        replaced.
+    """
+    for pattern, repl in _RULES:
+        text = pattern.sub(repl, text)
+    return text
+
+
+def cap(text: str, limit: int = MAX_ERROR_CHARS) -> str:
+    """Cut ``text`` to at most ``limit`` characters, marking the cut."""
+    if len(text) <= limit:
+        return text
+    return text[: limit - len(_TRUNCATED)] + _TRUNCATED
+
+
+def clean_error_text(text: object, redact: bool = True, limit: int = MAX_ERROR_CHARS) -> str:
+    """The error text as it goes into a record: stringified, redacted (optional), capped.
+
+    Very long text is cut before redaction (to 4x the limit) so a huge message costs bounded time;
+    a secret that starts before the final limit is still wholly inside the pre-cut and redacted.
+    """
+    s = text if isinstance(text, str) else str(text)
+    if redact:
+        if len(s) > 4 * limit:
+            s = s[: 4 * limit]
+        s = redact_secrets(s)
+    return cap(s, limit)

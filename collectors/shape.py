@@ -1,0 +1,105 @@
+"""Argument shape and fingerprint: what a tool was called with, without the values.
+
+``input_shape`` maps each top-level argument name to its JSON type. ``args_fingerprint`` is the
+SHA-256 hex digest of the arguments' canonical JSON::
+
+    json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+so two calls with equal arguments (in any key order) get the same fingerprint, while the values
+themselves are never written. Arguments given as a JSON string (OpenAI ``function.arguments``) are
+parsed first; a string that is not JSON gets an empty shape and a null fingerprint, and so do
+arguments that cannot be serialised. Non-JSON values (dates, decimals, objects) are serialised with
+``str()`` for the fingerprint and typed by their nearest JSON type.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+_sha256 = hashlib.sha256
+
+_TYPES: dict[type, str] = {
+    str: "string",
+    bool: "boolean",
+    int: "integer",
+    float: "number",
+    list: "array",
+    tuple: "array",
+    dict: "object",
+    type(None): "null",
+}
+
+
+def json_type(value: Any) -> str:
+    """The JSON type name of a Python value (``string``, ``integer``, ``number``, ...)."""
+    t = _TYPES.get(type(value))
+    if t is not None:
+        return t
+    # Subclasses and non-JSON types: nearest JSON type. bool before int: bool is an int subclass.
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, dict):
+        return "object"
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return "array"
+    if type(value).__name__ == "Decimal":
+        return "number"
+    return "string"
+
+
+def _parsed(arguments: Any) -> tuple[Any, bool]:
+    if isinstance(arguments, (str, bytes, bytearray)):
+        try:
+            return json.loads(arguments), True
+        except ValueError:
+            return None, False
+    return arguments, True
+
+
+def input_shape(arguments: Any) -> dict[str, str]:
+    """Top-level argument name -> JSON type; ``{}`` when the arguments are not an object."""
+    args, ok = _parsed(arguments)
+    if not ok or not isinstance(args, dict):
+        return {}
+    return {str(k): json_type(v) for k, v in args.items()}
+
+
+def canonical_json(arguments: Any) -> str:
+    """The canonical JSON text the fingerprint is computed over."""
+    return _CANONICAL.encode(arguments)
+
+
+def args_fingerprint(arguments: Any) -> str | None:
+    """SHA-256 hex of the canonical JSON of the arguments, or None when there are none."""
+    if arguments is None:
+        return None
+    args, ok = _parsed(arguments)
+    if not ok:
+        return None
+    try:
+        text = _CANONICAL.encode(args)
+    except (TypeError, ValueError):
+        return None
+    return _sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def shape_and_fingerprint(arguments: Any) -> tuple[dict[str, str], str | None]:
+    """Both at once, parsing a JSON-string argument only once."""
+    if arguments is None:
+        return {}, None
+    args, ok = _parsed(arguments)
+    if not ok:
+        return {}, None
+    shape = {str(k): json_type(v) for k, v in args.items()} if isinstance(args, dict) else {}
+    try:
+        text = _CANONICAL.encode(args)
+    except (TypeError, ValueError):
+        return shape, None
+    return shape, _sha256(text.encode("utf-8", "surrogatepass")).hexdigest()

@@ -1,0 +1,297 @@
+"""Where records go: the background JSONL writer (default) and an in-memory list.
+
+A sink receives ``submit(record, args)`` on the host's hot path. :class:`JsonlSink` only appends
+the pair to a bounded deque there; its daemon writer thread completes each record
+(:func:`loopscope.collectors.records.finish`), serialises it and appends whole lines to the file.
+"""
+
+from __future__ import annotations
+
+import atexit
+import errno
+import json
+import math
+import os
+import stat
+import threading
+import weakref
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+from loopscope.collectors.guard import Guard, logger
+from loopscope.collectors.records import NO_ARGS, finish
+
+
+class CollectorConfigError(ValueError):
+    """Bad collector configuration, raised at setup (never on the hot path)."""
+
+
+class Sink:
+    """Base class for sinks. Subclasses implement :meth:`emit` (completed records).
+
+    ``submit`` is what the collector calls; the default completes the record synchronously and
+    hands it to ``emit``. Override ``submit`` to defer the work (as :class:`JsonlSink` does).
+    """
+
+    def submit(self, record: dict[str, Any], args: Any = NO_ARGS) -> None:
+        """Complete ``record`` (shape, fingerprint, timestamp) and emit it."""
+        self.emit(finish(record, args))
+
+    def emit(self, record: dict[str, Any]) -> None:
+        """Receive one completed v1 record."""
+        raise NotImplementedError
+
+    def flush(self) -> None:
+        """Make everything submitted so far durable (no-op by default)."""
+
+    def close(self) -> None:
+        """Flush and release resources (no-op by default)."""
+
+    def stats(self) -> dict[str, int]:
+        """Sink counters: ``written``, ``dropped``, ``errors``."""
+        return {"written": 0, "dropped": 0, "errors": 0}
+
+
+class MemorySink(Sink):
+    """Keeps completed records in ``self.records`` (tests, notebooks, custom forwarding)."""
+
+    def __init__(self) -> None:
+        self.records: list[dict[str, Any]] = []
+
+    def emit(self, record: dict[str, Any]) -> None:
+        """Append the record."""
+        self.records.append(record)
+
+    def stats(self) -> dict[str, int]:
+        """``written`` is the number of records held."""
+        return {"written": len(self.records), "dropped": 0, "errors": 0}
+
+
+def _check_positive(name: str, value: Any, *, integer: bool, allow_none: bool = False, allow_zero: bool = False) -> None:
+    if value is None and allow_none:
+        return
+    ok_type = isinstance(value, int) if integer else isinstance(value, (int, float))
+    if isinstance(value, bool) or not ok_type or (not integer and not math.isfinite(value)):
+        raise CollectorConfigError(f"{name} must be a {'whole' if integer else 'finite'} number, got {value!r}")
+    if value < 0 or (value == 0 and not allow_zero):
+        raise CollectorConfigError(f"{name} must be {'>= 0' if allow_zero else '> 0'}, got {value!r}")
+
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+class JsonlSink(Sink):
+    """Appends records to a JSON Lines file from a background thread.
+
+    The host thread only appends ``(record, args)`` to a bounded deque: when it holds
+    ``max_queue`` items the record is dropped and counted, never blocking the loop. The writer
+    thread wakes at least twice per ``flush_interval``, serialises everything queued, and appends
+    whole lines with ``os.write`` on an ``O_APPEND`` descriptor, so a process killed with SIGKILL
+    loses at most what it recorded in the last ``flush_interval`` and leaves at most one partial
+    last line. The file is rotated by size (``path`` -> ``path.1`` -> ... -> ``path.<backups>``).
+    Write errors (full disk, removed directory) are logged once, counted in ``errors`` and the
+    affected records dropped; the next cycle tries again.
+
+    One process should write one file: rotation is not coordinated between processes.
+
+    Args:
+        path: The log file; parent folders are created.
+        flush_interval: Seconds; records reach the OS at most this long after being recorded.
+        max_queue: Records held in memory before new ones are dropped.
+        max_bytes: Rotate before the file would grow past this size; None disables rotation.
+        backups: Rotated files kept.
+
+    Raises:
+        CollectorConfigError: A bad value, or the file cannot be created / opened for append.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        flush_interval: float = 1.0,
+        max_queue: int = 10_000,
+        max_bytes: int | None = 64 * 2**20,
+        backups: int = 5,
+    ) -> None:
+        _check_positive("flush_interval", flush_interval, integer=False)
+        _check_positive("max_queue", max_queue, integer=True)
+        _check_positive("max_bytes", max_bytes, integer=True, allow_none=True)
+        _check_positive("backups", backups, integer=True, allow_zero=True)
+        self.path = Path(path)
+        self.flush_interval = float(flush_interval)
+        self.max_queue = max_queue
+        self.max_bytes = max_bytes
+        self.backups = backups
+        self._guard = Guard(strict=False)  # writer-thread errors can never reach the host anyway
+        self.written = 0
+        self.dropped = 0
+        self.errors = 0
+        self._partial = False
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fd, self._size, self._regular = self._open()
+        except OSError as exc:
+            raise CollectorConfigError(
+                f"cannot open the loopscope log {str(self.path)!r} for appending: {exc.strerror or exc}"
+            ) from exc
+        self._queue: deque[tuple[dict[str, Any], Any]] = deque()
+        self._io_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._closed = False
+        self.submit = self._make_submit()  # type: ignore[method-assign]
+        self._thread = threading.Thread(target=self._run, name=f"loopscope-writer:{self.path.name}", daemon=True)
+        self._thread.start()
+        # atexit keeps only a weak reference, so an abandoned sink can still be collected.
+        ref = weakref.ref(self)
+        self._atexit = lambda: (lambda s: s.close() if s is not None else None)(ref())
+        atexit.register(self._atexit)
+
+    def _make_submit(self):  # noqa: ANN202 - a closure bound once; it is the hot path
+        queue = self._queue
+        append = queue.append
+        limit = self.max_queue
+        sink = self
+
+        def submit(record: dict[str, Any], args: Any = NO_ARGS) -> None:
+            if len(queue) >= limit or sink._closed:
+                sink._drop()
+                return
+            append((record, args))
+
+        return submit
+
+    def _drop(self) -> None:
+        self.dropped += 1
+        if self._closed:
+            self._guard.once("closed", 30, "loopscope: record after the JSONL sink %s was closed; dropped", self.path)
+        else:
+            self._guard.once(
+                "full", 30, "loopscope: writer queue full (%d records); dropping records (counted)", self.max_queue
+            )
+
+    # -- file handling (writer thread, or a flushing/closing thread, under _io_lock) --
+
+    def _open(self) -> tuple[int, int, bool]:
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        st = os.fstat(fd)
+        return fd, st.st_size, stat.S_ISREG(st.st_mode)
+
+    def _rotate(self) -> None:
+        os.close(self._fd)
+        self._fd = -1
+        base = str(self.path)
+        if self.backups > 0:
+            for i in range(self.backups - 1, 0, -1):
+                src = f"{base}.{i}"
+                if os.path.exists(src):
+                    os.replace(src, f"{base}.{i + 1}")
+            os.replace(base, f"{base}.1")
+        else:
+            os.truncate(base, 0)
+        self._fd, self._size, self._regular = self._open()
+
+    def _write_all(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            n = os.write(self._fd, view)
+            if n <= 0:
+                raise OSError(errno.EIO, "short write")
+            self._partial = True
+            view = view[n:]
+        self._partial = False
+        self._size += len(data)
+
+    def _write_lines(self, lines: list[bytes]) -> None:
+        if self._fd < 0:
+            self._fd, self._size, self._regular = self._open()
+        if self._partial:
+            # A failed write left half a line: end it so the next record starts on its own line.
+            self._write_all(b"\n")
+        chunk: list[bytes] = []
+        size = 0
+        limit = self.max_bytes if self._regular else None
+        for line in lines:
+            if limit is not None and self._size + size + len(line) > limit and (self._size + size) > 0:
+                if chunk:
+                    self._write_all(b"".join(chunk))
+                    chunk, size = [], 0
+                if self._size > 0:
+                    self._rotate()
+            chunk.append(line)
+            size += len(line)
+        if chunk:
+            self._write_all(b"".join(chunk))
+
+    def _drain(self) -> None:
+        queue = self._queue
+        encode = _ENCODER.encode
+        while queue:
+            lines: list[bytes] = []
+            popleft = queue.popleft
+            for _ in range(min(len(queue), 4096)):
+                rec, args = popleft()
+                try:
+                    lines.append((encode(finish(rec, args)) + "\n").encode("utf-8", "surrogatepass"))
+                except Exception as exc:  # noqa: BLE001 - one bad record must not stop the writer
+                    self.errors += 1
+                    self._guard.once(f"encode:{type(exc).__name__}", 40, "loopscope: cannot serialise a record", exc_info=exc)
+            if not lines:
+                continue
+            try:
+                self._write_lines(lines)
+                self.written += len(lines)
+            except OSError as exc:
+                self.errors += 1
+                self.dropped += len(lines)
+                self._guard.once(
+                    f"write:{exc.errno}",
+                    40,
+                    "loopscope: cannot write %s (%s); records dropped and counted, the loop is unaffected",
+                    self.path,
+                    exc.strerror or exc,
+                )
+                if self._fd >= 0 and not self._regular:
+                    continue
+                if self._fd >= 0 and exc.errno in (errno.EBADF, errno.ESTALE):
+                    self._fd = -1
+
+    def _run(self) -> None:
+        wait = self.flush_interval / 2
+        while not self._stop.wait(wait):
+            try:
+                with self._io_lock:
+                    self._drain()
+            except Exception as exc:  # noqa: BLE001 - the writer thread must survive anything
+                self.errors += 1
+                self._guard.once("writer", 40, "loopscope: writer thread error", exc_info=exc)
+
+    # -- public --
+
+    def flush(self) -> None:
+        """Write everything queued so far, in the calling thread."""
+        with self._io_lock:
+            self._drain()
+
+    def close(self) -> None:
+        """Stop the writer, write what is queued, close the file. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self._stop.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout=max(5.0, self.flush_interval))
+        with self._io_lock:
+            self._drain()
+            if self._fd >= 0:
+                try:
+                    os.close(self._fd)
+                except OSError:
+                    pass
+                self._fd = -1
+        atexit.unregister(self._atexit)
+
+    def stats(self) -> dict[str, int]:
+        """``written`` lines, ``dropped`` records (queue full, closed, or write failed), ``errors``."""
+        return {"written": self.written, "dropped": self.dropped, "errors": self.errors, "queued": len(self._queue)}
