@@ -1,0 +1,500 @@
+"""Turn decoded OTLP spans and log records into v1 ``tool_call`` / ``loop_exit`` records.
+
+Spans are recognised through an alias map over the three conventions agents
+are instrumented with today (docs/inputs.md, "OpenTelemetry exports", has the
+full table):
+
+- OpenTelemetry GenAI (``gen_ai.*``; also what loopscope's collector emits,
+  with its own ``loopscope.*`` keys),
+- OpenInference (``openinference.span.kind``, ``tool.name``, ``session.id``),
+- OpenLLMetry / Traceloop (``traceloop.span.kind``, ``traceloop.entity.name``).
+
+Decisions (each record says in ``extra`` when a value was derived rather
+than read):
+
+- **prompt**: the outermost agent span above a tool span; its span id is the
+  ``prompt_id`` and it gives the ``loop_exit``. When the chain of parents breaks
+  (the agent span was never exported: the process died, or the file was read
+  mid-run) the prompt is the missing parent's id and stays open. When the
+  chain reaches a root that is not an agent span, that root stands in for it
+  (``agent_span_inferred``). A tool span with no parent at all is its own open
+  prompt, keyed by its trace.
+- **conversation**: ``gen_ai.conversation.id``, ``session.id``,
+  ``traceloop.association.properties.{conversation_id,session_id,thread_id}``,
+  read from the tool span, then its ancestors, then any span of its trace.
+  Never the bare trace id: with none of them the conversation is
+  ``otlp-trace:<trace id>`` (one conversation per trace, marked
+  ``conversation_id_from_trace``), so it cannot be mistaken for a real id.
+- **step**: ``loopscope.tool.step`` when present; else the index of the last
+  model (LLM) span of the prompt that started before the tool span; else tool
+  spans that overlap in time, or share a parent that is not the agent span
+  (a "turn"), form one step, in start order.
+- **tool call id**: ``gen_ai.tool.call.id`` / ``tool.id``; else the id of the
+  matching tool call in the prompt's LLM messages (same name, same arguments,
+  in order; ``tool_call_id_from_messages``); else the span id
+  (``tool_call_id_from_span``).
+- **exit reason**: ``loopscope.agent.exit_reason``; span status ERROR ->
+  ``error``; ``gen_ai.response.finish_reasons`` / ``llm.finish_reason`` /
+  ``llm.response.finish_reason`` on the agent spans, then on the last LLM span,
+  normalised (``stop`` -> ``end_turn``, ``length`` -> ``max_tokens``,
+  ``content_filter`` -> ``refusal``; the raw value kept in ``finish_reason_raw``);
+  else an agent span that ended without error is taken as ``end_turn``
+  (``exit_reason_inferred``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from datetime import datetime, timezone
+from typing import Any
+
+from loopscope.analyses.readers.otlp import LogRecord, Span
+from loopscope.collectors.shape import shape_and_fingerprint
+
+MESSAGE_CAP = 2_000
+TAG_PREFIX = "loopscope.tag."
+STATUS_ERROR = 2
+OUTCOMES = ("ok", "retried", "transient_fail", "permanent_fail")
+
+# --- the alias map ----------------------------------------------------------------------------
+TOOL_OPERATIONS = ("execute_tool",)
+# create_agent is left out on purpose: it creates an agent at a service and runs no loop.
+AGENT_OPERATIONS = ("invoke_agent", "invoke_workflow")
+LLM_OPERATIONS = ("chat", "text_completion", "generate_content")
+CONVERSATION_KEYS = (
+    "gen_ai.conversation.id",
+    "session.id",
+    "traceloop.association.properties.conversation_id",
+    "traceloop.association.properties.session_id",
+    "traceloop.association.properties.thread_id",
+)
+TOOL_CALL_ID_KEYS = ("gen_ai.tool.call.id", "tool.id", "tool_call.id")
+TOOL_NAME_KEYS = ("gen_ai.tool.name", "tool.name")
+AGENT_NAME_KEYS = ("gen_ai.agent.name", "agent.name")
+ARGUMENT_KEYS = ("gen_ai.tool.call.arguments", "input.value", "traceloop.entity.input")
+FINISH_REASON_KEYS = (
+    "gen_ai.response.finish_reasons",
+    "llm.finish_reason",
+    "llm.response.finish_reason",
+    "stop_reason",
+)
+INPUT_TOKEN_KEYS = ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt")
+OUTPUT_TOKEN_KEYS = ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens", "llm.token_count.completion")
+# Provider vocabulary -> record format v1 (docs/records.md); anything else is kept as-is.
+FINISH_REASONS = {
+    "stop": "end_turn",
+    "end_turn": "end_turn",
+    "stop_sequence": "stop_sequence",
+    "length": "max_tokens",
+    "max_tokens": "max_tokens",
+    "content_filter": "refusal",
+    "refusal": "refusal",
+    "error": "error",
+}
+
+
+def _first(attrs: dict[str, Any], keys: tuple[str, ...]) -> Any:
+    for key in keys:
+        value = attrs.get(key)
+        if value not in (None, "", []):
+            return value
+    return None
+
+
+def is_tool_span(span: Span) -> bool:
+    """A tool execution span, in any of the three conventions (or by its name alone)."""
+    a = span.attrs
+    return (
+        a.get("gen_ai.operation.name") in TOOL_OPERATIONS
+        or str(a.get("openinference.span.kind", "")).upper() == "TOOL"
+        or a.get("traceloop.span.kind") == "tool"
+        or span.name.startswith("execute_tool ")
+        or (span.name.endswith(".tool") and "openinference.span.kind" not in a)
+    )
+
+
+def is_agent_span(span: Span) -> bool:
+    """An agent (or agent workflow) span: the loop that answers one user prompt."""
+    a = span.attrs
+    return (
+        a.get("gen_ai.operation.name") in AGENT_OPERATIONS
+        or str(a.get("openinference.span.kind", "")).upper() == "AGENT"
+        or a.get("traceloop.span.kind") in ("agent", "workflow")
+        or span.name.startswith("invoke_agent")
+    )
+
+
+def is_llm_span(span: Span) -> bool:
+    """A model call (one step of the loop)."""
+    a = span.attrs
+    return (
+        a.get("gen_ai.operation.name") in LLM_OPERATIONS
+        or str(a.get("openinference.span.kind", "")).upper() == "LLM"
+        or a.get("llm.request.type") in ("chat", "completion")
+    )
+
+
+def format_ts(ns: int) -> str:
+    """Nanoseconds since the epoch -> RFC 3339 UTC with microseconds, like the collector writes."""
+    dt = datetime.fromtimestamp(ns // 1_000_000_000, tz=timezone.utc)
+    return dt.replace(microsecond=(ns % 1_000_000_000) // 1000).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _json_value(value: Any) -> Any:
+    """Parse a JSON string attribute (content keys are often JSON text); other values pass."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def _error_of(span: Span) -> tuple[bool, str | None, str | None]:
+    """(is_error, error_type, error_message) from status, ``error.type`` and exception events."""
+    exc = next((attrs for name, _, attrs in span.events if name == "exception"), None)
+    error_type = span.attrs.get("error.type") or (exc or {}).get("exception.type")
+    if error_type == "_OTHER":  # the semconv placeholder for "no type known"
+        error_type = None
+    is_error = span.status_code == STATUS_ERROR or bool(span.attrs.get("error.type")) or exc is not None
+    message = span.status_message or (exc or {}).get("exception.message")
+    if not is_error:
+        return False, None, None
+    return True, str(error_type) if error_type else None, str(message)[:MESSAGE_CAP] if message else None
+
+
+def _normalise_reason(raw: Any) -> tuple[str, Any] | None:
+    if isinstance(raw, list):
+        raw = raw[-1] if raw else None  # finish_reasons lists one per choice; the last decides
+    if raw in (None, ""):
+        return None
+    return FINISH_REASONS.get(str(raw).lower(), str(raw)), raw
+
+
+class _Trace:
+    """The spans of one trace, indexed for walking up parent chains."""
+
+    def __init__(self, spans: list[Span]) -> None:
+        self.spans = sorted(spans, key=lambda s: (s.start_ns, s.line_no))
+        self.by_id = {s.span_id: s for s in self.spans}
+        self.conversation = next(
+            (c for s in self.spans if (c := _first(s.attrs, CONVERSATION_KEYS)) is not None), None
+        )
+
+    def ancestors(self, span: Span) -> tuple[list[Span], str | None]:
+        """Known ancestors, nearest first, and the id of a parent that is missing (if the chain breaks)."""
+        chain: list[Span] = []
+        seen = {span.span_id}
+        parent = span.parent_id
+        while parent is not None and parent not in seen:
+            node = self.by_id.get(parent)
+            if node is None:
+                return chain, parent
+            chain.append(node)
+            seen.add(parent)
+            parent = node.parent_id
+        return chain, None
+
+    def within(self, root: Span) -> list[Span]:
+        """Every span whose parent chain reaches ``root`` (root excluded)."""
+        return [s for s in self.spans if s is not root and root in self.ancestors(s)[0]]
+
+
+class _Prompt:
+    def __init__(self, key: str, root: Span | None, how: str) -> None:
+        self.key = key
+        self.root = root
+        self.how = how
+        self.tools: list[Span] = []
+        self.agents: list[Span] = []  # agent spans inside the prompt, outermost first
+
+    @property
+    def prompt_id(self) -> str:
+        """loopscope's own prompt id when the spans carry it, else the structural key."""
+        for span in [*self.agents, *self.tools]:
+            if span.attrs.get("loopscope.prompt.id"):
+                return str(span.attrs["loopscope.prompt.id"])
+        return self.key
+
+
+def _prompt_of(tool: Span, trace: _Trace, prompts: dict[str, _Prompt]) -> _Prompt:
+    chain, missing = trace.ancestors(tool)
+    agents = [s for s in chain if is_agent_span(s)]
+    if agents:
+        root, key, how = agents[-1], agents[-1].span_id, "agent_span"
+    elif missing is not None:
+        root, key, how = None, missing, "missing_parent"
+    elif chain:
+        root, key, how = chain[-1], chain[-1].span_id, "root_span"
+    else:
+        root, key, how = None, f"otlp-trace:{tool.trace_id or tool.span_id}", "trace"
+    prompt = prompts.get(key)
+    if prompt is None:
+        prompt = prompts[key] = _Prompt(key, root, how)
+    prompt.tools.append(tool)
+    return prompt
+
+
+def _assign_steps(prompt: _Prompt, llms: list[Span]) -> dict[str, int]:
+    tools = sorted(prompt.tools, key=lambda s: (s.start_ns, s.line_no))
+    steps: dict[str, int] = {}
+    if all(isinstance(t.attrs.get("loopscope.tool.step"), int) for t in tools):
+        return {t.span_id: t.attrs["loopscope.tool.step"] for t in tools}  # type: ignore[misc]
+    if llms:
+        starts = sorted(s.start_ns for s in llms)
+        for t in tools:
+            steps[t.span_id] = max(0, sum(1 for st in starts if st <= t.start_ns) - 1)
+        return steps
+    # A parent that is an agent span is the loop itself, not a turn: only other parents group calls.
+    loop_ids = {s.span_id for s in prompt.agents} | {prompt.key}
+    step, group_end, group_parent = -1, None, None
+    for t in tools:
+        turn_parent = t.parent_id if t.parent_id not in loop_ids and t.parent_id is not None else None
+        same = group_end is not None and (
+            t.start_ns < group_end or (turn_parent is not None and turn_parent == group_parent)
+        )
+        if not same:
+            step += 1
+            group_end, group_parent = t.end_ns, turn_parent
+        else:
+            group_end = max(group_end or 0, t.end_ns)
+        steps[t.span_id] = step
+    return steps
+
+
+def _message_calls(llms: list[Span]) -> list[tuple[str, str, Any]]:
+    """Tool calls (id, name, arguments) found in the LLM spans' messages, first-seen order."""
+    found: dict[str, tuple[str, str, Any]] = {}
+    for span in sorted(llms, key=lambda s: s.start_ns):
+        a = span.attrs
+        for key in ("gen_ai.input.messages", "gen_ai.output.messages"):
+            for msg in _json_value(a.get(key)) or []:
+                for part in (msg.get("parts") or []) if isinstance(msg, dict) else []:
+                    if isinstance(part, dict) and part.get("type") == "tool_call" and part.get("id"):
+                        found.setdefault(part["id"], (part["id"], part.get("name") or "", part.get("arguments")))
+        # OpenInference flattens lists: llm.{input,output}_messages.<i>.message.tool_calls.<j>.tool_call.*
+        flat: dict[tuple[str, int, int], dict[str, Any]] = defaultdict(dict)
+        for key, value in a.items():
+            parts = key.split(".")
+            if len(parts) >= 7 and parts[0] == "llm" and parts[3:5] == ["message", "tool_calls"]:
+                if parts[2].isdigit() and parts[5].isdigit():
+                    flat[(parts[1], int(parts[2]), int(parts[5]))][".".join(parts[7:])] = value
+        for (_, _, _), call in sorted(flat.items(), key=lambda kv: (kv[0][0] != "input_messages", kv[0][1:])):
+            if call.get("id"):
+                found.setdefault(call["id"], (call["id"], call.get("function.name") or "", call.get("function.arguments")))
+    return list(found.values())
+
+
+def _same_args(a: Any, b: Any) -> bool:
+    return a is None or b is None or _json_value(a) == _json_value(b)
+
+
+def tool_name(span: Span) -> str:
+    """The tool's name from the attributes, else from the span name."""
+    name = _first(span.attrs, TOOL_NAME_KEYS)
+    if name is None and span.attrs.get("traceloop.span.kind") == "tool":
+        name = span.attrs.get("traceloop.entity.name")
+    if name is None:
+        name = span.name.removeprefix("execute_tool ").removesuffix(".tool")
+    return str(name or "unknown")
+
+
+def _arguments(span: Span) -> Any:
+    for key in ARGUMENT_KEYS:
+        if key in span.attrs:
+            if key == "input.value" and span.attrs.get("input.mime_type") not in (None, "application/json"):
+                continue
+            return _json_value(span.attrs[key])
+    return None
+
+
+def _tool_record(span: Span, prompt: _Prompt, conversation: tuple[str, bool], step: int,
+                 call_id: tuple[str, str | None], agent: str) -> dict[str, Any]:
+    a = span.attrs
+    is_error, error_type, message = _error_of(span)
+    outcome = a.get("loopscope.tool.outcome")
+    if outcome not in OUTCOMES:
+        outcome = "permanent_fail" if is_error else "ok"
+    shape = _json_value(a.get("loopscope.tool.input_shape"))
+    args = _arguments(span)
+    derived_shape, fingerprint = shape_and_fingerprint(args)
+    rec: dict[str, Any] = {
+        "v": 1,
+        "kind": "tool_call",
+        "ts": format_ts(span.end_ns),
+        "conversation_id": conversation[0],
+        "prompt_id": prompt.prompt_id,
+        "agent": agent,
+        "trace_id": span.trace_id,
+        "span_id": span.span_id,
+        "tool_call_id": call_id[0],
+        "tool_name": tool_name(span),
+        "step": step,
+        "input_shape": shape if isinstance(shape, dict) else derived_shape,
+        "args_fingerprint": a.get("loopscope.tool.args_fingerprint") or fingerprint,
+        "outcome": outcome,
+        "is_error": is_error,
+        "attempts": int(a.get("loopscope.tool.attempts") or 1),
+        "latency_ms": (span.end_ns - span.start_ns) / 1e6,
+        "error_type": error_type,
+        "error_message": message,
+        "replayed": bool(a.get("loopscope.tool.replayed", False)),
+    }
+    _provenance(rec, span, prompt, conversation[1])
+    if call_id[1]:
+        rec[f"tool_call_id_from_{call_id[1]}"] = True
+    return rec
+
+
+def _provenance(rec: dict[str, Any], span: Span, prompt: _Prompt, conv_from_trace: bool) -> None:
+    tags = {k.removeprefix(TAG_PREFIX): str(v) for s in prompt.agents for k, v in s.attrs.items()
+            if k.startswith(TAG_PREFIX)}
+    if tags:
+        rec["tags"] = tags
+    rec["source_format"] = "otlp"
+    if span.scope:
+        rec["instrumentation"] = span.scope
+    if span.resource.get("service.name"):
+        rec["service_name"] = span.resource["service.name"]
+    if conv_from_trace:
+        rec["conversation_id_from_trace"] = True
+    if prompt.how != "agent_span":
+        rec["prompt_id_from"] = prompt.how
+
+
+def _agent_name(prompt: _Prompt) -> str:
+    for span in prompt.agents:
+        name = _first(span.attrs, AGENT_NAME_KEYS)
+        if name is None and span.attrs.get("traceloop.span.kind") == "agent":
+            name = span.attrs.get("traceloop.entity.name")
+        if name is None and span.name.startswith("invoke_agent "):
+            name = span.name.removeprefix("invoke_agent ")
+        if name:
+            return str(name)
+    return "default"
+
+
+def _exit_record(prompt: _Prompt, llms: list[Span], conversation: tuple[str, bool], agent: str,
+                 tool_records: list[dict[str, Any]]) -> dict[str, Any]:
+    root = prompt.root
+    assert root is not None
+    rec: dict[str, Any] = {
+        "v": 1, "kind": "loop_exit", "ts": format_ts(root.end_ns),
+        "conversation_id": conversation[0], "prompt_id": prompt.prompt_id, "agent": agent,
+        "trace_id": root.trace_id, "span_id": root.span_id,
+    }
+    error_type = error_message = None
+    explicit = next((s.attrs["loopscope.agent.exit_reason"] for s in prompt.agents
+                     if s.attrs.get("loopscope.agent.exit_reason")), None)
+    failed = next((s for s in prompt.agents if _error_of(s)[0]), None)
+    reason: str | None = None
+    if explicit:
+        reason = str(explicit)
+    elif failed is not None:
+        reason = "error"
+    if failed is not None:
+        _, error_type, error_message = _error_of(failed)
+    if reason is None:
+        last_llm = sorted(llms, key=lambda s: s.end_ns)[-1:]
+        for span in [*prompt.agents, *last_llm]:
+            found = _normalise_reason(_first(span.attrs, FINISH_REASON_KEYS))
+            if found:
+                reason, rec["finish_reason_raw"] = found
+                break
+    if reason is None:
+        reason, rec["exit_reason_inferred"] = "end_turn", True
+    a = root.attrs
+
+    def tokens(keys: tuple[str, ...]) -> int | None:
+        own = _first(a, keys)
+        if own is not None:
+            return int(own)
+        vals = [int(v) for s in llms if (v := _first(s.attrs, keys)) is not None]
+        return sum(vals) if vals else None
+
+    rec.update({
+        "exit_reason": reason,
+        "steps": int(a["loopscope.agent.turns"]) if "loopscope.agent.turns" in a else (len(llms) or None),
+        "tool_calls": int(a.get("loopscope.agent.tool_calls", len(tool_records))),
+        "tool_errors": int(a.get("loopscope.agent.tool_failures", sum(r["is_error"] for r in tool_records))),
+        "max_tool_calls": int(a["loopscope.agent.max_tool_calls"]) if "loopscope.agent.max_tool_calls" in a else None,
+        "input_tokens": tokens(INPUT_TOKEN_KEYS),
+        "output_tokens": tokens(OUTPUT_TOKEN_KEYS),
+        "duration_ms": (root.end_ns - root.start_ns) / 1e6,
+        "error_type": error_type if reason == "error" else None,
+        "error_message": error_message if reason == "error" else None,
+    })
+    _provenance(rec, root, prompt, conversation[1])
+    if prompt.how == "root_span":
+        rec["agent_span_inferred"] = True
+    return rec
+
+
+def spans_to_records(spans: list[Span]) -> list[tuple[int, dict[str, Any]]]:
+    """Convert the spans of a file into records, each with the line it came from.
+
+    Args:
+        spans: decoded spans (any order, any number of traces).
+
+    Returns:
+        ``(line_no, record)`` pairs: a prompt's ``tool_call`` records in step
+        order, then its ``loop_exit`` (when its agent span was exported).
+    """
+    by_trace: dict[str | None, list[Span]] = defaultdict(list)
+    for span in spans:
+        by_trace[span.trace_id].append(span)
+    out: list[tuple[int, dict[str, Any]]] = []
+    for trace_spans in by_trace.values():
+        trace = _Trace(trace_spans)
+        prompts: dict[str, _Prompt] = {}
+        tools = [s for s in trace.spans if is_tool_span(s)]
+        for tool in tools:
+            _prompt_of(tool, trace, prompts)
+        # Agent spans with no tool call under them are prompts too (n = 0).
+        for span in trace.spans:
+            if is_agent_span(span) and span.span_id not in prompts:
+                chain, _ = trace.ancestors(span)
+                if not any(is_agent_span(s) for s in chain):
+                    prompts[span.span_id] = _Prompt(span.span_id, span, "agent_span")
+                    prompts[span.span_id].agents = [span]
+        for prompt in prompts.values():
+            out.extend(_convert_prompt(prompt, trace))
+    return out
+
+
+def _convert_prompt(prompt: _Prompt, trace: _Trace) -> list[tuple[int, dict[str, Any]]]:
+    inside = trace.within(prompt.root) if prompt.root is not None else list(prompt.tools)
+    if prompt.root is not None:
+        prompt.agents = [prompt.root, *[s for s in inside if is_agent_span(s)]]
+    llms = [s for s in inside if is_llm_span(s)]
+    conv_raw = None
+    for span in [*prompt.tools, *prompt.agents]:
+        conv_raw = _first(span.attrs, CONVERSATION_KEYS)
+        if conv_raw is not None:
+            break
+    conv_raw = conv_raw if conv_raw is not None else trace.conversation
+    tid = prompt.tools[0].trace_id if prompt.tools else (prompt.root.trace_id if prompt.root else None)
+    conversation = (str(conv_raw), False) if conv_raw is not None else (f"otlp-trace:{tid}", True)
+    agent = _agent_name(prompt)
+    steps = _assign_steps(prompt, llms)
+    candidates = _message_calls(llms)
+    records: list[tuple[int, dict[str, Any]]] = []
+    for tool in sorted(prompt.tools, key=lambda s: (steps[s.span_id], s.start_ns, s.line_no)):
+        own = _first(tool.attrs, TOOL_CALL_ID_KEYS)
+        call_id: tuple[str, str | None]
+        if own is not None:
+            call_id = (str(own), None)
+        else:
+            name, args = tool_name(tool), _arguments(tool)
+            match = next((c for c in candidates if c[1] == name and _same_args(c[2], args)), None)
+            if match is not None:
+                candidates.remove(match)
+                call_id = (match[0], "messages")
+            else:
+                call_id = (str(tool.span_id), "span")
+        records.append((tool.line_no, _tool_record(tool, prompt, conversation, steps[tool.span_id], call_id, agent)))
+    if prompt.root is not None and prompt.how in ("agent_span", "root_span"):
+        exit_rec = _exit_record(prompt, llms, conversation, agent, [r for _, r in records])
+        records.append((prompt.root.line_no, exit_rec))
+    return records

@@ -1,0 +1,254 @@
+"""OTLP JSON Lines reader: encoding rules, the alias map, and bad input.
+
+Lines here are written by hand the way the OTLP/JSON encoding allows (upper-case
+hex ids, int64 as strings, unknown fields), so each rule is pinned down.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from loopscope.analyses.errors import LoopscopeError
+from loopscope.analyses.readers import otlp
+from loopscope.analyses.readers.otlp import any_value, binary_reason, hex_id, sniff
+
+TRACE = "5B8EFFF798038103D269B633813FC60C"
+T0 = 1_790_000_000_000_000_000  # 2026-09-21T14:13:20Z in ns
+
+
+def kv(key: str, value: Any) -> dict[str, Any]:
+    if isinstance(value, bool):
+        v: dict[str, Any] = {"boolValue": value}
+    elif isinstance(value, int):
+        v = {"intValue": str(value)}
+    elif isinstance(value, float):
+        v = {"doubleValue": value}
+    elif isinstance(value, list):
+        v = {"arrayValue": {"values": [{"stringValue": x} for x in value]}}
+    else:
+        v = {"stringValue": value}
+    return {"key": key, "value": v}
+
+
+def span(span_id: str, parent: str, name: str, start_ms: int, end_ms: int, attrs: dict[str, Any],
+         status: dict[str, Any] | None = None, events: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    return {
+        "traceId": TRACE, "spanId": span_id, "parentSpanId": parent, "name": name, "kind": 1,
+        "startTimeUnixNano": str(T0 + start_ms * 1_000_000), "endTimeUnixNano": str(T0 + end_ms * 1_000_000),
+        "attributes": [kv(k, v) for k, v in attrs.items()], "status": status or {},
+        "events": events or [], "droppedLinksCount": 0, "someFutureField": {"x": 1},
+    }
+
+
+def traces_line(*spans: dict[str, Any], scope: str = "test.scope") -> str:
+    return json.dumps({"resourceSpans": [{
+        "resource": {"attributes": [kv("service.name", "shop-agent")]},
+        "scopeSpans": [{"scope": {"name": scope, "version": "1"}, "spans": list(spans)}],
+        "schemaUrl": "",
+    }]})
+
+
+def read(path: Path) -> Any:
+    return otlp.read(path, {})
+
+
+def write(tmp: Path, *lines: str, name: str = "spans.jsonl") -> Path:
+    p = tmp / name
+    p.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return p
+
+
+# A GenAI-convention loop: one agent span, a failing call, then two parallel calls (one step).
+AGENT = span("AA00000000000001", "", "invoke_agent support", 0, 100, {
+    "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "support",
+    "gen_ai.conversation.id": "conv-7", "gen_ai.response.finish_reasons": ["stop"],
+    "gen_ai.usage.input_tokens": 120, "gen_ai.usage.output_tokens": 30,
+})
+CHAT = [span(f"CC0000000000000{i}", "AA00000000000001", "chat m", 10 * i, 10 * i + 5,
+             {"gen_ai.operation.name": "chat"}) for i in range(3)]
+FAIL = span("BB00000000000001", "AA00000000000001", "execute_tool get_order", 6, 9, {
+    "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_order",
+    "gen_ai.tool.call.id": "toolu_01", "gen_ai.tool.call.arguments": '{"id": 7}', "error.type": "TimeoutError",
+}, status={"code": 2, "message": "orders backend timed out after 30s; retry"})
+OK1 = span("BB00000000000002", "AA00000000000001", "execute_tool get_order", 16, 19, {
+    "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_order", "gen_ai.tool.call.id": "toolu_02",
+})
+OK2 = span("BB00000000000003", "AA00000000000001", "execute_tool weather", 16, 18, {
+    "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "weather",
+})
+
+
+class TestEncoding:
+    """OTLP/JSON value and id rules."""
+
+    def test_any_value_decodes_every_kind(self) -> None:
+        assert any_value({"intValue": "9007199254740993"}) == 9007199254740993
+        assert any_value({"intValue": 3}) == 3
+        assert any_value({"doubleValue": 0.5}) == 0.5
+        assert any_value({"boolValue": True}) is True
+        assert any_value({"arrayValue": {"values": [{"stringValue": "a"}, {"intValue": "1"}]}}) == ["a", 1]
+        assert any_value({"kvlistValue": {"values": [kv("k", "v"), kv("n", 2)]}}) == {"k": "v", "n": 2}
+        assert any_value({}) is None
+        assert any_value(None) is None
+
+    def test_ids_are_lowercased_and_empty_means_none(self) -> None:
+        assert hex_id("5B8EFFF798038103") == "5b8efff798038103"
+        assert hex_id("") is None
+        assert hex_id("0000000000000000") is None
+        assert hex_id(None) is None
+        assert hex_id("W47/95gDgQM=") == "5b8efff798038103"  # proto3 JSON base64 spelling
+
+    def test_sniff_recognises_all_three_signals_and_binary(self) -> None:
+        assert sniff(b'{"resourceSpans":[{"resource"')
+        assert sniff(b'  {"resourceLogs": [')
+        assert sniff(b'{"resourceMetrics":[')
+        assert not sniff(b'{"v":1,"kind":"tool_call"')
+        assert not sniff(b'[{"role":"user"}]')
+        assert sniff(b"\x00\x00\x01\x2a\x0a\xa7\x02\x0a")  # Collector proto: length prefix + field 1
+        assert binary_reason(b'{"resourceSpans":[]}') is None
+        assert "protobuf" in (binary_reason(b"\x00\x00\x01\x2a\x0a\xa7\x02\x0a") or "")
+
+
+class TestSpansToRecords:
+    """A gen_ai.* loop becomes tool_call and loop_exit records, field by field."""
+
+    def test_records_field_by_field(self, tmp_path: Path) -> None:
+        path = write(tmp_path, traces_line(FAIL, OK1, OK2, *CHAT), traces_line(AGENT))
+        out = read(path)
+        assert out.bad == [] and out.violations == []
+        fail, ok1, ok2, exit_ = out.records
+        assert fail == {
+            "v": 1, "kind": "tool_call", "ts": "2026-09-21T14:13:20.009000Z",
+            "conversation_id": "conv-7", "prompt_id": "aa00000000000001", "agent": "support",
+            "trace_id": TRACE.lower(), "span_id": "bb00000000000001",
+            "tool_call_id": "toolu_01", "tool_name": "get_order", "step": 0,
+            "input_shape": {"id": "integer"},
+            # sha256 of the canonical JSON {"id":7}: the collector's fingerprint (see the next test)
+            "args_fingerprint": "a3c90e3b7448d23d9eacebd0ebf15cae100e21f9b2c688f3f9d238edcd26d67f",
+            "outcome": "permanent_fail", "is_error": True, "attempts": 1, "latency_ms": 3.0,
+            "error_type": "TimeoutError", "error_message": "orders backend timed out after 30s; retry",
+            "replayed": False, "source_format": "otlp", "instrumentation": "test.scope",
+            "service_name": "shop-agent",
+        }
+        assert (ok1["tool_call_id"], ok1["step"], ok1["is_error"], ok1["error_message"]) == ("toolu_02", 1, False, None)
+        # No call id anywhere: the span id stands in, and the record says so.
+        assert (ok2["tool_call_id"], ok2["step"], ok2.get("tool_call_id_from_span")) == ("bb00000000000003", 1, True)
+        assert exit_ == {
+            "v": 1, "kind": "loop_exit", "ts": "2026-09-21T14:13:20.100000Z",
+            "conversation_id": "conv-7", "prompt_id": "aa00000000000001", "agent": "support",
+            "trace_id": TRACE.lower(), "span_id": "aa00000000000001",
+            "finish_reason_raw": "stop", "exit_reason": "end_turn", "steps": 3, "tool_calls": 3,
+            "tool_errors": 1, "max_tool_calls": None, "input_tokens": 120, "output_tokens": 30,
+            "duration_ms": 100.0, "error_type": None, "error_message": None,
+            "source_format": "otlp", "instrumentation": "test.scope", "service_name": "shop-agent",
+        }
+
+    def test_fingerprint_matches_the_collector(self, tmp_path: Path) -> None:
+        from loopscope.collectors.shape import args_fingerprint
+
+        out = read(write(tmp_path, traces_line(FAIL, AGENT)))
+        assert out.records[0]["args_fingerprint"] == args_fingerprint({"id": 7})
+
+    def test_without_llm_spans_overlapping_calls_share_a_step(self, tmp_path: Path) -> None:
+        out = read(write(tmp_path, traces_line(AGENT, FAIL, OK1, OK2)))
+        assert [(r["tool_name"], r["step"]) for r in out.records if r["kind"] == "tool_call"] == [
+            ("get_order", 0), ("get_order", 1), ("weather", 1)]
+        assert out.records[-1]["steps"] is None  # no model spans: the number of model calls is unknown
+
+    def test_agent_span_never_exported_leaves_the_prompt_open(self, tmp_path: Path) -> None:
+        out = read(write(tmp_path, traces_line(FAIL, OK1)))
+        assert [r["kind"] for r in out.records] == ["tool_call", "tool_call"]
+        assert {r["prompt_id"] for r in out.records} == {"aa00000000000001"}
+        assert all(r["prompt_id_from"] == "missing_parent" for r in out.records)
+        # No conversation id on the tool spans themselves here: the trace stands in, marked.
+        assert out.records[0]["conversation_id"] == "otlp-trace:" + TRACE.lower()
+        assert out.records[0]["conversation_id_from_trace"] is True
+
+    def test_agent_error_status_is_an_error_exit(self, tmp_path: Path) -> None:
+        failed = span("AA00000000000001", "", "invoke_agent support", 0, 100,
+                      {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "support"},
+                      events=[{"name": "exception", "timeUnixNano": str(T0), "attributes": [
+                          kv("exception.type", "MaxTurnsExceeded"), kv("exception.message", "Max turns (10) exceeded")]}])
+        exit_ = read(write(tmp_path, traces_line(failed))).records[0]
+        assert (exit_["exit_reason"], exit_["error_type"], exit_["error_message"], exit_["tool_calls"]) == (
+            "error", "MaxTurnsExceeded", "Max turns (10) exceeded", 0)
+
+    def test_provider_finish_reasons_are_normalised_and_kept_raw(self, tmp_path: Path) -> None:
+        for raw, expected in (("length", "max_tokens"), ("content_filter", "refusal"), ("tool_calls", "tool_calls")):
+            agent = span("AA00000000000001", "", "invoke_agent", 0, 5, {
+                "gen_ai.operation.name": "invoke_agent", "gen_ai.response.finish_reasons": [raw]})
+            exit_ = read(write(tmp_path, traces_line(agent))).records[0]
+            assert (exit_["exit_reason"], exit_["finish_reason_raw"], exit_["agent"]) == (expected, raw, "default")
+
+    def test_loopscope_keys_win(self, tmp_path: Path) -> None:
+        agent = span("AA00000000000001", "", "invoke_agent support", 0, 50, {
+            "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "support",
+            "gen_ai.conversation.id": "c1", "loopscope.prompt.id": "p-1", "loopscope.agent.exit_reason": "budget_exceeded",
+            "gen_ai.response.finish_reasons": ["tool_use"], "loopscope.agent.turns": 4,
+            "loopscope.agent.max_tool_calls": 2, "loopscope.tag.mode": "corrective"})
+        tool = span("BB00000000000001", "AA00000000000001", "execute_tool t", 1, 2, {
+            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t", "gen_ai.tool.call.id": "x",
+            "loopscope.tool.step": 3, "loopscope.tool.outcome": "retried", "loopscope.tool.attempts": 2,
+            "loopscope.tool.input_shape": '{"q":"string"}', "loopscope.tool.replayed": True})
+        call, exit_ = read(write(tmp_path, traces_line(agent, tool))).records
+        assert (call["prompt_id"], call["step"], call["outcome"], call["attempts"], call["input_shape"],
+                call["replayed"], call["tags"]) == ("p-1", 3, "retried", 2, {"q": "string"}, True, {"mode": "corrective"})
+        assert (exit_["prompt_id"], exit_["exit_reason"], exit_["steps"], exit_["max_tool_calls"]) == (
+            "p-1", "budget_exceeded", 4, 2)
+
+
+class TestLogs:
+    """loopscope's own log events."""
+
+    def test_tool_call_event_uses_observed_time_when_time_is_absent(self, tmp_path: Path) -> None:
+        body = {"kvlistValue": {"values": [kv("tool_name", "search"), kv("tool_call_id", "t1"), kv("step", 0),
+                                           kv("outcome", "permanent_fail"), kv("error_message", "no index")]}}
+        line = json.dumps({"resourceLogs": [{"resource": {}, "scopeLogs": [{"scope": {"name": "loopscope"}, "logRecords": [
+            {"observedTimeUnixNano": str(T0), "eventName": "loopscope.tool_call", "severityNumber": 17,
+             "traceId": TRACE, "spanId": "BB00000000000001", "body": body,
+             "attributes": [kv("gen_ai.conversation.id", "c9")]},
+            {"timeUnixNano": str(T0), "eventName": "gen_ai.client.operation.exception", "body": {}},
+        ]}]}]})
+        (rec,) = read(write(tmp_path, line)).records
+        assert rec["ts"] == "2026-09-21T14:13:20.000000Z"
+        assert (rec["conversation_id"], rec["tool_name"], rec["is_error"], rec["step"]) == ("c9", "search", True, 0)
+        assert rec["prompt_id"] == "otlp-trace:" + TRACE.lower()
+
+
+class TestBadInput:
+    """Bad lines are reported with their number; binary files are refused by name."""
+
+    def test_bad_lines_are_reported_and_the_rest_loads(self, tmp_path: Path) -> None:
+        broken = traces_line(span("", "", "x", 0, 1, {}))
+        path = write(tmp_path, '{"resourceMetrics": []}', "not json", '{"hello": 1}', "[1, 2]",
+                     traces_line(AGENT), broken, "")
+        out = read(path)
+        assert [(b.line_no, b.reason.split(":")[0]) for b in out.bad] == [
+            (2, "not JSON"), (3, "not an OTLP line"), (4, "not an OTLP line"), (6, "spans[0] (scope 'test.scope')")]
+        assert "no spanId" in out.bad[3].reason
+        assert out.bad[1].raw == '{"hello": 1}'
+        assert [r["kind"] for r in out.records] == ["loop_exit"]
+
+    def test_proto_file_is_refused_naming_file_and_line(self, tmp_path: Path) -> None:
+        path = tmp_path / "traces.proto"
+        path.write_bytes(b"\x00\x00\x00\x2a\x0a\x28\x0a\x26" + bytes(range(40)))
+        with pytest.raises(LoopscopeError) as info:
+            read(path)
+        assert str(path) in info.value.message and "line 1" in info.value.message
+        assert "format: json" in (info.value.hint or "")
+
+    def test_spans_without_tool_or_agent_spans_are_explained(self, tmp_path: Path) -> None:
+        out = read(write(tmp_path, traces_line(*CHAT)))
+        assert out.records == []
+        assert [v["kind"] for v in out.violations] == ["no_agent_spans"]
+        assert "3 spans" in out.violations[0]["detail"]
+
+    def test_gzip_files_are_read(self, tmp_path: Path) -> None:
+        path = tmp_path / "spans.jsonl.gz"
+        path.write_bytes(gzip.compress((traces_line(AGENT, FAIL) + "\n").encode()))
+        assert [r["kind"] for r in read(path).records] == ["tool_call", "loop_exit"]
