@@ -1,0 +1,307 @@
+"""Reader for conversation message arrays (``--input-format messages``).
+
+A file holds conversations as JSON or JSON Lines:
+
+- one conversation object per file or per line, ``{"id": ..., "messages": [...]}``;
+- a JSON list of such objects, or a bare list of messages (one conversation);
+- a container, found with ``messages_key`` (``--messages-key``), a small
+  selector of dotted keys where ``[]`` means "each element": tau2-bench's
+  ``{..., "simulations": [{"id", "messages": [...]}, ...]}`` is
+  ``simulations[].messages`` (detected by itself);
+- a per-message log (JSON Lines, one message per line, each carrying its
+  conversation id), or per-turn lines holding a conversation's new messages or
+  a snapshot of the whole array so far: lines of one conversation are joined
+  (a line that extends the previous array replaces it, any other is appended).
+
+The conversation id is ``id_key`` (``--id-key``) in the conversation object,
+else the first of ``conversation_id``, ``id``, ``session_id``, ``thread_id``,
+else ``<file name>#<n>``. The agent is ``agent_name`` (``--agent-name``), else
+the conversation's or file's ``agent`` name (tau2-bench:
+``info.agent_info.implementation``), else ``"default"``.
+
+``message_records`` turns each conversation into v1 records.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Optional
+
+from loopscope.analyses.errors import LoopscopeError
+from loopscope.analyses.readers import BadLine, ReaderOutput
+from loopscope.analyses.readers.message_errors import ErrorRules, parse_error_when
+from loopscope.analyses.readers.message_records import conversation_records
+
+ID_KEYS = ("conversation_id", "id", "session_id", "thread_id")
+RAW_CAP = 2000
+# Markers of a conversation log in the first bytes of a pretty-printed JSON file.
+SNIFF_MARKERS = (b'"messages"', b'"simulations"', b'"role"', b'"termination_reason"')
+
+
+class _Conversation:
+    """One conversation found in a file, before derivation."""
+
+    def __init__(self, messages: list[Any], obj: Any, line_no: Optional[int], ordinal: int) -> None:
+        self.messages = messages
+        self.obj = obj if isinstance(obj, dict) else {}
+        self.line_no = line_no
+        self.ordinal = ordinal
+
+
+def sniff(head: bytes) -> bool:
+    """Whether the first bytes of a file look like a conversation log (a JSON document)."""
+    text = head.lstrip(b"\xef\xbb\xbf").lstrip()
+    return text.startswith((b"{", b"[")) and any(marker in text for marker in SNIFF_MARKERS)
+
+
+def parse_selector(selector: str) -> tuple[list[tuple[str, bool]], list[str]]:
+    """Split ``a.b[].c.d`` into the path to the conversation objects and the path to messages.
+
+    Returns:
+        ``(outer, inner)``: ``outer`` is a list of ``(key, each)`` steps up to
+        and including the last ``[]``; ``inner`` the plain keys after it.
+
+    Raises:
+        LoopscopeError: an empty or malformed selector.
+    """
+    if not selector or not selector.strip():
+        raise LoopscopeError("--messages-key is empty", "Give dotted keys, e.g. --messages-key simulations[].messages.")
+    steps: list[tuple[str, bool]] = []
+    for part in selector.strip().split("."):
+        each = part.endswith("[]")
+        key = part[:-2] if each else part
+        if ("[" in key or "]" in key) or (not key and not each):
+            raise LoopscopeError(
+                f"--messages-key {selector!r}: cannot read {part!r}",
+                "Use dotted keys and [] for 'each element', e.g. simulations[].messages or conversations[].turns.",
+            )
+        steps.append((key, each))
+    last_each = max((i for i, (_, each) in enumerate(steps) if each), default=-1)
+    return steps[: last_each + 1], [key for key, _ in steps[last_each + 1 :]]
+
+
+def _walk(value: Any, steps: list[tuple[str, bool]]) -> list[Any]:
+    current = [value]
+    for key, each in steps:
+        nxt: list[Any] = []
+        for item in current:
+            if key:
+                item = item.get(key) if isinstance(item, dict) else None
+            if each:
+                nxt.extend(item if isinstance(item, list) else [])
+            elif item is not None:
+                nxt.append(item)
+        current = nxt
+    return current
+
+
+def _select(root: Any, selector: str) -> list[tuple[Any, Any]]:
+    """(conversation object, messages) pairs selected by ``selector`` in ``root``."""
+    outer, inner = parse_selector(selector)
+    roots = root if isinstance(root, list) and (not outer or outer[0][0]) else [root]
+    pairs = []
+    for start in roots:
+        for obj in _walk(start, outer):
+            messages = _walk(obj, [(key, False) for key in inner])
+            pairs.append((obj, messages[0] if messages else None))
+    return pairs
+
+
+def _is_message(value: Any) -> bool:
+    return isinstance(value, dict) and "role" in value
+
+
+def _auto(root: Any) -> Optional[list[tuple[Any, Any]]]:
+    """Conversations in ``root`` when its shape is unambiguous, else None."""
+    if isinstance(root, dict):
+        sims = root.get("simulations")
+        if isinstance(sims, list) and all(isinstance(s, dict) and "messages" in s for s in sims):
+            return [(s, s["messages"]) for s in sims]  # tau2-bench results
+        if isinstance(root.get("messages"), list):
+            return [(root, root["messages"])]
+        convs = root.get("conversations")
+        if isinstance(convs, list) and all(isinstance(c, dict) and "messages" in c for c in convs):
+            return [(c, c["messages"]) for c in convs]
+        return None
+    if isinstance(root, list):
+        if not root:
+            return []
+        if all(_is_message(m) for m in root):
+            return [({}, root)]  # a bare messages list
+        if all(isinstance(c, dict) and isinstance(c.get("messages"), list) for c in root):
+            return [(c, c["messages"]) for c in root]
+        if all(isinstance(c, list) for c in root):
+            return [({}, c) for c in root]
+    return None
+
+
+def _read_text(path: Path) -> str:
+    with open(path, "rb") as f:
+        gz = f.read(2) == b"\x1f\x8b"
+    data = gzip.open(path, "rb").read() if gz else path.read_bytes()
+    return data.decode("utf-8-sig")
+
+
+def _explicit_id(obj: Any, id_key: Optional[str]) -> Optional[str]:
+    """The conversation id stored in ``obj`` (``id_key``, a dotted path, or the usual keys)."""
+    if not isinstance(obj, dict):
+        return None
+    for key in (id_key,) if id_key else ID_KEYS:
+        found = _walk(obj, [(k, False) for k in key.split(".")])
+        if found and isinstance(found[0], (str, int)) and not isinstance(found[0], bool):
+            return str(found[0])
+    return None
+
+
+def _conversation_id(obj: Any, id_key: Optional[str], path: Path, ordinal: int) -> str:
+    return _explicit_id(obj, id_key) or f"{path.name}#{ordinal}"
+
+
+def _file_agent(root: Any) -> Optional[str]:
+    if not isinstance(root, dict):
+        return None
+    if isinstance(root.get("agent"), str):
+        return root["agent"]
+    info = root.get("info")
+    agent_info = info.get("agent_info") if isinstance(info, dict) else None
+    if isinstance(agent_info, dict) and isinstance(agent_info.get("implementation"), str):
+        return agent_info["implementation"]
+    return None
+
+
+class _Collector:
+    """Gathers the conversations of one file, in order, joining lines of one conversation."""
+
+    def __init__(self, path: Path, id_key: Optional[str]) -> None:
+        self.path = path
+        self.id_key = id_key
+        self.conversations: list[_Conversation] = []
+        self.by_id: dict[str, _Conversation] = {}
+        self.anonymous_log: Optional[_Conversation] = None
+
+    def add(self, obj: Any, messages: list[Any], line_no: Optional[int], joinable: bool) -> None:
+        ordinal = len(self.conversations) + 1
+        conv = _Conversation(messages, obj, line_no, ordinal)
+        cid = _explicit_id(obj, self.id_key) if joinable else None
+        if cid is not None:
+            known = self.by_id.get(cid)
+            if known is not None:
+                if messages[: len(known.messages)] == known.messages:
+                    known.messages = list(messages)  # a snapshot of the whole array so far
+                else:
+                    known.messages.extend(messages)  # the new messages of a turn
+                return
+            self.by_id[cid] = conv
+        self.conversations.append(conv)
+
+    def add_message_line(self, message: dict[str, Any], line_no: int) -> None:
+        """A per-message log line: group by the conversation id it carries (or one per file)."""
+        keys = (self.id_key,) if self.id_key else ID_KEYS[:1] + ID_KEYS[2:]
+        cid = next((str(message[k]) for k in keys if isinstance(message.get(k), (str, int))), None)
+        if cid is None:
+            if self.anonymous_log is None:
+                self.anonymous_log = _Conversation([], {}, line_no, len(self.conversations) + 1)
+                self.conversations.append(self.anonymous_log)
+            self.anonymous_log.messages.append(message)
+            return
+        conv = self.by_id.get(cid)
+        if conv is None:
+            conv = _Conversation([], {"conversation_id": cid}, line_no, len(self.conversations) + 1)
+            self.by_id[cid] = conv
+            self.conversations.append(conv)
+        conv.messages.append(message)
+
+
+def _no_messages(selector: Optional[str]) -> str:
+    if selector:
+        return f"--messages-key {selector!r} selects no messages list here"
+    return "no conversation found (no messages list at a known place); pass --messages-key, e.g. simulations[].messages"
+
+
+def _gather(root: Any, line_no: Optional[int], selector: Optional[str], coll: _Collector, out: ReaderOutput, raw: str, jsonl: bool) -> None:
+    if jsonl and selector is None and _is_message(root):
+        coll.add_message_line(root, line_no or 0)
+        return
+    pairs = _select(root, selector) if selector else _auto(root)
+    if not pairs:
+        if pairs is None or selector:
+            out.bad.append(BadLine(line_no, _no_messages(selector), raw[:RAW_CAP]))
+        return
+    for obj, messages in pairs:
+        if not isinstance(messages, list):
+            out.bad.append(BadLine(line_no, _no_messages(selector), raw[:RAW_CAP]))
+            continue
+        coll.add(obj, messages, line_no, joinable=jsonl)
+
+
+def _first_line_is_json(text: str) -> bool:
+    for line in text.splitlines():
+        if line.strip():
+            try:
+                json.loads(line)
+            except json.JSONDecodeError:
+                return False
+            return True
+    return False
+
+
+def read(path: Path, options: Mapping[str, Any]) -> ReaderOutput:
+    """Read the conversations in ``path`` and derive their v1 records.
+
+    Args:
+        path: a JSON or JSON Lines file (gzip allowed).
+        options: ``messages_key``, ``id_key``, ``error_when`` (a convention or
+            a list of them), ``agent_name``, ``tags`` (a dict); all optional.
+
+    Returns:
+        Records in file order, protocol violations, and the lines that could
+        not be read (the file keeps loading past them).
+
+    Raises:
+        LoopscopeError: an invalid option (selector, ``--error-when``).
+    """
+    selector = options.get("messages_key") or None
+    id_key = options.get("id_key") or None
+    rules: ErrorRules = parse_error_when(options.get("error_when"))
+    if selector:
+        parse_selector(selector)  # fail fast on a malformed selector
+    out = ReaderOutput()
+    text = _read_text(path)
+    coll = _Collector(path, id_key)
+    root: Any = None
+    try:
+        root = json.loads(text)
+    except json.JSONDecodeError as exc:
+        if not _first_line_is_json(text):  # a broken JSON document, not JSON Lines
+            out.bad.append(BadLine(exc.lineno, f"not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})", text[:RAW_CAP]))
+            return out
+        for line_no, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError as line_exc:
+                out.bad.append(BadLine(line_no, f"not JSON: {line_exc.msg} (column {line_exc.colno})", line[:RAW_CAP]))
+                continue
+            _gather(value, line_no, selector, coll, out, line, jsonl=True)
+    else:
+        _gather(root, None, selector, coll, out, text, jsonl=False)
+    agent_default = options.get("agent_name") or _file_agent(root) or "default"
+    tags = options.get("tags") or None
+    for conv in coll.conversations:
+        agent = options.get("agent_name") or (conv.obj.get("agent") if isinstance(conv.obj.get("agent"), str) else None) or agent_default
+        termination = conv.obj.get("termination_reason")
+        result = conversation_records(
+            conv.messages,
+            conversation_id=_conversation_id(conv.obj, id_key, path, conv.ordinal),
+            agent=agent,
+            rules=rules,
+            termination_reason=termination if isinstance(termination, str) else None,
+            tags=tags,
+        )
+        out.records.extend(result.records)
+        out.violations.extend(result.violations)
+    return out

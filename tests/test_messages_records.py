@@ -1,0 +1,302 @@
+"""Conversation message arrays -> v1 records: the derivation rules, on fixtures with known answers.
+
+The fixtures in tests/fixtures/messages/ were written for these tests; the
+expected values below were worked out by reading their messages (the comments
+say which message is which).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from loopscope.analyses.errors import LoopscopeError
+from loopscope.analyses.readers.message_errors import classify, parse_error_when
+from loopscope.analyses.readers.message_records import args_fingerprint, conversation_records
+from loopscope.analyses.readers.messages import parse_selector, read
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "messages"
+
+
+def calls(records: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """(conversation, prompt, id, name, step, is_error) of each tool_call record, in order."""
+    return [
+        (r["conversation_id"], r["prompt_id"], r["tool_call_id"], r["tool_name"], r["step"], r["is_error"])
+        for r in records
+        if r["kind"] == "tool_call"
+    ]
+
+
+def exits(records: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """(conversation, prompt, exit_reason, exit_source, steps, tool_calls, tool_errors) of each loop_exit."""
+    return [
+        (r["conversation_id"], r["prompt_id"], r["exit_reason"], r["exit_source"], r["steps"], r["tool_calls"], r["tool_errors"])
+        for r in records
+        if r["kind"] == "loop_exit"
+    ]
+
+
+def violations(out: Any) -> list[tuple[Any, ...]]:
+    return [(v["conversation_id"], v["prompt_id"], v["tool_call_id"], v["kind"]) for v in out.violations]
+
+
+class TestAnthropicShape:
+    """tool_use blocks, tool_result blocks with is_error, stored stop_reason, no timestamps."""
+
+    def test_records(self) -> None:
+        out = read(FIXTURES / "anthropic.jsonl", {})
+        assert calls(out.records) == [
+            ("a-1", "m1", "toolu_01", "get_weather", 0, False),
+            ("a-1", "m1", "toolu_02", "get_weather", 0, True),  # parallel with toolu_01: same step
+            ("a-1", "m1", "toolu_03", "get_weather", 1, False),
+            ("a-1", "m7", "toolu_04", "book_table", 0, True),
+            ("a-2", "m0", "toolu_10", "charge_card", 0, False),
+            ("a-3", "m0", "toolu_20", "search_docs", 0, False),
+        ]
+        assert exits(out.records) == [
+            ("a-1", "m1", "end_turn", "stored", 3, 3, 1),
+            ("a-1", "m7", "max_tokens", "stored", 2, 1, 1),
+            # a-2 m0 ends on a pending call: open, no loop_exit
+            ("a-3", "m0", "end_turn", "inferred", 2, 1, 0),
+            ("a-3", "m4", "end_turn", "inferred", 1, 0, 0),  # an image-only user message is a prompt
+        ]
+        assert all(r["exit_inferred"] == (r["exit_source"] == "inferred") for r in out.records if r["kind"] == "loop_exit")
+        assert violations(out) == [
+            ("a-2", "m0", "toolu_11", "missing_result"),  # seed 001's half-executed parallel batch
+            ("a-3", "m0", "toolu_99", "unknown_result_id"),
+        ]
+        assert out.bad == []
+
+    def test_fields_of_an_error(self) -> None:
+        out = read(FIXTURES / "anthropic.jsonl", {})
+        rome = next(r for r in out.records if r.get("tool_call_id") == "toolu_02")
+        assert rome["outcome"] == "permanent_fail"
+        assert rome["attempts"] == 1
+        assert rome["replayed"] is False
+        assert rome["error_message"] == "Error: city 'Rome' is ambiguous; pass an ISO 3166-2 code such as IT-RM"
+        assert rome["error_source"] == "flag"
+        assert rome["input_shape"] == {"city": "string", "units": "string"}
+        canonical = json.dumps({"units": "C", "city": "Rome"}, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        assert rome["args_fingerprint"] == hashlib.sha256(canonical.encode()).hexdigest()
+        # no stored times: 1970-01-01 + message index seconds, marked synthetic (the result is message 3)
+        assert rome["ts"] == "1970-01-01T00:00:03.000000Z"
+        assert rome["ts_synthetic"] is True
+        assert rome["latency_ms"] is None
+        ok = next(r for r in out.records if r.get("tool_call_id") == "toolu_01")
+        assert ok["error_message"] is None and ok["outcome"] == "ok"
+
+
+class TestOpenAIShape:
+    """tool_calls with JSON-string arguments, role tool results, finish_reason, epoch timestamps."""
+
+    def test_records(self) -> None:
+        out = read(FIXTURES / "openai.json", {})
+        assert calls(out.records) == [
+            ("o-1", "m1", "call_b", "get_order", 0, False),  # results may come in any order within a batch
+            ("o-1", "m1", "call_a", "get_order", 0, False),
+            ("o-1", "m6", "call_d", "get_order", 1, False),
+            ("o-1", "m6", "call_c", "cancel_order", 0, False),
+            ("o-2", "m0", "call_e", "list_tickets", 0, False),
+        ]
+        assert exits(out.records) == [
+            ("o-1", "m1", "end_turn", "stored", 2, 2, 0),  # finish_reason "stop"
+            ("o-1", "m6", "max_tokens", "stored", 3, 2, 0),  # finish_reason "length"
+        ]
+        assert violations(out) == [
+            ("o-1", "m6", "call_d", "invalid_arguments"),
+            ("o-1", "m6", "call_c", "result_out_of_order"),
+        ]
+
+    def test_times_and_tokens(self) -> None:
+        out = read(FIXTURES / "openai.json", {})
+        first = out.records[0]
+        assert first["ts"] == "2025-11-21T00:00:03.000000Z"  # created: 1763683200 + 3
+        assert "ts_synthetic" not in first
+        assert first["latency_ms"] == 1000.0  # result time - time of the response that asked
+        exit_m1 = next(r for r in out.records if r["kind"] == "loop_exit")
+        assert exit_m1["duration_ms"] == 6000.0
+        assert exit_m1["stop_reason_stored"] == "stop"
+        bad_args = next(r for r in out.records if r.get("tool_call_id") == "call_d")
+        assert bad_args["args_fingerprint"] is None and bad_args["input_shape"] == {}
+
+
+class TestErrorsMarkedInText:
+    """--error-when conventions on logs with no error flag."""
+
+    def test_flag_default_counts_no_error_but_keeps_the_text(self) -> None:
+        out = read(FIXTURES / "openai_text_errors.jsonl", {})
+        assert not any(r.get("is_error") for r in out.records)
+        texty = [r["tool_call_id"] for r in out.records if r.get("text_reports_error")]
+        assert texty == ["call_1", "call_4", "call_5"]
+        first = next(r for r in out.records if r.get("tool_call_id") == "call_1")
+        assert first["error_message"] == "Error: 2 contacts named Bob; pass the email address"
+
+    def test_prefix(self) -> None:
+        out = read(FIXTURES / "openai_text_errors.jsonl", {"error_when": "prefix"})
+        assert calls(out.records) == [
+            ("t-1", "m0", "call_1", "find_contact", 0, True),
+            ("t-1", "m0", "call_2", "find_contact", 1, False),
+            ("t-1", "m0", "call_3", "transfer", 2, False),  # "ok: ..." is not an error
+            ("t-2", "m0", "call_4", "delete_file", 0, True),
+            ("t-2", "m0", "call_5", "delete_file", 1, True),
+        ]
+        assert {r["error_source"] for r in out.records if r.get("is_error")} == {"prefix"}
+
+    def test_json_error_key_on_a_per_turn_log(self) -> None:
+        out = read(FIXTURES / "per_turn.jsonl", {"error_when": ["json-error-key"]})
+        assert calls(out.records) == [
+            ("s-1", "m0", "call_p1", "search_flights", 0, True),
+            ("s-1", "m0", "call_p2", "search_flights", 1, False),  # "error": null is no error
+            ("s-1", "m6", "call_p3", "book_flight", 0, True),  # turn 2 of s-1 appended after turn 1
+            ("s-2", "m0", "call_q1", "get_balance", 0, False),  # the snapshot of turn 2 replaced turn 1
+            ("s-2", "m4", "call_q2", "get_balance", 0, True),
+        ]
+        assert [(c, p) for c, p, *_ in exits(out.records)] == [("s-1", "m0"), ("s-1", "m6"), ("s-2", "m0")]
+        types = {r["tool_call_id"]: r["error_type"] for r in out.records if r.get("is_error")}
+        assert types == {"call_p1": "invalid_date", "call_p3": None, "call_q2": "not_available"}
+
+    def test_regex_and_flag_wins(self) -> None:
+        rules = parse_error_when(["regex:^FAILED\\b"])
+        assert classify("FAILED to connect", None, rules).is_error
+        assert not classify("Error: x", None, rules).is_error
+        verdict = classify("Error: shown as success", False, parse_error_when("prefix"))
+        assert (verdict.is_error, verdict.text_reports_error) == (False, True)  # the record keeps the flag
+        assert classify("all good", True, rules).is_error
+
+    @pytest.mark.parametrize("value", ["nope", "regex:(unclosed"])
+    def test_bad_convention_is_a_user_error(self, value: str) -> None:
+        with pytest.raises(LoopscopeError) as exc:
+            parse_error_when(value)
+        assert exc.value.hint
+
+
+def tau2_message(role: str, **fields: Any) -> dict[str, Any]:
+    return {"role": role, "content": fields.pop("content", None), **fields}
+
+
+class TestTau2Rules:
+    """Simulated-user tools, greetings, termination_reason."""
+
+    def conversation(self, termination: str) -> Any:
+        call = {"id": "c1", "name": "book", "arguments": {"n": 1}, "requestor": "assistant"}
+        user_tool = {"id": "u1", "name": "toggle_airplane_mode", "arguments": {}, "requestor": "user"}
+        messages = [
+            tau2_message("assistant", content="Hi! How can I help you today?", timestamp="2025-01-01T00:00:00"),  # 0 greeting
+            tau2_message("user", content="Book it", timestamp="2025-01-01T00:00:01"),  # 1 prompt m1
+            tau2_message("user", tool_calls=[user_tool], timestamp="2025-01-01T00:00:02"),  # 2 the user's own tool
+            tau2_message("tool", id="u1", content="ok", requestor="user", error=False, timestamp="2025-01-01T00:00:03"),  # 3
+            tau2_message("assistant", tool_calls=[call], timestamp="2025-01-01T00:00:04"),  # 4 step 0
+            tau2_message("tool", id="c1", content="Error: Too many reservations", requestor="assistant", error=True,
+                         timestamp="2025-01-01T00:00:05.5"),  # 5
+            tau2_message("assistant", tool_calls=[dict(call, id="c2")], timestamp="2025-01-01T00:00:06"),  # 6 step 1
+            tau2_message("tool", id="c2", content="Error: Too many reservations", requestor="assistant", error=True,
+                         timestamp="2025-01-01T00:00:07"),  # 7: the harness stops here
+        ]
+        return conversation_records(messages, conversation_id="sim-1", agent="llm_agent", termination_reason=termination)
+
+    def test_too_many_errors_closes_the_last_prompt(self) -> None:
+        out = self.conversation("too_many_errors")
+        assert calls(out.records) == [("sim-1", "m1", "c1", "book", 0, True), ("sim-1", "m1", "c2", "book", 1, True)]
+        assert exits(out.records) == [("sim-1", "m1", "error", "termination_reason", 2, 2, 2)]
+        exit_record = out.records[-1]
+        assert exit_record["error_type"] == "too_many_errors"
+        assert exit_record["ts"] == "2025-01-01T00:00:07.000000Z"  # its last message
+        assert exit_record["duration_ms"] == 6000.0
+        assert out.records[0]["ts"] == "2025-01-01T00:00:05.500000Z"  # naive times are UTC
+        assert out.records[0]["latency_ms"] == 1500.0
+        assert out.violations == []
+
+    def test_max_steps_is_a_budget_exit_and_user_stop_leaves_it_open(self) -> None:
+        assert exits(self.conversation("max_steps").records)[0][2] == "budget_exceeded"
+        assert exits(self.conversation("user_stop").records) == []
+
+    def test_greeting_that_calls_tools_is_a_prompt(self) -> None:
+        messages = [
+            {"role": "assistant", "tool_calls": [{"id": "g1", "name": "whoami", "arguments": {}}]},
+            {"role": "tool", "id": "g1", "content": "guest", "error": False},
+            {"role": "assistant", "content": "Hello guest!"},
+        ]
+        out = conversation_records(messages, conversation_id="c")
+        assert calls(out.records) == [("c", "m0", "g1", "whoami", 0, False)]
+        assert exits(out.records) == [("c", "m0", "end_turn", "inferred", 2, 1, 0)]
+
+    def test_reused_id_is_reported_and_stays_a_replay_candidate(self) -> None:
+        call = {"id": "same", "name": "transfer_to_human_agents", "arguments": {"summary": "x"}}
+        messages = [{"role": "user", "content": "help"}]
+        for _ in range(3):
+            messages += [{"role": "assistant", "tool_calls": [call]}, {"role": "tool", "id": "same", "content": "Transfer successful"}]
+        out = conversation_records(messages, conversation_id="c")
+        assert [r["tool_call_id"] for r in out.records] == ["same"] * 3
+        assert [r["step"] for r in out.records] == [0, 1, 2]
+        assert [v["kind"] for v in out.violations] == ["duplicate_tool_call_id"] * 2
+
+
+class TestFingerprint:
+    """The same digest as the collector's."""
+
+    def test_key_order_and_unicode(self) -> None:
+        a = args_fingerprint({"b": [1, 2.5, None], "a": "é"})
+        assert a == args_fingerprint({"a": "é", "b": [1, 2.5, None]})
+        assert a == hashlib.sha256('{"a":"é","b":[1,2.5,null]}'.encode()).hexdigest()
+        assert args_fingerprint(None) is None
+
+    def test_matches_collector(self) -> None:
+        shape = pytest.importorskip("loopscope.collectors.shape")
+        args = {"city": "Zürich", "days": 3, "opts": {"z": True, "a": None}}
+        assert args_fingerprint(args) == shape.args_fingerprint(args)
+        assert args_fingerprint(args) == shape.args_fingerprint(json.dumps(args))
+
+
+class TestFileShapes:
+    """Selectors, auto-detection, bad input."""
+
+    def test_selector(self) -> None:
+        assert parse_selector("simulations[].messages") == ([("simulations", True)], ["messages"])
+        assert parse_selector("messages") == ([], ["messages"])
+        assert parse_selector("data.runs[].chat.history") == ([("data", False), ("runs", True)], ["chat", "history"])
+        with pytest.raises(LoopscopeError):
+            parse_selector("runs[0].messages")
+
+    def test_messages_key_and_id_key(self, tmp_path: Path) -> None:
+        doc = {"runs": [{"meta": {"run": "r-9"}, "chat": {"history": [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "hello", "stop_reason": "end_turn"},
+        ]}}]}
+        path = tmp_path / "runs.json"
+        path.write_text(json.dumps(doc))
+        out = read(path, {"messages_key": "runs[].chat.history", "id_key": "meta.run", "agent_name": "helper"})
+        assert [(r["conversation_id"], r["prompt_id"], r["agent"], r["exit_reason"]) for r in out.records] == [
+            ("r-9", "m0", "helper", "end_turn")
+        ]
+        missing = read(path, {"messages_key": "runs[].nothing"})
+        assert missing.records == [] and "selects no messages" in missing.bad[0].reason
+
+    def test_bare_list_and_per_message_log(self, tmp_path: Path) -> None:
+        bare = tmp_path / "bare.json"
+        bare.write_text(json.dumps([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]))
+        assert [r["conversation_id"] for r in read(bare, {}).records] == ["bare.json#1"]
+        log = tmp_path / "log.jsonl"
+        lines = [
+            {"session_id": "x", "role": "user", "content": "q"},
+            {"session_id": "y", "role": "user", "content": "q"},
+            {"session_id": "x", "role": "assistant", "content": "a"},
+            {"session_id": "y", "role": "assistant", "content": "a"},
+        ]
+        log.write_text("".join(json.dumps(line) + "\n" for line in lines))
+        assert [r["conversation_id"] for r in read(log, {}).records] == ["x", "y"]
+
+    def test_bad_lines_are_reported_with_their_number(self, tmp_path: Path) -> None:
+        path = tmp_path / "mixed.jsonl"
+        good = {"id": "c", "messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]}
+        path.write_text(json.dumps(good) + "\n{not json\n" + json.dumps({"foo": 1}) + "\n")
+        out = read(path, {})
+        assert len(out.records) == 1
+        assert [(b.line_no, b.reason.split(":")[0]) for b in out.bad] == [(2, "not JSON"), (3, "no conversation found (no messages list at a known place); pass --messages-key, e.g. simulations[].messages")]
+        broken = tmp_path / "broken.json"
+        broken.write_text('{\n  "messages": [\n    {"role": "user",\n')
+        out = read(broken, {})
+        assert out.records == [] and len(out.bad) == 1 and out.bad[0].reason.startswith("not JSON")
