@@ -13,8 +13,13 @@ import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-import click
 import typer
+
+try:  # typer >= 0.22 vendors click as typer._click and no longer installs click
+    from typer._click import Context
+    from typer._click.exceptions import ClickException, UsageError
+except ImportError:  # older typer runs on click itself
+    from click import ClickException, Context, UsageError  # type: ignore[no-redef]
 from rich.panel import Panel
 from typer.core import TyperGroup
 
@@ -29,17 +34,17 @@ _DEBUG = {"on": False}
 class _Group(TyperGroup):
     """Usage errors are user errors: exit code 1, as everywhere in loopscope."""
 
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
         try:
             return super().parse_args(ctx, args)
-        except click.UsageError as exc:
+        except UsageError as exc:
             exc.exit_code = 1
             raise
 
-    def invoke(self, ctx: click.Context) -> Any:
+    def invoke(self, ctx: Context) -> Any:
         try:
             return super().invoke(ctx)
-        except click.UsageError as exc:
+        except UsageError as exc:
             exc.exit_code = 1
             raise
 
@@ -82,7 +87,7 @@ def handle_errors(fn: F) -> F:
         except LoopscopeError as exc:
             report_error(exc)
             raise typer.Exit(exc.exit_code) from None
-        except (typer.Exit, typer.Abort, click.ClickException):
+        except (typer.Exit, typer.Abort, ClickException):
             raise
         except KeyboardInterrupt:
             stderr_console().print("interrupted")
