@@ -1,1 +1,2 @@
 """One module per verb. Importing this package registers every command."""
+from loopscope.cli.commands import demo  # noqa: F401

@@ -1,0 +1,49 @@
+"""``loopscope demo [--out DIR]``: write the demo agent's logs (the same as sample_logs/)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from loopscope.cli.app import command
+from loopscope.cli.output import inert, stdout_console
+
+
+@command("demo")
+def demo(
+    out: Annotated[
+        Path,
+        typer.Option("--out", "-o", help="Folder for the demo's JSONL logs (created if missing).", file_okay=False),
+    ] = Path("loopscope-demo"),
+) -> None:
+    """Run the deterministic hotel-booking demo agent and write its logs.
+
+    36 scripted conversations (two agents, four weeks, blind / corrective /
+    crash modes) recorded by the collector. The output is byte-identical on
+    every run and equal to the repository's sample_logs/.
+    """
+    from rich.table import Table
+
+    from loopscope.analyses.errors import LoopscopeError
+    from loopscope.collectors.demo.run import describe, run_demo
+
+    if out.exists() and not out.is_dir():
+        raise LoopscopeError(f"--out {out} is a file, not a folder", hint="pass a folder to write the demo logs into")
+    try:
+        paths = run_demo(out)
+    except OSError as exc:
+        raise LoopscopeError(
+            f"cannot write the demo logs to {out}: {exc.strerror or exc}",
+            hint="pass a writable folder with --out",
+        ) from None
+    table = Table(title="demo logs written", title_justify="left")
+    table.add_column("file")
+    table.add_column("tool_call records", justify="right")
+    table.add_column("loop_exit records", justify="right")
+    for path, kinds in describe(paths).items():
+        table.add_row(inert(path), str(kinds["tool_call"]), str(kinds["loop_exit"]))
+    console = stdout_console()
+    console.print(table)
+    console.print(f"Next: [b]loopscope metrics {inert(out)}[/b]")
