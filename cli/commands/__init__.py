@@ -1,2 +1,4 @@
 """One module per verb. Importing this package registers every command."""
 from loopscope.cli.commands import demo  # noqa: F401
+from loopscope.cli.commands import triage  # noqa: F401
+from loopscope.cli.commands import unrecovered  # noqa: F401

@@ -1,0 +1,293 @@
+"""``loopscope triage CONVERSATION_ID``: the conversation and its first unrecovered error."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from loopscope.cli.app import command
+from loopscope.cli.options import DbOption, FormatOption, InputFormatOption, PathsArgument
+from loopscope.cli.output import (
+    OutputFormat,
+    fmt_number,
+    inert,
+    stdout_console,
+    write_csv,
+    write_json,
+)
+
+if TYPE_CHECKING:  # the analyses pull in duckdb; imported inside the command body
+    from rich.console import RenderableType
+
+    from loopscope.analyses.triage import PromptEntry, ToolCallEntry, Triage
+
+CLASS_STYLE = {"recovered": "green", "gave_up": "yellow", "aborted": "red", "open": "magenta"}
+TIMELINE_MESSAGE_CHARS = 100
+CSV_COLUMNS = (
+    "prompt_id", "step", "tool_call_id", "tool_name", "ts", "outcome", "is_error", "attempts",
+    "latency_ms", "class", "is_replay", "replayed", "first_unrecovered", "error_type", "error_message",
+)
+
+
+@command("triage")
+def triage_command(
+    conversation_id: Annotated[str, typer.Argument(help="The conversation to triage (its conversation_id).", show_default=False)],
+    paths: PathsArgument = None,
+    db: DbOption = None,
+    input_format: InputFormatOption = "auto",
+    output: FormatOption = OutputFormat.table,
+) -> None:
+    """Show a conversation as a timeline and its first unrecovered tool error.
+
+    Per prompt and step: each tool call with its outcome, attempts, latency and,
+    for errors, the recovery class; the loop exit; retry loops and replays; and
+    the first error the model did not recover from, with what was already tried
+    and the recovery suggestions a harness could have injected.
+
+    \b
+    Examples:
+      loopscope triage conv_7f3a sample_logs/
+      loopscope triage conv_7f3a --db prod.duckdb --format json
+    """
+    from loopscope.analyses.triage import triage
+    from loopscope.cli.common import open_store
+
+    # The PATHs are loaded into --db first; triage then reads the whole
+    # conversation from the store, wherever its records came from.
+    con, _selection, _summary = open_store(db, paths, input_format)
+    try:
+        result = triage(con, conversation_id)
+    finally:
+        con.close()
+    if output is OutputFormat.json:
+        write_json(result.to_dict())
+    elif output is OutputFormat.csv:
+        write_csv(_csv_rows(result), CSV_COLUMNS)
+    else:
+        stdout_console().print(render(result))
+
+
+def _csv_rows(result: Triage) -> list[dict[str, Any]]:
+    rows = []
+    for prompt in result.prompts:
+        for call in prompt.tool_calls:
+            row = call.to_dict()
+            row["prompt_id"] = prompt.prompt_id
+            rows.append(row)
+    return rows
+
+
+def _ts(value: dt.datetime | None) -> str:
+    # Store timestamps are naive UTC.
+    return "-" if value is None else value.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{fmt_number(value, 1)} ms"
+
+
+def _plural(n: int | None, noun: str) -> str:
+    if n is None:
+        return f"- {noun}s"
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _short(text: str | None, limit: int = TIMELINE_MESSAGE_CHARS) -> str:
+    flat = " ".join((text or "").split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _call_label(call: ToolCallEntry) -> str:
+    if call.is_error:
+        mark = "[red]✗[/red]"
+    elif call.outcome == "ok":
+        mark = "[green]✓[/green]"
+    else:
+        mark = "[yellow]✓[/yellow]"
+    parts = [
+        mark,
+        f"[b]{inert(call.tool_name)}[/b]",
+        inert(call.outcome),
+        f"{call.attempts} attempt{'s' if call.attempts != 1 else ''}",
+        _ms(call.latency_ms),
+        f"[dim]{inert(call.tool_call_id)}[/dim]",
+    ]
+    if call.is_replay:
+        parts.append(
+            "[cyan]replay (short-circuited)[/cyan]" if call.replayed else "[bold red]replay: EXECUTED AGAIN[/bold red]"
+        )
+    if call.error_class:
+        style = CLASS_STYLE.get(call.error_class, "white")
+        parts.append(f"[{style}]\\[{call.error_class}][/{style}]")
+    if call.first_unrecovered:
+        parts.append("[bold reverse red] ◀ first unrecovered [/bold reverse red]")
+    elif call.is_error:
+        parts.append("[dim]\\[error, replay: not counted][/dim]")
+    if call.is_error and call.error_message:
+        parts.append(inert(_short(call.error_message)))
+    return " ".join(parts)
+
+
+def _exit_label(prompt: PromptEntry) -> str:
+    x = prompt.loop_exit
+    if x is None:
+        return "[magenta]no loop_exit: the prompt is open (process died or still running)[/magenta]"
+    style = "green" if x.normal else "red"
+    kind = "normal" if x.normal else "abnormal"
+    budget = f" / budget {x.max_tool_calls}" if x.max_tool_calls is not None else ""
+    parts = [
+        f"exit [{style}]{inert(x.exit_reason)}[/{style}] ({kind})",
+        f"{_plural(x.tool_calls, 'tool call')}{budget}",
+        _plural(x.steps, "step"),
+        _ms(x.duration_ms),
+    ]
+    if x.error_type or x.error_message:
+        parts.append(inert(_short(" ".join(p for p in (x.error_type, x.error_message) if p))))
+    return " · ".join(parts)
+
+
+def _prompt_tree(prompt: PromptEntry) -> RenderableType:
+    from rich.tree import Tree
+
+    tags = ""
+    if prompt.tags:
+        tags = " · " + " ".join(f"{inert(k)}={inert(v)}" for k, v in sorted(prompt.tags.items()))
+    tree = Tree(
+        f"[b]prompt {inert(prompt.prompt_id)}[/b] · {_ts(prompt.first_ts)} · agent {inert(prompt.agent)}"
+        f" · {_plural(prompt.n_tool_calls, 'tool call')}{tags}",
+        guide_style="dim",
+    )
+    for step, calls in prompt.steps:
+        node = tree.add(f"step {step}")
+        for call in calls:
+            node.add(_call_label(call))
+    tree.add(_exit_label(prompt))
+    return tree
+
+
+def _incidents(result: Triage) -> list[RenderableType]:
+    from rich.table import Table
+
+    out: list[RenderableType] = []
+    if result.retry_loops:
+        table = Table(title="Retry loops (same failing call 3+ times in one prompt)", title_justify="left")
+        for col in ("prompt", "tool", "calls", "redundant", "steps", "error message"):
+            table.add_column(col, justify="right" if col in ("calls", "redundant") else "left")
+        for loop in result.retry_loops:
+            table.add_row(
+                inert(loop.prompt_id), inert(loop.tool_name), str(loop.calls), str(loop.redundant_calls),
+                f"{loop.first_step}-{loop.last_step}", inert(_short(loop.error_message, 80)),
+            )
+        out.append(table)
+    if result.replays:
+        table = Table(title="Replays (tool_call_id ran more than once)", title_justify="left")
+        for col in ("tool_call_id", "tool", "run", "prompt", "step", "flagged replayed", "verdict"):
+            table.add_column(col)
+        for r in result.replays:
+            verdict = "[cyan]short-circuited[/cyan]" if r.replayed else "[bold red]double execution[/bold red]"
+            table.add_row(
+                inert(r.tool_call_id), inert(r.tool_name), f"{r.run} of {r.runs}", inert(r.prompt_id),
+                str(r.step), "yes" if r.replayed else "no", verdict,
+            )
+        out.append(table)
+    if result.duplicate_executions:
+        table = Table(title="Duplicate executions (same tool and arguments, new tool_call_id)", title_justify="left")
+        for col in ("prompt", "tool", "first success", "repeated as", "outcomes"):
+            table.add_column(col)
+        for d in result.duplicate_executions:
+            table.add_row(
+                inert(d.prompt_id), inert(d.tool_name), inert(d.original_tool_call_id),
+                inert(", ".join(d.duplicate_tool_call_ids)), inert(", ".join(d.duplicate_outcomes)),
+            )
+        out.append(table)
+    return out
+
+
+def _first_unrecovered_panel(result: Triage) -> RenderableType:
+    from rich.console import Group
+    from rich.panel import Panel
+    from rich.table import Table
+    from rich.text import Text
+
+    first = result.first_unrecovered
+    if first is None:
+        return Panel(
+            "[green]No unrecovered error: every tool error in this conversation was recovered (or there were none).[/green]",
+            title="First unrecovered error",
+            title_align="left",
+            border_style="green",
+        )
+    style = CLASS_STYLE.get(first.error_class, "white")
+    facts = Table.grid(padding=(0, 2))
+    facts.add_column(style="dim")
+    facts.add_column()
+    facts.add_row("prompt", f"{inert(first.prompt_id)} (exit {inert(first.exit_reason or 'none: open')})")
+    facts.add_row("step", str(first.step))
+    facts.add_row("tool", inert(first.tool_name))
+    facts.add_row("tool_call_id", inert(first.tool_call_id))
+    facts.add_row("class", f"[{style}]{first.error_class}[/{style}]")
+    facts.add_row("outcome", f"{inert(first.outcome)}, {first.attempts} attempt(s), {_ms(first.latency_ms)}")
+    facts.add_row("error type", inert(first.error_type or "-"))
+    facts.add_row("at", _ts(first.ts))
+    parts: list[RenderableType] = [facts, Text(""), Text("Error message the model saw:", style="bold")]
+    # The message exactly as logged (control characters made visible), not reflowed.
+    parts.append(Text.from_markup(inert(first.error_message or "(no message)")))
+    parts.append(Text(""))
+    if first.previous_attempts:
+        attempts = Table(
+            title=f"Previous attempts at {inert(first.tool_name)} with the same arguments ({len(first.previous_attempts)})",
+            title_justify="left",
+        )
+        for col in ("#", "prompt", "step", "tool_call_id", "outcome", "result"):
+            attempts.add_column(col)
+        for i, a in enumerate(first.previous_attempts, 1):
+            result_text = _short(a.error_message, 80) if a.is_error else "ok"
+            attempts.add_row(
+                str(i), inert(a.prompt_id), str(a.step), inert(a.tool_call_id),
+                inert(a.outcome) + (" (replay)" if a.is_replay else ""),
+                f"[red]{inert(result_text)}[/red]" if a.is_error else "[green]ok[/green]",
+            )
+        parts.append(attempts)
+    else:
+        parts.append(Text("No previous attempts at this tool with the same arguments in this conversation.", style="dim"))
+    parts.append(Text(""))
+    parts.append(Text.from_markup(f"[dim]{inert(result.recovery_context or '')}[/dim]"))
+    return Panel(
+        Group(*parts),
+        title="[bold]First unrecovered error[/bold]",
+        title_align="left",
+        border_style=style,
+    )
+
+
+def render(result: Triage) -> RenderableType:
+    """The whole triage as one rich renderable."""
+    from rich.console import Group
+    from rich.text import Text
+
+    counts = result.class_counts()
+    n_errors = sum(counts.values())
+    agents = sorted({p.agent for p in result.prompts})
+    start = min(p.first_ts for p in result.prompts)
+    header = (
+        f"[b]Conversation {inert(result.conversation_id)}[/b] · {len(result.prompts)} prompt"
+        f"{'s' if len(result.prompts) != 1 else ''} · agent {inert(', '.join(agents))} · from {_ts(start)}\n"
+        f"{n_errors} tool error{'s' if n_errors != 1 else ''}: "
+        + " · ".join(
+            f"[{CLASS_STYLE[c]}]{c} {n}[/{CLASS_STYLE[c]}]" if n else f"{c} {n}" for c, n in counts.items()
+        )
+    )
+    parts: list[RenderableType] = [Text.from_markup(header), Text("")]
+    for i, prompt in enumerate(result.prompts):
+        if i:
+            parts.append(Text(""))
+        parts.append(_prompt_tree(prompt))
+    incident_tables = _incidents(result)
+    if incident_tables:
+        parts.append(Text(""))
+        parts.extend(incident_tables)
+    parts.append(Text(""))
+    parts.append(_first_unrecovered_panel(result))
+    return Group(*parts)
