@@ -2,3 +2,4 @@
 from loopscope.cli.commands import demo  # noqa: F401
 from loopscope.cli.commands import triage  # noqa: F401
 from loopscope.cli.commands import unrecovered  # noqa: F401
+from loopscope.cli.commands import compare  # noqa: F401

@@ -1,0 +1,93 @@
+"""``loopscope compare``: two cohorts side by side, with significance."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from loopscope.cli.app import command
+from loopscope.cli.options import DbOption, FormatOption, InputFormatOption, PathsArgument
+from loopscope.cli.output import OutputFormat, fmt_number, fmt_rate, inert, stdout_console, write_csv, write_json
+from loopscope.cli.audit_common import open_for_analysis
+
+CohortA = Annotated[
+    list[str],
+    typer.Option("--a", help="Cohort A as KEY:VALUE terms, comma-separated or repeated: "
+                 "tag:K=V, agent:NAME, week:2026-W47, since:DATE, until:DATE, conversation:ID, file:PATH.",
+                 show_default=False),
+]
+CohortB = Annotated[list[str], typer.Option("--b", help="Cohort B, same syntax as --a.", show_default=False)]
+
+_RATES = {"recovery_rate", "replay_rate"}
+CSV_COLUMNS = ("metric", "a", "b", "difference", "test", "p_value", "significant")
+
+
+@command("compare")
+def compare_command(
+    paths: PathsArgument = None,
+    a: CohortA = ...,  # type: ignore[assignment]
+    b: CohortB = ...,  # type: ignore[assignment]
+    db: DbOption = None,
+    output: FormatOption = OutputFormat.table,
+    input_format: InputFormatOption = "auto",
+) -> None:
+    """Compare two cohorts: every metric, B minus A, and whether the difference is significant.
+
+    \b
+    Examples:
+      loopscope compare sample_logs/ --a tag:mode=blind --b tag:mode=corrective
+      loopscope compare --a week:2026-W46 --b week:2026-W47 --format json
+    """
+    from loopscope.analyses.compare import compare, parse_cohort
+
+    with open_for_analysis(db, paths, input_format) as (con, base):
+        sel_a = parse_cohort(a, con, option="--a", within=base)
+        sel_b = parse_cohort(b, con, option="--b", within=base)
+        result = compare(con, sel_a, sel_b, label_a=sel_a.extra["spec"], label_b=sel_b.extra["spec"])
+    if output is OutputFormat.json:
+        write_json(result.to_dict())
+        return
+    rows = [
+        {
+            "metric": m.metric, "a": m.a, "b": m.b, "difference": m.difference,
+            "test": m.test.test if m.test else None,
+            "p_value": m.test.p_value if m.test else None,
+            "significant": m.test.significant if m.test else None,
+        }
+        for m in result.metrics
+    ]
+    if output is OutputFormat.csv:
+        write_csv(rows, CSV_COLUMNS)
+        return
+    _render(result, rows)
+
+
+def _fmt(metric: str, value: float | None, *, signed: bool = False) -> str:
+    if value is None:
+        return "-"
+    if metric in _RATES:
+        text = f"{value * 100:+.1f} pts" if signed else fmt_rate(value)
+        return text
+    text = fmt_number(value)
+    return f"+{text}" if signed and value > 0 else text
+
+
+def _render(result, rows) -> None:  # noqa: ANN001 - internal
+    from rich.table import Table
+
+    table = Table(title=f"A = {inert(result.label_a)}    B = {inert(result.label_b)}", title_justify="left")
+    for col, justify in (("metric", "left"), ("A", "right"), ("B", "right"), ("B - A", "right"),
+                         ("p", "right"), ("significant", "left"), ("test", "left")):
+        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    for m, row in zip(result.metrics, rows):
+        sig = "-" if m.test is None else ("[bold]yes[/bold]" if m.test.significant else
+                                          ("no" if not m.test.note else f"no ({inert(m.test.note)})"))
+        table.add_row(
+            m.metric, _fmt(m.metric, m.a), _fmt(m.metric, m.b), _fmt(m.metric, m.difference, signed=True),
+            "-" if row["p_value"] is None else f"{row['p_value']:.3g}", sig, row["test"] or "",
+        )
+    console = stdout_console()
+    console.print(table)
+    console.print(f"[dim]alpha = {result.alpha}; rates: two-proportion z-test; tool calls per prompt: "
+                  "Mann-Whitney U (see docs/audit.md)[/dim]")

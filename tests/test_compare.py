@@ -1,0 +1,109 @@
+"""``loopscope compare`` on logs with known answers (tests/fixtures/audit/cohorts.jsonl).
+
+Blind sets (W45, W46): 12 errors / 3 recovered, 33 tool calls / 1 replay, 20 prompts each.
+Corrective sets (2 in W47): 9 errors / 8 recovered, 35 tool calls / 1 replay, 19 prompts each.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from loopscope.analyses import stats
+from loopscope.analyses.compare import parse_cohort
+from loopscope.analyses.errors import LoopscopeError
+from loopscope.analyses.store import connect
+from loopscope.cli.app import app
+
+FIXTURE = Path(__file__).parent / "fixtures" / "audit" / "cohorts.jsonl"
+runner = CliRunner()
+
+
+def _load(db: Path) -> None:
+    """Load the fixture through the CLI's load path."""
+    result = runner.invoke(app, ["load", str(FIXTURE), "--db", str(db)])
+    assert result.exit_code == 0, result.output
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    path = tmp_path / "t.duckdb"
+    _load(path)
+    return path
+
+
+def test_compare_blind_vs_corrective_json(db: Path) -> None:
+    res = runner.invoke(app, ["compare", "--db", str(db), "--a", "tag:mode=blind", "--b", "tag:mode=corrective", "--format", "json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["a"]["errors"] == 24 and out["a"]["recovered"] == 6
+    assert out["b"]["errors"] == 18 and out["b"]["recovered"] == 16
+    assert out["a"]["prompts"] == 40 and out["b"]["prompts"] == 38
+    assert out["a"]["open_prompts"] == 2 and out["b"]["open_prompts"] == 0
+    m = {row["metric"]: row for row in out["metrics"]}
+    assert m["recovery_rate"]["a"] == pytest.approx(6 / 24)
+    assert m["recovery_rate"]["b"] == pytest.approx(16 / 18)
+    assert m["recovery_rate"]["difference"] == pytest.approx(16 / 18 - 6 / 24)
+    expected = stats.two_proportion_test(6, 24, 16, 18)
+    assert m["recovery_rate"]["test"]["p_value"] == pytest.approx(expected.p_value)
+    assert m["recovery_rate"]["significant"] is True
+    assert m["replay_rate"]["a"] == pytest.approx(2 / 66) and m["replay_rate"]["b"] == pytest.approx(2 / 70)
+    assert m["replay_rate"]["significant"] is False
+    assert m["median_tool_calls"]["test"]["test"] == stats.MANN_WHITNEY
+    # blind prompt sizes: 2x16+... ; median 2 in both
+    assert m["median_tool_calls"]["a"] == 2 and m["median_tool_calls"]["b"] == 2
+
+
+def test_compare_table_shows_significance(db: Path) -> None:
+    res = runner.invoke(app, ["compare", "--db", str(db), "--a", "week:2026-W46", "--b", "week:2026-W47"])
+    assert res.exit_code == 0, res.output
+    line = next(l for l in res.stdout.splitlines() if "recovery_rate" in l)
+    assert "25.0%" in line and "88.9%" in line and "+63.9 pts" in line and "yes" in line
+
+
+def test_compare_csv(db: Path) -> None:
+    res = runner.invoke(app, ["compare", "--db", str(db), "--a", "agent:researcher,week:2026-W45", "--b", "agent:researcher", "--format", "csv"])
+    assert res.exit_code == 0, res.output
+    lines = res.stdout.splitlines()
+    assert lines[0] == "metric,a,b,difference,test,p_value,significant"
+    prompts = next(l for l in lines if l.startswith("prompts,"))
+    assert prompts.startswith("prompts,2,8,6")
+
+
+def test_compare_file_cohort(db: Path) -> None:
+    res = runner.invoke(app, ["compare", "--db", str(db), "--a", f"file:{FIXTURE}", "--b", "tag:deploy=v2", "--format", "json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["a"]["prompts"] == 78 and out["b"]["prompts"] == 38
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("mode=blind", "is not a cohort term"),
+        ("colour:red", "is not a cohort term"),
+        ("week:2026-47", "is not an ISO week"),
+        ("week:2026-W46,since:2026-11-01", "already set"),
+        ("since:yesterday", "is not a date"),
+        ("tag:mode", "is not KEY=VALUE"),
+        ("file:/nowhere/x.jsonl", "matches no loaded file"),
+        ("tag:mode=nothing", "selects no prompt"),
+    ],
+)
+def test_compare_bad_specs_are_user_errors(db: Path, spec: str, message: str) -> None:
+    res = runner.invoke(app, ["compare", "--db", str(db), "--a", spec, "--b", "tag:mode=blind"])
+    assert res.exit_code == 1
+    assert message in " ".join(res.output.split())
+    assert "Traceback" not in res.output
+
+
+def test_parse_cohort_terms() -> None:
+    con = connect(":memory:")
+    sel = parse_cohort(["agent:a, agent:b", "tag:k=v", "since:2026-11-01", "until:2026-11-08T12:00:00Z"], con)
+    assert sel.agents == ("a", "b") and sel.tags == (("k", "v"),)
+    assert sel.since.isoformat() == "2026-11-01T00:00:00" and sel.until.isoformat() == "2026-11-08T12:00:00"
+    with pytest.raises(LoopscopeError):
+        parse_cohort(["  ,  "], con)
