@@ -149,3 +149,11 @@ def m001_records(con: duckdb.DuckDBPyConnection) -> None:
         );
         """
     )
+
+
+@migration
+def m003_source_identity(con: duckdb.DuckDBPyConnection) -> None:
+    # head_hash covers the first head_len bytes of a records file (or, with
+    # head_len NULL, the whole content of a file read by another reader), so
+    # a grown file resumes where it stopped and a rotated copy is recognised.
+    con.execute("ALTER TABLE sources ADD COLUMN head_len INTEGER")

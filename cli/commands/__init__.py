@@ -3,3 +3,6 @@ from loopscope.cli.commands import demo  # noqa: F401
 from loopscope.cli.commands import triage  # noqa: F401
 from loopscope.cli.commands import unrecovered  # noqa: F401
 from loopscope.cli.commands import compare  # noqa: F401
+from loopscope.cli.commands import load  # noqa: F401
+from loopscope.cli.commands import metrics  # noqa: F401
+from loopscope.cli.commands import quarantine  # noqa: F401

@@ -1,0 +1,421 @@
+"""Load log files into the store: idempotent, nothing lost, parsed by DuckDB.
+
+``load_paths(con, paths)`` expands PATHs (files, directories, globs), picks a
+reader per file and loads each file in its own transaction:
+
+- loopscope records (JSONL, optionally gzipped) are cut into large blocks of
+  whole lines and handed to DuckDB, which splits, parses and validates them
+  (``loader_sql``). Bad lines go to ``quarantine`` with file, line number,
+  reason and the raw text; unknown fields are kept in ``extra``.
+- other formats (``messages``, ``otlp``) are read by their reader
+  (``readers``); the records it returns are written to a temporary JSONL file
+  and loaded through the very same SQL, so every record meets one validator.
+
+Idempotency. A records file is known by the hash of its first bytes
+(``sources.head_hash`` over ``head_len`` bytes) and how far it was loaded
+(``bytes_loaded``): loading it again reads only what was appended since; a
+renamed (rotated) copy has the same head, so it resumes the same source
+instead of counting its lines twice. A file read by another reader is known by
+the hash of its whole content: unchanged -> skipped, changed -> that source's
+rows are replaced.
+
+``seq`` numbers records in input order over all loads (file order, then line),
+which breaks ``ts`` ties in the replay definition.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from loopscope.analyses import loader_sql as sql
+from loopscope.analyses.errors import LoopscopeError
+from loopscope.analyses.loader_files import (
+    HEAD_BYTES,
+    Chunk,
+    OverlongLine,
+    content_hash,
+    expand_paths,
+    iter_chunks,
+    read_head,
+    sha256,
+)
+from loopscope.analyses.readers import INPUT_FORMATS, ReaderOutput, detect_format, reader_module
+
+ProgressFn = Callable[[int, int], None]
+"""Called as ``progress(bytes_done, bytes_total)`` while loading."""
+
+SOURCES_SQL = """
+SELECT source_id, path, head_hash, head_len, bytes_loaded, lines_loaded
+FROM sources WHERE input_format = ?
+"""
+NEXT_SOURCE_ID_SQL = "SELECT coalesce(max(source_id), 0) + 1 FROM sources"
+INSERT_SOURCE_SQL = """
+INSERT INTO sources (source_id, path, input_format, head_hash, head_len, bytes_loaded, lines_loaded)
+VALUES (?, ?, ?, ?, ?, 0, 0)
+"""
+UPDATE_SOURCE_SQL = """
+UPDATE sources
+SET path = ?, head_hash = ?, head_len = ?, bytes_loaded = ?, lines_loaded = ?, last_loaded_at = current_timestamp
+WHERE source_id = ?
+"""
+SOURCE_ROWS_SQL = """
+SELECT (SELECT count(*) FROM tool_calls WHERE source_id = ?) + (SELECT count(*) FROM loop_exits WHERE source_id = ?)
+"""
+CLEAR_QUARANTINE_FROM_SQL = "DELETE FROM quarantine WHERE source_id = ? AND line_no >= ?"
+DELETE_SOURCE_ROWS_SQL = """
+DELETE FROM tool_calls WHERE source_id = $1;
+DELETE FROM loop_exits WHERE source_id = $1;
+DELETE FROM quarantine WHERE source_id = $1;
+DELETE FROM protocol_violations WHERE source_id = $1;
+"""
+INSERT_VIOLATION_SQL = """
+INSERT INTO protocol_violations (source_id, conversation_id, prompt_id, tool_call_id, kind, detail)
+VALUES (?, ?, ?, ?, ?, ?)
+"""
+READER_QUARANTINE_SQL = """
+UPDATE quarantine SET reason = ? || reason, line_no = NULL WHERE source_id = ?
+"""
+READER_LINES_SQL = """
+UPDATE tool_calls SET line_no = NULL WHERE source_id = $1;
+UPDATE loop_exits SET line_no = NULL WHERE source_id = $1;
+"""
+
+
+@dataclass
+class FileResult:
+    """What happened to one file.
+
+    ``status``: ``new`` (first load), ``grown`` (appended lines loaded),
+    ``rotated`` (a renamed copy of a known file; only its new lines loaded),
+    ``unchanged`` (nothing new), ``replaced`` (content changed; a non-records
+    file is re-read), ``empty``.
+    """
+
+    path: str
+    input_format: str
+    status: str
+    source_id: int | None = None
+    loaded: int = 0
+    skipped: int = 0
+    quarantined: int = 0
+    tool_calls: int = 0
+    loop_exits: int = 0
+    protocol_violations: int = 0
+
+
+@dataclass
+class LoadSummary:
+    """Totals of one ``load_paths`` call; ``details`` has one entry per file."""
+
+    files: int = 0
+    loaded: int = 0
+    skipped: int = 0
+    quarantined: int = 0
+    tool_calls: int = 0
+    loop_exits: int = 0
+    protocol_violations: int = 0
+    source_ids: tuple[int, ...] = ()
+    details: list[FileResult] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The summary as plain data (``--format json``)."""
+        return {
+            "files": self.files,
+            "loaded": self.loaded,
+            "skipped": self.skipped,
+            "quarantined": self.quarantined,
+            "tool_calls": self.tool_calls,
+            "loop_exits": self.loop_exits,
+            "protocol_violations": self.protocol_violations,
+            "source_ids": list(self.source_ids),
+            "details": [vars(d) for d in self.details],
+        }
+
+
+def load_paths(
+    con: duckdb.DuckDBPyConnection,
+    paths: list[str | os.PathLike[str]] | tuple[str | os.PathLike[str], ...],
+    *,
+    input_format: str = "auto",
+    reader_options: Mapping[str, Any] | None = None,
+    progress: ProgressFn | None = None,
+) -> LoadSummary:
+    """Load every file named by ``paths`` into the store behind ``con``.
+
+    Args:
+        con: a connection from ``store.connect`` (migrated, TimeZone UTC).
+        paths: files, directories (searched recursively for ``*.jsonl``,
+            ``*.jsonl.gz``, ``*.json``, ``*.ndjson`` and rotated ``*.jsonl.1``)
+            and glob patterns.
+        input_format: ``auto`` (detect per file), ``records``, ``messages``
+            or ``otlp``.
+        reader_options: passed to the reader of non-records formats.
+        progress: called with (bytes done, bytes total) as files are read.
+
+    Returns:
+        The totals and a ``FileResult`` per file. ``source_ids`` are the
+        sources of every named file, loaded now or before.
+
+    Raises:
+        LoopscopeError: a path does not exist, a file cannot be read, or a
+            format's reader is missing. Bad lines never raise.
+    """
+    if input_format not in INPUT_FORMATS:
+        raise LoopscopeError(f"unknown input format {input_format!r}", hint="use auto, records, messages or otlp")
+    files = expand_paths(list(paths))
+    total = sum(_size(p) for p in files)
+    done = 0
+    summary = LoadSummary()
+    ids: list[int] = []
+    for path in files:
+        head = read_head(path)
+        fmt = detect_format(path, head) if input_format == "auto" else input_format
+
+        def tick(n: int, _base: int = done) -> None:
+            if progress is not None:
+                progress(min(_base + n, total), total)
+
+        con.execute("BEGIN TRANSACTION")
+        try:
+            if fmt == "records":
+                result = _load_records_file(con, path, head, tick)
+            else:
+                result = _load_reader_file(con, path, fmt, dict(reader_options or {}))
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        done += _size(path)
+        if progress is not None:
+            progress(done, total)
+        summary.details.append(result)
+        summary.files += 1
+        for name in ("loaded", "skipped", "quarantined", "tool_calls", "loop_exits", "protocol_violations"):
+            setattr(summary, name, getattr(summary, name) + getattr(result, name))
+        if result.source_id is not None and result.source_id not in ids:
+            ids.append(result.source_id)
+    summary.source_ids = tuple(ids)
+    return summary
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _display(path: Path) -> str:
+    return str(path.resolve())
+
+
+def _new_source(con: duckdb.DuckDBPyConnection, path: Path, fmt: str, head_hash: str, head_len: int | None) -> int:
+    row = con.execute(NEXT_SOURCE_ID_SQL).fetchone()
+    source_id = int(row[0]) if row else 1
+    con.execute(INSERT_SOURCE_SQL, [source_id, _display(path), fmt, head_hash, head_len])
+    return source_id
+
+
+def _find_source(con: duckdb.DuckDBPyConnection, path: Path, head: bytes) -> tuple[Any, ...] | None:
+    """The known records source this file continues, if any (same head bytes)."""
+    rows = con.execute(SOURCES_SQL, ["records"]).fetchall()
+    hashes: dict[int, str] = {}
+    matches = []
+    for row in rows:
+        head_len = row[3]
+        if head_len is None or head_len <= 0 or head_len > len(head):
+            continue
+        if head_len not in hashes:
+            hashes[head_len] = sha256(head[:head_len])
+        if hashes[head_len] == row[2]:
+            matches.append(row)
+    if not matches:
+        return None
+    here = _display(path)
+    # Prefer the source at this very path, then the one loaded furthest.
+    matches.sort(key=lambda r: (r[1] != here, -r[4]))
+    return matches[0]
+
+
+def _load_records_file(con: duckdb.DuckDBPyConnection, path: Path, head: bytes, tick: Callable[[int], None]) -> FileResult:
+    display = _display(path)
+    result = FileResult(path=display, input_format="records", status="new")
+    body = head.lstrip(b"\xef\xbb\xbf")
+    if not body:
+        result.status = "empty"
+        return result
+    known = _find_source(con, path, head)
+    if known is None:
+        source_id = _new_source(con, path, "records", "", None)
+        start_offset, lines_before = 0, 0
+    else:
+        source_id, known_path, _, _, start_offset, lines_before = known
+        result.status = "grown" if known_path == display else "rotated"
+        counted = con.execute(SOURCE_ROWS_SQL, [source_id, source_id]).fetchone()
+        result.skipped = int(counted[0]) if counted else 0
+        # Lines after the resume point are read again: drop what an earlier
+        # load quarantined there (a truncated last line that may be whole now).
+        con.execute(CLEAR_QUARANTINE_FROM_SQL, [source_id, lines_before + 1])
+    result.source_id = source_id
+    seq_row = con.execute(sql.MAX_SEQ_SQL).fetchone()
+    seq_base = int(seq_row[0]) if seq_row else 0
+    con.execute(sql.CREATE_LINES_SQL)
+    end_offset, last_line = start_offset, lines_before
+    for piece in iter_chunks(path, start_offset, lines_before + 1):
+        if isinstance(piece, OverlongLine):
+            text = piece.head[: sql.RAW_CAP * 4].decode("utf-8", errors="backslashreplace")[: sql.RAW_CAP]
+            con.execute(
+                sql.QUARANTINE_ONE_SQL,
+                [source_id, display, piece.line_no, f"line too long (over {sql.MAX_LINE_BYTES} bytes)", text],
+            )
+            result.quarantined += 1
+            if not piece.unterminated:
+                end_offset, last_line = piece.end_offset, piece.line_no
+            continue
+        counts = _ingest_chunk(con, piece, source_id, display, seq_base - lines_before)
+        result.tool_calls += counts[0]
+        result.loop_exits += counts[1]
+        result.quarantined += counts[2]
+        n_lines = piece.data.count(b"\n") + (1 if piece.unterminated else 0)
+        whole = not piece.unterminated or counts[3]
+        if whole:
+            end_offset, last_line = piece.end_offset, piece.first_line + n_lines - 1
+        else:
+            # A truncated last line stays unconsumed: when the writer finishes
+            # it, the next load reads it again (its quarantine row is dropped).
+            end_offset, last_line = piece.end_offset - len(piece.data.rsplit(b"\n", 1)[-1]), piece.first_line + n_lines - 2
+        tick(end_offset - start_offset)
+    con.execute(sql.DROP_TEMP_SQL)
+    result.loaded = result.tool_calls + result.loop_exits
+    if result.status in ("grown", "rotated") and result.loaded == 0 and result.quarantined == 0:
+        result.status = "unchanged"
+    new_len = min(len(head), HEAD_BYTES)
+    con.execute(UPDATE_SOURCE_SQL, [display, sha256(head[:new_len]), new_len, end_offset, last_line, source_id])
+    return result
+
+
+def _ingest_chunk(
+    con: duckdb.DuckDBPyConnection, piece: Chunk, source_id: int, display: str, seq_base: int
+) -> tuple[int, int, int, bool]:
+    """Validate and insert one chunk; returns (tool_calls, loop_exits, quarantined, last line whole)."""
+    con.execute(sql.CLEAR_LINES_SQL)
+    not_utf8 = 0
+    try:
+        text = piece.data.decode("utf-8")
+        con.execute(sql.INSERT_CHUNK_SQL, [piece.first_line, text])
+    except UnicodeDecodeError:
+        not_utf8 = _insert_lines_checking_utf8(con, piece, source_id, display)
+    n_lines = piece.data.count(b"\n") + (1 if piece.unterminated else 0)
+    last_line = piece.first_line + n_lines - 1
+    con.execute(sql.CHECK_SQL, [last_line if piece.unterminated else -1])
+    con.execute(sql.EXTRA_SQL)
+    con.execute(sql.QUARANTINE_CHECKED_SQL, [source_id, display])
+    con.execute(sql.INSERT_TOOL_CALLS_SQL, [seq_base, source_id])
+    con.execute(sql.INSERT_LOOP_EXITS_SQL, [seq_base, source_id])
+    row = con.execute(sql.COUNT_CHECKED_SQL).fetchone()
+    tc, le, bad = (int(x) for x in row) if row else (0, 0, 0)
+    bad += not_utf8
+    last_ok = True
+    if piece.unterminated:
+        flag = con.execute(
+            "SELECT reason IS NULL OR reason NOT LIKE 'truncated last line%' FROM _ls_checked WHERE line_no = ?",
+            [last_line],
+        ).fetchone()
+        last_ok = bool(flag[0]) if flag else True
+    return tc, le, bad, last_ok
+
+
+def _insert_lines_checking_utf8(con: duckdb.DuckDBPyConnection, piece: Chunk, source_id: int, display: str) -> int:
+    # Rare path: the block is not valid UTF-8. Find the bad lines one by one,
+    # quarantine them, and blank them so line numbers stay in step.
+    lines = piece.data.split(b"\n")
+    if not piece.unterminated:
+        lines = lines[:-1]
+    good: list[str] = []
+    bad = 0
+    for i, raw in enumerate(lines):
+        try:
+            good.append(raw.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            good.append("")
+            bad += 1
+            con.execute(
+                sql.QUARANTINE_ONE_SQL,
+                [
+                    source_id,
+                    display,
+                    piece.first_line + i,
+                    f"not UTF-8 (byte 0x{raw[exc.start]:02x} at byte {exc.start + 1} of the line)",
+                    raw.decode("utf-8", errors="backslashreplace")[: sql.RAW_CAP],
+                ],
+            )
+    con.execute(sql.INSERT_CHUNK_SQL, [piece.first_line, "\n".join(good)])
+    return bad
+
+
+def _load_reader_file(con: duckdb.DuckDBPyConnection, path: Path, fmt: str, options: dict[str, Any]) -> FileResult:
+    display = _display(path)
+    result = FileResult(path=display, input_format=fmt, status="new")
+    digest, _ = content_hash(path)
+    known = con.execute(SOURCES_SQL, [fmt]).fetchall()
+    same = [r for r in known if r[2] == digest]
+    if same:
+        source_id = next((r[0] for r in same if r[1] == display), same[0][0])
+        counted = con.execute(SOURCE_ROWS_SQL, [source_id, source_id]).fetchone()
+        result.status, result.source_id = "unchanged", source_id
+        result.skipped = int(counted[0]) if counted else 0
+        return result
+    at_path = [r for r in known if r[1] == display]
+    if at_path:
+        source_id = at_path[0][0]
+        con.execute(DELETE_SOURCE_ROWS_SQL, [source_id])
+        result.status = "replaced"
+    else:
+        source_id = _new_source(con, path, fmt, digest, None)
+    result.source_id = source_id
+    module = reader_module(fmt)
+    output: ReaderOutput = module.read(path, options)
+    seq_row = con.execute(sql.MAX_SEQ_SQL).fetchone()
+    seq_base = int(seq_row[0]) if seq_row else 0
+    con.execute(sql.CREATE_LINES_SQL)
+    if output.records:
+        import json
+
+        text = "\n".join(json.dumps(r, ensure_ascii=False, default=str) for r in output.records) + "\n"
+        with tempfile.TemporaryDirectory(prefix="loopscope-") as tmp:
+            staged = Path(tmp) / "records.jsonl"
+            staged.write_text(text, encoding="utf-8")
+            for piece in iter_chunks(staged, 0, 1):
+                if isinstance(piece, OverlongLine):
+                    con.execute(
+                        sql.QUARANTINE_ONE_SQL,
+                        [source_id, display, piece.line_no, "record too long", piece.head[: sql.RAW_CAP].decode("utf-8", "replace")],
+                    )
+                    result.quarantined += 1
+                    continue
+                counts = _ingest_chunk(con, piece, source_id, display, seq_base)
+                result.tool_calls += counts[0]
+                result.loop_exits += counts[1]
+                result.quarantined += counts[2]
+        con.execute(READER_QUARANTINE_SQL, [f"the {fmt} reader produced an invalid record: ", source_id])
+        con.execute(READER_LINES_SQL, [source_id])
+    con.execute(sql.DROP_TEMP_SQL)
+    for bad in output.bad:
+        con.execute(sql.QUARANTINE_ONE_SQL, [source_id, display, bad.line_no, bad.reason, (bad.raw or "")[: sql.RAW_CAP]])
+        result.quarantined += 1
+    for v in output.violations:
+        con.execute(
+            INSERT_VIOLATION_SQL,
+            [source_id, v.get("conversation_id"), v.get("prompt_id"), v.get("tool_call_id"), v.get("kind") or "unknown", v.get("detail")],
+        )
+    result.protocol_violations = len(output.violations)
+    result.loaded = result.tool_calls + result.loop_exits
+    con.execute(UPDATE_SOURCE_SQL, [display, digest, None, _size(path), len(output.records), source_id])
+    return result

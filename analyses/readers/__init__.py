@@ -1,0 +1,153 @@
+"""Input formats: which reader turns a file into loopscope v1 records.
+
+Three formats reach the one store:
+
+- ``records``: loopscope record format v1 JSON Lines (what the collector
+  writes). The loader parses these itself, in DuckDB (``loader_sql``).
+- ``messages``: conversation message arrays (Anthropic / OpenAI shapes),
+  read by ``loopscope.analyses.readers.messages``.
+- ``otlp``: OpenTelemetry spans as OTLP JSON (Lines), read by
+  ``loopscope.analyses.readers.otlp``.
+
+The reader protocol (``messages``, ``otlp`` and any later format): a module
+``loopscope.analyses.readers.<format>`` with
+
+    read(path: Path, options: Mapping[str, Any]) -> ReaderOutput
+
+and optionally ``sniff(head: bytes) -> bool`` (does this start of a file look
+like your format?) used by ``--input-format auto``. ``ReaderOutput.records``
+are v1 records as dicts (unknown fields allowed, kept in ``extra``); the
+loader validates them with the same SQL as JSONL records, so a reader never
+writes to the store itself. Required fields: ``v`` (1), ``kind``, ``ts``,
+``conversation_id``, ``prompt_id``; for ``tool_call`` also ``tool_call_id``,
+``tool_name``, ``step``, ``outcome``, ``is_error``; for ``loop_exit``
+``exit_reason``. Records are kept in the order given (that order is the
+"position in the input" that breaks ``ts`` ties).
+
+Readers are looked up lazily by name, so the loader works whichever reader
+modules exist.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from loopscope.analyses.errors import LoopscopeError
+
+FORMATS = ("records", "messages", "otlp")
+INPUT_FORMATS = ("auto",) + FORMATS
+
+
+@dataclass(frozen=True)
+class BadLine:
+    """An input line (or element) a reader could not use, for the quarantine.
+
+    Attributes:
+        line_no: 1-based line number in the file (None when not line based).
+        reason: what is wrong, in words a user can act on.
+        raw: the offending text (the loader caps it).
+    """
+
+    line_no: int | None
+    reason: str
+    raw: str = ""
+
+
+@dataclass
+class ReaderOutput:
+    """What a reader made of one file.
+
+    Attributes:
+        records: v1 records (dicts), in input order.
+        violations: protocol problems, each a dict with keys
+            ``conversation_id``, ``prompt_id``, ``tool_call_id``, ``kind``,
+            ``detail`` (stored in ``protocol_violations``).
+        bad: lines that could not be read (stored in ``quarantine``).
+    """
+
+    records: list[dict[str, Any]] = field(default_factory=list)
+    violations: list[dict[str, Any]] = field(default_factory=list)
+    bad: list[BadLine] = field(default_factory=list)
+
+
+def reader_module(fmt: str) -> Any:
+    """The module implementing ``fmt`` (``messages``, ``otlp``, ...).
+
+    Raises:
+        LoopscopeError: ``fmt`` is unknown or its reader is not installed.
+    """
+    if fmt not in FORMATS or fmt == "records":
+        raise LoopscopeError(
+            f"unknown input format {fmt!r}",
+            hint="use --input-format auto, records, messages or otlp",
+        )
+    name = f"loopscope.analyses.readers.{fmt}"
+    try:
+        module = importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name != name:
+            raise
+        raise LoopscopeError(
+            f"this loopscope has no reader for the {fmt!r} input format",
+            hint="load loopscope record files (--input-format records), or upgrade loopscope",
+        ) from None
+    if not callable(getattr(module, "read", None)):
+        raise LoopscopeError(f"the {fmt!r} reader has no read() function", hint="this is a bug in loopscope")
+    return module
+
+
+def _first_json_line(head: bytes) -> Any:
+    for raw in head.split(b"\n"):
+        line = raw.strip()
+        if not line:
+            continue
+        try:
+            return json.loads(line.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            return None
+    return None
+
+
+def _sniffed(fmt: str, head: bytes) -> bool:
+    try:
+        module = importlib.import_module(f"loopscope.analyses.readers.{fmt}")
+    except ImportError:
+        return False
+    sniff = getattr(module, "sniff", None)
+    if not callable(sniff):
+        return False
+    try:
+        return bool(sniff(head))
+    except Exception:  # a reader's guess must never stop a load
+        return False
+
+
+def detect_format(path: Path, head: bytes) -> str:
+    """Guess the format of a file from its first bytes (decompressed).
+
+    loopscope records win when the first line is a v1 record; OTLP when it
+    carries ``resourceSpans``; message arrays when the file starts with a JSON
+    array or its first object has ``messages`` or ``role``. Otherwise each
+    reader's ``sniff`` is asked, and the fallback is ``records`` (so bad lines
+    end in the quarantine, with reasons, rather than being ignored).
+    """
+    text = head.lstrip(b"\xef\xbb\xbf").lstrip()
+    first = _first_json_line(text)
+    if isinstance(first, dict):
+        if "v" in first and "kind" in first:
+            return "records"
+        if "resourceSpans" in first or "resource_spans" in first:
+            return "otlp"
+        if "messages" in first or "role" in first:
+            return "messages"
+    if text.startswith(b"["):
+        return "messages"
+    for fmt in ("otlp", "messages"):
+        if _sniffed(fmt, head):
+            return fmt
+    return "records"

@@ -1,0 +1,62 @@
+"""``loopscope load PATH...``: load log files into the store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from loopscope.cli.app import command
+from loopscope.cli.options import DbOption, FormatOption, InputFormatOption
+from loopscope.cli.output import OutputFormat, fmt_number, inert, stdout_console, write_csv, write_json
+
+SUMMARY_COLUMNS = ("files", "loaded", "skipped", "quarantined", "tool_calls", "loop_exits", "protocol_violations")
+
+
+@command("load")
+def load(
+    paths: Annotated[
+        list[Path],
+        typer.Argument(help="Log files, directories (searched recursively) or globs.", show_default=False),
+    ],
+    db: DbOption = None,
+    fmt: FormatOption = OutputFormat.table,
+    input_format: InputFormatOption = "auto",
+) -> None:
+    """Load log files into the database; safe to repeat (only new lines are added).
+
+    Bad lines never stop a load: they are kept in the quarantine with file,
+    line and reason (see [b]loopscope quarantine[/b]).
+    """
+    from loopscope.analyses.store import connect
+    from loopscope.cli.common import load_with_progress
+
+    con = connect(db)
+    summary = load_with_progress(con, paths, input_format)
+    if fmt is OutputFormat.json:
+        write_json(summary.as_dict())
+        return
+    if fmt is OutputFormat.csv:
+        write_csv([{c: getattr(summary, c) for c in SUMMARY_COLUMNS}], SUMMARY_COLUMNS)
+        return
+    from rich.table import Table
+
+    out = stdout_console()
+    table = Table(title=None, box=None, pad_edge=False)
+    for col in ("file", "format", "status", "loaded", "skipped", "quarantined"):
+        table.add_column(col, justify="right" if col in ("loaded", "skipped", "quarantined") else "left")
+    for d in summary.details:
+        table.add_row(
+            inert(d.path), inert(d.input_format), inert(d.status),
+            fmt_number(d.loaded), fmt_number(d.skipped), fmt_number(d.quarantined),
+        )
+    out.print(table)
+    out.print(
+        f"{summary.files} files: {summary.loaded} records loaded "
+        f"({summary.tool_calls} tool calls, {summary.loop_exits} loop exits), "
+        f"{summary.skipped} skipped as already loaded, {summary.quarantined} quarantined"
+        + (f", {summary.protocol_violations} protocol violations" if summary.protocol_violations else "")
+    )
+    if summary.quarantined:
+        out.print("See the bad lines with: [b]loopscope quarantine[/b]" + (f" --db {inert(db)}" if db else ""))

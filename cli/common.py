@@ -1,0 +1,116 @@
+"""Helpers shared by the analysis commands: open the store, load PATHs, build the selection.
+
+Every command that accepts PATHs calls ``open_store``: it opens ``--db``
+(default ./loopscope.duckdb, ``:memory:`` for a throwaway store), loads the
+PATHs first (with a progress bar on a terminal) and returns a ``Selection``
+limited to the prompts of those files, so ``loopscope metrics sample_logs/``
+reports on exactly those logs even when the database holds more.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from loopscope.analyses.selection import Selection, parse_instant, parse_tag
+from loopscope.cli.output import stderr_console
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from loopscope.analyses.loader import LoadSummary
+
+
+def progress_bar():  # type: ignore[no-untyped-def]
+    """A context manager yielding a ``progress(done, total)`` callback.
+
+    The bar is drawn on stderr only when it is a terminal, and disappears when
+    done, so piped and captured output stay clean.
+    """
+    from contextlib import contextmanager
+
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
+    @contextmanager
+    def _bar():  # type: ignore[no-untyped-def]
+        console = stderr_console()
+        if not console.is_terminal:
+            yield None
+            return
+        with Progress(
+            TextColumn("loading"),
+            BarColumn(),
+            DownloadColumn(),
+            TimeRemainingColumn(),
+            console=console,
+            transient=True,
+        ) as bar:
+            task = bar.add_task("load", total=None)
+
+            def update(done: int, total: int) -> None:
+                bar.update(task, completed=done, total=total or None)
+
+            yield update
+
+    return _bar()
+
+
+def load_with_progress(
+    con: duckdb.DuckDBPyConnection,
+    paths: Sequence[str | os.PathLike[str]],
+    input_format: str = "auto",
+    reader_options: Mapping[str, Any] | None = None,
+) -> LoadSummary:
+    """``load_paths`` with the progress bar."""
+    from loopscope.analyses.loader import load_paths
+
+    with progress_bar() as update:
+        return load_paths(con, list(paths), input_format=input_format, reader_options=reader_options, progress=update)
+
+
+def open_store(
+    db: str | None,
+    paths: Sequence[str | os.PathLike[str] | Path] | None,
+    input_format: str = "auto",
+    reader_options: Mapping[str, Any] | None = None,
+) -> tuple[duckdb.DuckDBPyConnection, Selection, LoadSummary | None]:
+    """Open ``db`` and, when PATHs are given, load them first.
+
+    Returns:
+        The connection; a ``Selection`` with ``source_ids`` set to the loaded
+        files' sources (an empty ``Selection`` without PATHs); and the load
+        summary (None without PATHs).
+
+    Raises:
+        LoopscopeError: bad database, missing path, unreadable file.
+    """
+    from loopscope.analyses.store import connect
+
+    con = connect(db)
+    if not paths:
+        return con, Selection(), None
+    summary = load_with_progress(con, list(paths), input_format, reader_options)
+    return con, Selection(source_ids=summary.source_ids), summary
+
+
+def selection_from_options(
+    since: str | None = None,
+    until: str | None = None,
+    agents: Sequence[str] | None = None,
+    tags: Sequence[str] | None = None,
+    source_ids: tuple[int, ...] | None = None,
+) -> Selection:
+    """A ``Selection`` from the shared --since/--until/--agent/--tag options.
+
+    Raises:
+        LoopscopeError: a date or tag that does not parse.
+    """
+    return Selection(
+        since=parse_instant(since, option="--since") if since else None,
+        until=parse_instant(until, option="--until") if until else None,
+        agents=tuple(agents or ()),
+        tags=tuple(parse_tag(t) for t in (tags or ())),
+        source_ids=source_ids,
+    )
