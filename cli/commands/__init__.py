@@ -6,3 +6,4 @@ from loopscope.cli.commands import compare  # noqa: F401
 from loopscope.cli.commands import load  # noqa: F401
 from loopscope.cli.commands import metrics  # noqa: F401
 from loopscope.cli.commands import quarantine  # noqa: F401
+from loopscope.cli.commands import check  # noqa: F401

@@ -1,0 +1,188 @@
+"""A gate for CI and alerting: thresholds on the dashboard metrics and the incident counts.
+
+``check(con, selection, thresholds)`` computes the figures of the selection
+and compares each threshold that is set; every violated threshold gives one
+``Violation`` with a one-line reason. A threshold on a metric that has no
+value (the recovery rate with no errors, say) is *skipped*, never violated,
+and reported as such, so an empty window does not page anyone.
+
+Thresholds (each ``None`` = not checked):
+
+==========================  ==============================================
+``min_recovery_rate``       recovered errors / errors, 0..1
+``max_median_tool_calls``   median tool calls per prompt
+``max_p99_tool_calls``      p99 tool calls per prompt
+``max_replay_rate``         replays / tool calls, 0..1
+``max_open_prompts``        prompts with no loop_exit
+``max_generic_templates``   generic error-message templates (lint)
+``max_retry_loops``         retry loops (spins)
+``max_double_executions``   replays that really executed again
+==========================  ==============================================
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any, Callable
+
+import duckdb
+
+from loopscope.analyses.cohorts import Figures, figures
+from loopscope.analyses.errors import LoopscopeError
+from loopscope.analyses.selection import Selection
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """The limits to check; ``None`` leaves a figure unchecked."""
+
+    min_recovery_rate: float | None = None
+    max_median_tool_calls: float | None = None
+    max_p99_tool_calls: float | None = None
+    max_replay_rate: float | None = None
+    max_open_prompts: int | None = None
+    max_generic_templates: int | None = None
+    max_retry_loops: int | None = None
+    max_double_executions: int | None = None
+
+    def validate(self) -> None:
+        """Raise ``LoopscopeError`` for a rate outside 0..1 or a negative limit."""
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value is None:
+                continue
+            option = "--" + f.name.replace("_", "-")
+            if value < 0:
+                raise LoopscopeError(f"{option} {value} is negative", hint="thresholds are counts or rates >= 0")
+            if f.name.endswith("_rate") and value > 1:
+                raise LoopscopeError(f"{option} {value} is above 1", hint="rates are fractions: 0.8 means 80%")
+
+    def is_empty(self) -> bool:
+        """True when no threshold is set."""
+        return all(getattr(self, f.name) is None for f in fields(self))
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One threshold checked: its figure, the limit and the verdict."""
+
+    threshold: str
+    figure: str
+    value: float | None
+    limit: float
+    status: str  # "ok", "violated" or "skipped"
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict for JSON."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """Every checked threshold and the figures they were checked against."""
+
+    outcomes: list[Outcome]
+    figures: dict[str, Any]
+
+    @property
+    def violations(self) -> list[Outcome]:
+        """The violated thresholds."""
+        return [o for o in self.outcomes if o.status == "violated"]
+
+    @property
+    def passed(self) -> bool:
+        """No threshold is violated."""
+        return not self.violations
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict for JSON."""
+        return {
+            "passed": self.passed,
+            "violations": len(self.violations),
+            "outcomes": [o.to_dict() for o in self.outcomes],
+            "figures": self.figures,
+        }
+
+
+def _fmt(figure: str, value: float) -> str:
+    if figure.endswith("_rate"):
+        return f"{value * 100:.1f}%"
+    return f"{value:g}"
+
+
+def _generic_templates(con: duckdb.DuckDBPyConnection, selection: Selection) -> int:
+    # Generic-message templates come from lint (H3); imported lazily so check
+    # works on stores without lint's tables.
+    try:
+        from loopscope.analyses.lint import rank_templates
+    except ImportError:  # lint's ranking is not in this build
+        raise LoopscopeError(
+            "--max-generic-templates needs the lint template ranking, which this build lacks",
+            hint="drop --max-generic-templates, or upgrade loopscope",
+        ) from None
+    return len(rank_templates(con, selection))
+
+
+def _retry_loops(con: duckdb.DuckDBPyConnection, selection: Selection) -> int:
+    from loopscope.analyses.incidents import retry_loops
+
+    return len(retry_loops(con, selection))
+
+
+def _double_executions(con: duckdb.DuckDBPyConnection, selection: Selection) -> int:
+    from loopscope.analyses.incidents import replays
+
+    return sum(1 for r in replays(con, selection) if r.double_execution)
+
+
+# threshold -> (figure name, "min"/"max", how to get the figure)
+_CHECKS: dict[str, tuple[str, str, Callable[[duckdb.DuckDBPyConnection, Selection, Figures], float | None]]] = {
+    "min_recovery_rate": ("recovery_rate", "min", lambda c, s, f: f.recovery_rate),
+    "max_median_tool_calls": ("median_tool_calls", "max", lambda c, s, f: f.median_tool_calls),
+    "max_p99_tool_calls": ("p99_tool_calls", "max", lambda c, s, f: f.p99_tool_calls),
+    "max_replay_rate": ("replay_rate", "max", lambda c, s, f: f.replay_rate),
+    "max_open_prompts": ("open_prompts", "max", lambda c, s, f: f.open_prompts),
+    "max_generic_templates": ("generic_templates", "max", lambda c, s, f: _generic_templates(c, s)),
+    "max_retry_loops": ("retry_loops", "max", lambda c, s, f: _retry_loops(c, s)),
+    "max_double_executions": ("double_executions", "max", lambda c, s, f: _double_executions(c, s)),
+}
+
+
+def check(con: duckdb.DuckDBPyConnection, selection: Selection, thresholds: Thresholds) -> CheckResult:
+    """Check every set threshold against the selection's figures.
+
+    Raises:
+        LoopscopeError: no threshold is set, a threshold is out of range, or
+            the selection has no prompt (a gate over nothing would pass silently).
+    """
+    thresholds.validate()
+    if thresholds.is_empty():
+        raise LoopscopeError(
+            "no threshold given",
+            hint="for example: loopscope check --min-recovery-rate 0.8 --max-p99-tool-calls 20",
+        )
+    fig = figures(con, selection)
+    if fig.prompts == 0:
+        raise LoopscopeError(
+            "the selection has no prompt to check",
+            hint="load logs first (pass PATHs), or widen --since/--until/--agent/--tag",
+        )
+    outcomes: list[Outcome] = []
+    figs: dict[str, Any] = fig.to_dict()
+    for name, (figure, kind, get) in _CHECKS.items():
+        limit = getattr(thresholds, name)
+        if limit is None:
+            continue
+        value = get(con, selection, fig)
+        figs[figure] = value
+        option = "--" + name.replace("_", "-")
+        if value is None:
+            outcomes.append(Outcome(name, figure, None, limit, "skipped", f"{figure} has no value (nothing to measure)"))
+            continue
+        bad = value < limit if kind == "min" else value > limit
+        bound = "minimum" if kind == "min" else "maximum"
+        relation = ("is below the" if kind == "min" else "is above the") if bad else "meets the"
+        reason = f"{figure} {_fmt(figure, value)} {relation} {bound} {_fmt(figure, limit)} ({option})"
+        outcomes.append(Outcome(name, figure, value, limit, "violated" if bad else "ok", reason))
+    return CheckResult(outcomes, figs)

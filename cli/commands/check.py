@@ -1,0 +1,80 @@
+"""``loopscope check``: thresholds on the metrics, exit 1 when one is violated."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from loopscope.cli.app import command
+from loopscope.cli.audit_common import open_for_analysis, window_selection
+from loopscope.cli.options import (
+    AgentOption,
+    DbOption,
+    FormatOption,
+    InputFormatOption,
+    PathsArgument,
+    SinceOption,
+    TagOption,
+    UntilOption,
+)
+from loopscope.cli.output import OutputFormat, inert, stdout_console, write_csv, write_json
+
+
+def _opt(flag: str, help_text: str, kind: type = float):  # noqa: ANN202 - Annotated alias factory
+    return Annotated[Optional[kind], typer.Option(flag, help=help_text, show_default=False)]  # type: ignore[valid-type]
+
+
+@command("check")
+def check_command(
+    paths: PathsArgument = None,
+    min_recovery_rate: _opt("--min-recovery-rate", "Fail when recovered errors / errors is below this (0..1).") = None,
+    max_median_tool_calls: _opt("--max-median-tool-calls", "Fail when the median tool calls per prompt is above this.") = None,
+    max_p99_tool_calls: _opt("--max-p99-tool-calls", "Fail when the p99 tool calls per prompt is above this.") = None,
+    max_replay_rate: _opt("--max-replay-rate", "Fail when replays / tool calls is above this (0..1).") = None,
+    max_open_prompts: _opt("--max-open-prompts", "Fail when more prompts than this have no loop_exit.", int) = None,
+    max_generic_templates: _opt("--max-generic-templates", "Fail when more generic error-message templates than this are found (lint).", int) = None,
+    max_retry_loops: _opt("--max-retry-loops", "Fail when there are more retry loops (spins) than this.", int) = None,
+    max_double_executions: _opt("--max-double-executions", "Fail when more replays than this really executed again.", int) = None,
+    since: SinceOption = None,
+    until: UntilOption = None,
+    agent: AgentOption = None,
+    tag: TagOption = None,
+    db: DbOption = None,
+    output: FormatOption = OutputFormat.table,
+    input_format: InputFormatOption = "auto",
+) -> None:
+    """Gate CI or alerting on the metrics: exit 1 with one line per violated threshold, 0 otherwise.
+
+    \b
+    Example:
+      loopscope check sample_logs/ --min-recovery-rate 0.5 --max-p99-tool-calls 25
+    """
+    from loopscope.analyses.check import Thresholds, check
+
+    thresholds = Thresholds(
+        min_recovery_rate=min_recovery_rate,
+        max_median_tool_calls=max_median_tool_calls,
+        max_p99_tool_calls=max_p99_tool_calls,
+        max_replay_rate=max_replay_rate,
+        max_open_prompts=max_open_prompts,
+        max_generic_templates=max_generic_templates,
+        max_retry_loops=max_retry_loops,
+        max_double_executions=max_double_executions,
+    )
+    with open_for_analysis(db, paths, input_format) as (con, base):
+        selection = window_selection(base, since=since, until=until, agent=agent, tag=tag)
+        result = check(con, selection, thresholds)
+    if output is OutputFormat.json:
+        write_json(result.to_dict())
+    elif output is OutputFormat.csv:
+        write_csv([o.to_dict() for o in result.outcomes], ("threshold", "figure", "value", "limit", "status", "reason"))
+    else:
+        console = stdout_console()
+        for o in result.outcomes:
+            style = {"violated": "red", "ok": "green", "skipped": "yellow"}[o.status]
+            console.print(f"[{style}]{o.status.upper():<8}[/{style}] {inert(o.reason)}")
+        verdict = "[green]check passed[/green]" if result.passed else f"[red]check failed: {len(result.violations)} threshold(s) violated[/red]"
+        console.print(verdict)
+    if not result.passed:
+        raise typer.Exit(1)
