@@ -1,0 +1,76 @@
+"""Run the rule catalog over one error message.
+
+``lint_message(text)`` returns a ``LintResult``: the findings of every rule
+that fires, and the ``generic`` verdict (a finding of a rule whose
+``generic`` flag is set: the text leaves the model guessing what went wrong or
+what to do next). The wording fallbacks (generic wording, vague) only fire
+when no more specific wording rule already explains the message, so each
+message gets the most precise finding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from loopscope.analyses.lint.rules import FALLBACK_RULES, RULES, Context
+from loopscope.analyses.lint.text import read_message
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One rule that fired on a message."""
+
+    rule_id: str
+    severity: str
+    reason: str
+    rewrite: str
+
+
+@dataclass(frozen=True)
+class LintResult:
+    """The verdict on one message."""
+
+    message: str
+    generic: bool
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def has_error(self) -> bool:
+        """A rule of severity ``error`` fired (``loopscope lint --message`` exits 1)."""
+        return any(f.severity == "error" for f in self.findings)
+
+    @property
+    def rule_ids(self) -> list[str]:
+        """Ids of the rules that fired, in catalog order."""
+        return [f.rule_id for f in self.findings]
+
+    def to_dict(self) -> dict[str, object]:
+        """``{message, generic, findings: [{rule_id, severity, reason, rewrite}]}``."""
+        return {"message": self.message, "generic": self.generic, "findings": [asdict(f) for f in self.findings]}
+
+
+def lint_message(text: str, *, is_error: bool = True, outcome: str | None = None) -> LintResult:
+    """Lint one error text.
+
+    Args:
+        text: the error message as the model saw it (plain text or a JSON body).
+        is_error: whether the tool result was marked as an error; ``False`` with
+            a failure in the text or outcome is a silent error (LS130).
+        outcome: the collector's ``outcome`` for the call, when known
+            (``ok``, ``retried``, ``transient_fail``, ``permanent_fail``).
+
+    Returns:
+        The findings and the ``generic`` verdict.
+    """
+    view = read_message(text or "")
+    ctx = Context(is_error=is_error, outcome=outcome)
+    fired = [rule for rule in RULES if rule.id not in FALLBACK_RULES and rule.check(view, ctx)]
+    if not any(rule.generic for rule in fired):
+        fired += [rule for rule in RULES if rule.id in FALLBACK_RULES and rule.check(view, ctx)]
+        fired.sort(key=lambda rule: RULES.index(rule))
+    # A silent error's text is judged as an error text only when it was meant as one;
+    # success payloads are not error messages, so wording rules stay quiet for them.
+    if not is_error and not any(rule.id == "LS130" for rule in fired):
+        fired = [rule for rule in fired if not rule.generic]
+    findings = [Finding(rule.id, rule.severity, rule.reason, rule.rewrite) for rule in fired]
+    return LintResult(message=text, generic=any(rule.generic for rule in fired), findings=findings)

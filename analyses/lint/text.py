@@ -1,0 +1,226 @@
+"""What a lint rule can see in an error message.
+
+``read_message`` parses one error text once into a ``MessageView``: the JSON
+body (when the text is a JSON object), the prose a model would read, the
+language, and the evidence the rules weigh:
+
+- **specifics**: concrete values the text names (quoted values, ids, numbers,
+  paths, URLs, field paths). A message that names the value it rejected gives
+  the model something to change.
+- **remedy**: the text says what is expected or what to do next (a constraint
+  such as "must be", an expected format, an example, allowed values, a call to
+  make). Boilerplate advice ("please try again", "please fix your mistakes")
+  is removed first: it is the same for every error and tells the model nothing.
+- **english**: rules about *wording* only judge English prose; a message in
+  another language is never flagged for its wording (the structural rules,
+  such as stack traces, HTML pages or secrets, still apply).
+
+Everything here is plain regular expressions over the text: deterministic,
+fast, and reviewable next to the rule catalog (``rules.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+# Prefixes that carry no information: "Error:", "ERROR:", "fatal:", "<error>…</error>".
+_PREFIX_RE = re.compile(
+    r"^\s*(?:(?:error|err|fatal|exception|warning|fehler|erreur)\s*(?:\[\w+\])?\s*[:\-]\s*)+",
+    re.IGNORECASE,
+)
+_ERROR_TAG_RE = re.compile(r"</?error>", re.IGNORECASE)
+
+# Advice that is the same for every error, so it says nothing about this one.
+BOILERPLATE_ADVICE_RE = re.compile(
+    r"please fix (?:your|the) (?:mistakes?|errors?)(?: and try again)?|"
+    r"(?:please )?try again(?: later)?|sorry(?: about that)?!?|"
+    r"(?:please )?check the logs?(?: for (?:more )?details)?|"
+    r"please contact (?:support|the administrator)|for further information visit \S+",
+    re.IGNORECASE,
+)
+
+QUOTED_RE = re.compile(r"'[^'\n]{1,200}'|\"[^\"\n]{1,200}\"|`[^`\n]{1,200}`|«[^»\n]{1,200}»|»[^«\n]{1,200}«|“[^”\n]{1,200}”")
+URL_RE = re.compile(r"\b[a-z][a-z0-9+.\-]*://[^\s'\"<>)\]]+", re.IGNORECASE)
+EMAIL_RE = re.compile(r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}\b")
+PATH_RE = re.compile(r"(?:(?<![\w.])/[\w.\-]+(?:/[\w.\-]*)+|\b[A-Za-z]:\\[^\s'\"]+|\b[\w\-]+(?:/[\w.\-]+)+\.\w{1,5}\b|(?<!\w)\.[a-z]\w+\b)")
+# Tokens that are ids or code names: snake_case, camelCase, dotted, letters+digits mixed.
+IDENT_RE = re.compile(
+    r"\b(?:[A-Za-z]+_[A-Za-z0-9_]+|[a-z]+[A-Z]\w*|[A-Za-z]+[\-]?\d[\w\-]*|\d+[A-Za-z][\w\-]*|[A-Za-z]+(?:\.[A-Za-z_]\w*)+|\w+\[\d+\](?:\.\w+)*)\b"
+)
+NUMBER_RE = re.compile(r"(?<![\w.])\$?\d+(?:[.,]\d+)?(?![\w])")
+ISO_DATE_RE = re.compile(r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+\-]\d{2}:?\d{2})?)?\b")
+
+# A constraint or an expected form: the message says what valid looks like.
+CONSTRAINT_RE = re.compile(
+    r"\b(?:must|should|shall|(?:cannot|can ?not|can't|may not) (?:be|contain|start|end|exceed|include|have|use|"
+    r"equal|precede|follow)|can only|may only|only \w+|needs? to|has to|have to|"
+    r"at least|at most|no more than|no longer than|up to \d+|between \S+ and|"
+    r"(?:maximum|minimum|max|min)(?: allowed)? (?:is|of|length|size|value|number|\d)|limit(?:ed)? (?:is|to|of)|"
+    r"expected|expects?|expecting|required|requires?|one of|valid (?:values|options|types|formats?|ids?|\w+ (?:are|is))|"
+    r"allowed (?:values|types|are|is)|accepted (?:values|formats?)|supported (?:values|formats?|types)|"
+    r"format(?:ted)? (?:is|as|like)|in the format|e\.g\.|for example|such as|looks? like)\b",
+    re.IGNORECASE,
+)
+# A next step: a call to make, a value to use, a wait.
+NEXT_STEP_RE = re.compile(
+    r"\b(?:use|try (?!again\b)\w+|call|retry|re-?run|provide|specify|pass|set|add|remove|change|check (?!the logs?)\w+|"
+    r"verify|ensure|make sure|convert|reduce|wait|ask|choose|select|include|instead|did you mean|perhaps you meant|"
+    r"you (?:can|may|should|need)|consider|suggest\w*|hint|resets? at|retry[_ ]after|after \d+ ?(?:s|ms|sec\w*|min\w*))\b",
+    re.IGNORECASE,
+)
+# JSON keys that carry a remedy in a structured error body.
+REMEDY_KEYS = frozenset(
+    {
+        "hint", "hints", "suggestion", "suggestions", "next_operation", "next_step", "next_steps", "remedy", "fix",
+        "expected", "valid_values", "allowed_values", "retry_after", "retry_after_seconds", "retry_after_ms",
+        "invalid_fields", "errors", "param", "field", "fields", "help", "retriesremaining", "retries_remaining",
+    }
+)
+
+# Words that say only that something failed, or name a whole class of failure.
+GENERIC_WORDS = frozenset(
+    """
+    error errors failed failure fail fails failing went wrong something unknown unexpected unexpectedly occurred
+    occurs happened an a the internal server request requests invalid bad input inputs operation execution
+    executing tool could not be processed processing while your our has had have with there was is issue
+    problem format content of sorry oops unable to complete completed exception params parameters parameter
+    arguments argument api service unavailable conflict authentication authorization permission permissions
+    denied insufficient forbidden unauthorized access rate limit limits reached exceeded connection timed
+    timeout out network for in this that it its an we on at status code response call data result resource
+    found requested
+    """.split()
+)
+# "no such table: users": a short value after the last colon names what was looked up.
+_TAIL_VALUE_RE = re.compile(r"\w[^:\n]*:\s+([^:\n]{1,60}?)\s*\.?\s*$", re.MULTILINE)
+# JSON keys whose values classify the error or trace the request; they are not about the failing value.
+_META_KEYS = frozenset(
+    {"type", "code", "error_code", "error", "name", "status", "request_id", "trace_id", "correlation_id",
+     "documentation_url", "doc_url", "deprecated_type", "object"}
+)
+
+# Common English words; a text with more of another language's function words is not English.
+_EN_WORDS = frozenset(
+    "the a an is are was were be been not no of to for in on at with by from and or but this that it its "
+    "your you we our has have had must should cannot can could found does do did there here which what "
+    "when please try again request error failed invalid missing required".split()
+)
+_OTHER_WORDS = frozenset(
+    # German, French, Spanish, Italian, Portuguese, Dutch function words
+    "der die das nicht ist und ein eine wurde konnte kein keine existiert bitte "
+    "le la les des une est pas n'existe n'est du au aux veuillez impossible introuvable "
+    "el los las una es no existe puede debe por para con "
+    "il lo gli della non è essere "
+    "o os um uma não é foi "
+    "het een niet is kan geen bestaat".split()
+)
+_WORD_RE = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?", re.UNICODE)
+
+
+@dataclass
+class MessageView:
+    """One error text, parsed once for every rule."""
+
+    raw: str
+    obj: dict[str, Any] | None  # the JSON object, when the text is one
+    prose: str  # what a model reads: the text, or the JSON body's string values
+    body: str  # prose without "Error:" prefixes and boilerplate advice
+    english: bool
+    specifics: list[str] = field(default_factory=list)
+    has_constraint: bool = False
+    has_next_step: bool = False
+    json_keys: frozenset[str] = frozenset()
+
+    @property
+    def has_remedy(self) -> bool:
+        """The text says what is expected or what to do next."""
+        return self.has_constraint or self.has_next_step or bool(self.json_keys & REMEDY_KEYS)
+
+
+def _strings(value: Any, out: list[str], keys: set[str]) -> None:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            keys.add(str(k).lower())
+            if str(k).lower() in _META_KEYS and isinstance(v, str) and " " not in v.strip():
+                continue  # an error code or request id classifies the error; it names no failing value
+            _strings(v, out, keys)
+    elif isinstance(value, list):
+        for item in value:
+            _strings(item, out, keys)
+    elif isinstance(value, str):
+        out.append(value)
+
+
+def parse_json_object(text: str) -> dict[str, Any] | None:
+    """The text as a JSON object, or ``None`` when it is not one."""
+    stripped = text.strip()
+    if not stripped.startswith("{"):
+        return None
+    try:
+        value = json.loads(stripped)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def is_english(text: str) -> bool:
+    """Cheap language check: mostly non-Latin letters, or more foreign function words, means not English."""
+    letters = [ch for ch in text if ch.isalpha()]
+    if not letters:
+        return True
+    if sum(1 for ch in letters if ord(ch) > 0x24F) > 0.3 * len(letters):
+        return False
+    words = [w.lower() for w in _WORD_RE.findall(text)]
+    english = sum(1 for w in words if w in _EN_WORDS)
+    other = sum(1 for w in words if w in _OTHER_WORDS and w not in _EN_WORDS)
+    return not (other >= 2 and other > english)
+
+
+def find_specifics(text: str) -> list[str]:
+    """Concrete values the text names (quoted values, ids, numbers, paths, URLs)."""
+    found: list[str] = []
+    for regex in (QUOTED_RE, URL_RE, EMAIL_RE, ISO_DATE_RE, PATH_RE, IDENT_RE, NUMBER_RE):
+        found.extend(m.group(0) for m in regex.finditer(text))
+    for m in _TAIL_VALUE_RE.finditer(text):
+        words = _WORD_RE.findall(m.group(1).lower())
+        head = set(_WORD_RE.findall(m.group(0)[: m.start(1) - m.start(0)].lower()))
+        # "GitHub API Error: GitHub API error" repeats its prefix: a formatter's default, not a value.
+        if 0 < len(words) <= 3 and any(w not in GENERIC_WORDS for w in words) and not set(words) <= head:
+            found.append(m.group(1))
+    return found
+
+
+def strip_boilerplate(text: str) -> str:
+    """The text without leading "Error:" prefixes, ``<error>`` tags and boilerplate advice."""
+    body = _ERROR_TAG_RE.sub(" ", text)
+    body = _PREFIX_RE.sub("", body)
+    body = BOILERPLATE_ADVICE_RE.sub(" ", body)
+    return re.sub(r"\s+", " ", body).strip(" .:;,-\n\t")
+
+
+def read_message(text: str) -> MessageView:
+    """Parse ``text`` into the view every rule reads."""
+    obj = parse_json_object(text)
+    keys: set[str] = set()
+    if obj is not None:
+        parts: list[str] = []
+        _strings(obj, parts, keys)
+        # Type URIs and documentation links identify the error class, not this error.
+        prose = ". ".join(p for p in parts if not URL_RE.fullmatch(p.strip()))
+    else:
+        prose = text
+    body = strip_boilerplate(prose)
+    view = MessageView(
+        raw=text,
+        obj=obj,
+        prose=prose,
+        body=body,
+        english=is_english(prose),
+        json_keys=frozenset(keys),
+    )
+    view.specifics = find_specifics(body)
+    view.has_constraint = bool(CONSTRAINT_RE.search(body))
+    view.has_next_step = bool(NEXT_STEP_RE.search(body))
+    return view
