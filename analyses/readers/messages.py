@@ -37,8 +37,9 @@ from loopscope.analyses.readers.message_records import conversation_records
 
 ID_KEYS = ("conversation_id", "id", "session_id", "thread_id")
 RAW_CAP = 2000
-# Markers of a conversation log in the first bytes of a pretty-printed JSON file.
-SNIFF_MARKERS = (b'"messages"', b'"simulations"', b'"role"', b'"termination_reason"')
+# Markers of a conversation log in the first bytes of a pretty-printed JSON file; the last
+# two are tau2-bench's run settings, which come before its (long) simulations.
+SNIFF_MARKERS = (b'"messages"', b'"simulations"', b'"role"', b'"termination_reason"', b'"agent_info"', b'"user_info"')
 
 
 class _Conversation:
