@@ -252,3 +252,20 @@ class TestBadInput:
         path = tmp_path / "spans.jsonl.gz"
         path.write_bytes(gzip.compress((traces_line(AGENT, FAIL) + "\n").encode()))
         assert [r["kind"] for r in read(path).records] == ["tool_call", "loop_exit"]
+
+
+class TestCapturedThirdParty:
+    """Spans captured from real instrumentations of the OpenAI Agents SDK (tests/fixtures/otlp/README.md)."""
+
+    @pytest.mark.parametrize("name", ["openinference", "openllmetry", "genai"])
+    def test_tool_calls_error_and_recovery(self, name: str) -> None:
+        out = read(Path(__file__).parent / "fixtures" / "otlp" / f"openai_agents_{name}.jsonl")
+        assert out.bad == []
+        calls = [r for r in out.records if r["kind"] == "tool_call"]
+        assert [(c["tool_name"], c["step"], c["is_error"], c["outcome"]) for c in calls] == [
+            ("lookup_order", 0, True, "permanent_fail"), ("lookup_order", 1, False, "ok"),
+            ("get_weather", 1, False, "ok"), ("get_weather", 0, False, "ok")]
+        assert [(r["exit_reason"], r["tool_calls"], r["tool_errors"]) for r in out.records if r["kind"] == "loop_exit"] == [
+            ("end_turn", 3, 1), ("end_turn", 1, 0)]
+        expected_ids = ["call_1", "call_2", "call_3", "call_4"] if name != "genai" else [c["span_id"] for c in calls]
+        assert [c["tool_call_id"] for c in calls] == expected_ids
