@@ -157,3 +157,26 @@ def m003_source_identity(con: duckdb.DuckDBPyConnection) -> None:
     # head_len NULL, the whole content of a file read by another reader), so
     # a grown file resumes where it stopped and a rotated copy is recognised.
     con.execute("ALTER TABLE sources ADD COLUMN head_len INTEGER")
+
+
+@migration
+def m030_reviews(con: duckdb.DuckDBPyConnection) -> None:
+    # Reviewer verdicts from `loopscope review import`, one row per
+    # conversation (a re-import replaces it). Verdicts are NULL when left blank.
+    con.execute(
+        """
+        CREATE TABLE reviews (
+            conversation_id VARCHAR PRIMARY KEY,
+            stratum VARCHAR,                -- as written in the pack when drawn
+            computed_class VARCHAR,         -- idem
+            recovered_cleanly BOOLEAN,
+            spun BOOLEAN,
+            gave_up BOOLEAN,
+            generic_apology BOOLEAN,
+            notes VARCHAR,
+            source_file VARCHAR NOT NULL,
+            line_no BIGINT NOT NULL,
+            imported_at TIMESTAMP DEFAULT current_timestamp
+        )
+        """
+    )

@@ -7,3 +7,5 @@ from loopscope.cli.commands import load  # noqa: F401
 from loopscope.cli.commands import metrics  # noqa: F401
 from loopscope.cli.commands import quarantine  # noqa: F401
 from loopscope.cli.commands import check  # noqa: F401
+from loopscope.cli.commands import sample  # noqa: F401
+from loopscope.cli.commands import review  # noqa: F401

@@ -1,0 +1,52 @@
+"""``loopscope review import``: load reviewers' verdicts back into the database."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from loopscope.cli.app import app, handle_errors
+from loopscope.cli.options import DbOption, FormatOption
+from loopscope.cli.output import OutputFormat, inert, stderr_console, stdout_console, write_json
+
+review_app = typer.Typer(
+    help="Reviewer verdicts of a sample: [b]loopscope review import reviews.csv[/b].",
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+)
+app.add_typer(review_app, name="review")
+
+
+@review_app.command("import")
+@handle_errors
+def import_command(
+    file: Annotated[Path, typer.Argument(help="The filled-in reviews.csv of a pack from loopscope sample --out.", show_default=False)],
+    db: DbOption = None,
+    output: FormatOption = OutputFormat.table,
+) -> None:
+    """Load filled-in verdicts; bad rows are listed by line and skipped, good rows kept; re-import replaces.
+
+    Exit code 1 when any row was rejected (the good rows are stored anyway).
+    """
+    from loopscope.analyses.review import import_reviews
+    from loopscope.analyses.store import connect
+
+    con = connect(db)
+    try:
+        result = import_reviews(con, file)
+    finally:
+        con.close()
+    if output is OutputFormat.json:
+        write_json(result.to_dict())
+    else:
+        stdout_console().print(
+            f"imported {result.imported} review(s) ({result.replaced} replaced); "
+            f"{result.unreviewed} row(s) not reviewed yet; {len(result.errors)} rejected"
+        )
+        err = stderr_console()
+        for e in result.errors:
+            err.print(f"[red]{inert(file)}: {inert(str(e))}[/red]")
+    if result.errors:
+        raise typer.Exit(1)

@@ -1,0 +1,89 @@
+"""``loopscope sample``: the weekly review sample, and its review pack."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from loopscope.cli.app import command
+from loopscope.cli.audit_common import open_for_analysis, window_selection
+from loopscope.cli.options import (
+    AgentOption,
+    DbOption,
+    FormatOption,
+    InputFormatOption,
+    PathsArgument,
+    SinceOption,
+    TagOption,
+    UntilOption,
+)
+from loopscope.cli.output import OutputFormat, inert, stderr_console, stdout_console, write_csv, write_json
+
+CSV_COLUMNS = ("conversation_id", "stratum", "computed_class", "agent", "first_ts", "prompts", "tool_calls",
+               "errors", "unrecovered")
+
+
+@command("sample")
+def sample_command(
+    paths: PathsArgument = None,
+    n: Annotated[int, typer.Option("--n", help="How many conversations to draw.")] = 50,
+    week: Annotated[Optional[str], typer.Option("--week", help="ISO week to draw from, e.g. 2026-W47 (UTC).", show_default=False)] = None,
+    seed: Annotated[Optional[int], typer.Option("--seed", help="Random seed: the same seed draws the same sample. Default: a new one, printed.", show_default=False)] = None,
+    out: Annotated[Optional[Path], typer.Option("--out", help="Write the review pack here: index.md, one Markdown file per conversation, reviews.csv.", show_default=False)] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite a pack (and its reviews.csv) already in --out.")] = False,
+    since: SinceOption = None,
+    until: UntilOption = None,
+    agent: AgentOption = None,
+    tag: TagOption = None,
+    db: DbOption = None,
+    output: FormatOption = OutputFormat.table,
+    input_format: InputFormatOption = "auto",
+) -> None:
+    """Draw the weekly review sample: stratified over unrecovered / recovered / no-error conversations.
+
+    \b
+    Examples:
+      loopscope sample sample_logs/ --week 2026-W47 --seed 1 --out review-w47/
+      loopscope review import review-w47/reviews.csv
+    """
+    from loopscope.analyses.review_pack import write_pack
+    from loopscope.analyses.sampling import draw_sample
+
+    with open_for_analysis(db, paths, input_format) as (con, base):
+        selection = window_selection(base, since=since, until=until, agent=agent, tag=tag, week=week)
+        sample = draw_sample(con, selection, n=n, seed=seed)
+        window = week or (f"{since or '…'} to {until or '…'}" if since or until else "all loaded prompts")
+        pack = write_pack(con, sample, out, window=window, force=force) if out is not None else None
+    rows = [c.to_dict() for c in sample.conversations]
+    if output is OutputFormat.json:
+        data = sample.to_dict()
+        if pack is not None:
+            data["pack"] = {"index": str(pack.index), "reviews_csv": str(pack.reviews_csv), "files": [str(f) for f in pack.files]}
+        write_json(data)
+    elif output is OutputFormat.csv:
+        write_csv(rows, CSV_COLUMNS)
+    else:
+        _render(sample, rows)
+    if pack is not None and output is OutputFormat.table:
+        stdout_console().print(f"review pack: {inert(pack.index)} ({len(pack.files)} conversations); "
+                               f"fill in {inert(pack.reviews_csv)}, then: loopscope review import {inert(pack.reviews_csv)}")
+    elif seed is None and output is not OutputFormat.table:
+        stderr_console().print(f"seed {sample.seed} (pass --seed {sample.seed} to draw this sample again)")
+
+
+def _render(sample, rows) -> None:  # noqa: ANN001 - internal
+    from rich.table import Table
+
+    console = stdout_console()
+    strata = "; ".join(f"{s} {sample.available[s]} → {sample.allocation[s]}" for s in sample.available)
+    table = Table(title=f"{len(rows)} of {sum(sample.available.values())} conversations · seed {sample.seed} · "
+                        f"strata (available → drawn): {strata}", title_justify="left")
+    for col, justify in (("conversation", "left"), ("stratum", "left"), ("class", "left"), ("agent", "left"),
+                         ("started", "left"), ("prompts", "right"), ("tool calls", "right"), ("errors", "right")):
+        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    for r in rows:
+        table.add_row(inert(r["conversation_id"]), r["stratum"], r["computed_class"], inert(r["agent"]),
+                      f"{r['first_ts']:%Y-%m-%d %H:%M}", str(r["prompts"]), str(r["tool_calls"]), str(r["errors"]))
+    console.print(table)

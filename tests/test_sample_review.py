@@ -1,0 +1,194 @@
+"""``loopscope sample`` and ``loopscope review import`` on tests/fixtures/audit/cohorts.jsonl.
+
+Strata over the whole fixture: unrecovered 16, recovered 22, no_error 36 (74
+conversations). In 2026-W47 (corrective): unrecovered 2, recovered 16, no_error 18.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from loopscope.analyses.sampling import STRATA, allocate
+from loopscope.analyses.store import connect
+from loopscope.cli.app import app
+
+FIXTURE = Path(__file__).parent / "fixtures" / "audit" / "cohorts.jsonl"
+runner = CliRunner()
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    path = tmp_path / "t.duckdb"
+    res = runner.invoke(app, ["load", str(FIXTURE), "--db", str(path)])
+    assert res.exit_code == 0, res.output
+    return path
+
+
+def _sample(db: Path, *args: str) -> dict:
+    res = runner.invoke(app, ["sample", "--db", str(db), "--format", "json", *args])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)
+
+
+def test_allocation_equal_thirds_then_proportional_fill() -> None:
+    assert allocate(12, {"unrecovered": 16, "recovered": 22, "no_error": 36}) == {"unrecovered": 4, "recovered": 4, "no_error": 4}
+    assert allocate(50, {"unrecovered": 5, "recovered": 100, "no_error": 200}) == {"unrecovered": 5, "recovered": 21, "no_error": 24}
+    assert allocate(10, {"unrecovered": 1, "recovered": 2, "no_error": 3}) == {"unrecovered": 1, "recovered": 2, "no_error": 3}
+    assert allocate(2, {"unrecovered": 0, "recovered": 0, "no_error": 9}) == {"unrecovered": 0, "recovered": 0, "no_error": 2}
+    assert allocate(7, {"unrecovered": 9, "recovered": 9, "no_error": 9}) == {"unrecovered": 3, "recovered": 2, "no_error": 2}
+
+
+def test_sample_same_seed_identical_and_stratified(db: Path) -> None:
+    first = _sample(db, "--n", "12", "--seed", "1")
+    second = _sample(db, "--n", "12", "--seed", "1")
+    assert first == second
+    assert first["allocation"] == {"unrecovered": 4, "recovered": 4, "no_error": 4}
+    assert first["available"] == {"unrecovered": 16, "recovered": 22, "no_error": 36}
+    convs = first["conversations"]
+    ids = [c["conversation_id"] for c in convs]
+    assert len(ids) == len(set(ids)) == 12
+    for stratum in STRATA:
+        picked = [c for c in convs if c["stratum"] == stratum]
+        assert len(picked) == 4
+    # strata are what the data says: kinds are in the ids (see make_logs.py)
+    for c in convs:
+        kind = c["conversation_id"].split("-")[-2]
+        expected = {"gave_up": "unrecovered", "spin": "unrecovered", "open": "unrecovered",
+                    "recovered": "recovered", "clean": "no_error", "replay": "no_error"}[kind]
+        assert c["stratum"] == expected
+    other = _sample(db, "--n", "12", "--seed", "2")
+    assert [c["conversation_id"] for c in other["conversations"]] != ids
+
+
+def test_sample_small_stratum_taken_whole(db: Path) -> None:
+    out = _sample(db, "--week", "2026-W47", "--n", "12", "--seed", "7")
+    assert out["available"] == {"unrecovered": 2, "recovered": 16, "no_error": 18}
+    assert out["allocation"] == {"unrecovered": 2, "recovered": 5, "no_error": 5}
+    assert all(c["conversation_id"].startswith("2026-W47") for c in out["conversations"])
+
+
+def test_sample_more_than_available_takes_everything_once(db: Path) -> None:
+    out = _sample(db, "--since", "2026-11-09", "--until", "2026-11-16", "--n", "50", "--seed", "3")
+    ids = [c["conversation_id"] for c in out["conversations"]]
+    assert len(ids) == len(set(ids)) == 19
+    assert all(i.startswith("2026-W46") for i in ids)
+
+
+def test_sample_through_paths_prints_table(tmp_path: Path) -> None:
+    res = runner.invoke(app, ["sample", str(FIXTURE), "--db", ":memory:", "--n", "3", "--seed", "5"])
+    assert res.exit_code == 0, res.output
+    assert "3 of 74 conversations · seed 5" in res.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--n", "0"], "must be at least 1"),
+        (["--week", "2026-47"], "is not an ISO week"),
+        (["--week", "2026-W47", "--since", "2026-11-01"], "both set a window"),
+        (["--week", "2030-W01"], "no conversation to sample"),
+    ],
+)
+def test_sample_user_errors(db: Path, args: list[str], message: str) -> None:
+    res = runner.invoke(app, ["sample", "--db", str(db), *args])
+    assert res.exit_code == 1 and message in res.output
+
+
+def test_review_pack_contents_and_escaping(db: Path, tmp_path: Path) -> None:
+    out = tmp_path / "pack"
+    res = runner.invoke(app, ["sample", "--db", str(db), "--week", "2026-W46", "--n", "19", "--seed", "1", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    files = sorted((out / "conversations").glob("*.md"))
+    assert len(files) == 19
+    index = (out / "index.md").read_text()
+    assert index.count("](conversations/") == 19 and "seed: 1" in index
+    rows = list(csv.DictReader((out / "reviews.csv").open()))
+    assert len(rows) == 19 and all(r["recovered_cleanly"] == "" for r in rows)
+    hostile = next(f for f in files if f.name.endswith("W46-blind-0-gave_up-0.md")).read_text()
+    # the message is fenced, control characters visible, nothing else of it outside fences
+    assert "~~~text\n<script>alert('x')</script> \\x1b[31mred" in hostile
+    assert "\x1b" not in hostile
+    outside = hostile.split("~~~")[0::2]
+    assert not any("<script>" in part for part in outside)
+    spin = next(f for f in files if "spin" in f.name).read_text()
+    assert "retried the same call (same arguments) at step 1 → error again (aborted)" in spin
+    assert "the loop exited with budget\\_exceeded" in spin
+    recovered = next(f for f in files if "recovered-0" in f.name).read_text()
+    assert "retried the tool with changed arguments at step 1 → ok" in recovered
+    # writing again over a pack with a reviews.csv needs --force
+    again = runner.invoke(app, ["sample", "--db", str(db), "--week", "2026-W46", "--n", "3", "--seed", "1", "--out", str(out)])
+    assert again.exit_code == 1 and "already exists" in again.output
+
+
+def _fill(path: Path, verdicts: dict[str, dict[str, str]], extra_rows: list[list[str]] = ()) -> None:
+    rows = list(csv.DictReader(path.open()))
+    fields = list(rows[0].keys())
+    with path.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=fields, lineterminator="\n")
+        w.writeheader()
+        for r in rows:
+            r.update(verdicts.get(r["conversation_id"], {}))
+            w.writerow(r)
+        for extra in extra_rows:
+            fh.write(",".join(extra) + "\n")
+
+
+def test_review_import_round_trip(db: Path, tmp_path: Path) -> None:
+    out = tmp_path / "pack"
+    res = runner.invoke(app, ["sample", "--db", str(db), "--week", "2026-W46", "--n", "19", "--seed", "1", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    reviews = out / "reviews.csv"
+    ids = [r["conversation_id"] for r in csv.DictReader(reviews.open())]
+    spin = next(i for i in ids if "spin" in i)
+    gave = next(i for i in ids if "gave_up-1" in i)
+    clean = next(i for i in ids if "clean-0" in i)
+    rec = next(i for i in ids if "recovered-0" in i)
+    _fill(reviews, {
+        spin: {"recovered_cleanly": "no", "spun": "yes", "gave_up": "no", "generic_apology": "yes", "notes": "looped on 'Error'"},
+        gave: {"recovered_cleanly": "NO", "spun": "n", "gave_up": "Y", "generic_apology": "no"},
+        clean: {"recovered_cleanly": "yes", "spun": "no", "gave_up": "no", "generic_apology": ""},
+        rec: {"recovered_cleanly": "maybe", "spun": "no"},
+    }, extra_rows=[["unknown-conv", "", "", "", "", "", "yes", "no", "no", "no", ""]])
+    res = runner.invoke(app, ["review", "import", str(reviews), "--db", str(db)])
+    assert res.exit_code == 1, res.output
+    assert "imported 3 review(s) (0 replaced); 15 row(s) not reviewed yet; 2 rejected" in res.stdout
+    rec_line = ids.index(rec) + 2
+    assert f"line {rec_line}: recovered_cleanly is 'maybe', not yes/no/blank" in " ".join(res.output.split())
+    assert "line 21: conversation 'unknown-conv' is not in the database" in " ".join(res.output.split())
+    con = connect(db)
+    stored = {r[0]: r[1:] for r in con.execute(
+        "SELECT conversation_id, recovered_cleanly, spun, gave_up, generic_apology, notes FROM reviews").fetchall()}
+    con.close()
+    assert stored[spin] == (False, True, False, True, "looped on 'Error'")
+    assert stored[gave] == (False, False, True, False, None)
+    assert stored[clean] == (True, False, False, None, None)
+    # fix the bad row and import again: idempotent per conversation
+    _fill(reviews, {rec: {"recovered_cleanly": "yes"}, spin: {"notes": "second look"}})
+    lines = reviews.read_text().splitlines()
+    reviews.write_text("\n".join(l for l in lines if not l.startswith("unknown-conv")) + "\n")
+    res = runner.invoke(app, ["review", "import", str(reviews), "--db", str(db), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    out_json = json.loads(res.stdout)
+    assert out_json["imported"] == 4 and out_json["replaced"] == 3 and out_json["errors"] == []
+    con = connect(db)
+    assert con.execute("SELECT count(*) FROM reviews").fetchone()[0] == 4
+    assert con.execute("SELECT notes FROM reviews WHERE conversation_id = ?", [spin]).fetchone()[0] == "second look"
+    con.close()
+
+
+def test_review_import_bad_files(db: Path, tmp_path: Path) -> None:
+    missing = runner.invoke(app, ["review", "import", str(tmp_path / "nope.csv"), "--db", str(db)])
+    assert missing.exit_code == 1 and "does not exist" in missing.output
+    bad = tmp_path / "bad.csv"
+    bad.write_text("conversation_id,notes\nx,y\n")
+    res = runner.invoke(app, ["review", "import", str(bad), "--db", str(db)])
+    assert res.exit_code == 1 and "lacks the column(s) recovered_cleanly, spun, gave_up, generic_apology" in " ".join(res.output.split())
+    latin = tmp_path / "latin.csv"
+    latin.write_bytes("conversation_id,recovered_cleanly,spun,gave_up,generic_apology\ncaf\xe9,yes,no,no,no\n".encode("latin-1"))
+    res = runner.invoke(app, ["review", "import", str(latin), "--db", str(db)])
+    assert res.exit_code == 1 and "is not UTF-8" in res.output
