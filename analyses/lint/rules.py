@@ -83,7 +83,11 @@ NOT_FOUND_RE = re.compile(
 )
 INVALID_RE = re.compile(
     r"\binvalid\b|\bnot (?:a )?valid\b|\bmalformed\b|\bunrecogni[sz]ed\b|\bunsupported\b|\billegal\b|"
-    r"\bwrong (?:format|type|value)\b|\bbad (?:value|format|parameter|argument|input)\b",
+    r"\bwrong (?:format|type|value)\b|\bbad (?:value|format|parameter|argument|input)\b|"
+    # "unknown room type 'deluxe'" rejects a value; "unknown parameter: colour" names a schema element, whose
+    # valid names the model already has (the tool list and input schema), so it is not a rejection of a value.
+    r"\bunknown (?!(?:tool|function|method|parameter|param|argument|arg|field|property|key|option|flag|command|"
+    r"column|table)s?\b)[\w ]{1,30}(?:'[^']*'|\"[^\"]*\"|: \S+)",
     re.IGNORECASE,
 )
 # "invalid integer: ten" names its expected form: scalar types have one obvious spelling.
@@ -123,6 +127,7 @@ TRANSIENT_RE = re.compile(
 )
 RETRY_GUIDANCE_RE = re.compile(
     r"retry|try again (?:later|in|after)|please try again later|wait\b|resets? at|backoff|"
+    r"(?:call|run|send|try)\b[^.\n]{0,40}\bagain\b|"
     r"is_retri?able|retry_after",
     re.IGNORECASE,
 )
