@@ -304,3 +304,16 @@ def test_per_prompt_table_matches_the_logs(records: list[dict[str, Any]]) -> Non
     for c in ref["_replays"]:
         counts[c["prompt_id"]][2] += 1
     assert table == dict(sorted(counts.items()))
+
+
+def test_corrective_hints_stop_after_max_retries() -> None:
+    from loopscope.collectors.demo.hotel import HotelError, blind_result, corrective_result
+
+    exc = HotelError("invalid_date_format", "check_in 'next friday' is not a valid date")
+    first = json.loads(corrective_result(exc, errors_before=0, max_retries=2))
+    second = json.loads(corrective_result(exc, errors_before=1, max_retries=2))
+    third = json.loads(corrective_result(exc, errors_before=2, max_retries=2))
+    assert (first["retriesRemaining"], second["retriesRemaining"], third["retriesRemaining"]) == (1, 0, 0)
+    assert "YYYY-MM-DD" in first["hint"] and "hint" in second and "hint" not in third
+    assert "max retries exceeded" in third["message"]
+    assert json.loads(blind_result(exc)) == {"error": "invalid_date_format", "message": exc.message}

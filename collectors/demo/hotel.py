@@ -83,14 +83,19 @@ def blind_result(exc: HotelError) -> str:
     return json.dumps({"error": exc.code, "message": exc.message})
 
 
-def corrective_result(exc: HotelError, retries_remaining: int) -> str:
-    """The tool result a corrective loop hands the model: error, hint, budget."""
+def corrective_result(exc: HotelError, errors_before: int, max_retries: int) -> str:
+    """The tool result a corrective loop hands the model: error, hint, retries left.
+
+    The first ``max_retries`` errors of a prompt are enriched with the hint
+    (seed 002's ``MAX_TOOL_RETRIES``); after that the model is told to stop.
+    """
     body: dict[str, Any] = {"error": exc.code, "message": exc.message}
-    if retries_remaining > 0:
+    if errors_before < max_retries:
         body["hint"] = ERROR_HINTS[exc.code][1]
+        body["retriesRemaining"] = max_retries - errors_before - 1
     else:
-        body["message"] = f"{exc.message} (no retries left: stop calling this tool and tell the guest what happened)"
-    body["retriesRemaining"] = retries_remaining
+        body["message"] = f"{exc.message} (max retries exceeded: stop calling this tool and tell the guest what happened)"
+        body["retriesRemaining"] = 0
     return json.dumps(body)
 
 

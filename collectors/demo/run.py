@@ -220,7 +220,7 @@ class _Harness:
                 if self.spec.mode == "blind":
                     text = blind_result(exc)
                 else:
-                    text = corrective_result(exc, retries_remaining=MAX_TOOL_RETRIES - errors - 1)
+                    text = corrective_result(exc, errors_before=errors, max_retries=MAX_TOOL_RETRIES)
                 call.fail(text, error_type=exc.code, transient=exc.transient)
                 return text, True
             if remember:
