@@ -14,7 +14,7 @@ Thresholds (each ``None`` = not checked):
 ``max_p99_tool_calls``      p99 tool calls per prompt
 ``max_replay_rate``         replays / tool calls, 0..1
 ``max_open_prompts``        prompts with no loop_exit
-``max_generic_templates``   generic error-message templates (lint)
+``max_generic_templates``   error-message templates lint calls generic
 ``max_retry_loops``         retry loops (spins)
 ``max_double_executions``   replays that really executed again
 ==========================  ==============================================
@@ -114,14 +114,9 @@ def _fmt(figure: str, value: float) -> str:
 def _generic_templates(con: duckdb.DuckDBPyConnection, selection: Selection) -> int:
     # Generic-message templates come from lint (H3); imported lazily so check
     # works on stores without lint's tables.
-    try:
-        from loopscope.analyses.lint import rank_templates
-    except ImportError:  # lint's ranking is not in this build
-        raise LoopscopeError(
-            "--max-generic-templates needs the lint template ranking, which this build lacks",
-            hint="drop --max-generic-templates, or upgrade loopscope",
-        ) from None
-    return len(rank_templates(con, selection))
+    from loopscope.analyses.lint.ranking import rank_templates
+
+    return sum(1 for t in rank_templates(con, selection) if t.generic)
 
 
 def _retry_loops(con: duckdb.DuckDBPyConnection, selection: Selection) -> int:

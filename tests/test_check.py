@@ -2,7 +2,8 @@
 
 Whole fixture: 78 prompts (2 open), 42 errors of which 22 recovered (52.4%),
 136 tool calls of which 4 replays (2.9%), 2 of them double executions, 2 retry
-loops; tool calls per prompt: median 2, p99 3.
+loops; tool calls per prompt: median 2, p99 3. Lint calls 4 templates generic
+("failed", "Error", "timeout" and the blind date message without the expected format).
 """
 
 from __future__ import annotations
@@ -49,6 +50,13 @@ def test_check_fails_one_line_per_violation() -> None:
         "VIOLATED double_executions 2 is above the maximum 1 (--max-double-executions)",
     ]
     assert "7 threshold(s) violated" in res.stdout
+
+
+def test_check_generic_templates_either_side() -> None:
+    assert _check("--max-generic-templates", "4").exit_code == 0
+    res = _check("--max-generic-templates", "3")
+    assert res.exit_code == 1
+    assert "VIOLATED generic_templates 4 is above the maximum 3 (--max-generic-templates)" in res.stdout
 
 
 def test_check_json() -> None:
