@@ -317,3 +317,36 @@ def test_corrective_hints_stop_after_max_retries() -> None:
     assert "YYYY-MM-DD" in first["hint"] and "hint" in second and "hint" not in third
     assert "max retries exceeded" in third["message"]
     assert json.loads(blind_result(exc)) == {"error": "invalid_date_format", "message": exc.message}
+
+
+def test_expected_md_week_table(records: list[dict[str, Any]]) -> None:
+    """The "By ISO week" rows of EXPECTED.md: prompts, tool calls, errors, recovered, replays."""
+    text = EXPECTED_MD.read_text(encoding="utf-8")
+    rows = {m[0]: tuple(int(x) for x in m[1:]) for m in re.findall(r"^\| (\d{4}-W\d\d) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \|$", text, re.M)}
+    ref = _reference(records)
+
+    def week(ts: str) -> str:
+        year, wk, _ = dt.datetime.fromisoformat(ts.replace("Z", "+00:00")).isocalendar()
+        return f"{year}-W{wk:02d}"
+
+    first_ts = ref["_prompt_first_ts"]
+    of = {key: week(ts) for key, ts in first_ts.items()}
+    computed = {}
+    for w in sorted(set(of.values())):
+        keys = {k for k, v in of.items() if v == w}
+        mine = [r for r in records if (r["conversation_id"], r["prompt_id"]) in keys]
+        sub = _reference(mine)
+        computed[w] = (sub["prompts"], sub["tool_calls"], sub["errors"], sub["recovered_errors"], sub["replays"])
+    assert rows == computed
+
+
+def test_demo_package_imports_no_cli_or_analysis_dependency() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import json, sys; import loopscope.collectors.demo; "
+        "print(json.dumps([m for m in ('duckdb', 'polars', 'rich', 'typer', 'click', 'loopscope.analyses', 'loopscope.cli') if m in sys.modules]))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, cwd="/")
+    assert json.loads(out.stdout) == []
