@@ -360,6 +360,13 @@ def _insert_lines_checking_utf8(con: duckdb.DuckDBPyConnection, piece: Chunk, so
     return bad
 
 
+def _execute_each(con: duckdb.DuckDBPyConnection, script: str, params: list[Any]) -> None:
+    """Run each statement of ``script`` with ``params``: DuckDB binds parameters of the last statement only."""
+    for statement in script.split(";"):
+        if statement.strip():
+            con.execute(statement, params)
+
+
 def _load_reader_file(con: duckdb.DuckDBPyConnection, path: Path, fmt: str, options: dict[str, Any]) -> FileResult:
     display = _display(path)
     result = FileResult(path=display, input_format=fmt, status="new")
@@ -375,7 +382,7 @@ def _load_reader_file(con: duckdb.DuckDBPyConnection, path: Path, fmt: str, opti
     at_path = [r for r in known if r[1] == display]
     if at_path:
         source_id = at_path[0][0]
-        con.execute(DELETE_SOURCE_ROWS_SQL, [source_id])
+        _execute_each(con, DELETE_SOURCE_ROWS_SQL, [source_id])
         result.status = "replaced"
     else:
         source_id = _new_source(con, path, fmt, digest, None)
@@ -405,7 +412,7 @@ def _load_reader_file(con: duckdb.DuckDBPyConnection, path: Path, fmt: str, opti
                 result.loop_exits += counts[1]
                 result.quarantined += counts[2]
         con.execute(READER_QUARANTINE_SQL, [f"the {fmt} reader produced an invalid record: ", source_id])
-        con.execute(READER_LINES_SQL, [source_id])
+        _execute_each(con, READER_LINES_SQL, [source_id])
     con.execute(sql.DROP_TEMP_SQL)
     for bad in output.bad:
         con.execute(sql.QUARANTINE_ONE_SQL, [source_id, display, bad.line_no, bad.reason, (bad.raw or "")[: sql.RAW_CAP]])
