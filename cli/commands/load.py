@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 
@@ -11,6 +11,7 @@ from loopscope.cli.app import command
 from loopscope.cli.options import DbOption, FormatOption, InputFormatOption
 from loopscope.cli.output import OutputFormat, fmt_number, inert, stdout_console, write_csv, write_json
 
+MESSAGES_PANEL = "Conversation message arrays (--input-format messages, docs/inputs.md)"
 SUMMARY_COLUMNS = ("files", "loaded", "skipped", "quarantined", "tool_calls", "loop_exits", "protocol_violations")
 
 
@@ -23,6 +24,46 @@ def load(
     db: DbOption = None,
     fmt: FormatOption = OutputFormat.table,
     input_format: InputFormatOption = "auto",
+    messages_key: Annotated[
+        Optional[str],
+        typer.Option(
+            "--messages-key",
+            help="Messages format: where each conversation's messages list is, as dotted keys with [] for "
+            "'each element' (e.g. [b]simulations[].messages[/b]). Default: detected.",
+            rich_help_panel=MESSAGES_PANEL,
+            show_default=False,
+        ),
+    ] = None,
+    id_key: Annotated[
+        Optional[str],
+        typer.Option(
+            "--id-key",
+            help="Messages format: the conversation id's key in each conversation (dotted keys allowed). "
+            "Default: conversation_id, id, session_id or thread_id.",
+            rich_help_panel=MESSAGES_PANEL,
+            show_default=False,
+        ),
+    ] = None,
+    error_when: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--error-when",
+            help="Messages format: when a tool result without an error flag is an error: [b]flag[/b] (default: "
+            "never), [b]prefix[/b] (text starts with 'Error:'), [b]json-error-key[/b] (a JSON body with an "
+            "\"error\" key) or [b]regex:PATTERN[/b]. Repeat to combine.",
+            rich_help_panel=MESSAGES_PANEL,
+            show_default=False,
+        ),
+    ] = None,
+    agent_name: Annotated[
+        Optional[str],
+        typer.Option(
+            "--agent-name",
+            help="Messages format: the agent name for every record. Default: the file's agent name, else 'default'.",
+            rich_help_panel=MESSAGES_PANEL,
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Load log files into the database; safe to repeat (only new lines are added).
 
@@ -33,7 +74,12 @@ def load(
     from loopscope.cli.common import load_with_progress
 
     con = connect(db)
-    summary = load_with_progress(con, paths, input_format)
+    reader_options = {
+        key: value
+        for key, value in (("messages_key", messages_key), ("id_key", id_key), ("error_when", error_when), ("agent_name", agent_name))
+        if value
+    }
+    summary = load_with_progress(con, paths, input_format, reader_options)
     if fmt is OutputFormat.json:
         write_json(summary.as_dict())
         return
