@@ -166,6 +166,14 @@ def test_demo_out_is_a_file_is_a_clear_error(tmp_path: Path) -> None:
     assert "Traceback" not in result.output
 
 
+def test_demo_out_below_a_file_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "taken").write_text("x", encoding="utf-8")
+    result = CliRunner().invoke(app, ["demo", "--out", "taken/logs"])
+    assert result.exit_code == 1
+    assert "cannot write the demo logs" in result.output
+    assert "Traceback" not in result.output
+
+
 # -- scenario facts -------------------------------------------------------------------------
 
 

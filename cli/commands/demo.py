@@ -27,15 +27,17 @@ def demo(
     from rich.table import Table
 
     from loopscope.analyses.errors import LoopscopeError
+    from loopscope.collectors import CollectorConfigError
     from loopscope.collectors.demo.run import describe, run_demo
 
     if out.exists() and not out.is_dir():
         raise LoopscopeError(f"--out {out} is a file, not a folder", hint="pass a folder to write the demo logs into")
     try:
         paths = run_demo(out)
-    except OSError as exc:
+    except (OSError, CollectorConfigError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise LoopscopeError(
-            f"cannot write the demo logs to {out}: {exc.strerror or exc}",
+            f"cannot write the demo logs to {out}: {reason}",
             hint="pass a writable folder with --out",
         ) from None
     table = Table(title="demo logs written", title_justify="left")
