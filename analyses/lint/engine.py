@@ -12,8 +12,20 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from loopscope.analyses.hints import Hint, match
 from loopscope.analyses.lint.rules import FALLBACK_RULES, RULES, Context
 from loopscope.analyses.lint.text import read_message
+
+
+# Rules whose advice depends on the error family: their rewrite comes from the
+# recovery catalog entry the message matches (an invalid *date* gets the date advice).
+HINT_BACKED_RULES = frozenset({"LS103", "LS104", "LS105", "LS109"})
+
+
+def _rewrite(rule_id: str, default: str, family: Hint | None) -> str:
+    if rule_id in HINT_BACKED_RULES and family is not None:
+        return family.rewrite
+    return default
 
 
 @dataclass(frozen=True)
@@ -72,5 +84,8 @@ def lint_message(text: str, *, is_error: bool = True, outcome: str | None = None
     # success payloads are not error messages, so wording rules stay quiet for them.
     if not is_error and not any(rule.id == "LS130" for rule in fired):
         fired = [rule for rule in fired if not rule.generic]
-    findings = [Finding(rule.id, rule.severity, rule.reason, rule.rewrite) for rule in fired]
+    family = match(None, view.prose) if any(rule.id in HINT_BACKED_RULES for rule in fired) else None
+    findings = [
+        Finding(rule.id, rule.severity, rule.reason, _rewrite(rule.id, rule.rewrite, family)) for rule in fired
+    ]
     return LintResult(message=text, generic=any(rule.generic for rule in fired), findings=findings)

@@ -9,3 +9,4 @@ from loopscope.cli.commands import quarantine  # noqa: F401
 from loopscope.cli.commands import check  # noqa: F401
 from loopscope.cli.commands import sample  # noqa: F401
 from loopscope.cli.commands import review  # noqa: F401
+from loopscope.cli.commands import lint  # noqa: F401

@@ -1,0 +1,217 @@
+"""``loopscope lint``: rank error-message templates by cost, or lint messages before they ship."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from loopscope.cli.app import command
+from loopscope.cli.options import (
+    AgentOption,
+    DbOption,
+    FormatOption,
+    InputFormatOption,
+    PathsArgument,
+    SinceOption,
+    TagOption,
+    UntilOption,
+)
+from loopscope.cli.output import OutputFormat, fmt_number, fmt_rate, inert, plain, stdout_console, write_csv, write_json
+
+_RANK_COLUMNS = (
+    "tool_name", "template", "kind", "occurrences", "unrecovered", "recovered", "recovery_rate", "conversations",
+    "variants", "generic", "rules", "severity", "rewrite", "example", "error_type", "outcome",
+)
+
+
+@command("lint")
+def lint(
+    paths: PathsArgument = None,
+    db: DbOption = None,
+    fmt: FormatOption = OutputFormat.table,
+    since: SinceOption = None,
+    until: UntilOption = None,
+    agent: AgentOption = None,
+    tag: TagOption = None,
+    input_format: InputFormatOption = "auto",
+    tool: Annotated[Optional[str], typer.Option("--tool", help="Only this tool's messages.", show_default=False)] = None,
+    min_count: Annotated[int, typer.Option("--min-count", min=1, help="Hide templates seen fewer times.")] = 1,
+    limit: Annotated[
+        Optional[int], typer.Option("--limit", min=1, help="Show only the first N templates.", show_default=False)
+    ] = None,
+    message: Annotated[
+        Optional[list[str]],
+        typer.Option("--message", "-m", help="Lint this error text instead of logs (repeat for several).", show_default=False),
+    ] = None,
+    messages: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--messages",
+            help="Lint the error texts in FILE: one per line, a JSON list of strings, or a tool catalog "
+            '([b]{"tools": [{"name": ..., "errors": [...]}]}[/b]). See docs/lint.md.',
+            show_default=False,
+        ),
+    ] = None,
+    rules: Annotated[bool, typer.Option("--rules", help="List the rule catalog and exit.")] = False,
+    strict: Annotated[
+        bool, typer.Option("--strict", help="With --message/--messages: also exit 1 when a message is generic.")
+    ] = False,
+) -> None:
+    """Rank error-message templates by what they cost, or lint error texts before they ship.
+
+    With PATHs (or an existing --db), groups every tool error into templates per tool
+    and ranks them by unrecovered occurrences, with the lint rules each one trips.
+    With --message / --messages, lints those texts and exits 1 when a rule of
+    severity error fires, so a team can gate its error strings in CI.
+    """
+    if rules:
+        _print_rules(fmt)
+        return
+    if message or messages is not None:
+        _lint_texts(message or [], messages, fmt, strict=strict)
+        return
+    from loopscope.analyses.lint.ranking import rank_templates
+    from loopscope.cli.common import open_store, selection_from_options
+
+    selection = selection_from_options(since, until, agent, tag)
+    con, loaded, _ = open_store(db, paths, input_format)
+    selection = dataclasses.replace(selection, source_ids=loaded.source_ids)
+    ranked = rank_templates(con, selection, tool=tool, min_count=min_count)
+    if limit is not None:
+        ranked = ranked[:limit]
+    if fmt is OutputFormat.json:
+        write_json([r.as_dict() for r in ranked])
+    elif fmt is OutputFormat.csv:
+        write_csv([{**r.as_dict(), "rules": " ".join(r.rules)} for r in ranked], _RANK_COLUMNS)
+    else:
+        _render_ranking(ranked)
+
+
+def _lint_texts(texts: list[str], file: Path | None, fmt: OutputFormat, *, strict: bool = False) -> None:
+    from loopscope.analyses.lint import lint_message
+    from loopscope.analyses.lint.inputs import read_messages_file
+
+    items: list[tuple[str | None, str]] = [(None, text) for text in texts]
+    if file is not None:
+        items += read_messages_file(file)
+    results = [(tool_name, lint_message(text)) for tool_name, text in items]
+    if fmt is OutputFormat.json:
+        write_json([{**({"tool": t} if t else {}), **r.to_dict()} for t, r in results])
+    elif fmt is OutputFormat.csv:
+        write_csv(
+            [
+                {
+                    "tool": t,
+                    "message": r.message,
+                    "generic": r.generic,
+                    "rules": " ".join(r.rule_ids),
+                    "severities": " ".join(f.severity for f in r.findings),
+                }
+                for t, r in results
+            ],
+            ("tool", "message", "generic", "rules", "severities"),
+        )
+    else:
+        _render_findings(results)
+    if any(r.has_error or (strict and r.generic) for _, r in results):
+        raise typer.Exit(1)
+
+
+def _shorten(text: str, width: int) -> str:
+    one_line = " ".join(plain(text).split())
+    return one_line if len(one_line) <= width else one_line[: width - 1] + "…"
+
+
+def _render_ranking(ranked: list[Any]) -> None:
+    from rich.table import Table
+
+    from loopscope.analyses.lint import RULES_BY_ID
+
+    console = stdout_console()
+    if not ranked:
+        console.print("No tool errors in the selection.")
+        return
+    table = Table(title="Error-message templates, costliest first", title_justify="left")
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("tool", no_wrap=True, max_width=24, overflow="ellipsis")
+    table.add_column("errors", justify="right", no_wrap=True)
+    table.add_column("unrec.", justify="right", no_wrap=True)
+    table.add_column("recovery", justify="right", no_wrap=True)
+    table.add_column("convs", justify="right", no_wrap=True)
+    table.add_column("rules", max_width=18)
+    table.add_column("template", ratio=1, min_width=20)
+    for i, row in enumerate(ranked, 1):
+        template = inert(_shorten(row.template, 160))
+        if row.kind == "silent":
+            template = "[yellow](silent)[/yellow] " + template
+        generic = [r for r in row.rules if RULES_BY_ID[r].generic]
+        other = [r for r in row.rules if not RULES_BY_ID[r].generic]
+        rules = " ".join([f"[red]{r}[/red]" for r in generic] + [f"[dim]{r}[/dim]" for r in other]) or "-"
+        table.add_row(
+            str(i),
+            inert(row.tool_name),
+            fmt_number(row.occurrences),
+            fmt_number(row.unrecovered),
+            fmt_rate(row.recovery_rate),
+            fmt_number(row.conversations),
+            rules,
+            template,
+        )
+    console.print(table)
+    top = next((row for row in ranked if row.generic), None)
+    if top is not None and top.rewrite:
+        console.print(f"\n[b]Fix first:[/b] {inert(top.tool_name)}: {inert(_shorten(top.example, 100))}")
+        console.print(f"[dim]rewrite:[/dim] {inert(top.rewrite)}")
+    console.print("[dim]Check a rewrite before it ships: loopscope lint --message 'TEXT'. Rules: loopscope lint --rules[/dim]")
+
+
+def _render_findings(results: list[tuple[str | None, Any]]) -> None:
+    from rich.table import Table
+
+    console = stdout_console()
+    table = Table(show_lines=True)
+    table.add_column("message")
+    table.add_column("verdict")
+    table.add_column("findings")
+    for tool_name, result in results:
+        label = (f"{inert(tool_name)}: " if tool_name else "") + inert(_shorten(result.message, 80))
+        verdict = "[red]generic[/red]" if result.generic else "[green]ok[/green]"
+        lines = [
+            f"[{'red' if f.severity == 'error' else 'yellow' if f.severity == 'warning' else 'dim'}]{f.rule_id}"
+            f" {f.severity}[/]: {inert(f.reason)}\n  [dim]rewrite:[/dim] {inert(f.rewrite)}"
+            for f in result.findings
+        ]
+        table.add_row(label, verdict, "\n".join(lines) or "-")
+    console.print(table)
+    generic = sum(r.generic for _, r in results)
+    failing = sum(r.has_error for _, r in results)
+    console.print(f"{generic} of {len(results)} messages generic; {failing} with error-severity findings.")
+
+
+def _print_rules(fmt: OutputFormat) -> None:
+    from loopscope.analyses.lint import RULES
+
+    rows = [
+        {
+            "rule_id": r.id, "name": r.name, "severity": r.severity, "generic": r.generic, "reason": r.reason,
+            "rewrite": r.rewrite, "example": r.example,
+        }
+        for r in RULES
+    ]
+    if fmt is OutputFormat.json:
+        write_json(rows)
+        return
+    if fmt is OutputFormat.csv:
+        write_csv(rows, ("rule_id", "name", "severity", "generic", "reason", "rewrite", "example"))
+        return
+    from rich.table import Table
+
+    table = Table(title="loopscope lint rules", title_justify="left")
+    for name in ("id", "name", "severity", "generic", "reason"):
+        table.add_column(name)
+    for r in RULES:
+        table.add_row(r.id, r.name, r.severity, "yes" if r.generic else "no", inert(r.reason))
+    stdout_console().print(table)
