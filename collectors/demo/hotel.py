@@ -42,6 +42,7 @@ ERROR_HINTS: dict[str, tuple[bool, str]] = {
     "missing_required_field": (True, "All required fields must be non-empty. Ask the guest for the missing value; never invent it."),
     "service_unavailable": (True, "The payment gateway is temporarily down. Call charge_deposit again in your next step."),
     "reservation_not_found": (False, "Use a reservation_id returned by list_arrivals or create_reservation."),
+    "unknown_tool": (False, "Use one of the tools listed in your tool definitions."),
 }
 
 # Milliseconds each tool takes on the fake clock (per attempt for the gateway).
