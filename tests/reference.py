@@ -1,0 +1,257 @@
+"""A plain-Python reference for the normative definitions, for property tests.
+
+Written from docs/records.md ("The four dashboard metrics", "Incident
+analysis") without looking at the SQL, so that tests can check the DuckDB
+views and queries against it on random record sets. Nothing here is fast;
+everything here is meant to be obviously right.
+
+Input everywhere: ``records``, a sequence of v1 records (dicts, as written in
+the JSONL files) **in input order** (files in load order, then line order).
+That order is the "position in the input" that breaks ``ts`` ties. Only valid
+records belong here: the caller leaves out lines the loader quarantines.
+
+Public functions:
+
+- ``parse_ts(text)``: an RFC 3339 timestamp -> naive UTC datetime.
+- ``replay_flags(records)``: is each record a replay (None for loop exits).
+- ``prompts(records)``: one ``Prompt`` per (conversation_id, prompt_id).
+- ``errors(records)``: every error with its class (recovered/open/aborted/gave_up).
+- ``metrics(records, keep=None)``: the four metrics and their counts.
+- ``first_unrecovered_error(records, conversation_id)``: the incident's start.
+- ``quantile(values, q)``: linear interpolation between closest ranks.
+
+How a prompt's agent is chosen is not fixed by the spec; like loopscope, the
+reference takes the agent of the prompt's ``loop_exit`` when there is one,
+else of its first record (by ts, then input position).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+NORMAL_EXITS = frozenset({"end_turn", "stop_sequence"})
+
+_TS_RE = re.compile(
+    r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(Z|z|[+-]\d{2}:\d{2})?$"
+)
+
+PromptKey = tuple[str, str]
+
+
+def parse_ts(text: str) -> dt.datetime:
+    """Parse an RFC 3339 timestamp into a naive UTC datetime.
+
+    Any number of fraction digits is accepted; digits past microseconds are
+    dropped (truncated). ``Z``/``z`` and ``+HH:MM``/``-HH:MM`` offsets are
+    applied; a timestamp without an offset is taken as UTC.
+
+    Raises:
+        ValueError: not an RFC 3339 timestamp.
+    """
+    m = _TS_RE.match(text)
+    if not m:
+        raise ValueError(f"not RFC 3339: {text!r}")
+    year, month, day, hour, minute, second = (int(m.group(i)) for i in range(1, 7))
+    frac = (m.group(7) or "")[:6].ljust(6, "0")
+    value = dt.datetime(year, month, day, hour, minute, second, int(frac))
+    tz = m.group(8)
+    if tz and tz not in ("Z", "z"):
+        sign = 1 if tz[0] == "+" else -1
+        value -= sign * dt.timedelta(hours=int(tz[1:3]), minutes=int(tz[4:6]))
+    return value
+
+
+def quantile(values: Sequence[float], q: float) -> float | None:
+    """The q-quantile with linear interpolation between closest ranks (numpy's default).
+
+    For sorted values x[0..n-1], position h = (n - 1) * q; the result is
+    x[floor(h)] + (h - floor(h)) * (x[floor(h) + 1] - x[floor(h)]). None for
+    no values.
+    """
+    if not values:
+        return None
+    xs = sorted(values)
+    h = (len(xs) - 1) * q
+    lo = math.floor(h)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (h - lo) * (xs[hi] - xs[lo])
+
+
+def _order_key(records: Sequence[Mapping[str, Any]], i: int) -> tuple[dt.datetime, int]:
+    return (parse_ts(records[i]["ts"]), i)
+
+
+def replay_flags(records: Sequence[Mapping[str, Any]]) -> list[bool | None]:
+    """For each record: True/False for a ``tool_call`` (is it a replay?), None otherwise.
+
+    A replay is a ``tool_call`` whose ``tool_call_id`` already appeared in an
+    earlier ``tool_call`` of the same conversation (ordered by ``ts``, then
+    input position), or that has ``replayed: true``.
+    """
+    flags: list[bool | None] = [None] * len(records)
+    calls = [i for i, r in enumerate(records) if r["kind"] == "tool_call"]
+    calls.sort(key=lambda i: _order_key(records, i))
+    seen: set[tuple[str, str]] = set()
+    for i in calls:
+        r = records[i]
+        key = (r["conversation_id"], r["tool_call_id"])
+        flags[i] = key in seen or bool(r.get("replayed", False))
+        seen.add(key)
+    return flags
+
+
+@dataclass
+class Prompt:
+    """One prompt as the metrics see it.
+
+    Attributes:
+        key: (conversation_id, prompt_id).
+        first_ts: the earliest ``ts`` of its records (naive UTC).
+        first_pos: input position of its first record (by ts, then position).
+        agent: the exit's agent, else the first record's (``default`` if unset).
+        n_tool_calls: its ``tool_call`` records, replays included.
+        exit_reason: reason of its ``loop_exit`` (the last by ts, position), None when open.
+        calls: input positions of its ``tool_call`` records.
+    """
+
+    key: PromptKey
+    first_ts: dt.datetime
+    first_pos: int
+    agent: str
+    n_tool_calls: int = 0
+    exit_reason: str | None = None
+    calls: list[int] = field(default_factory=list)
+
+    @property
+    def is_open(self) -> bool:
+        """No ``loop_exit`` was logged (the process died first, or is still running)."""
+        return self.exit_reason is None
+
+    @property
+    def normal_exit(self) -> bool:
+        """The exit is ``end_turn`` or ``stop_sequence``."""
+        return self.exit_reason in NORMAL_EXITS
+
+
+def prompts(records: Sequence[Mapping[str, Any]]) -> dict[PromptKey, Prompt]:
+    """Every prompt that appears in any record, keyed by (conversation_id, prompt_id)."""
+    order = sorted(range(len(records)), key=lambda i: _order_key(records, i))
+    result: dict[PromptKey, Prompt] = {}
+    last_exit: dict[PromptKey, int] = {}
+    for i in order:
+        r = records[i]
+        key = (r["conversation_id"], r["prompt_id"])
+        if key not in result:
+            result[key] = Prompt(key, parse_ts(r["ts"]), i, r.get("agent") or "default")
+        p = result[key]
+        if r["kind"] == "tool_call":
+            p.n_tool_calls += 1
+            p.calls.append(i)
+        else:
+            last_exit[key] = i  # the order is by (ts, position): the last one wins
+    for key, i in last_exit.items():
+        result[key].exit_reason = records[i]["exit_reason"]
+        result[key].agent = records[i].get("agent") or "default"
+    return result
+
+
+@dataclass(frozen=True)
+class ErrorFact:
+    """One error (``is_error: true``, not a replay) and its class."""
+
+    pos: int
+    conversation_id: str
+    prompt_id: str
+    tool_call_id: str
+    step: int
+    ts: dt.datetime
+    error_class: str
+
+
+def errors(records: Sequence[Mapping[str, Any]]) -> list[ErrorFact]:
+    """Every error in input order, classified.
+
+    ``recovered``: the prompt has a later ``tool_call`` (step > s) with
+    ``is_error: false`` and a normal exit; otherwise ``open`` (no exit),
+    ``aborted`` (abnormal exit) or ``gave_up`` (normal exit, no later success).
+    """
+    flags = replay_flags(records)
+    ps = prompts(records)
+    facts = []
+    for i, r in enumerate(records):
+        if r["kind"] != "tool_call" or not r["is_error"] or flags[i]:
+            continue
+        p = ps[(r["conversation_id"], r["prompt_id"])]
+        later_ok = any(records[j]["step"] > r["step"] and not records[j]["is_error"] for j in p.calls)
+        if later_ok and p.normal_exit:
+            cls = "recovered"
+        elif p.is_open:
+            cls = "open"
+        elif not p.normal_exit:
+            cls = "aborted"
+        else:
+            cls = "gave_up"
+        facts.append(
+            ErrorFact(i, r["conversation_id"], r["prompt_id"], r["tool_call_id"], r["step"], parse_ts(r["ts"]), cls)
+        )
+    return facts
+
+
+def metrics(
+    records: Sequence[Mapping[str, Any]], keep: Callable[[Prompt], bool] | None = None
+) -> dict[str, Any]:
+    """The four dashboard metrics over the prompts ``keep`` accepts (all by default).
+
+    Replays and error classes are decided over all ``records``; ``keep`` only
+    chooses which prompts (and so which of their records) are counted.
+
+    Returns:
+        A dict with the keys of ``loopscope metrics --format json``: prompts,
+        open_prompts, tool_calls, median_tool_calls_per_prompt,
+        p99_tool_calls_per_prompt, errors, recovered_errors, recovery_rate,
+        replays, replay_rate.
+    """
+    ps = prompts(records)
+    chosen = {k: p for k, p in ps.items() if keep is None or keep(p)}
+    flags = replay_flags(records)
+    counts = [p.n_tool_calls for p in chosen.values()]
+    n_calls = sum(counts)
+    replays = sum(1 for i, f in enumerate(flags) if f and (records[i]["conversation_id"], records[i]["prompt_id"]) in chosen)
+    errs = [e for e in errors(records) if (e.conversation_id, e.prompt_id) in chosen]
+    recovered = sum(1 for e in errs if e.error_class == "recovered")
+    return {
+        "prompts": len(chosen),
+        "open_prompts": sum(1 for p in chosen.values() if p.is_open),
+        "tool_calls": n_calls,
+        "median_tool_calls_per_prompt": quantile(counts, 0.5),
+        "p99_tool_calls_per_prompt": quantile(counts, 0.99),
+        "errors": len(errs),
+        "recovered_errors": recovered,
+        "recovery_rate": recovered / len(errs) if errs else None,
+        "replays": replays,
+        "replay_rate": replays / n_calls if n_calls else None,
+    }
+
+
+def first_unrecovered_error(records: Sequence[Mapping[str, Any]], conversation_id: str) -> ErrorFact | None:
+    """The first unrecovered error of a conversation, or None.
+
+    Of its unrecovered errors (class open, aborted or gave_up), the earliest
+    by prompt order (the prompt's first ``ts``; ties by the prompt's first
+    input position), then ``step``, then ``ts``, then input position.
+    """
+    ps = prompts(records)
+    candidates = [e for e in errors(records) if e.conversation_id == conversation_id and e.error_class != "recovered"]
+    if not candidates:
+        return None
+
+    def key(e: ErrorFact) -> tuple[dt.datetime, int, int, dt.datetime, int]:
+        p = ps[(e.conversation_id, e.prompt_id)]
+        return (p.first_ts, p.first_pos, e.step, e.ts, e.pos)
+
+    return min(candidates, key=key)
