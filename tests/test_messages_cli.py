@@ -72,6 +72,10 @@ def test_openai_fixture_auto_detected() -> None:
 def test_text_errors_need_error_when() -> None:
     load(MESSAGES / "openai_text_errors.jsonl", "--input-format", "messages")
     assert metrics()["errors"] == 0  # no flag, default convention: no errors ...
+    # ... but the texts are kept, and the lint's silent-error rule sees them
+    rows = json.loads(invoke("lint", "--db", "store.duckdb", "--format", "json").stdout)
+    silent = sorted((r["tool_name"], r["occurrences"]) for r in rows if r["kind"] == "silent" and "LS130" in r["rules"])
+    assert silent == [("delete_file", 2), ("find_contact", 1)]
 
 
 def test_text_errors_with_prefix() -> None:

@@ -1,0 +1,97 @@
+"""The messages reader never crashes, and its records always hold together, on any message list."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from loopscope.analyses.readers.message_records import conversation_records
+from loopscope.analyses.readers.messages import read
+
+IDS = st.sampled_from(["a", "b", "c", "d"])
+TEXT = st.sampled_from(["", "ok", "Error: no", '{"error": "x"}', "  "])
+ARGS = st.one_of(st.dictionaries(st.sampled_from(["x", "y"]), st.integers() | st.none() | st.text(max_size=3), max_size=2), st.just("{bad"))
+
+anthropic_assistant = st.builds(
+    lambda blocks, stop: {"role": "assistant", "content": blocks, **({"stop_reason": stop} if stop else {})},
+    st.lists(
+        st.one_of(
+            st.builds(lambda t: {"type": "text", "text": t}, TEXT),
+            st.builds(lambda i, a: {"type": "tool_use", "id": i, "name": "t", "input": a}, IDS, ARGS),
+        ),
+        max_size=3,
+    ),
+    st.sampled_from([None, "end_turn", "tool_use", "max_tokens"]),
+)
+anthropic_user = st.builds(
+    lambda blocks: {"role": "user", "content": blocks},
+    st.lists(
+        st.one_of(
+            st.builds(lambda t: {"type": "text", "text": t}, TEXT),
+            st.builds(lambda i, t, e: {"type": "tool_result", "tool_use_id": i, "content": t, "is_error": e}, IDS, TEXT, st.none() | st.booleans()),
+        ),
+        max_size=3,
+    ),
+)
+openai_assistant = st.builds(
+    lambda calls, text, finish: {
+        "role": "assistant",
+        "content": text,
+        "tool_calls": [{"id": i, "type": "function", "function": {"name": "f", "arguments": json.dumps(a) if isinstance(a, dict) else a}} for i, a in calls],
+        **({"finish_reason": finish} if finish else {}),
+    },
+    st.lists(st.tuples(IDS, ARGS), max_size=3),
+    st.none() | TEXT,
+    st.sampled_from([None, "stop", "tool_calls", "length"]),
+)
+openai_tool = st.builds(lambda i, t: {"role": "tool", "tool_call_id": i, "content": t}, IDS | st.none(), TEXT)
+plain_user = st.builds(lambda t: {"role": "user", "content": t}, TEXT)
+junk = st.one_of(st.none(), st.integers(), st.text(max_size=3), st.just({"role": "system", "content": "s"}), st.just({"no": "role"}))
+MESSAGES = st.lists(st.one_of(anthropic_assistant, anthropic_user, openai_assistant, openai_tool, plain_user, junk), max_size=14)
+
+
+@settings(max_examples=150, deadline=None)
+@given(MESSAGES, st.sampled_from([None, "too_many_errors", "max_steps", "user_stop"]))
+def test_records_hold_together(messages: list[Any], termination: Any) -> None:
+    out = conversation_records(messages, conversation_id="c", termination_reason=termination)
+    calls = [r for r in out.records if r["kind"] == "tool_call"]
+    exits = [r for r in out.records if r["kind"] == "loop_exit"]
+    assert len({r["prompt_id"] for r in exits}) == len(exits)  # at most one exit per prompt
+    per_prompt = Counter(r["prompt_id"] for r in calls)
+    for e in exits:
+        assert e["tool_calls"] == per_prompt[e["prompt_id"]]
+        assert e["tool_errors"] == sum(1 for r in calls if r["prompt_id"] == e["prompt_id"] and r["is_error"])
+        assert all(r["step"] < e["steps"] for r in calls if r["prompt_id"] == e["prompt_id"])
+    for r in calls:
+        assert r["step"] >= 0 and r["attempts"] == 1
+        assert r["outcome"] == ("permanent_fail" if r["is_error"] else "ok")
+        assert r["error_message"] is None or len(r["error_message"]) <= 2000
+    # every result either became a record or was reported
+    results = sum(
+        1
+        for m in messages
+        if isinstance(m, dict)
+        for b in ([m] if m.get("role") == "tool" else [x for x in m.get("content") or [] if isinstance(x, dict) and x.get("type") == "tool_result"] if m.get("role") == "user" and isinstance(m.get("content"), list) else [])
+    )
+    reported = sum(1 for v in out.violations if v["kind"] in ("unknown_result_id", "duplicate_result"))
+    assert len(calls) + reported == results
+    json.dumps(out.records)  # records are plain JSON
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=4), lambda c: st.lists(c, max_size=3) | st.dictionaries(st.sampled_from(["messages", "role", "id", "simulations", "content"]), c, max_size=3), max_leaves=12))
+def test_any_json_document_loads_or_is_reported(tmp_path_factory: Any, value: Any) -> None:
+    path: Path = tmp_path_factory.mktemp("doc") / "doc.json"
+    path.write_text(json.dumps(value))
+    out = read(path, {})  # never raises
+    if not isinstance(value, (list, dict)):
+        assert out.bad and out.records == []
+    elif isinstance(value, dict) and not any(isinstance(value.get(k), list) for k in ("messages", "simulations")):
+        assert [b.reason for b in out.bad] == [
+            "no conversation found (no messages list at a known place); pass --messages-key, e.g. simulations[].messages"
+        ]
