@@ -211,8 +211,12 @@ class Disagreement:
         return asdict(self)
 
 
-def agreement(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+def agreement(con: duckdb.DuckDBPyConnection, conversation_ids: set[str] | None = None) -> dict[str, Any]:
     """Reviewer verdicts beside the computed classes: per verdict agreement and the disagreements.
+
+    Args:
+        con: an open store.
+        conversation_ids: only reviews of these conversations (None: every review).
 
     Returns:
         ``{"reviewed": n, "verdicts": {name: {"compared", "agree", "agreement", "yes"}},
@@ -221,6 +225,8 @@ def agreement(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     cur = con.execute(REVIEWS_WITH_ERRORS_SQL)
     names = [d[0] for d in cur.description or []]
     rows = [dict(zip(names, r)) for r in cur.fetchall()]
+    if conversation_ids is not None:
+        rows = [r for r in rows if r["conversation_id"] in conversation_ids]
     spinning = set()
     if rows:
         only = Selection(conversation_ids=tuple(r["conversation_id"] for r in rows))

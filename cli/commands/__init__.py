@@ -10,3 +10,4 @@ from loopscope.cli.commands import check  # noqa: F401
 from loopscope.cli.commands import sample  # noqa: F401
 from loopscope.cli.commands import review  # noqa: F401
 from loopscope.cli.commands import lint  # noqa: F401
+from loopscope.cli.commands import audit  # noqa: F401

@@ -1,0 +1,179 @@
+"""The audit report: every figure loopscope computes, over one selection, in one document.
+
+``audit(con, selection)`` returns a plain dict (the ``--format json``
+document; the terminal and HTML renderers read only this dict):
+
+- ``overall``: the four dashboard metrics with their counts (``cohorts``);
+- ``weeks``: the same per ISO week (of each prompt's first record), each
+  with its **week-over-week change** against the previous week in the data:
+  the difference and a significance test (``stats``: two-proportion z-test
+  for the recovery and replay rates, Mann-Whitney U on the per-prompt tool
+  calls for the median and p99), flagged when p < alpha;
+- ``agents``: per agent type, its overall figures and its own weekly series
+  with changes;
+- ``error_classes_by_tool`` (``recovery.class_breakdown``);
+- ``generic_templates``: the costliest error-message templates lint calls
+  generic (``lint.ranking.rank_templates``), with the total;
+- ``retry_loops``, ``replays`` (short-circuited vs double executions),
+  ``duplicate_executions``, ``budget_pressure`` (``incidents``);
+- ``protocol_violations``: counts per kind and the first rows (table
+  ``protocol_violations``, filled by the conversation-log readers);
+- ``triage_first``: conversations with unrecovered errors, most unrecovered
+  errors first, then most earlier attempts at the failing call, then newest
+  (from ``recovery.first_unrecovered_all``);
+- ``reviews``: reviewer verdicts beside the computed classes
+  (``review.agreement``), limited to the selected conversations.
+
+Lists are cut to ``limit`` rows; each section keeps its full ``total``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import duckdb
+
+from loopscope.analyses import incidents, recovery, stats
+from loopscope.analyses.cohorts import Figures, figures, figures_by, tool_call_counts, week_selection
+from loopscope.analyses.compare import compare_figures
+from loopscope.analyses.review import agreement
+from loopscope.analyses.selection import Selection
+
+METRICS = ("median_tool_calls", "p99_tool_calls", "recovery_rate", "replay_rate")
+TESTS = {
+    "median_tool_calls": stats.MANN_WHITNEY,
+    "p99_tool_calls": stats.MANN_WHITNEY,
+    "recovery_rate": stats.TWO_PROPORTION,
+    "replay_rate": stats.TWO_PROPORTION,
+}
+
+# Protocol violations of the selected prompts' conversations, per kind.
+PROTOCOL_VIOLATIONS_BY_KIND_SQL = """
+SELECT v.kind, count(*) AS violations, count(DISTINCT v.conversation_id) AS conversations
+FROM protocol_violations v
+WHERE v.conversation_id IS NULL
+   OR v.conversation_id IN (SELECT p.conversation_id FROM prompts_v p WHERE {where})
+GROUP BY v.kind
+ORDER BY violations DESC, v.kind
+"""
+# The violations themselves, first ones by conversation.
+PROTOCOL_VIOLATIONS_SQL = """
+SELECT v.conversation_id, v.prompt_id, v.tool_call_id, v.kind, v.detail, s.path
+FROM protocol_violations v
+LEFT JOIN sources s USING (source_id)
+WHERE v.conversation_id IS NULL
+   OR v.conversation_id IN (SELECT p.conversation_id FROM prompts_v p WHERE {where})
+ORDER BY v.conversation_id, v.prompt_id, v.tool_call_id, v.kind
+LIMIT ?
+"""
+# Distinct conversations of the selection.
+SELECTED_CONVERSATIONS_SQL = "SELECT DISTINCT p.conversation_id FROM prompts_v p WHERE {where}"
+
+
+def _rows(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    names = [d[0] for d in cur.description or []]
+    return [dict(zip(names, row)) for row in cur.fetchall()]
+
+
+def _selection_dict(sel: Selection) -> dict[str, Any]:
+    return {
+        "since": sel.since,
+        "until": sel.until,
+        "agents": list(sel.agents),
+        "tags": [f"{k}={v}" for k, v in sel.tags],
+        "source_ids": list(sel.source_ids) if sel.source_ids is not None else None,
+    }
+
+
+def weekly_series(con: duckdb.DuckDBPyConnection, selection: Selection, *, alpha: float = stats.ALPHA) -> list[dict[str, Any]]:
+    """Figures per ISO week, each with its change against the previous week in the data."""
+    series: list[dict[str, Any]] = []
+    prev: tuple[str, Figures, list[int]] | None = None
+    for week, fig in figures_by(con, selection, "week"):
+        counts = tool_call_counts(con, week_selection(selection, week))
+        row: dict[str, Any] = {"week": week, **fig.to_dict(), "previous_week": None, "changes": {}}
+        if prev is not None:
+            pweek, pfig, pcounts = prev
+            row["previous_week"] = pweek
+            for m in compare_figures(pfig, fig, pcounts, counts, alpha=alpha):
+                if m.metric in METRICS:
+                    row["changes"][m.metric] = {
+                        "previous": m.a,
+                        "difference": m.difference,
+                        "p_value": m.test.p_value if m.test else None,
+                        "significant": bool(m.test and m.test.significant),
+                        "test": m.test.test if m.test else None,
+                        "note": m.test.note if m.test else "",
+                    }
+        series.append(row)
+        prev = (week, fig, counts)
+    return series
+
+
+def audit(
+    con: duckdb.DuckDBPyConnection,
+    selection: Selection,
+    *,
+    limit: int = 10,
+    alpha: float = stats.ALPHA,
+) -> dict[str, Any]:
+    """Build the audit report over the selected prompts (see the module docstring).
+
+    Args:
+        con: an open store.
+        selection: which prompts count.
+        limit: rows kept per list section (totals are always complete).
+        alpha: significance level of the week-over-week flags.
+    """
+    from loopscope.analyses.lint.ranking import rank_templates
+
+    where, params = selection.where("p")
+    overall = figures(con, selection)
+    selected = {r[0] for r in con.execute(SELECTED_CONVERSATIONS_SQL.format(where=where), params).fetchall()}
+
+    agents = []
+    for agent, fig in figures_by(con, selection, "agent"):
+        only = replace(selection, agents=(agent,))
+        agents.append({"agent": agent, **fig.to_dict(), "weeks": weekly_series(con, only, alpha=alpha)})
+
+    templates = [t for t in rank_templates(con, selection) if t.generic]
+    loops = incidents.retry_loops(con, selection)
+    replays = incidents.replays(con, selection)
+    dups = incidents.duplicate_executions(con, selection)
+    unrecovered = recovery.first_unrecovered_all(con, selection)
+    unrecovered.sort(key=lambda r: (-r.n_unrecovered, -r.previous_attempts, -r.last_ts.timestamp(), r.conversation_id))
+    violations_by_kind = _rows(con.execute(PROTOCOL_VIOLATIONS_BY_KIND_SQL.format(where=where), params))
+    violations = _rows(con.execute(PROTOCOL_VIOLATIONS_SQL.format(where=where), [*params, limit]))
+    reviews = agreement(con, conversation_ids=selected)
+
+    return {
+        "selection": _selection_dict(selection),
+        "alpha": alpha,
+        "tests": TESTS,
+        "overall": {**overall.to_dict(), "conversations": len(selected)},
+        "weeks": weekly_series(con, selection, alpha=alpha),
+        "agents": agents,
+        "error_classes_by_tool": [b.to_dict() for b in recovery.class_breakdown(con, selection, by="tool")],
+        "generic_templates": {"total": len(templates), "items": [t.as_dict() for t in templates[:limit]]},
+        "retry_loops": {
+            "total": len(loops),
+            "redundant_calls": sum(r.redundant_calls for r in loops),
+            "items": [r.to_dict() for r in loops[:limit]],
+        },
+        "replays": {
+            "total": len(replays),
+            "short_circuited": sum(1 for r in replays if not r.double_execution),
+            "double_executions": sum(1 for r in replays if r.double_execution),
+            "items": [r.to_dict() for r in replays[:limit]],
+        },
+        "duplicate_executions": {"total": len(dups), "items": [d.to_dict() for d in dups[:limit]]},
+        "budget_pressure": [b.to_dict() for b in incidents.budget_pressure(con, selection)],
+        "protocol_violations": {
+            "total": sum(int(v["violations"]) for v in violations_by_kind),
+            "by_kind": violations_by_kind,
+            "items": violations,
+        },
+        "triage_first": {"total": len(unrecovered), "items": [r.to_dict() for r in unrecovered[:limit]]},
+        "reviews": reviews,
+    }

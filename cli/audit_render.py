@@ -1,0 +1,171 @@
+"""Terminal rendering of the audit report (rich tables and sparklines).
+
+Reads only the dict of ``loopscope.analyses.audit.audit``; every text from
+the logs goes through ``inert``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from loopscope.cli.output import fmt_number, fmt_rate, inert
+
+SPARK = "▁▂▃▄▅▆▇█"
+METRICS = (
+    ("median_tool_calls", "median tool calls / prompt"),
+    ("p99_tool_calls", "p99 tool calls / prompt"),
+    ("recovery_rate", "recovery rate"),
+    ("replay_rate", "replay rate"),
+)
+RATES = {"recovery_rate", "replay_rate"}
+
+
+def sparkline(values: Sequence[float | None]) -> str:
+    """One character per value, scaled between the series' min and max; a gap is a space."""
+    present = [v for v in values if v is not None]
+    if not present:
+        return ""
+    lo, hi = min(present), max(present)
+    out = []
+    for v in values:
+        if v is None:
+            out.append(" ")
+        elif hi == lo:
+            out.append(SPARK[3])
+        else:
+            out.append(SPARK[round((v - lo) / (hi - lo) * (len(SPARK) - 1))])
+    return "".join(out)
+
+
+def fmt(metric: str, value: float | None) -> str:
+    """A metric for a cell."""
+    return fmt_rate(value) if metric in RATES or metric.endswith(("_rate", "_share")) else fmt_number(value, 2)
+
+
+def fmt_change(metric: str, change: dict[str, Any] | None) -> str:
+    """Signed difference with p-value; significant changes in bold red with a ◆."""
+    if not change or change.get("difference") is None:
+        return "[dim]-[/dim]"
+    d = change["difference"]
+    text = f"{d * 100:+.1f} pts" if metric in RATES else f"{d:+.2f}"
+    p = change.get("p_value")
+    ptxt = f" p={p:.2g}" if p is not None else ""
+    if change.get("significant"):
+        return f"[bold red]{text}{ptxt} ◆[/bold red]"
+    return f"{text}[dim]{ptxt}[/dim]"
+
+
+def _table(title: str, columns: Sequence[tuple[str, str]], rows: Sequence[dict[str, Any]], console: Console,
+           texts: Sequence[str] = (), empty: str = "none") -> None:
+    if not rows:
+        console.print(f"[bold]{title}[/bold]: [dim]{empty}[/dim]")
+        return
+    table = Table(title=title, title_justify="left", title_style="bold")
+    for key, header in columns:
+        table.add_column(header, justify="left" if key in texts or key.endswith("id") else "right",
+                         overflow="fold", max_width=60 if key in ("template", "error_message", "notes") else None)
+    for r in rows:
+        cells = []
+        for key, _ in columns:
+            v = r.get(key)
+            if isinstance(v, list):
+                v = ", ".join(map(str, v))
+            if isinstance(v, bool) or v is None or isinstance(v, str) or hasattr(v, "isoformat"):
+                cells.append(inert("" if v is None else (f"{v:%Y-%m-%d %H:%M}" if hasattr(v, "strftime") else v)))
+            else:
+                cells.append(fmt(key, v))
+        table.add_row(*cells)
+    console.print(table)
+
+
+def render(report: dict[str, Any], console: Console) -> None:
+    """Print the whole report."""
+    o = report["overall"]
+    weeks = report["weeks"]
+    console.print(f"[bold]loopscope audit[/bold]: {o['prompts']} prompts ({o['open_prompts']} open) in "
+                  f"{o['conversations']} conversations, {o['tool_calls']} tool calls, {o['errors']} errors "
+                  f"({o['recovered']} recovered), {o['replays']} replays; weeks "
+                  f"{inert(weeks[0]['week']) if weeks else '-'} to {inert(weeks[-1]['week']) if weeks else '-'}")
+    last = weeks[-1] if weeks else None
+    t = Table(title="The four metrics", title_justify="left", title_style="bold")
+    for header, justify in (("metric", "left"), ("overall", "right"), ("weekly trend", "left"),
+                            (f"last week {last['week'] if last else ''}", "right"),
+                            (f"change vs {last['previous_week'] or '-' if last else '-'}", "left"), ("test", "left")):
+        t.add_column(inert(header), justify=justify)  # type: ignore[arg-type]
+    for metric, label in METRICS:
+        t.add_row(label, fmt(metric, o[metric]), sparkline([w[metric] for w in weeks]),
+                  fmt(metric, last[metric]) if last else "-",
+                  fmt_change(metric, last["changes"].get(metric) if last else None), report["tests"][metric])
+    console.print(t)
+
+    def week_table(title: str, rows: list[dict[str, Any]]) -> None:
+        wt = Table(title=title, title_justify="left", title_style="bold")
+        for header in ("week", "prompts", "open", "median", "p99", "errors", "recovery", "replay",
+                       "Δ median", "Δ p99", "Δ recovery", "Δ replay"):
+            wt.add_column(header, justify="left" if header == "week" else "right")
+        for w in rows:
+            wt.add_row(inert(w["week"]), str(w["prompts"]), str(w["open_prompts"]),
+                       *(fmt(m, w[m]) for m in ("median_tool_calls", "p99_tool_calls")), str(w["errors"]),
+                       *(fmt(m, w[m]) for m in ("recovery_rate", "replay_rate")),
+                       *(fmt_change(m, w["changes"].get(m)) for m, _ in METRICS))
+        console.print(wt)
+
+    week_table("Per ISO week (Δ vs the previous week; ◆ significant at alpha " + str(report["alpha"]) + ")", weeks)
+    at = Table(title="Per agent", title_justify="left", title_style="bold")
+    for header in ("agent", "prompts", "median", "p99", "recovery", "replay", "recovery trend", "flags"):
+        at.add_column(header, justify="left" if header in ("agent", "recovery trend", "flags") else "right")
+    for a in report["agents"]:
+        flags = [f"{w['week']} {m}" for w in a["weeks"] for m, ch in w["changes"].items() if ch.get("significant")]
+        at.add_row(inert(a["agent"]), str(a["prompts"]), fmt("median_tool_calls", a["median_tool_calls"]),
+                   fmt("p99_tool_calls", a["p99_tool_calls"]), fmt("recovery_rate", a["recovery_rate"]),
+                   fmt("replay_rate", a["replay_rate"]), sparkline([w["recovery_rate"] for w in a["weeks"]]),
+                   inert(", ".join(flags)) or "[dim]-[/dim]")
+    console.print(at)
+    _table("Error classes per tool", [("key", "tool"), ("errors", "errors"), ("recovered", "recovered"),
+           ("gave_up", "gave up"), ("aborted", "aborted"), ("open", "open"), ("recovery_rate", "recovery")],
+           report["error_classes_by_tool"], console, texts=("key",), empty="no tool error")
+    gt = report["generic_templates"]
+    _table(f"Generic error messages ({gt['total']} templates, costliest first)",
+           [("tool_name", "tool"), ("template", "template"), ("occurrences", "seen"), ("unrecovered", "unrecovered"),
+            ("recovery_rate", "recovery"), ("rules", "rules")], gt["items"], console,
+           texts=("tool_name", "template", "rules"), empty="no generic error message")
+    rl = report["retry_loops"]
+    _table(f"Retry loops ({rl['total']}, {rl['redundant_calls']} redundant calls)",
+           [("conversation_id", "conversation"), ("prompt_id", "prompt"), ("tool_name", "tool"), ("calls", "calls"),
+            ("error_message", "message"), ("exit_reason", "exit")], rl["items"], console,
+           texts=("tool_name", "error_message", "exit_reason"), empty="none")
+    rp, de = report["replays"], report["duplicate_executions"]
+    _table(f"Replays ({rp['total']}: {rp['short_circuited']} short-circuited, {rp['double_executions']} double executions)",
+           [("conversation_id", "conversation"), ("tool_call_id", "tool_call_id"), ("tool_name", "tool"),
+            ("prompt_id", "prompt"), ("kind", "kind")], rp["items"], console, texts=("tool_name", "kind"), empty="none")
+    _table(f"Duplicate executions ({de['total']})",
+           [("conversation_id", "conversation"), ("prompt_id", "prompt"), ("tool_name", "tool"),
+            ("duplicates", "duplicates")], de["items"], console, texts=("tool_name",), empty="none")
+    _table("Budget pressure per agent",
+           [("agent", "agent"), ("prompts", "prompts"), ("p99_tool_calls", "p99"), ("max_tool_calls_seen", "max seen"),
+            ("max_tool_calls", "budget"), ("p99_budget_ratio", "p99/budget"), ("budget_exceeded", "budget exits"),
+            ("budget_exceeded_share", "share")], report["budget_pressure"], console, texts=("agent",))
+    pv = report["protocol_violations"]
+    _table(f"Protocol violations ({pv['total']})", [("kind", "kind"), ("violations", "violations"),
+           ("conversations", "conversations")], pv["by_kind"], console, texts=("kind",), empty="none")
+    tf = report["triage_first"]
+    _table(f"Conversations to triage first ({tf['total']})",
+           [("conversation_id", "conversation"), ("class", "class"), ("tool_name", "tool"),
+            ("n_unrecovered", "unrecovered"), ("previous_attempts", "earlier attempts"),
+            ("error_message", "first unrecovered error")], tf["items"], console,
+           texts=("class", "tool_name", "error_message"), empty="no unrecovered error")
+    rv = report["reviews"]
+    if not rv["reviewed"]:
+        console.print("[bold]Reviewer verdicts[/bold]: [dim]none imported (loopscope sample --out DIR, then "
+                      "loopscope review import DIR/reviews.csv)[/dim]")
+        return
+    _table(f"Reviewer verdicts vs computed ({rv['reviewed']} reviewed; generic_apology yes: {rv['generic_apology_yes']})",
+           [("verdict", "verdict"), ("compared", "compared"), ("agree", "agree"), ("agreement", "agreement"), ("yes", "yes")],
+           [{"verdict": k, **v} for k, v in rv["verdicts"].items()], console, texts=("verdict",))
+    _table("Disagreements", [("conversation_id", "conversation"), ("verdict", "verdict"), ("reviewer", "reviewer"),
+           ("computed", "computed"), ("notes", "notes")], rv["disagreements"], console,
+           texts=("verdict", "notes"), empty="none")

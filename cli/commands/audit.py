@@ -1,0 +1,73 @@
+"""``loopscope audit``: the whole report, for a terminal, a script (json) or a browser (--html)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from loopscope.cli.app import command
+from loopscope.cli.audit_common import open_for_analysis, window_selection
+from loopscope.cli.options import (
+    AgentOption,
+    DbOption,
+    FormatOption,
+    InputFormatOption,
+    PathsArgument,
+    SinceOption,
+    TagOption,
+    UntilOption,
+)
+from loopscope.cli.output import OutputFormat, inert, stderr_console, stdout_console, write_json
+
+
+@command("audit")
+def audit_command(
+    paths: PathsArgument = None,
+    html: Annotated[Optional[Path], typer.Option("--html", help="Also write the report as one self-contained HTML page (opens offline).", show_default=False)] = None,
+    limit: Annotated[int, typer.Option("--limit", help="Rows per list (loops, replays, templates, triage...). Totals are always complete.")] = 10,
+    week: Annotated[Optional[str], typer.Option("--week", help="Only this ISO week, e.g. 2026-W47.", show_default=False)] = None,
+    since: SinceOption = None,
+    until: UntilOption = None,
+    agent: AgentOption = None,
+    tag: TagOption = None,
+    db: DbOption = None,
+    output: FormatOption = OutputFormat.table,
+    input_format: InputFormatOption = "auto",
+) -> None:
+    """The audit report: the four metrics per week and agent with significant changes flagged, and every incident list.
+
+    \b
+    Examples:
+      loopscope audit sample_logs/
+      loopscope audit sample_logs/ --html audit.html
+      loopscope audit --since 2026-11-01 --format json
+    """
+    from loopscope.analyses.audit import audit
+    from loopscope.analyses.errors import LoopscopeError
+
+    if limit < 1:
+        raise LoopscopeError(f"--limit {limit} must be at least 1", hint="for example --limit 20")
+    if output is OutputFormat.csv:
+        raise LoopscopeError("audit has no csv output: it is many tables", hint="use --format json, or --html FILE")
+    with open_for_analysis(db, paths, input_format) as (con, base):
+        selection = window_selection(base, since=since, until=until, agent=agent, tag=tag, week=week)
+        report = audit(con, selection, limit=limit)
+    if report["overall"]["prompts"] == 0:
+        raise LoopscopeError("the selection has no prompt to audit",
+                             hint="load logs first (pass PATHs), or widen --since/--until/--agent/--tag")
+    if html is not None:
+        from loopscope.analyses.report_html import render_html
+
+        try:
+            html.write_text(render_html(report), encoding="utf-8")
+        except OSError as exc:
+            raise LoopscopeError(f"cannot write {html}: {exc.strerror}", hint="check the folder exists and is writable") from None
+        stderr_console().print(f"wrote {inert(html)}")
+    if output is OutputFormat.json:
+        write_json(report)
+        return
+    from loopscope.cli.audit_render import render
+
+    render(report, stdout_console())
