@@ -195,22 +195,23 @@ def _common_cols() -> str:
     CAST(j.tags AS JSON) AS tags"""
 
 
-# ?1 seq base, ?2 source_id.
+# ?1 seq base, ?2 source_id. try_cast: DuckDB may evaluate the projection on
+# rows the WHERE drops (bad lines); the values of good lines always cast.
 INSERT_TOOL_CALLS_SQL = f"""
 INSERT INTO tool_calls
 SELECT {_common_cols()},
     {_s('tool_call_id')} AS tool_call_id,
     {_s('tool_name')} AS tool_name,
-    CAST(j.step AS INTEGER) AS step,
+    try_cast(j.step AS INTEGER) AS step,
     CAST(j.input_shape AS JSON) AS input_shape,
     {_s('args_fingerprint')} AS args_fingerprint,
     {_s('outcome')} AS outcome,
-    CAST(j.is_error AS BOOLEAN) AS is_error,
-    coalesce(CAST(j.attempts AS INTEGER), 1) AS attempts,
-    CAST(j.latency_ms AS DOUBLE) AS latency_ms,
+    try_cast(j.is_error AS BOOLEAN) AS is_error,
+    coalesce(try_cast(j.attempts AS INTEGER), 1) AS attempts,
+    try_cast(j.latency_ms AS DOUBLE) AS latency_ms,
     {_s('error_type')} AS error_type,
     {_s('error_message')} AS error_message,
-    coalesce(CAST(j.replayed AS BOOLEAN), false) AS replayed,
+    coalesce(try_cast(j.replayed AS BOOLEAN), false) AS replayed,
     x.extra
 FROM _ls_checked c LEFT JOIN _ls_extra x USING (line_no)
 WHERE c.reason IS NULL AND c.kind_text = 'tool_call'
@@ -221,13 +222,13 @@ INSERT_LOOP_EXITS_SQL = f"""
 INSERT INTO loop_exits
 SELECT {_common_cols()},
     {_s('exit_reason')} AS exit_reason,
-    CAST(j.steps AS INTEGER) AS steps,
-    CAST(j.tool_calls AS INTEGER) AS tool_calls,
-    CAST(j.tool_errors AS INTEGER) AS tool_errors,
-    CAST(j.max_tool_calls AS INTEGER) AS max_tool_calls,
-    CAST(j.input_tokens AS BIGINT) AS input_tokens,
-    CAST(j.output_tokens AS BIGINT) AS output_tokens,
-    CAST(j.duration_ms AS DOUBLE) AS duration_ms,
+    try_cast(j.steps AS INTEGER) AS steps,
+    try_cast(j.tool_calls AS INTEGER) AS tool_calls,
+    try_cast(j.tool_errors AS INTEGER) AS tool_errors,
+    try_cast(j.max_tool_calls AS INTEGER) AS max_tool_calls,
+    try_cast(j.input_tokens AS BIGINT) AS input_tokens,
+    try_cast(j.output_tokens AS BIGINT) AS output_tokens,
+    try_cast(j.duration_ms AS DOUBLE) AS duration_ms,
     {_s('error_type')} AS error_type,
     {_s('error_message')} AS error_message,
     x.extra

@@ -131,8 +131,9 @@ def detect_format(path: Path, head: bytes) -> str:
     """Guess the format of a file from its first bytes (decompressed).
 
     loopscope records win when the first line is a v1 record; OTLP when it
-    carries ``resourceSpans``; message arrays when the file starts with a JSON
-    array or its first object has ``messages`` or ``role``. Otherwise each
+    carries ``resourceSpans``; message arrays when the first line is a JSON
+    array, a ``.json`` file starts with ``[``, or the first object has
+    ``messages`` or ``role``. Otherwise each
     reader's ``sniff`` is asked, and the fallback is ``records`` (so bad lines
     end in the quarantine, with reasons, rather than being ignored).
     """
@@ -145,7 +146,7 @@ def detect_format(path: Path, head: bytes) -> str:
             return "otlp"
         if "messages" in first or "role" in first:
             return "messages"
-    if text.startswith(b"["):
+    if isinstance(first, list) or (text.startswith(b"[") and ".json" in path.name.lower() and ".jsonl" not in path.name.lower()):
         return "messages"
     for fmt in ("otlp", "messages"):
         if _sniffed(fmt, head):

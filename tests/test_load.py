@@ -1,0 +1,229 @@
+"""``loopscope load`` and ``loopscope quarantine`` through the CLI, on files with known contents."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+import duckdb
+from typer.testing import CliRunner
+
+from loopscope.cli.app import app
+
+runner = CliRunner()
+
+
+def rec(kind: str, conv: str, prompt: str, ts: str, **fields: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {"v": 1, "kind": kind, "ts": ts, "conversation_id": conv, "prompt_id": prompt, "agent": "support"}
+    if kind == "tool_call":
+        base.update(
+            tool_call_id=fields.pop("id"),
+            tool_name="search",
+            step=fields.pop("step", 0),
+            input_shape={"q": "string"},
+            args_fingerprint=None,
+            outcome="permanent_fail" if fields.get("is_error") else "ok",
+            is_error=False,
+            attempts=1,
+            latency_ms=3.5,
+            error_type=None,
+            error_message=None,
+            replayed=False,
+        )
+    else:
+        base.update(exit_reason="end_turn", steps=1, tool_calls=0, tool_errors=0, max_tool_calls=None, duration_ms=10.0)
+    base.update(fields)
+    return base
+
+
+def lines(*records: dict[str, Any]) -> str:
+    return "".join(json.dumps(r) + "\n" for r in records)
+
+
+GOOD = lines(
+    rec("tool_call", "c1", "p1", "2026-11-20T10:00:00.000Z", id="t1"),
+    rec("tool_call", "c1", "p1", "2026-11-20T10:00:01.000Z", id="t2", step=1),
+    rec("loop_exit", "c1", "p1", "2026-11-20T10:00:02.000Z"),
+)
+
+
+def db_rows(db: Path, sql: str) -> list[tuple[Any, ...]]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+def flat(text: str) -> str:
+    """Output with panel borders removed and whitespace collapsed (panels wrap long lines)."""
+    return " ".join(text.translate({ord(c): " " for c in "│╭╮╰╯─"}).split())
+
+
+def invoke(*args: str) -> Any:
+    return runner.invoke(app, list(args), catch_exceptions=False)
+
+
+def test_corrupted_directory_reports_bad_lines_and_loads_the_rest(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    (logs / "nested").mkdir(parents=True)
+    (logs / "good.jsonl").write_text(GOOD)
+    bad = (
+        lines(rec("tool_call", "c2", "p1", "2026-11-20T11:00:00Z", id="t1"))
+        + '{"v": 1, "kind": "tool_call", oops}\n'
+        + json.dumps(rec("tool_call", "c2", "p1", "2026-11-20T11:00:01Z", id="t2", step="one")) + "\n"
+    ).encode() + b'{"v": 1, "kind": "loop_exit", "ts": "2026-11-20T11:00:02Z", "note": "caf\xe9"}\n' + b'{"v": 1, "kind": "loop_'
+    (logs / "nested" / "bad.jsonl").write_bytes(bad)
+    (logs / "README.txt").write_text("not a log")  # ignored by the directory scan
+
+    result = invoke("load", str(logs), "--db", "store.duckdb", "--format", "json")
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["files"] == 2
+    assert summary["loaded"] == 4
+    assert summary["quarantined"] == 4
+    assert summary["tool_calls"] == 3 and summary["loop_exits"] == 1
+
+    result = invoke("quarantine", "--db", "store.duckdb", "--format", "json")
+    assert result.exit_code == 0
+    rows = json.loads(result.stdout)
+    bad_path = str((logs / "nested" / "bad.jsonl").resolve())
+    assert [(r["path"], r["line_no"]) for r in rows] == [(bad_path, 2), (bad_path, 3), (bad_path, 4), (bad_path, 5)]
+    reasons = [r["reason"] for r in rows]
+    assert reasons[0] == "malformed JSON"
+    assert reasons[1] == "wrong type for step: expected an integer, got varchar"
+    assert reasons[2].startswith("not UTF-8")
+    assert reasons[3].startswith("truncated last line")
+    assert all(r["hint"] for r in rows)
+    assert rows[0]["raw"] == '{"v": 1, "kind": "tool_call", oops}'
+
+    table = invoke("quarantine", "--db", "store.duckdb")
+    assert f"{bad_path}:2" in table.stdout
+    assert "hint:" in table.stdout
+    assert "4 quarantined lines." in table.stdout
+
+
+def test_reload_adds_nothing_and_grown_file_adds_only_new_lines(tmp_path: Path) -> None:
+    log = tmp_path / "app.jsonl"
+    log.write_text(GOOD)
+    first = json.loads(invoke("load", str(log), "--db", "s.duckdb", "-f", "json").stdout)
+    assert (first["loaded"], first["skipped"]) == (3, 0)
+    again = json.loads(invoke("load", str(log), "--db", "s.duckdb", "-f", "json").stdout)
+    assert (again["loaded"], again["skipped"], again["quarantined"]) == (0, 3, 0)
+    assert again["details"][0]["status"] == "unchanged"
+
+    with log.open("a") as f:
+        f.write(lines(rec("tool_call", "c1", "p2", "2026-11-20T10:01:00Z", id="t3")))
+    grown = json.loads(invoke("load", str(log), "--db", "s.duckdb", "-f", "json").stdout)
+    assert (grown["loaded"], grown["skipped"]) == (1, 3)
+    assert grown["details"][0]["status"] == "grown"
+    assert db_rows(tmp_path / "s.duckdb", "SELECT count(*), max(line_no), count(DISTINCT seq) FROM tool_calls") == [(3, 4, 3)]
+
+
+def test_rotated_file_is_not_counted_twice(tmp_path: Path) -> None:
+    log = tmp_path / "logs" / "app.jsonl"
+    log.parent.mkdir()
+    log.write_text(GOOD)
+    invoke("load", str(log.parent), "--db", "s.duckdb")
+    # The writer appends one more line, then rotates: app.jsonl -> app.jsonl.1, new app.jsonl.
+    with log.open("a") as f:
+        f.write(lines(rec("tool_call", "c1", "p2", "2026-11-20T10:01:00Z", id="t3")))
+    log.rename(log.parent / "app.jsonl.1")
+    log.write_text(lines(rec("tool_call", "c9", "p1", "2026-11-20T12:00:00Z", id="t1")))
+    out = json.loads(invoke("load", str(log.parent), "--db", "s.duckdb", "-f", "json").stdout)
+    by_name = {Path(d["path"]).name: d for d in out["details"]}
+    assert by_name["app.jsonl.1"]["status"] == "rotated"
+    assert by_name["app.jsonl.1"]["loaded"] == 1
+    assert by_name["app.jsonl"]["status"] == "new"
+    assert db_rows(tmp_path / "s.duckdb", "SELECT count(*) FROM tool_calls") == [(4,)]
+    # Loading the directory again changes nothing.
+    out = json.loads(invoke("load", str(log.parent), "--db", "s.duckdb", "-f", "json").stdout)
+    assert out["loaded"] == 0
+    # A gzipped rotated copy is the same file too.
+    with gzip.open(log.parent / "app.jsonl.2.gz", "wb") as f:
+        f.write((log.parent / "app.jsonl.1").read_bytes())
+    out = json.loads(invoke("load", str(log.parent / "app.jsonl.2.gz"), "--db", "s.duckdb", "-f", "json").stdout)
+    assert out["loaded"] == 0 and out["skipped"] == 4
+
+
+def test_truncated_last_line_is_loaded_once_the_writer_finishes_it(tmp_path: Path) -> None:
+    log = tmp_path / "live.jsonl"
+    whole = json.dumps(rec("tool_call", "c1", "p2", "2026-11-20T10:01:00Z", id="t3"))
+    log.write_text(GOOD + whole[:30])
+    out = json.loads(invoke("load", str(log), "--db", "s.duckdb", "-f", "json").stdout)
+    assert (out["loaded"], out["quarantined"]) == (3, 1)
+    with log.open("a") as f:
+        f.write(whole[30:] + "\n")
+    out = json.loads(invoke("load", str(log), "--db", "s.duckdb", "-f", "json").stdout)
+    assert (out["loaded"], out["quarantined"]) == (1, 0)
+    assert db_rows(tmp_path / "s.duckdb", "SELECT count(*) FROM quarantine") == [(0,)]
+    assert db_rows(tmp_path / "s.duckdb", "SELECT line_no FROM tool_calls WHERE tool_call_id = 't3'") == [(4,)]
+
+
+def test_gzip_glob_unknown_fields_and_timestamp_spellings(tmp_path: Path) -> None:
+    records = [
+        rec("tool_call", "c1", "p1", "2026-11-20T12:00:00.123456789+02:00", id="t1", x_team={"name": "blue"}),
+        rec("loop_exit", "c1", "p1", "2026-11-20t10:00:00.5z", exit_reason="end_turn"),
+    ]
+    with gzip.open(tmp_path / "a.jsonl.gz", "wt") as f:
+        f.write(lines(*records))
+    (tmp_path / "b.ndjson").write_text(lines(rec("tool_call", "c2", "p1", "2026-11-20 10:00:00Z", id="t1")))
+    result = invoke("load", str(tmp_path / "*.*json*"), "--db", "s.duckdb", "-f", "json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["loaded"] == 3
+    rows = db_rows(tmp_path / "s.duckdb", "SELECT conversation_id, ts::VARCHAR, extra FROM tool_calls ORDER BY seq")
+    assert rows[0] == ("c1", "2026-11-20 10:00:00.123456", '{"x_team":{"name":"blue"}}')
+    assert rows[1] == ("c2", "2026-11-20 10:00:00", None)
+    assert db_rows(tmp_path / "s.duckdb", "SELECT ts::VARCHAR FROM loop_exits") == [("2026-11-20 10:00:00.5",)]
+
+
+def test_missing_path_is_a_user_error_without_traceback(tmp_path: Path) -> None:
+    result = invoke("load", str(tmp_path / "nope.jsonl"), "--db", "s.duckdb")
+    assert result.exit_code == 1
+    assert "no such file or directory" in flat(result.output)
+    assert "nope.jsonl" in flat(result.output)
+    assert "Traceback" not in result.output
+    result = invoke("load", str(tmp_path / "*.jsonl"), "--db", "s.duckdb")
+    assert result.exit_code == 1
+    assert "no file matches" in flat(result.output)
+
+
+def test_bad_database_is_a_user_error(tmp_path: Path) -> None:
+    (tmp_path / "a.jsonl").write_text(GOOD)
+    not_db = tmp_path / "notes.duckdb"
+    not_db.write_text("this is not a database\n" * 100)
+    result = invoke("load", str(tmp_path / "a.jsonl"), "--db", str(not_db))
+    assert result.exit_code == 1, result.output
+    assert "cannot open the database" in flat(result.output)
+    assert "Traceback" not in result.output
+    result = invoke("load", str(tmp_path / "a.jsonl"), "--db", str(tmp_path / "missing" / "x.duckdb"))
+    assert result.exit_code == 1
+    assert "does not exist" in flat(result.output)
+
+
+def test_quarantine_limit_file_csv_and_inert_output(tmp_path: Path) -> None:
+    (tmp_path / "one.jsonl").write_text("[not json\n" * 3)
+    (tmp_path / "two.jsonl").write_text('\x1b[31m[bold red]evil[/bold red]\n')
+    assert invoke("load", str(tmp_path), "--db", "s.duckdb").exit_code == 0
+    limited = json.loads(invoke("quarantine", "--db", "s.duckdb", "-f", "json", "--limit", "2").stdout)
+    assert len(limited) == 2
+    only_two = json.loads(invoke("quarantine", "--db", "s.duckdb", "-f", "json", "--file", "two.jsonl").stdout)
+    assert [r["line_no"] for r in only_two] == [1]
+    csv_text = invoke("quarantine", "--db", "s.duckdb", "-f", "csv").stdout
+    assert csv_text.splitlines()[0] == "path,line_no,reason,hint,raw"
+    assert len(csv_text.splitlines()) == 5
+    table = invoke("quarantine", "--db", "s.duckdb", "--file", str(tmp_path / "two.jsonl")).stdout
+    assert "\x1b" not in table
+    assert "\\x1b[31m[bold red]evil[/bold red]" in table
+    empty = invoke("quarantine", "--db", "fresh.duckdb")
+    assert empty.exit_code == 0 and "No quarantined lines." in empty.stdout
+
+
+def test_load_table_summary(tmp_path: Path) -> None:
+    (tmp_path / "a.jsonl").write_text(GOOD + "oops\n")
+    result = invoke("load", str(tmp_path / "a.jsonl"), "--db", "s.duckdb")
+    assert result.exit_code == 0
+    assert "1 files: 3 records loaded (2 tool calls, 1 loop exits), 0 skipped as already loaded, 1 quarantined" in result.stdout
+    assert "loopscope quarantine --db s.duckdb" in result.stdout
