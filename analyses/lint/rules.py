@@ -285,7 +285,7 @@ def check_secret_or_pii(view: MessageView, ctx: Context) -> bool:
         return True
     for m in CARD_RE.finditer(text):
         digits = re.sub(r"\D", "", m.group(0))
-        if 13 <= len(digits) <= 19 and _luhn(digits) and len(set(digits)) > 2:
+        if 13 <= len(digits) <= 19 and _luhn(digits) and len(set(digits)) > 1:
             return True
     return False
 

@@ -126,6 +126,7 @@ def _shorten(text: str, width: int) -> str:
 
 
 def _render_ranking(ranked: list[Any]) -> None:
+    from rich import box
     from rich.table import Table
 
     from loopscope.analyses.lint import RULES_BY_ID
@@ -134,22 +135,25 @@ def _render_ranking(ranked: list[Any]) -> None:
     if not ranked:
         console.print("No tool errors in the selection.")
         return
-    table = Table(title="Error-message templates, costliest first", title_justify="left")
+    table = Table(
+        title="Error-message templates, costliest first", title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1)
+    )
     table.add_column("#", justify="right", no_wrap=True)
-    table.add_column("tool", no_wrap=True, max_width=24, overflow="ellipsis")
+    table.add_column("tool", min_width=10, max_width=26, overflow="fold")
     table.add_column("errors", justify="right", no_wrap=True)
-    table.add_column("unrec.", justify="right", no_wrap=True)
-    table.add_column("recovery", justify="right", no_wrap=True)
+    table.add_column("unrec", justify="right", no_wrap=True)
+    table.add_column("recov", justify="right", no_wrap=True)
     table.add_column("convs", justify="right", no_wrap=True)
-    table.add_column("rules", max_width=18)
+    table.add_column("rules", no_wrap=True)
     table.add_column("template", ratio=1, min_width=20)
     for i, row in enumerate(ranked, 1):
         template = inert(_shorten(row.template, 160))
         if row.kind == "silent":
             template = "[yellow](silent)[/yellow] " + template
-        generic = [r for r in row.rules if RULES_BY_ID[r].generic]
-        other = [r for r in row.rules if not RULES_BY_ID[r].generic]
-        rules = " ".join([f"[red]{r}[/red]" for r in generic] + [f"[dim]{r}[/dim]" for r in other]) or "-"
+        # the table shows the rules behind the verdict; JSON/CSV list every rule that fired
+        generic = [r for r in row.rules if RULES_BY_ID[r].generic or r == "LS130"]
+        others = len(row.rules) - len(generic)
+        rules = " ".join(f"[red]{r}[/red]" for r in generic) + (f" [dim]+{others}[/dim]" if others else "")
         table.add_row(
             str(i),
             inert(row.tool_name),
@@ -157,7 +161,7 @@ def _render_ranking(ranked: list[Any]) -> None:
             fmt_number(row.unrecovered),
             fmt_rate(row.recovery_rate),
             fmt_number(row.conversations),
-            rules,
+            rules.strip() or "-",
             template,
         )
     console.print(table)
