@@ -158,6 +158,9 @@ class TestErrorsMarkedInText:
         assert [(c, p) for c, p, *_ in exits(out.records)] == [("s-1", "m0"), ("s-1", "m6"), ("s-2", "m0")]
         types = {r["tool_call_id"]: r["error_type"] for r in out.records if r.get("is_error")}
         assert types == {"call_p1": "invalid_date", "call_p3": None, "call_q2": "not_available"}
+        # s-1's lines carry a time, its messages none: each message takes its line's time
+        s1 = [(r["ts"], r.get("ts_from_line"), r.get("latency_ms"), r.get("duration_ms")) for r in out.records if r["conversation_id"] == "s-1"]
+        assert s1 == [("2025-11-20T10:01:00.000000Z", True, None, None)] * 3 + [("2025-11-20T10:02:00.000000Z", True, None, None)] * 2
 
     def test_regex_and_flag_wins(self) -> None:
         rules = parse_error_when(["regex:^FAILED\\b"])

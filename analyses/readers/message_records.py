@@ -26,7 +26,9 @@ The rules (docs/inputs.md, "Conversation message arrays", explains them to users
   closes the LAST prompt only.
 - Times are the stored message times; a message without one takes the last
   stored time before it, or, when none is stored, 1970-01-01T00:00:00Z plus its
-  index in seconds; such records carry ``ts_synthetic: true``.
+  index in seconds; such records carry ``ts_synthetic: true``. A message whose
+  only time is the one of the log line holding it (per-turn logs) takes that
+  time, with ``ts_from_line: true``; such times give no latency or duration.
 - Problems of the log itself are protocol violations, never fatal: a tool call
   with no result (``missing_result``), a result for an id nobody asked for
   (``unknown_result_id``), a second result for the same call
@@ -54,9 +56,12 @@ from loopscope.analyses.readers.message_turns import (
     UserText,
     message_timestamp,
     message_turns,
+    parse_timestamp,
 )
 
 ERROR_MESSAGE_CAP = 2000
+# Where the messages reader puts the time of the log line a message came in (per-turn logs).
+LINE_TIME_KEY = "_loopscope_line_time"
 SYNTHETIC_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 # Stop reasons that mean "the model asked for tools": the loop goes on.
 TOOL_STOP_REASONS = frozenset({"tool_use", "tool_calls", "function_call"})
@@ -169,7 +174,7 @@ class _Deriver:
         self.latest_turn: Optional[AssistantTurn] = None
         self.violations: list[dict[str, Any]] = []
         self.keyed: list[tuple[tuple[int, int, int], dict[str, Any]]] = []
-        self.times: dict[int, tuple[datetime, bool]] = {}
+        self.times: dict[int, tuple[datetime, Optional[str]]] = {}
 
     # -- helpers ---------------------------------------------------------
     def violation(self, kind: str, detail: str, prompt_id: Optional[str] = None, call_id: Optional[str] = None) -> None:
@@ -183,11 +188,11 @@ class _Deriver:
             }
         )
 
-    def time_of(self, index: int) -> tuple[datetime, bool]:
-        """(time, synthetic?) of message ``index``; filled by ``run`` for every message."""
+    def time_of(self, index: int) -> tuple[datetime, Optional[str]]:
+        """(time, how it was made: None (stored), 'synthetic' or 'line') of message ``index``."""
         return self.times[index]
 
-    def common(self, kind: str, prompt_id: str, moment: datetime, synthetic: bool) -> dict[str, Any]:
+    def common(self, kind: str, prompt_id: str, moment: datetime, made: Optional[str]) -> dict[str, Any]:
         record: dict[str, Any] = {
             "v": 1,
             "kind": kind,
@@ -200,8 +205,10 @@ class _Deriver:
         }
         if self.tags:
             record["tags"] = dict(self.tags)
-        if synthetic:
+        if made == "synthetic":
             record["ts_synthetic"] = True
+        elif made == "line":
+            record["ts_from_line"] = True
         return record
 
     # -- events ----------------------------------------------------------
@@ -279,8 +286,8 @@ class _Deriver:
 
     # -- records ---------------------------------------------------------
     def tool_call_record(self, call: _Call, result: ToolResult) -> dict[str, Any]:
-        moment, synthetic = self.time_of(result.index)
-        record = self.common("tool_call", call.prompt.prompt_id, moment, synthetic)
+        moment, made = self.time_of(result.index)
+        record = self.common("tool_call", call.prompt.prompt_id, moment, made)
         verdict = classify(result.text, result.flag, self.rules)
         latency = None
         if result.ts is not None and call.turn.ts is not None and result.ts >= call.turn.ts:
@@ -336,9 +343,9 @@ class _Deriver:
         last_index = prompt.turns[-1].index
         if source == "termination_reason":  # stopped after its last message, whatever that was
             last_index = max([last_index] + [c.result.index for c in results if c.result is not None])
-        moment, synthetic = self.time_of(last_index)
-        record = self.common("loop_exit", prompt.prompt_id, moment, synthetic)
-        start, end = prompt.start_ts, (None if synthetic else moment)
+        moment, made = self.time_of(last_index)
+        record = self.common("loop_exit", prompt.prompt_id, moment, made)
+        start, end = prompt.start_ts, (None if made else moment)
         input_tokens = [t.input_tokens for t in prompt.turns if t.input_tokens is not None]
         output_tokens = [t.output_tokens for t in prompt.turns if t.output_tokens is not None]
         record.update(
@@ -371,13 +378,16 @@ class _Deriver:
         turns = []
         for index, message in enumerate(messages):
             stored = message_timestamp(message) if isinstance(message, dict) else None
+            line_time = parse_timestamp(message.get(LINE_TIME_KEY)) if isinstance(message, dict) else None
             if stored is not None:
                 last_stored = stored
-                self.times[index] = (stored, False)
+                self.times[index] = (stored, None)
+            elif line_time is not None:
+                self.times[index] = (line_time, "line")
             elif last_stored is not None:
-                self.times[index] = (last_stored, True)
+                self.times[index] = (last_stored, "synthetic")
             else:
-                self.times[index] = (SYNTHETIC_EPOCH + timedelta(seconds=index), True)
+                self.times[index] = (SYNTHETIC_EPOCH + timedelta(seconds=index), "synthetic")
             turns.extend(message_turns(message, index))
         for turn in turns:
             if isinstance(turn, UserText):

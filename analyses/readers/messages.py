@@ -33,7 +33,8 @@ from typing import Any, Optional
 from loopscope.analyses.errors import LoopscopeError
 from loopscope.analyses.readers import BadLine, ReaderOutput
 from loopscope.analyses.readers.message_errors import ErrorRules, parse_error_when
-from loopscope.analyses.readers.message_records import conversation_records
+from loopscope.analyses.readers.message_records import LINE_TIME_KEY, conversation_records
+from loopscope.analyses.readers.message_turns import TIMESTAMP_KEYS, parse_timestamp
 
 ID_KEYS = ("conversation_id", "id", "session_id", "thread_id")
 RAW_CAP = 2000
@@ -47,6 +48,7 @@ class _Conversation:
 
     def __init__(self, messages: list[Any], obj: Any, line_no: Optional[int], ordinal: int) -> None:
         self.messages = messages
+        self.raw: list[Any] = messages  # as read, before _stamped: snapshots compare against it
         self.obj = obj if isinstance(obj, dict) else {}
         self.line_no = line_no
         self.ordinal = ordinal
@@ -173,6 +175,25 @@ def _file_agent(root: Any) -> Optional[str]:
     return None
 
 
+def _time_of(obj: Any) -> Optional[Any]:
+    """The stored time of a conversation object or per-turn line, as written (None if none)."""
+    if isinstance(obj, dict):
+        for key in TIMESTAMP_KEYS:
+            if parse_timestamp(obj.get(key)) is not None:
+                return obj[key]
+    return None
+
+
+def _stamped(messages: list[Any], stamp: Optional[Any]) -> list[Any]:
+    """Messages without a time of their own take the time of the line / object that holds them."""
+    if stamp is None:
+        return list(messages)
+    return [
+        {**m, LINE_TIME_KEY: stamp} if isinstance(m, dict) and not any(k in m for k in TIMESTAMP_KEYS) else m
+        for m in messages
+    ]
+
+
 class _Collector:
     """Gathers the conversations of one file, in order, joining lines of one conversation."""
 
@@ -185,16 +206,21 @@ class _Collector:
 
     def add(self, obj: Any, messages: list[Any], line_no: Optional[int], joinable: bool) -> None:
         ordinal = len(self.conversations) + 1
-        conv = _Conversation(messages, obj, line_no, ordinal)
+        stamp = _time_of(obj)
         cid = _explicit_id(obj, self.id_key) if joinable else None
         if cid is not None:
             known = self.by_id.get(cid)
             if known is not None:
-                if messages[: len(known.messages)] == known.messages:
-                    known.messages = list(messages)  # a snapshot of the whole array so far
-                else:
-                    known.messages.extend(messages)  # the new messages of a turn
+                if messages[: len(known.raw)] == known.raw:  # a snapshot of the whole array so far
+                    known.messages = known.messages + _stamped(messages[len(known.raw) :], stamp)
+                    known.raw = list(messages)
+                else:  # the new messages of a turn
+                    known.messages.extend(_stamped(messages, stamp))
+                    known.raw.extend(messages)
                 return
+        conv = _Conversation(_stamped(messages, stamp), obj, line_no, ordinal)
+        conv.raw = list(messages)
+        if cid is not None:
             self.by_id[cid] = conv
         self.conversations.append(conv)
 
