@@ -299,6 +299,9 @@ class TestFileShapes:
         out = read(path, {})
         assert len(out.records) == 1
         assert [(b.line_no, b.reason.split(":")[0]) for b in out.bad] == [(2, "not JSON"), (3, "no conversation found (no messages list at a known place); pass --messages-key, e.g. simulations[].messages")]
+        records = tmp_path / "records.jsonl"
+        records.write_text(json.dumps({"v": 1, "kind": "loop_exit", "ts": "2026-01-01T00:00:00Z"}) + "\n")
+        assert "--input-format records" in read(records, {}).bad[0].reason
         broken = tmp_path / "broken.json"
         broken.write_text('{\n  "messages": [\n    {"role": "user",\n')
         out = read(broken, {})

@@ -242,7 +242,11 @@ class _Collector:
         conv.messages.append(message)
 
 
-def _no_messages(selector: Optional[str]) -> str:
+def _no_messages(selector: Optional[str], root: Any = None) -> str:
+    if isinstance(root, dict) and "v" in root and "kind" in root:
+        return "a loopscope record, not a conversation: load this file with --input-format records"
+    if isinstance(root, dict) and ("resourceSpans" in root or "resourceLogs" in root):
+        return "an OpenTelemetry export, not a conversation: load this file with --input-format otlp"
     if selector:
         return f"--messages-key {selector!r} selects no messages list here"
     return "no conversation found (no messages list at a known place); pass --messages-key, e.g. simulations[].messages"
@@ -255,7 +259,7 @@ def _gather(root: Any, line_no: Optional[int], selector: Optional[str], coll: _C
     pairs = _select(root, selector) if selector else _auto(root)
     if not pairs:
         if pairs is None or selector:
-            out.bad.append(BadLine(line_no, _no_messages(selector), raw[:RAW_CAP]))
+            out.bad.append(BadLine(line_no, _no_messages(selector, root), raw[:RAW_CAP]))
         return
     for obj, messages in pairs:
         if not isinstance(messages, list):
