@@ -6,6 +6,7 @@ Over the selected prompts (``Selection``):
    prompt (0 for a prompt with only a ``loop_exit``), with linear
    interpolation between closest ranks (``quantile_cont``). Open prompts (no
    ``loop_exit``) are in the population and also counted as ``open_prompts``.
+   Quantiles are rounded to 9 decimals (float noise of the interpolation).
 3. recovery rate = recovered errors / errors (``errors_v``), null without errors.
 4. replay rate = replays / all ``tool_call`` records (``tool_calls_v``), null
    without tool calls.
@@ -94,6 +95,7 @@ METRIC_KEYS = (
     "replay_rate",
 )
 GROUP_BY_CHOICES = ("day", "week", "agent")
+QUANTILE_DECIMALS = 9
 
 
 @dataclass(frozen=True)
@@ -122,14 +124,20 @@ class Metrics:
 EMPTY = Metrics(0, 0, 0, None, None, 0, 0, None, 0, None)
 
 
+def _quantile(value: object) -> float | None:
+    # Interpolation in binary floating point leaves noise (4 + 0.6 * 21 ->
+    # 16.600000000000033); n is an integer count, so 9 decimals lose nothing.
+    return None if value is None else round(float(value), QUANTILE_DECIMALS)  # type: ignore[arg-type]
+
+
 def _row_to_metrics(row: tuple[object, ...], grouped: bool) -> Metrics:
     grp, prompts, open_p, calls, med, p99, errors, recovered, rec_rate, replays, rep_rate = row
     return Metrics(
         prompts=int(prompts),  # type: ignore[arg-type]
         open_prompts=int(open_p),  # type: ignore[arg-type]
         tool_calls=int(calls or 0),  # type: ignore[arg-type]
-        median_tool_calls_per_prompt=None if med is None else float(med),  # type: ignore[arg-type]
-        p99_tool_calls_per_prompt=None if p99 is None else float(p99),  # type: ignore[arg-type]
+        median_tool_calls_per_prompt=_quantile(med),
+        p99_tool_calls_per_prompt=_quantile(p99),
         errors=int(errors),  # type: ignore[arg-type]
         recovered_errors=int(recovered),  # type: ignore[arg-type]
         recovery_rate=None if rec_rate is None else float(rec_rate),  # type: ignore[arg-type]

@@ -91,11 +91,11 @@ def _render_table(rows: list, by: str | None) -> None:  # type: ignore[type-arg]
             table.add_row(label, _cell(m[key], kind))
         out.print(table)
         return
-    table = Table(box=None, pad_edge=False)
-    table.add_column(by)
-    short = ("prompts", "open", "tool calls", "median", "p99", "errors", "recovered", "recovery", "replays", "replay rate")
+    table = Table(box=None, pad_edge=False, collapse_padding=True, padding=(0, 1))
+    table.add_column(by, no_wrap=True, min_width=8 if by == "week" else None)
+    short = ("prompts", "open", "calls", "median", "p99", "errors", "recov", "recov %", "replays", "replay %")
     for name in short:
-        table.add_column(name, justify="right")
+        table.add_column(name, justify="right", no_wrap=True, min_width=len(name))
     for m in rows:
         d = m.as_dict()
         table.add_row(inert(d["group"]), *(_cell(d[key], kind) for key, _, kind in _LABELS))
