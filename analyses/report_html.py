@@ -158,6 +158,8 @@ def _table(columns: Sequence[tuple[str, str]], rows: Sequence[dict[str, Any]],
                     tds.append(rendered)
                     continue
             v = r.get(key)
+            if isinstance(v, bool):
+                v = "yes" if v else "no"
             if isinstance(v, (int, float)) and not isinstance(v, bool):
                 tds.append(f'<td class="n" data-v="{v}">{esc(fmt(key, v))}</td>')
             else:

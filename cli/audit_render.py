@@ -43,7 +43,9 @@ def sparkline(values: Sequence[float | None]) -> str:
 
 def fmt(metric: str, value: float | None) -> str:
     """A metric for a cell."""
-    return fmt_rate(value) if metric in RATES or metric.endswith(("_rate", "_share")) else fmt_number(value, 2)
+    if metric in RATES or metric == "agreement" or metric.endswith(("_rate", "_share")):
+        return fmt_rate(value)
+    return fmt_number(value, 2)
 
 
 def fmt_change(metric: str, change: dict[str, Any] | None) -> str:
@@ -74,6 +76,8 @@ def _table(title: str, columns: Sequence[tuple[str, str]], rows: Sequence[dict[s
             v = r.get(key)
             if isinstance(v, list):
                 v = ", ".join(map(str, v))
+            if isinstance(v, bool):
+                v = "yes" if v else "no"
             if isinstance(v, bool) or v is None or isinstance(v, str) or hasattr(v, "isoformat"):
                 cells.append(inert("" if v is None else (f"{v:%Y-%m-%d %H:%M}" if hasattr(v, "strftime") else v)))
             else:

@@ -1,0 +1,188 @@
+"""``loopscope audit`` on logs with known answers (tests/fixtures/audit/cohorts.jsonl), all three outputs.
+
+W45 and W46 are identical blind weeks (12 errors, 3 recovered); W47 is corrective
+(18 errors, 16 recovered): the recovery rate's W46 -> W47 change is significant
+(two-proportion z-test), the W45 -> W46 change is zero. One W46 error message is
+hostile text (HTML, ANSI escapes, rich markup, Markdown).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from loopscope.analyses import stats
+from loopscope.cli.app import app
+
+FIXTURE = Path(__file__).parent / "fixtures" / "audit" / "cohorts.jsonl"
+SAMPLE_LOGS = Path(__file__).resolve().parent.parent / "sample_logs"
+runner = CliRunner()
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    path = tmp_path / "t.duckdb"
+    res = runner.invoke(app, ["load", str(FIXTURE), "--db", str(path)])
+    assert res.exit_code == 0, res.output
+    return path
+
+
+def _json(*args: str) -> dict:
+    res = runner.invoke(app, ["audit", *args, "--format", "json"])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)
+
+
+def test_audit_json_figures(db: Path) -> None:
+    r = _json("--db", str(db))
+    o = r["overall"]
+    assert (o["prompts"], o["open_prompts"], o["conversations"], o["errors"], o["recovered"], o["tool_calls"], o["replays"]) == (
+        78, 2, 74, 42, 22, 136, 4)
+    assert [w["week"] for w in r["weeks"]] == ["2026-W45", "2026-W46", "2026-W47"]
+    w46, w47 = r["weeks"][1], r["weeks"][2]
+    assert w46["changes"]["recovery_rate"]["difference"] == 0 and not w46["changes"]["recovery_rate"]["significant"]
+    ch = w47["changes"]["recovery_rate"]
+    assert w47["previous_week"] == "2026-W46"
+    assert ch["difference"] == pytest.approx(16 / 18 - 3 / 12)
+    assert ch["p_value"] == pytest.approx(stats.two_proportion_test(3, 12, 16, 18).p_value)
+    assert ch["significant"] and ch["test"] == stats.TWO_PROPORTION
+    assert w47["changes"]["median_tool_calls"]["test"] == stats.MANN_WHITNEY
+    assert r["weeks"][0]["changes"] == {}
+    agents = {a["agent"]: a for a in r["agents"]}
+    assert agents["researcher"]["prompts"] == 8 and agents["researcher"]["replays"] == 4
+    assert agents["researcher"]["recovery_rate"] is None
+    assert [w["week"] for w in agents["concierge"]["weeks"]] == ["2026-W45", "2026-W46", "2026-W47"]
+    tools = {b["key"]: b for b in r["error_classes_by_tool"]}
+    assert tools["book_room"]["gave_up"] == 12 and tools["check_availability"]["aborted"] == 6
+    assert tools["search_rooms"]["open"] == 2 and tools["check_availability"]["recovered"] == 22
+    assert r["generic_templates"]["total"] == 4
+    assert r["generic_templates"]["items"][0]["template"] == "failed"
+    assert r["retry_loops"]["total"] == 2 and r["retry_loops"]["redundant_calls"] == 4
+    assert (r["replays"]["total"], r["replays"]["short_circuited"], r["replays"]["double_executions"]) == (4, 2, 2)
+    budget = {b["agent"]: b for b in r["budget_pressure"]}
+    assert budget["concierge"]["budget_exceeded"] == 2 and budget["concierge"]["max_tool_calls"] == 3
+    assert r["protocol_violations"]["total"] == 0
+    tf = r["triage_first"]
+    assert tf["total"] == 16
+    assert {i["conversation_id"] for i in tf["items"][:2]} == {"2026-W45-blind-0-spin-0", "2026-W46-blind-0-spin-0"}
+    assert r["reviews"]["reviewed"] == 0
+
+
+def test_audit_window_and_limit(db: Path) -> None:
+    r = _json("--db", str(db), "--week", "2026-W47", "--limit", "1")
+    assert r["overall"]["prompts"] == 38 and len(r["weeks"]) == 1
+    assert r["triage_first"]["total"] == 2 and len(r["triage_first"]["items"]) == 1
+    r = _json("--db", str(db), "--tag", "mode=blind", "--agent", "concierge")
+    assert r["overall"]["errors"] == 24 and r["selection"]["tags"] == ["mode=blind"]
+
+
+def test_audit_terminal_output(db: Path) -> None:
+    res = runner.invoke(app, ["audit", "--db", str(db), "--limit", "20"])
+    assert res.exit_code == 0, res.output
+    out = res.stdout
+    for title in ("The four metrics", "Per ISO week", "Per agent", "Error classes per tool", "Generic error messages (4",
+                  "Retry loops (2, 4 redundant calls)", "Replays (4: 2 short-circuited, 2 double executions)",
+                  "Budget pressure per agent", "Protocol violations (0)", "Conversations to triage first (16)",
+                  "Reviewer verdicts"):
+        assert title in out, title
+    line = next(l for l in out.splitlines() if "recovery rate" in l)
+    assert "52.4%" in line and "▁▁█" in line and "+63.9 pts" in line and "◆" in line
+    # hostile text: no terminal escape, rich markup shown literally, not interpreted
+    assert "\x1b" not in out
+    assert "<script>alert('x')</script> \\x1b[31mred\\x1b[0m [bold" in out
+    assert "red]markup[/bold red] **md**" in out
+
+
+def test_audit_html_self_contained_and_escaped(db: Path, tmp_path: Path) -> None:
+    page = tmp_path / "audit.html"
+    res = runner.invoke(app, ["audit", "--db", str(db), "--html", str(page), "--format", "json", "--limit", "20"])
+    assert res.exit_code == 0, res.output
+    text = page.read_text(encoding="utf-8")
+    assert text.count("<svg") == 4 and text.count('class="chart"') == 4
+    assert text.count("<script>") == 1  # ours only
+    assert "<script>alert" not in text and "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in text
+    assert "\x1b" not in text and "\\x1b[31mred" in text
+    assert "<!-- c -->" not in text
+    # nothing that could reach the network
+    without_ns = text.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    assert not re.search(r"https?://|src=|href=|@import|url\(", without_ns)
+    assert "default-src 'none'" in text
+    for section in ("metrics", "charts", "weeks", "agents", "classes", "templates", "loops", "replays", "budget",
+                    "protocol", "triage", "reviews"):
+        assert f'<section id="{section}">' in text
+
+
+def test_audit_reports_reviews_next_to_computed(db: Path, tmp_path: Path) -> None:
+    out = tmp_path / "pack"
+    res = runner.invoke(app, ["sample", "--db", str(db), "--week", "2026-W46", "--n", "19", "--seed", "1", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    reviews = out / "reviews.csv"
+    rows = list(csv.DictReader(reviews.open()))
+    for r in rows:
+        kind = r["conversation_id"].split("-")[-2]
+        if kind == "spin":
+            r.update(recovered_cleanly="no", spun="yes", gave_up="no", generic_apology="yes")
+        elif kind == "gave_up":
+            # one reviewer disagrees: says the model recovered
+            bad = r["conversation_id"].endswith("gave_up-0")
+            r.update(recovered_cleanly="yes" if bad else "no", spun="no", gave_up="no" if bad else "yes",
+                     generic_apology="no", notes="<b>hm</b>" if bad else "")
+        elif kind == "clean":
+            r.update(recovered_cleanly="yes", spun="no", gave_up="no", generic_apology="no")
+    with reviews.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0].keys()), lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
+    res = runner.invoke(app, ["review", "import", str(reviews), "--db", str(db)])
+    assert res.exit_code == 0, res.output
+    r = _json("--db", str(db))
+    rv = r["reviews"]
+    assert rv["reviewed"] == 1 + 5 + 8
+    assert rv["verdicts"]["recovered_cleanly"] == {"compared": 14, "agree": 13, "agreement": pytest.approx(13 / 14), "yes": 9}
+    assert rv["verdicts"]["spun"]["agree"] == 14 and rv["verdicts"]["gave_up"]["agree"] == 13
+    assert rv["generic_apology_yes"] == 1
+    assert [(d["conversation_id"], d["verdict"]) for d in rv["disagreements"]] == [
+        ("2026-W46-blind-0-gave_up-0", "recovered_cleanly"), ("2026-W46-blind-0-gave_up-0", "gave_up")]
+    # another week's audit does not list these reviews
+    assert _json("--db", str(db), "--week", "2026-W47")["reviews"]["reviewed"] == 0
+    res = runner.invoke(app, ["audit", "--db", str(db), "--html", str(tmp_path / "a.html")])
+    assert res.exit_code == 0
+    assert "Disagreements" in res.stdout and "92.9%" in res.stdout
+    page = (tmp_path / "a.html").read_text()
+    assert "&lt;b&gt;hm&lt;/b&gt;" in page and "<b>hm" not in page
+
+
+def test_audit_on_sample_logs() -> None:
+    r = _json(str(SAMPLE_LOGS), "--db", ":memory:")
+    o = r["overall"]
+    # sample_logs/EXPECTED.md
+    assert (o["prompts"], o["open_prompts"], o["tool_calls"], o["errors"], o["recovered"], o["replays"]) == (41, 1, 114, 26, 14, 3)
+    assert o["median_tool_calls"] == 2 and o["p99_tool_calls"] == pytest.approx(16.6)
+    assert [(w["week"], w["prompts"], w["errors"], w["recovered"], w["replays"]) for w in r["weeks"]] == [
+        ("2026-W44", 10, 5, 1, 0), ("2026-W45", 10, 8, 4, 0), ("2026-W46", 10, 7, 4, 2), ("2026-W47", 11, 6, 5, 1)]
+    assert {a["agent"] for a in r["agents"]} == {"concierge", "back_office"}
+    assert r["replays"]["short_circuited"] == 2 and r["replays"]["double_executions"] == 1
+    assert r["triage_first"]["total"] == 7
+    assert {i["conversation_id"] for i in r["triage_first"]["items"]} == {
+        "c02-date-blind", "c05-date-crash", "c10-conflict-blind", "c12-roomtype-crash", "c14-noname-corrective",
+        "c17-soldout-blind", "c24-died-corrective"}
+    assert any(loop["conversation_id"] == "c10-conflict-blind" for loop in r["retry_loops"]["items"])
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--limit", "0"], "must be at least 1"),
+        (["--format", "csv"], "no csv output"),
+        (["--since", "2030-01-01"], "no prompt to audit"),
+        (["--html", "/nonexistent-dir/x.html"], "cannot write"),
+    ],
+)
+def test_audit_user_errors(db: Path, args: list[str], message: str) -> None:
+    res = runner.invoke(app, ["audit", "--db", str(db), *args])
+    assert res.exit_code == 1 and message in res.output
