@@ -227,6 +227,19 @@ class TestTau2Rules:
         assert calls(out.records) == [("c", "m0", "g1", "whoami", 0, False)]
         assert exits(out.records) == [("c", "m0", "end_turn", "inferred", 2, 1, 0)]
 
+    def test_stop_reported_with_tool_calls_does_not_end_the_loop(self) -> None:
+        messages = [
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "tool_calls": [{"id": "x", "type": "function", "function": {"name": "f", "arguments": "{}"}}],
+             "finish_reason": "stop"},
+            {"role": "tool", "tool_call_id": "x", "content": "Error: boom"},
+        ]
+        out = conversation_records(messages, conversation_id="c", rules=parse_error_when("prefix"))
+        assert exits(out.records) == []  # open: the error is 'open', not 'gave_up'
+        cut = [dict(messages[1], finish_reason="length")]
+        out = conversation_records(messages[:1] + cut, conversation_id="c")
+        assert exits(out.records) == [("c", "m0", "max_tokens", "stored", 1, 0, 0)]
+
     def test_reused_id_is_reported_and_stays_a_replay_candidate(self) -> None:
         call = {"id": "same", "name": "transfer_to_human_agents", "arguments": {"summary": "x"}}
         messages = [{"role": "user", "content": "help"}]

@@ -19,7 +19,8 @@ The rules (docs/inputs.md, "Conversation message arrays", explains them to users
   stored ``stop_reason`` / ``finish_reason`` (OpenAI ``stop``, ``length``,
   ``content_filter`` read as ``end_turn``, ``max_tokens``, ``refusal``), or
   ``end_turn`` inferred (``exit_inferred: true``). A prompt whose last
-  response asked for tools is open (no ``loop_exit``): the loop never finished,
+  response asked for tools is open (no ``loop_exit``): the loop never finished
+  (unless a stored stop reason such as ``max_tokens`` cut that response short),
   unless the conversation's stored ``termination_reason`` says it was stopped
   from outside (tau2-bench: ``max_steps`` -> ``budget_exceeded``,
   ``too_many_errors`` / ``infrastructure_error`` -> ``error``), which then
@@ -321,9 +322,12 @@ class _Deriver:
     def exit_for(self, prompt: _Prompt, is_last: bool) -> Optional[tuple[str, str, Optional[str]]]:
         """(exit_reason, source, error_type) for a prompt, or None when it stays open."""
         last = prompt.turns[-1]
-        stored = last.stop_reason
-        if stored and stored not in TOOL_STOP_REASONS:
-            return STOP_REASON_MAP.get(stored, stored), "stored", None
+        stored = STOP_REASON_MAP.get(last.stop_reason or "", last.stop_reason)
+        # With tool calls, only a stop that cuts the loop short (max_tokens, refusal, ...) ends it;
+        # some servers report "stop" on a response that asked for tools: the loop goes on.
+        ends_loop = stored and stored not in TOOL_STOP_REASONS and not (last.calls and stored in ("end_turn", "stop_sequence"))
+        if ends_loop:
+            return str(stored), "stored", None
         if not last.calls:
             return "end_turn", "inferred", None
         reason = self.termination_reason
