@@ -94,3 +94,22 @@ def test_check_user_errors(args: list[str], message: str) -> None:
     res = _check(*args)
     assert res.exit_code == 1
     assert message in res.output and "Traceback" not in res.output
+
+
+@pytest.mark.parametrize(
+    ("option", "passing", "failing"),
+    [
+        # sample_logs/EXPECTED.md: recovery 14/26 = 53.8%, p99 16.6, median 2, replay 3/114 = 2.6%, 1 open prompt
+        ("--min-recovery-rate", "0.538", "0.539"),
+        ("--max-p99-tool-calls", "16.6", "16.5"),
+        ("--max-median-tool-calls", "2", "1.9"),
+        ("--max-replay-rate", "0.027", "0.026"),
+        ("--max-open-prompts", "1", "0"),
+    ],
+)
+def test_check_on_sample_logs_either_side(option: str, passing: str, failing: str) -> None:
+    ok = runner.invoke(app, ["check", str(SAMPLE_LOGS), "--db", ":memory:", option, passing])
+    assert ok.exit_code == 0, ok.output
+    bad = runner.invoke(app, ["check", str(SAMPLE_LOGS), "--db", ":memory:", option, failing, "--format", "json"])
+    assert bad.exit_code == 1, bad.output
+    assert json.loads(bad.stdout)["violations"] == 1
