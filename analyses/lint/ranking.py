@@ -144,7 +144,11 @@ def rank_templates(
     table = f"_lint_templates_{next(_COUNTER)}"
     con.execute(f"CREATE TEMP TABLE {table} (tool_name VARCHAR, message VARCHAR, template VARCHAR)")
     try:
-        con.executemany(f"INSERT INTO {table} VALUES (?, ?, ?)", [(t, m, template_of(m)) for t, m in pairs])
+        # one round trip: three parallel lists unnested into rows (executemany is row by row)
+        tools = [t for t, _ in pairs]
+        texts = [m for _, m in pairs]
+        templates = [template_of(m) for m in texts]
+        con.execute(f"INSERT INTO {table} SELECT unnest(?), unnest(?), unnest(?)", [tools, texts, templates])
         rows = con.execute(
             TEMPLATE_IMPACT_SQL.format(where=where, table=table), [*params, tool, tool, max(1, min_count)]
         ).fetchall()
