@@ -113,6 +113,8 @@ def test_wording_fallbacks_defer_to_a_specific_rule() -> None:
     # "Not Found" is a bare status (and an unnamed not-found); it is not also reported as generic wording
     assert "LS101" not in lint_message("Not Found").rule_ids
     assert lint_message("Something went wrong").rule_ids == ["LS101"]
+    assert lint_message("Error").rule_ids == ["LS101"]
+    assert lint_message("").rule_ids == ["LS101"]
 
 
 def test_catalog_is_well_formed() -> None:

@@ -72,7 +72,7 @@ HTTP_REASONS = (
     "service (?:temporarily )?unavailable|gateway time-?out"
 )
 BARE_STATUS_RE = re.compile(
-    rf"^(?:(?:http|status|status code|error|code)\s*)?(?:[1-5]\d\d)?\s*(?:{HTTP_REASONS})?$|"
+    rf"^(?:(?:http|status|status code|error|code)\s*)?(?:[1-5]\d\d\s*(?:{HTTP_REASONS})?|(?:{HTTP_REASONS}))$|"
     rf"^(?:request failed with )?status code [1-5]\d\d$|^(?:http )?[1-5]\d\d\s+(?:{HTTP_REASONS})$",
     re.IGNORECASE,
 )
