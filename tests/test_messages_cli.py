@@ -90,6 +90,14 @@ def test_text_errors_with_prefix() -> None:
     ]
 
 
+def test_openai_responses_items() -> None:
+    load(MESSAGES / "openai_responses.json", "--error-when", "prefix")  # detected as messages
+    m = metrics()
+    # m0: refund_order fails at step 0, refund_to_gift_card succeeds at step 1 -> recovered; m9: gave up
+    assert (m["prompts"], m["tool_calls"], m["errors"], m["recovered_errors"]) == (2, 4, 2, 1)
+    assert [(r["tool_call_id"], r["class"]) for r in unrecovered()] == [("call_r4", "gave_up")]
+
+
 def test_per_turn_log_with_json_errors() -> None:
     summary = load(MESSAGES / "per_turn.jsonl", "--error-when", "json-error-key")
     assert summary["quarantined"] == 0

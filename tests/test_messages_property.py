@@ -52,7 +52,24 @@ openai_assistant = st.builds(
 openai_tool = st.builds(lambda i, t: {"role": "tool", "tool_call_id": i, "content": t}, IDS | st.none(), TEXT)
 plain_user = st.builds(lambda t: {"role": "user", "content": t}, TEXT)
 junk = st.one_of(st.none(), st.integers(), st.text(max_size=3), st.just({"role": "system", "content": "s"}), st.just({"no": "role"}))
-MESSAGES = st.lists(st.one_of(anthropic_assistant, anthropic_user, openai_assistant, openai_tool, plain_user, junk), max_size=14)
+responses_call = st.builds(lambda i, a: {"type": "function_call", "call_id": i, "name": "g", "arguments": json.dumps(a) if isinstance(a, dict) else a}, IDS, ARGS)
+responses_output = st.builds(lambda i, t: {"type": "function_call_output", "call_id": i, "output": t}, IDS, TEXT)
+responses_other = st.sampled_from([{"type": "reasoning", "summary": []}, {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "hi"}]}])
+MESSAGES = st.lists(
+    st.one_of(anthropic_assistant, anthropic_user, openai_assistant, openai_tool, plain_user, junk, responses_call, responses_output, responses_other),
+    max_size=14,
+)
+
+
+def result_count(m: Any) -> int:
+    """How many tool results a message holds."""
+    if not isinstance(m, dict):
+        return 0
+    if m.get("role") == "tool" or m.get("type") == "function_call_output":
+        return 1
+    if m.get("role") == "user" and isinstance(m.get("content"), list):
+        return sum(1 for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_result")
+    return 0
 
 
 @settings(max_examples=150, deadline=None)
@@ -72,12 +89,7 @@ def test_records_hold_together(messages: list[Any], termination: Any) -> None:
         assert r["outcome"] == ("permanent_fail" if r["is_error"] else "ok")
         assert r["error_message"] is None or len(r["error_message"]) <= 2000
     # every result either became a record or was reported
-    results = sum(
-        1
-        for m in messages
-        if isinstance(m, dict)
-        for b in ([m] if m.get("role") == "tool" else [x for x in m.get("content") or [] if isinstance(x, dict) and x.get("type") == "tool_result"] if m.get("role") == "user" and isinstance(m.get("content"), list) else [])
-    )
+    results = sum(result_count(m) for m in messages)
     reported = sum(1 for v in out.violations if v["kind"] in ("unknown_result_id", "duplicate_result"))
     assert len(calls) + reported == results
     json.dumps(out.records)  # records are plain JSON

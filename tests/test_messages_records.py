@@ -124,6 +124,22 @@ class TestOpenAIShape:
         assert bad_args["args_fingerprint"] is None and bad_args["input_shape"] == {}
 
 
+class TestOpenAIResponsesItems:
+    """An OpenAI Responses API item list (an OpenAI Agents SDK session): model items folded into responses."""
+
+    def test_records(self) -> None:
+        out = read(FIXTURES / "openai_responses.json", {"error_when": "prefix"})
+        conv = "openai_responses.json#1"
+        assert calls(out.records) == [
+            (conv, "m0", "call_r1", "refund_order", 0, True),  # items 1-3: one response, two parallel calls
+            (conv, "m0", "call_r2", "get_balance", 0, False),
+            (conv, "m0", "call_r3", "refund_to_gift_card", 1, False),  # item 6: the next response
+            (conv, "m9", "call_r4", "close_account", 0, True),
+        ]
+        assert exits(out.records) == [(conv, "m0", "end_turn", "inferred", 3, 3, 1), (conv, "m9", "end_turn", "inferred", 2, 1, 1)]
+        assert out.violations == [] and out.bad == []
+
+
 class TestErrorsMarkedInText:
     """--error-when conventions on logs with no error flag."""
 

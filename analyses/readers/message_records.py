@@ -55,6 +55,7 @@ from loopscope.analyses.readers.message_turns import (
     ToolCallRequest,
     ToolResult,
     UserText,
+    as_chat_messages,
     message_timestamp,
     message_turns,
     parse_timestamp,
@@ -380,7 +381,7 @@ class _Deriver:
     def run(self, messages: list[Any]) -> ConversationResult:
         last_stored: Optional[datetime] = None
         turns = []
-        for index, message in enumerate(messages):
+        for index, message in as_chat_messages(messages):
             stored = message_timestamp(message) if isinstance(message, dict) else None
             line_time = parse_timestamp(message.get(LINE_TIME_KEY)) if isinstance(message, dict) else None
             if stored is not None:

@@ -20,6 +20,10 @@ Shapes understood:
 - OpenAI Chat Completions: assistant ``tool_calls`` with
   ``function.name`` / ``function.arguments`` (a JSON string); ``role: "tool"``
   results with ``tool_call_id``; ``finish_reason`` when stored.
+- OpenAI Responses API item lists (what the OpenAI Agents SDK keeps as a
+  session): consecutive ``reasoning`` / assistant ``message`` /
+  ``function_call`` items are one model response (``as_chat_messages`` folds
+  them), ``function_call_output`` items are results, matched by ``call_id``.
 - tau2-bench: assistant ``tool_calls`` as ``{id, name, arguments: {...}}``;
   results ``{role: "tool", id, content, error: bool, requestor}``. A user
   message carrying ``tool_calls`` is the simulated user running its own tools:
@@ -317,3 +321,58 @@ def message_turns(message: Any, index: int) -> list[Turn]:
     if role == "tool":
         return _tool(message, index, ts)
     return []  # system, developer and unknown roles
+
+
+# Responses API items a model response is made of.
+_MODEL_ITEMS = ("function_call", "reasoning")
+
+
+def _is_model_item(item: Any) -> bool:
+    if not isinstance(item, dict):
+        return False
+    kind = item.get("type")
+    return kind in _MODEL_ITEMS or (kind == "message" and item.get("role") == "assistant")
+
+
+def as_chat_messages(messages: list[Any]) -> list[tuple[int, Any]]:
+    """Pair each message with its index, folding OpenAI Responses API items into chat messages.
+
+    Chat-shaped lists come back unchanged. In a Responses item list, each run of
+    consecutive model items becomes one assistant message (its calls in
+    OpenAI Chat shape) at the index of the run's first item, and each
+    ``function_call_output`` a ``role: "tool"`` message.
+    """
+    if not any(isinstance(m, dict) and m.get("type") in ("function_call", "function_call_output") for m in messages):
+        return list(enumerate(messages))
+    out: list[tuple[int, Any]] = []
+    group: Optional[dict[str, Any]] = None
+    for index, item in enumerate(messages):
+        if _is_model_item(item):
+            if group is None:
+                group = {"role": "assistant", "content": [], "tool_calls": []}
+                out.append((index, group))
+            for key in TIMESTAMP_KEYS:
+                if key in item and key not in group:
+                    group[key] = item[key]
+            if item.get("type") == "function_call":
+                group["tool_calls"].append(
+                    {
+                        "id": item.get("call_id", item.get("id")),
+                        "type": "function",
+                        "function": {"name": item.get("name"), "arguments": item.get("arguments")},
+                    }
+                )
+            elif item.get("type") == "message":
+                content = item.get("content")
+                group["content"].extend(content if isinstance(content, list) else [content_text(content)])
+            continue
+        group = None
+        if isinstance(item, dict) and item.get("type") == "function_call_output":
+            result = {"role": "tool", "tool_call_id": item.get("call_id"), "content": item.get("output")}
+            for key in TIMESTAMP_KEYS:
+                if key in item:
+                    result[key] = item[key]
+            out.append((index, result))
+        else:
+            out.append((index, item))
+    return out

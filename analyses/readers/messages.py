@@ -113,8 +113,12 @@ def _select(root: Any, selector: str) -> list[tuple[Any, Any]]:
     return pairs
 
 
+RESPONSES_ITEM_TYPES = ("function_call", "function_call_output", "reasoning", "message")
+
+
 def _is_message(value: Any) -> bool:
-    return isinstance(value, dict) and "role" in value
+    """A chat message, or an OpenAI Responses API item."""
+    return isinstance(value, dict) and ("role" in value or value.get("type") in RESPONSES_ITEM_TYPES)
 
 
 def _auto(root: Any) -> Optional[list[tuple[Any, Any]]]:
