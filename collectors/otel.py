@@ -17,6 +17,8 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
+from loopscope.collectors.shape import input_shape
+
 INTERNAL = SpanKind.INTERNAL
 STATUS_ERROR = StatusCode.ERROR
 set_span_in_context = trace.set_span_in_context
@@ -63,13 +65,26 @@ def get_tracer(tracer_provider: Any = None) -> trace.Tracer:
     return trace.get_tracer("loopscope.collectors", ver, tracer_provider=tracer_provider)
 
 
-def shape_attribute(shape: dict[str, str]) -> str:
-    """``input_shape`` as a span attribute: compact JSON object text (sorted keys).
+_SHAPE_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+_shape_cache: dict[tuple[Any, ...], str] = {}
+
+
+def shape_attribute(arguments: Any) -> str:
+    """The arguments' ``input_shape`` as a span attribute: compact JSON object text, sorted keys.
 
     JSON text rather than a map attribute, because map-valued attributes are not accepted by
-    every SDK version and exporter.
+    every SDK version and exporter. Tools are called with few distinct shapes, so the text is
+    cached by (argument names, value types).
     """
-    return json.dumps(shape, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    if type(arguments) is dict:
+        key = (*arguments, *map(type, arguments.values()))
+        text = _shape_cache.get(key)
+        if text is None:
+            if len(_shape_cache) > 4096:
+                _shape_cache.clear()
+            text = _shape_cache[key] = _SHAPE_JSON(input_shape(arguments))
+        return text
+    return _SHAPE_JSON(input_shape(arguments))
 
 
 def error_status(message: str | None) -> Status:

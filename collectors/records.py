@@ -6,8 +6,9 @@ of work for :func:`finish`, which a sink runs (the JSONL sink on its writer thre
 - ``ts`` holds epoch seconds (float) until it is formatted as RFC 3339 UTC with microseconds and
   ``Z`` (``2026-11-21T23:44:18.123456Z``);
 - ``trace_id`` / ``span_id`` hold OpenTelemetry ints until formatted as 32 / 16 lowercase hex;
-- ``input_shape`` / ``args_fingerprint`` are None placeholders until computed from the arguments
-  handed along with the record (a shallow copy taken at record time).
+- ``input_shape`` holds the arguments (a shallow copy taken at record time) and
+  ``args_fingerprint`` the :data:`PENDING` marker until both are computed from them -- so the
+  queue carries one object per record and argument values never leave the process.
 
 Latencies are rounded to microseconds (3 decimals of milliseconds) at the same time.
 """
@@ -54,8 +55,16 @@ LOOP_EXIT_FIELDS = COMMON_FIELDS + (
 OUTCOMES = ("ok", "retried", "transient_fail", "permanent_fail")
 NORMAL_EXITS = ("end_turn", "stop_sequence")
 
-#: Passed to :func:`finish` in place of arguments for records that have none (loop_exit).
-NO_ARGS: Any = object()
+
+class _Pending:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<loopscope: input_shape holds the raw arguments>"
+
+
+#: ``args_fingerprint`` value of a record whose ``input_shape`` still holds the raw arguments.
+PENDING: Any = _Pending()
 
 _last_sec = -1
 _last_prefix = ""
@@ -75,22 +84,22 @@ def format_ts(epoch: float) -> str:
     return f"{prefix}.{us:06d}Z"
 
 
-def finish(rec: dict[str, Any], args: Any = NO_ARGS) -> dict[str, Any]:
-    """Complete a record built on the hot path (in place) and return it."""
+def finish(rec: dict[str, Any]) -> dict[str, Any]:
+    """Complete a record built on the hot path (in place) and return it. Idempotent."""
     ts = rec["ts"]
-    if not isinstance(ts, str):
+    if ts.__class__ is not str:
         rec["ts"] = format_ts(ts)
     tid = rec["trace_id"]
-    if tid is not None and not isinstance(tid, str):
+    if tid is not None and tid.__class__ is int:
         rec["trace_id"] = format(tid, "032x")
         rec["span_id"] = format(rec["span_id"], "016x")
-    if args is not NO_ARGS:
-        rec["input_shape"], rec["args_fingerprint"] = shape_and_fingerprint(args)
+    if rec.get("args_fingerprint") is PENDING:
+        rec["input_shape"], rec["args_fingerprint"] = shape_and_fingerprint(rec["input_shape"])
         lat = rec["latency_ms"]
         if lat is not None:
             rec["latency_ms"] = round(lat, 3)
-    else:
-        dur = rec.get("duration_ms")
+    elif rec["kind"] == LOOP_EXIT:
+        dur = rec["duration_ms"]
         if dur is not None:
             rec["duration_ms"] = round(dur, 3)
     return rec

@@ -34,8 +34,9 @@ _RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"\bxox[abposr]-[A-Za-z0-9-]{10,}", REDACTED),
         # Google API keys.
         (r"\bAIza[0-9A-Za-z_-]{30,}", REDACTED),
-        # Authorization schemes: keep the scheme word, drop the credential.
-        (r"(?i)\b(Bearer|Basic|Token)(\s+)[A-Za-z0-9._~+/=-]{6,}", r"\1\2" + REDACTED),
+        # Authorization schemes: keep the scheme word, drop the credential. The credential must
+        # hold a digit or symbol, so prose ("Basic authentication", "Token budget") is left alone.
+        (r"\b([Bb]earer|Basic|Token)(\s+)(?=[A-Za-z._~+/=-]*[0-9._~+/=-])[A-Za-z0-9._~+/=-]{6,}", r"\1\2" + REDACTED),
         # user:password@host in URLs: keep the user, drop the password.
         (r"([A-Za-z][A-Za-z0-9+.-]*://[^\s:/@]+):[^\s@/]+@", r"\1:" + REDACTED + "@"),
         # key=value / "key": "value" pairs whose key names a secret.
@@ -43,7 +44,7 @@ _RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"(?i)((?:api[_-]?key|apikey|access[_-]?key|secret[_-]?key|client[_-]?secret|secret|"
             r"access[_-]?token|auth[_-]?token|refresh[_-]?token|session[_-]?token|token|"
             r"password|passwd|pwd|authorization|x-api-key)[\"']?\s*[:=]\s*[\"']?)"
-            r"(?!\[REDACTED\])[^\s\"'&,;}]+",
+            r"(?!\[REDACTED\]|(?:Bearer|Basic|Token)\s)[^\s\"'&,;}]+",
             r"\1" + REDACTED,
         ),
     )

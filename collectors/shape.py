@@ -68,7 +68,8 @@ def input_shape(arguments: Any) -> dict[str, str]:
     args, ok = _parsed(arguments)
     if not ok or not isinstance(args, dict):
         return {}
-    return {str(k): json_type(v) for k, v in args.items()}
+    get = _TYPES.get
+    return {k if type(k) is str else str(k): get(type(v)) or json_type(v) for k, v in args.items()}
 
 
 def canonical_json(arguments: Any) -> str:
@@ -97,7 +98,7 @@ def shape_and_fingerprint(arguments: Any) -> tuple[dict[str, str], str | None]:
     args, ok = _parsed(arguments)
     if not ok:
         return {}, None
-    shape = {str(k): json_type(v) for k, v in args.items()} if isinstance(args, dict) else {}
+    shape = input_shape(args) if isinstance(args, dict) else {}
     try:
         text = _CANONICAL.encode(args)
     except (TypeError, ValueError):

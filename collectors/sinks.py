@@ -1,7 +1,7 @@
 """Where records go: the background JSONL writer (default) and an in-memory list.
 
-A sink receives ``submit(record, args)`` on the host's hot path. :class:`JsonlSink` only appends
-the pair to a bounded deque there; its daemon writer thread completes each record
+A sink receives ``submit(record)`` on the host's hot path. :class:`JsonlSink` only appends the
+record to a bounded deque there; its daemon writer thread completes each record
 (:func:`loopscope.collectors.records.finish`), serialises it and appends whole lines to the file.
 """
 
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from loopscope.collectors.guard import Guard, logger
-from loopscope.collectors.records import NO_ARGS, finish
+from loopscope.collectors.records import finish
 
 
 class CollectorConfigError(ValueError):
@@ -30,13 +30,14 @@ class CollectorConfigError(ValueError):
 class Sink:
     """Base class for sinks. Subclasses implement :meth:`emit` (completed records).
 
-    ``submit`` is what the collector calls; the default completes the record synchronously and
-    hands it to ``emit``. Override ``submit`` to defer the work (as :class:`JsonlSink` does).
+    ``submit`` is what the collector calls, with a record that may still need
+    :func:`~loopscope.collectors.records.finish`; the default finishes it synchronously and hands
+    it to ``emit``. Override ``submit`` to defer that work (as :class:`JsonlSink` does).
     """
 
-    def submit(self, record: dict[str, Any], args: Any = NO_ARGS) -> None:
+    def submit(self, record: dict[str, Any]) -> None:
         """Complete ``record`` (shape, fingerprint, timestamp) and emit it."""
-        self.emit(finish(record, args))
+        self.emit(finish(record))
 
     def emit(self, record: dict[str, Any]) -> None:
         """Receive one completed v1 record."""
@@ -84,7 +85,7 @@ _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=s
 class JsonlSink(Sink):
     """Appends records to a JSON Lines file from a background thread.
 
-    The host thread only appends ``(record, args)`` to a bounded deque: when it holds
+    The host thread only appends the record to a bounded deque: when it holds
     ``max_queue`` items the record is dropped and counted, never blocking the loop. The writer
     thread wakes at least twice per ``flush_interval``, serialises everything queued, and appends
     whole lines with ``os.write`` on an ``O_APPEND`` descriptor, so a process killed with SIGKILL
@@ -136,7 +137,7 @@ class JsonlSink(Sink):
             raise CollectorConfigError(
                 f"cannot open the loopscope log {str(self.path)!r} for appending: {exc.strerror or exc}"
             ) from exc
-        self._queue: deque[tuple[dict[str, Any], Any]] = deque()
+        self._queue: deque[dict[str, Any]] = deque()
         self._io_lock = threading.Lock()
         self._stop = threading.Event()
         self._closed = False
@@ -154,11 +155,11 @@ class JsonlSink(Sink):
         limit = self.max_queue
         sink = self
 
-        def submit(record: dict[str, Any], args: Any = NO_ARGS) -> None:
+        def submit(record: dict[str, Any]) -> None:
             if len(queue) >= limit or sink._closed:
                 sink._drop()
                 return
-            append((record, args))
+            append(record)
 
         return submit
 
@@ -231,9 +232,9 @@ class JsonlSink(Sink):
             lines: list[bytes] = []
             popleft = queue.popleft
             for _ in range(min(len(queue), 4096)):
-                rec, args = popleft()
+                rec = popleft()
                 try:
-                    lines.append((encode(finish(rec, args)) + "\n").encode("utf-8", "surrogatepass"))
+                    lines.append((encode(finish(rec)) + "\n").encode("utf-8", "surrogatepass"))
                 except Exception as exc:  # noqa: BLE001 - one bad record must not stop the writer
                     self.errors += 1
                     self._guard.once(f"encode:{type(exc).__name__}", 40, "loopscope: cannot serialise a record", exc_info=exc)

@@ -16,7 +16,7 @@ from loopscope.collectors.guard import logger
 
 
 class ExplodingSink(Sink):
-    def submit(self, record, args=None):  # noqa: ANN001
+    def submit(self, record):  # noqa: ANN001
         raise OSError(28, "No space left on device")
 
     def flush(self) -> None:
@@ -125,7 +125,7 @@ HOST = r"""
 import json, sys
 from loopscope.collectors import Collector, Sink
 class Broken(Sink):
-    def submit(self, record, args=None):
+    def submit(self, record):
         raise OSError(28, "No space left on device")
 col = Collector(Broken())
 answers = []

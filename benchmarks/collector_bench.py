@@ -1,0 +1,248 @@
+"""Cost of the collector per tool call, next to baselines measured in the same run.
+
+Usage::
+
+    python benchmarks/collector_bench.py [--calls 1000000] [--batch 5000] [--out DIR]
+
+What is measured (each call timed alone with ``perf_counter_ns``; the timer's own cost, measured
+the same way around an empty statement, is subtracted; p50/p99 in ns):
+
+1. ``collector+jsonl``: ``with loop.tool_call(id, name, args): pass`` with a :class:`JsonlSink` --
+   the host-thread cost: the ToolCall object, two clock reads, the record dict, a shallow copy of
+   the arguments, one deque append. Shape, fingerprint, timestamp formatting, JSON encoding and
+   the write happen on the writer thread, so calls run in batches of ``--batch`` (below the
+   queue bound, so nothing is dropped) and the queue is drained between batches, untimed.
+2. ``bare json+write``: what a synchronous logger would do on the host thread for the same record:
+   compute shape and fingerprint, ``json.dumps`` the full record, write the line to a buffered
+   file.
+3. ``writer throughput``: records per second the writer path (finish + encode + append) sustains,
+   timed over the drains of run 1. If the host records faster than this for longer than the queue
+   lasts, records are dropped (counted), never blocking.
+4. With an OpenTelemetry SDK ``TracerProvider`` + ``BatchSpanProcessor`` exporting to a no-op
+   exporter: the collector (span + record) next to a bare SDK span with the same name and
+   attributes (``start_as_current_span`` + the end-of-call attributes), and a bare span with no
+   attributes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.trace import SpanKind
+
+from loopscope.collectors import Collector, JsonlSink
+from loopscope.collectors.records import finish
+from loopscope.collectors.shape import shape_and_fingerprint
+
+ARGS = {"check_in": "2026-12-01", "nights": 3, "room_type": "double", "guests": 2}
+pc = time.perf_counter_ns
+
+
+class NoopExporter(SpanExporter):
+    def export(self, spans):  # noqa: ANN001, ANN201
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        pass
+
+
+def percentiles(ns: list[int], overhead: int) -> tuple[float, float]:
+    ns.sort()
+    p50 = ns[len(ns) // 2] - overhead
+    p99 = ns[min(len(ns) - 1, int(len(ns) * 0.99))] - overhead
+    return max(p50, 0), max(p99, 0)
+
+
+def timer_overhead(n: int) -> int:
+    out = []
+    for _ in range(n):
+        t = pc()
+        out.append(pc() - t)
+    out.sort()
+    return out[len(out) // 2]
+
+
+def run_batched(calls: int, batch: int, one: Callable[[int], None], between: Callable[[], None]) -> tuple[list[int], float]:
+    """Time each call; run ``between`` (untimed, but its wall time is returned) after each batch."""
+    times: list[int] = []
+    append = times.append
+    between_s = 0.0
+    done = 0
+    while done < calls:
+        n = min(batch, calls - done)
+        for i in range(done, done + n):
+            t = pc()
+            one(i)
+            append(pc() - t)
+        done += n
+        t0 = time.perf_counter()
+        between()
+        between_s += time.perf_counter() - t0
+    return times, between_s
+
+
+def bench_jsonl(calls: int, batch: int, tmp: Path) -> dict:
+    sink = JsonlSink(tmp / "bench.jsonl", max_queue=batch + 10, flush_interval=3600, max_bytes=None)
+    col = Collector(sink, strict=False)
+    loop = col.prompt(conversation_id="bench", prompt_id="p", agent="bench")
+    loop.model_response(stop_reason="tool_use")
+    tool_call = loop.tool_call
+    ids = [f"toolu_{i:08d}" for i in range(min(calls, 100_000))]
+    nid = len(ids)
+
+    def one(i: int) -> None:
+        with tool_call(ids[i % nid], "book_room", ARGS):
+            pass
+
+    times, drain_s = run_batched(calls, batch, one, sink.flush)
+    st = col.stats
+    col.close()
+    assert st.dropped == 0 and st.sink_errors == 0, st
+    return {"times": times, "writer_s": drain_s, "written": st.written}
+
+
+def bench_bare(calls: int, batch: int, tmp: Path) -> list[int]:
+    f = open(tmp / "bare.jsonl", "w", encoding="utf-8")  # noqa: SIM115
+    dumps = json.dumps
+    wall, perf = time.time, time.perf_counter
+    ids = [f"toolu_{i:08d}" for i in range(min(calls, 100_000))]
+    nid = len(ids)
+
+    def one(i: int) -> None:
+        t0 = perf()
+        shape, fp = shape_and_fingerprint(ARGS)
+        rec = {
+            "v": 1, "kind": "tool_call", "ts": wall(), "conversation_id": "bench", "prompt_id": "p",
+            "agent": "bench", "trace_id": None, "span_id": None, "tool_call_id": ids[i % nid],
+            "tool_name": "book_room", "step": 0, "input_shape": shape, "args_fingerprint": fp, "outcome": "ok",
+            "is_error": False, "attempts": 1, "latency_ms": (perf() - t0) * 1000.0, "error_type": None,
+            "error_message": None, "replayed": False,
+        }
+        finish(rec)  # the same timestamp formatting the collector's writer does
+        f.write(dumps(rec, ensure_ascii=False, separators=(",", ":")) + "\n")
+
+    times, _ = run_batched(calls, batch, one, f.flush)
+    f.close()
+    return times
+
+
+def sdk_provider() -> tuple[TracerProvider, BatchSpanProcessor]:
+    provider = TracerProvider(shutdown_on_exit=False)
+    bsp = BatchSpanProcessor(NoopExporter())
+    provider.add_span_processor(bsp)
+    return provider, bsp
+
+
+def bench_tracing(calls: int, batch: int, tmp: Path) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    ids = [f"toolu_{i:08d}" for i in range(min(calls, 100_000))]
+    nid = len(ids)
+
+    # Bare SDK span, no attributes.
+    provider, bsp = sdk_provider()
+    tracer = provider.get_tracer("bare")
+    with tracer.start_as_current_span("invoke_agent bench"):
+        def bare(i: int) -> None:
+            with tracer.start_as_current_span("execute_tool book_room", kind=SpanKind.INTERNAL):
+                pass
+
+        out["bare SDK span"], _ = run_batched(calls, batch, bare, lambda: None)
+    provider.shutdown()
+
+    # Bare SDK span with the same attributes the collector sets.
+    provider, bsp = sdk_provider()
+    tracer = provider.get_tracer("bare")
+    with tracer.start_as_current_span("invoke_agent bench"):
+        def bare_attrs(i: int) -> None:
+            with tracer.start_as_current_span(
+                "execute_tool book_room",
+                kind=SpanKind.INTERNAL,
+                attributes={
+                    "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "book_room",
+                    "gen_ai.tool.call.id": ids[i % nid], "gen_ai.tool.type": "function",
+                    "gen_ai.conversation.id": "bench", "loopscope.prompt.id": "p", "loopscope.tool.step": 0,
+                    "loopscope.tool.input_shape": '{"check_in":"string","guests":"integer","nights":"integer",'
+                    '"room_type":"string"}',
+                },
+            ) as span:
+                span.set_attributes({"loopscope.tool.outcome": "ok", "loopscope.tool.attempts": 1})
+
+        out["bare SDK span, same attributes"], _ = run_batched(calls, batch, bare_attrs, lambda: None)
+    provider.shutdown()
+
+    # The collector with tracing on (span + record to the JSONL sink).
+    provider, bsp = sdk_provider()
+    sink = JsonlSink(tmp / "traced.jsonl", max_queue=batch + 10, flush_interval=3600, max_bytes=None)
+    col = Collector(sink, tracer_provider=provider, strict=False)
+    loop = col.prompt(conversation_id="bench", prompt_id="p", agent="bench")
+    loop.model_response(stop_reason="tool_use")
+    tool_call = loop.tool_call
+
+    def traced(i: int) -> None:
+        with tool_call(ids[i % nid], "book_room", ARGS):
+            pass
+
+    out["collector+jsonl, tracing on"], _ = run_batched(calls, batch, traced, sink.flush)
+    loop.close()
+    st = col.stats
+    col.close()
+    provider.shutdown()
+    assert st.dropped == 0 and st.sink_errors == 0, st
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--calls", type=int, default=1_000_000, help="tool calls per measurement (default 1,000,000)")
+    ap.add_argument("--batch", type=int, default=5_000, help="calls between untimed queue drains")
+    ap.add_argument("--skip-tracing", action="store_true")
+    ns = ap.parse_args(argv)
+    calls, batch = ns.calls, ns.batch
+
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        overhead = timer_overhead(200_000)
+        rows: list[tuple[str, float, float]] = []
+        t_start = time.perf_counter()
+        jl = bench_jsonl(calls, batch, tmp)
+        rows.append(("collector+jsonl (host thread)",) + percentiles(jl["times"], overhead))
+        rows.append(("bare shape+json.dumps+write",) + percentiles(bench_bare(calls, batch, tmp), overhead))
+        if not ns.skip_tracing:
+            for name, times in bench_tracing(calls, batch, tmp).items():
+                rows.append((name,) + percentiles(times, overhead))
+        total_s = time.perf_counter() - t_start
+
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, {calls:,} calls per row, "
+          f"batches of {batch:,}; timer overhead {overhead} ns subtracted")
+    print(f"{'measurement':<36} {'p50 ns':>9} {'p99 ns':>9}")
+    for name, p50, p99 in rows:
+        print(f"{name:<36} {p50:>9.0f} {p99:>9.0f}")
+    by = {name: (p50, p99) for name, p50, p99 in rows}
+    c, b = by["collector+jsonl (host thread)"], by["bare shape+json.dumps+write"]
+    print(f"\ncollector+jsonl vs bare json+write, p50: {c[0] / b[0]:.2f}x  (target: <= 1500 ns p50: "
+          f"{'met' if c[0] <= 1500 else 'NOT met'})")
+    print(f"writer thread: {jl['written'] / jl['writer_s']:,.0f} records/s "
+          f"({jl['writer_s'] * 1e9 / jl['written']:.0f} ns per record: finish + encode + write)")
+    if not ns.skip_tracing:
+        t = by["collector+jsonl, tracing on"]
+        for base in ("bare SDK span, same attributes", "bare SDK span"):
+            r = t[0] / by[base][0]
+            print(f"tracing on vs {base}, p50: {r:.2f}x")
+        r = t[0] / by["bare SDK span, same attributes"][0]
+        print(f"(target: <= 1.2x a bare SDK span with the same attributes: {'met' if r <= 1.2 else 'NOT met'})")
+    print(f"total {total_s:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,166 @@
+"""A raw OpenAI function-calling loop, instrumented with loopscope.
+
+The loop is the shape of ``runOpenAiAgentLoop`` in "LLM Agent Tool-Call Retry: The Loop That
+Survives Production": ``tool_calls`` instead of ``tool_use`` blocks, ``role: "tool"`` messages
+instead of ``tool_result`` blocks (an error is simply the content of the tool message; loopscope
+still records ``is_error: true``), every ``tool_call.id`` answered before the next request, parallel
+calls run together, transient errors retried inside the tool, a tool-call budget.
+
+OpenAI's ``finish_reason`` is mapped to the record vocabulary with ``openai_stop_reason``
+(``stop`` -> ``end_turn``, ``length`` -> ``max_tokens``, ``tool_calls`` -> ``tool_use``).
+
+Run it for real with ``openai.OpenAI()`` as ``client``; the tests run it as written against a
+scripted fake client (tests/test_collector_examples.py).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable
+
+from loopscope.collectors import Collector, PromptLoop, openai_stop_reason
+
+MODEL = "gpt-4.1"
+MAX_TOOL_CALLS = 25
+
+OPENAI_TOOL_DEFINITIONS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Weather forecast for a city on a date.",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}, "date": {"type": "string", "description": "YYYY-MM-DD"}},
+                "required": ["city", "date"],
+            },
+        },
+    },
+]
+
+
+class TransientError(Exception):
+    """HTTP 429/5xx, connection reset, timeout: retried inside the tool, never shown to the model."""
+
+
+class ToolInputError(Exception):
+    """A permanent error: the model must change its call. The message says how."""
+
+
+class BudgetExceededError(Exception):
+    """The prompt asked for more tool calls than its budget allows."""
+
+
+def get_weather(city: str, date: str) -> str:
+    """Stand-in for a weather API."""
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", date):
+        raise ToolInputError(f"Invalid date format {date!r}. Use YYYY-MM-DD, e.g. 2026-11-23.")
+    return f"{city} on {date}: 14°C, light rain"
+
+
+TOOLS: dict[str, Callable[..., str]] = {"get_weather": get_weather}
+
+
+def execute_tool_with_retry(
+    call: Any, fn: Callable[[], str], max_attempts: int = 3, base_s: float = 0.25, sleep: Callable[[float], None] = time.sleep
+) -> str | None:
+    """Run ``fn``; retry transient errors with backoff, telling the collector about each attempt."""
+    for attempt in range(1, max_attempts + 1):
+        try:
+            return fn()
+        except TransientError as exc:
+            if attempt == max_attempts:
+                call.fail(f"{exc}. Gave up after {attempt} attempts; try again later.", type(exc).__name__, transient=True)
+                return None
+            call.attempt_failed(exc)
+            sleep(base_s * 2 ** (attempt - 1))
+    return None
+
+
+def dispatch_tool(
+    loop: PromptLoop, tool_call: Any, tools: dict[str, Callable[..., str]], done: dict[str, str],
+    sleep: Callable[[float], None],
+) -> dict[str, Any]:
+    """Execute one tool_call and build its ``role: "tool"`` message (never raises)."""
+    name, raw_args = tool_call.function.name, tool_call.function.arguments
+    content = None
+    # The collector takes the JSON argument string as is: only its shape and fingerprint are kept.
+    with loop.tool_call(tool_call.id, name, raw_args, catch=True) as call:
+        if tool_call.id in done:  # idempotency: this tool_call already ran (we are resuming)
+            content = done[tool_call.id]
+            call.replayed(content)
+        elif name not in tools:
+            call.fail(f"Unknown tool {name!r}. Available tools: {', '.join(sorted(tools))}.", "unknown_tool")
+        else:
+            try:
+                args = json.loads(raw_args)
+            except ValueError as exc:
+                call.fail(f"Arguments are not valid JSON ({exc}). Send a JSON object.", "invalid_arguments")
+            else:
+                content = execute_tool_with_retry(call, lambda: tools[name](**args), sleep=sleep)
+    if call.is_error:
+        return {"role": "tool", "tool_call_id": tool_call.id, "content": call.error_text}
+    done[tool_call.id] = content
+    return {"role": "tool", "tool_call_id": tool_call.id, "content": content}
+
+
+def run_openai_agent_loop(
+    client: Any,
+    collector: Collector,
+    conversation_id: str,
+    user_message: str,
+    messages: list[dict[str, Any]],
+    *,
+    prompt_id: str | None = None,
+    agent: str = "support",
+    max_tool_calls: int = MAX_TOOL_CALLS,
+    tools: dict[str, Callable[..., str]] = TOOLS,
+    done: dict[str, str] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> str:
+    """Answer one user message. ``messages`` is the persisted conversation (mutated in place)."""
+    done = {} if done is None else done
+    messages.append({"role": "user", "content": user_message})
+    with collector.prompt(
+        conversation_id=conversation_id, prompt_id=prompt_id, agent=agent, max_tool_calls=max_tool_calls,
+        provider="openai", model=MODEL,
+    ) as loop:
+        while True:
+            response = client.chat.completions.create(model=MODEL, messages=messages, tools=OPENAI_TOOL_DEFINITIONS)
+            choice = response.choices[0]
+            loop.model_response(
+                stop_reason=openai_stop_reason(choice.finish_reason),
+                input_tokens=response.usage.prompt_tokens,
+                output_tokens=response.usage.completion_tokens,
+            )
+            assistant = choice.message
+            tool_calls = assistant.tool_calls or []
+            messages.append({
+                "role": "assistant",
+                "content": assistant.content,
+                **({"tool_calls": [
+                    {"id": c.id, "type": "function", "function": {"name": c.function.name, "arguments": c.function.arguments}}
+                    for c in tool_calls
+                ]} if tool_calls else {}),
+            })
+            if not tool_calls:
+                return assistant.content or ""
+            if loop.over_budget(len(tool_calls)):
+                loop.exit("budget_exceeded")
+                raise BudgetExceededError(f"{conversation_id}: more than {max_tool_calls} tool calls")
+            # Every tool_call.id needs its role:"tool" message before the next request.
+            with ThreadPoolExecutor(max_workers=len(tool_calls)) as pool:
+                messages.extend(pool.map(lambda c: dispatch_tool(loop, c, tools, done, sleep), tool_calls))
+
+
+if __name__ == "__main__":  # pragma: no cover - needs the openai package and an API key
+    import openai
+
+    from loopscope.collectors import JsonlSink
+
+    col = Collector(JsonlSink("logs/loopscope.jsonl"))
+    print(run_openai_agent_loop(openai.OpenAI(), col, "demo-1", "Weather in Paris on 2026-11-23?", []))
+    col.close()

@@ -1,0 +1,61 @@
+"""Secrets are redacted from error text; the text stays readable; length is capped."""
+
+from __future__ import annotations
+
+import pytest
+
+from loopscope.collectors import MAX_ERROR_CHARS, clean_error_text, redact_secrets
+
+# Test-only fake credentials shaped like the real formats.
+CASES = [
+    ("Anthropic key sk-ant-api03-Zx9_aaaaBBBBccccDDDDeeee rejected", "Anthropic key [REDACTED] rejected"),
+    ("OpenAI: Incorrect API key provided: sk-proj-AbCdEfGhIjKlMnOpQrStUv12", "OpenAI: Incorrect API key provided: [REDACTED]"),
+    ("legacy sk-1234567890abcdefghijklmn", "legacy [REDACTED]"),
+    ("stripe sk_live_51HxxxxxxxxxxxxYyy failed", "stripe [REDACTED] failed"),
+    ("AWS AKIAIOSFODNN7EXAMPLE denied", "AWS [REDACTED] denied"),
+    ("token ghp_abcdefghijklmnopqrstuvwxyz0123456789 expired", "token [REDACTED] expired"),
+    ("github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuv", "[REDACTED]"),
+    ("slack xoxb-123456789012-abcdefghijkl", "slack [REDACTED]"),
+    ("google AIzaSyA1234567890abcdefghijklmnopqrstuv", "google [REDACTED]"),
+    ("401 with header Authorization: Bearer abc.def-ghi_123", "401 with header Authorization: Bearer [REDACTED]"),
+    ("Basic dXNlcjpwYXNzd29yZA== was refused", "Basic [REDACTED] was refused"),
+    ("connect postgres://app:s3cr3t!@db.internal:5432/x failed",
+     "connect postgres://app:[REDACTED]@db.internal:5432/x failed"),
+    ("GET https://user:pa55@api.example.com/v1?api_key=abc123&q=paris -> 403",
+     "GET https://user:[REDACTED]@api.example.com/v1?api_key=[REDACTED]&q=paris -> 403"),
+    ('config {"password": "hunter2", "user": "bob"}', 'config {"password": "[REDACTED]", "user": "bob"}'),
+    ("token=abc123; secret: xyz; passwd=p; apikey=k1", "token=[REDACTED]; secret: [REDACTED]; passwd=[REDACTED]; apikey=[REDACTED]"),
+    ("jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U bad",
+     "jwt [REDACTED] bad"),
+    ("-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n-----END RSA PRIVATE KEY----- leaked", "[REDACTED] leaked"),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), CASES)
+def test_secret_formats_are_redacted(text: str, expected: str) -> None:
+    assert redact_secrets(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Invalid date format. Use YYYY-MM-DD.",
+        "User not found. Try search_users first to find the right ID.",
+        "Rate limit exceeded. Retry after 60 seconds.",
+        "Room type 'suite' is unknown; valid: single, double, family.",
+        "task-1234 failed at https://example.com/path",
+        "Token limit of 4096 exceeded",
+        "Token budget exceeded; Basic authentication failed; Bearer authentication required",
+    ],
+)
+def test_ordinary_error_text_is_untouched(text: str) -> None:
+    assert redact_secrets(text) == text
+
+
+def test_cap_and_redaction_together() -> None:
+    secret = "sk-ant-api03-" + "A" * 40
+    text = "x" * 1990 + secret + "y" * 20_000
+    out = clean_error_text(text)
+    assert len(out) == MAX_ERROR_CHARS and "AAAA" not in out and out.endswith("[truncated]")
+    assert clean_error_text("short") == "short"
+    assert clean_error_text(ValueError("v")) == "v"
