@@ -102,8 +102,10 @@ def svg_chart(weeks: Sequence[str], series: Sequence[tuple[str, Sequence[float |
     left, right, top, bottom = 52, 12, 12, 44
     pw, ph = width - left - right, height - top - bottom
     values = [v for _, vals, _ in series for v in vals if v is not None]
-    if metric in RATES:
-        lo, hi = 0.0, max(1.0 if metric == "recovery_rate" else 0.05, max(values, default=0.0) * 1.1)
+    if metric == "recovery_rate":
+        lo, hi = 0.0, 1.0
+    elif metric in RATES:
+        lo, hi = 0.0, min(1.0, max(0.05, max(values, default=0.0) * 1.1))
     else:
         lo, hi = 0.0, max(1.0, max(values, default=0.0) * 1.15)
     n = len(weeks)
@@ -180,6 +182,9 @@ def _window_text(sel: dict[str, Any]) -> str:
         parts.append("agents " + ", ".join(sel["agents"]))
     if sel.get("tags"):
         parts.append("tags " + ", ".join(sel["tags"]))
+    if sel.get("source_ids") is not None:
+        n = len(sel["source_ids"])
+        parts.append(f"{n} log file{'' if n == 1 else 's'}")
     return "; ".join(parts) or "all prompts"
 
 
