@@ -1,10 +1,11 @@
-"""Run the real OpenAI Agents SDK against a scripted fake model, under one third-party instrumentation.
+"""Run a real agent framework against a scripted fake model, under one third-party instrumentation.
 
 Used by tests/test_otlp_thirdparty.py in a subprocess (instrumentors and the
-SDK's trace processors are process-wide singletons, so each instrumentation
+frameworks' trace hooks are process-wide singletons, so each instrumentation
 gets a fresh interpreter)::
 
-    python tests/thirdparty_agent.py {openinference|openllmetry|genai} OUT.jsonl
+    python tests/thirdparty_agent.py openai-agents {openinference|openllmetry|genai} OUT.jsonl
+    python tests/thirdparty_agent.py langgraph {openinference|openllmetry} OUT.jsonl
 
 The fake model is an OpenAI-compatible ``/v1/chat/completions`` server on
 127.0.0.1 (a random port, in a thread); its answer depends only on the
@@ -15,6 +16,9 @@ request, so the run is deterministic. Two prompts of one conversation:
    ``get_weather`` (parallel calls, one step), then answers.
 2. "And the weather in Rome?": one ``get_weather`` call, then the answer.
 
+Frameworks: the OpenAI Agents SDK (``openai-agents``, chat-completions model)
+and LangGraph's prebuilt ReAct agent (``langgraph`` + ``langchain-openai``,
+tool errors handed back to the model with ``handle_tool_errors=True``).
 Spans go through the OpenTelemetry SDK to ``opentelemetry-exporter-otlp-json-file``.
 """
 
@@ -77,10 +81,7 @@ class FakeModel(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
-def main(which: str, out: str) -> None:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeModel)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-
+def _provider(out: str) -> Any:
     from opentelemetry.exporter.otlp.json.file.trace_exporter import FileSpanExporter
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
@@ -88,7 +89,27 @@ def main(which: str, out: str) -> None:
 
     provider = TracerProvider(resource=Resource.create({"service.name": "shop-agent"}))
     provider.add_span_processor(SimpleSpanProcessor(FileSpanExporter(out)))
+    return provider
 
+
+def _tools(decorator: Any) -> list[Any]:
+    calls = {"lookup_order": 0}
+
+    def lookup_order(order_id: str) -> str:
+        """Look up an order's shipping status."""
+        calls["lookup_order"] += 1
+        if calls["lookup_order"] == 1:
+            raise TimeoutError("orders backend timed out after 30s")
+        return f"order {order_id}: shipped"
+
+    def get_weather(city: str) -> str:
+        """Today's weather in a city."""
+        return f"sunny in {city}"
+
+    return [decorator(lookup_order), decorator(get_weather)]
+
+
+def run_openai_agents(which: str, base_url: str, provider: Any) -> None:
     import agents
     from agents import Agent, OpenAIChatCompletionsModel, RunConfig, Runner, function_tool
     from openai import AsyncOpenAI
@@ -113,24 +134,9 @@ def main(which: str, out: str) -> None:
     else:
         raise SystemExit(f"unknown instrumentation {which!r}")
 
-    calls = {"lookup_order": 0}
-
-    @function_tool
-    def lookup_order(order_id: str) -> str:
-        """Look up an order's shipping status."""
-        calls["lookup_order"] += 1
-        if calls["lookup_order"] == 1:
-            raise TimeoutError("orders backend timed out after 30s")
-        return f"order {order_id}: shipped"
-
-    @function_tool
-    def get_weather(city: str) -> str:
-        """Today's weather in a city."""
-        return f"sunny in {city}"
-
-    client = AsyncOpenAI(base_url=f"http://127.0.0.1:{server.server_port}/v1", api_key="test-key", max_retries=0)
+    client = AsyncOpenAI(base_url=base_url, api_key="test-key", max_retries=0)
     agent = Agent(
-        name="support", instructions="Help with orders.", tools=[lookup_order, get_weather],
+        name="support", instructions="Help with orders.", tools=_tools(function_tool),
         model=OpenAIChatCompletionsModel(model="fake-model", openai_client=client),
     )
     # group_id is the SDK's conversation (thread) id; the official instrumentation exports it.
@@ -145,9 +151,54 @@ def main(which: str, out: str) -> None:
             result = Runner.run_sync(agent, turn_input, run_config=config)
         history = result.to_input_list()
         print(result.final_output)
-    provider.shutdown()
-    server.shutdown()
+
+
+def run_langgraph(which: str, base_url: str, provider: Any) -> None:
+    if which == "openinference":
+        from openinference.instrumentation.langchain import LangChainInstrumentor
+
+        LangChainInstrumentor().instrument(tracer_provider=provider)
+    elif which == "openllmetry":
+        from opentelemetry.instrumentation.langchain import LangchainInstrumentor
+
+        LangchainInstrumentor().instrument(tracer_provider=provider)
+    else:
+        raise SystemExit(f"unknown instrumentation {which!r}")
+    import warnings
+
+    from langchain_core.tools import tool
+    from langchain_openai import ChatOpenAI
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    with warnings.catch_warnings():  # create_react_agent is deprecated in favour of langchain.agents
+        warnings.simplefilter("ignore")
+        from langgraph.prebuilt import ToolNode, create_react_agent
+
+        model = ChatOpenAI(model="fake-model", base_url=base_url, api_key="test-key", max_retries=0)
+        agent = create_react_agent(
+            model, ToolNode(_tools(tool), handle_tool_errors=True), checkpointer=InMemorySaver(), name="support"
+        )
+    # thread_id is LangGraph's conversation id; both instrumentations export it.
+    config = {"configurable": {"thread_id": CONVERSATION}}
+    for text in SCRIPT:
+        result = agent.invoke({"messages": [{"role": "user", "content": text}]}, config)
+        print(result["messages"][-1].content)
+
+
+def main(framework: str, which: str, out: str) -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeModel)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    provider = _provider(out)
+    base_url = f"http://127.0.0.1:{server.server_port}/v1"
+    runs = {"openai-agents": run_openai_agents, "langgraph": run_langgraph}
+    if framework not in runs:
+        raise SystemExit(f"unknown framework {framework!r}")
+    try:
+        runs[framework](which, base_url, provider)
+    finally:
+        provider.shutdown()
+        server.shutdown()
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main(sys.argv[1], sys.argv[2], sys.argv[3])

@@ -44,6 +44,7 @@ than read):
 
 from __future__ import annotations
 
+import ast
 import json
 from collections import defaultdict
 from datetime import datetime, timezone
@@ -53,6 +54,7 @@ from loopscope.analyses.readers.otlp import LogRecord, Span
 from loopscope.collectors.shape import shape_and_fingerprint
 
 MESSAGE_CAP = 2_000
+MAX_LITERAL = 100_000  # longest Python-literal argument text worth parsing
 TAG_PREFIX = "loopscope.tag."
 STATUS_ERROR = 2
 OUTCOMES = ("ok", "retried", "transient_fail", "permanent_fail")
@@ -263,26 +265,42 @@ def _assign_steps(prompt: _Prompt, llms: list[Span]) -> dict[str, int]:
     return steps
 
 
+def _span_calls(span: Span, which: str) -> list[tuple[str, str, Any]]:
+    """Tool calls (id, name, arguments) in one model span's ``input`` or ``output`` messages, in order."""
+    calls: list[tuple[str, str, Any]] = []
+    for msg in _json_value(span.attrs.get(f"gen_ai.{which}.messages")) or []:
+        for part in (msg.get("parts") or []) if isinstance(msg, dict) else []:
+            if isinstance(part, dict) and part.get("type") == "tool_call" and part.get("id"):
+                calls.append((str(part["id"]), part.get("name") or "", part.get("arguments")))
+    # OpenInference flattens lists: llm.{input,output}_messages.<i>.message.tool_calls.<j>.tool_call.*
+    flat: dict[tuple[int, int], dict[str, Any]] = defaultdict(dict)
+    prefix = f"llm.{which}_messages."
+    for key, value in span.attrs.items():
+        if not key.startswith(prefix):
+            continue
+        parts = key.split(".")
+        if len(parts) >= 8 and parts[3:5] == ["message", "tool_calls"] and parts[2].isdigit() and parts[5].isdigit():
+            flat[(int(parts[2]), int(parts[5]))][".".join(parts[7:])] = value
+    for _, call in sorted(flat.items()):
+        if call.get("id"):
+            calls.append((str(call["id"]), call.get("function.name") or "", call.get("function.arguments")))
+    return calls
+
+
 def _message_calls(llms: list[Span]) -> list[tuple[str, str, Any]]:
-    """Tool calls (id, name, arguments) found in the LLM spans' messages, first-seen order."""
+    """The tool calls the model made in this prompt, in order, from its model spans' messages.
+
+    A call is in the output of the model span that made it and in the input of every later
+    one; calls already in the input of the prompt's first model span are history (earlier
+    prompts of the conversation) and are left out.
+    """
+    ordered = sorted(llms, key=lambda s: s.start_ns)
+    history = {c[0] for c in _span_calls(ordered[0], "input")} if ordered else set()
     found: dict[str, tuple[str, str, Any]] = {}
-    for span in sorted(llms, key=lambda s: s.start_ns):
-        a = span.attrs
-        for key in ("gen_ai.input.messages", "gen_ai.output.messages"):
-            for msg in _json_value(a.get(key)) or []:
-                for part in (msg.get("parts") or []) if isinstance(msg, dict) else []:
-                    if isinstance(part, dict) and part.get("type") == "tool_call" and part.get("id"):
-                        found.setdefault(part["id"], (part["id"], part.get("name") or "", part.get("arguments")))
-        # OpenInference flattens lists: llm.{input,output}_messages.<i>.message.tool_calls.<j>.tool_call.*
-        flat: dict[tuple[str, int, int], dict[str, Any]] = defaultdict(dict)
-        for key, value in a.items():
-            parts = key.split(".")
-            if len(parts) >= 7 and parts[0] == "llm" and parts[3:5] == ["message", "tool_calls"]:
-                if parts[2].isdigit() and parts[5].isdigit():
-                    flat[(parts[1], int(parts[2]), int(parts[5]))][".".join(parts[7:])] = value
-        for (_, _, _), call in sorted(flat.items(), key=lambda kv: (kv[0][0] != "input_messages", kv[0][1:])):
-            if call.get("id"):
-                found.setdefault(call["id"], (call["id"], call.get("function.name") or "", call.get("function.arguments")))
+    for span in ordered:
+        for call in [*_span_calls(span, "input"), *_span_calls(span, "output")]:
+            if call[0] not in history:
+                found.setdefault(call[0], call)
     return list(found.values())
 
 
@@ -300,12 +318,32 @@ def tool_name(span: Span) -> str:
     return str(name or "unknown")
 
 
-def _arguments(span: Span) -> Any:
+def _unwrap_arguments(value: Any) -> Any:
+    """The tool's own arguments inside a framework's wrapper, when there is one."""
+    if isinstance(value, dict) and isinstance(value.get("input_str"), str) and "metadata" in value:
+        # LangChain's on_tool_start payload (OpenLLMetry): input_str is JSON or a Python dict repr.
+        text = value["input_str"]
+        try:
+            return json.loads(text)
+        except ValueError:
+            pass
+        try:
+            return ast.literal_eval(text) if len(text) <= MAX_LITERAL else None
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            return None
+    return value
+
+
+def _arguments(span: Span) -> dict[str, Any] | None:
+    """The call's arguments as an object, or None when no attribute holds them as one."""
     for key in ARGUMENT_KEYS:
-        if key in span.attrs:
-            if key == "input.value" and span.attrs.get("input.mime_type") not in (None, "application/json"):
-                continue
-            return _json_value(span.attrs[key])
+        if key not in span.attrs:
+            continue
+        if key == "input.value" and span.attrs.get("input.mime_type") != "application/json":
+            continue  # OpenInference's plain-text input (e.g. a single argument's value)
+        value = _unwrap_arguments(_json_value(span.attrs[key]))
+        if isinstance(value, dict):
+            return value
     return None
 
 
@@ -451,11 +489,13 @@ def spans_to_records(spans: list[Span]) -> list[tuple[int, dict[str, Any]]]:
         tools = [s for s in trace.spans if is_tool_span(s)]
         for tool in tools:
             _prompt_of(tool, trace, prompts)
-        # Agent spans with no tool call under them are prompts too (n = 0).
+        # Agent spans with no tool call under them are prompts too (n = 0), unless they sit
+        # inside a prompt already found (LangGraph's per-step "agent" node under a CHAIN root).
+        roots = {p.root.span_id for p in prompts.values() if p.root is not None} | set(prompts)
         for span in trace.spans:
             if is_agent_span(span) and span.span_id not in prompts:
                 chain, _ = trace.ancestors(span)
-                if not any(is_agent_span(s) for s in chain):
+                if not any(is_agent_span(s) or s.span_id in roots for s in chain):
                     prompts[span.span_id] = _Prompt(span.span_id, span, "agent_span")
                     prompts[span.span_id].agents = [span]
         for prompt in prompts.values():
