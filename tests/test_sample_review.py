@@ -192,3 +192,63 @@ def test_review_import_bad_files(db: Path, tmp_path: Path) -> None:
     latin.write_bytes("conversation_id,recovered_cleanly,spun,gave_up,generic_apology\ncaf\xe9,yes,no,no,no\n".encode("latin-1"))
     res = runner.invoke(app, ["review", "import", str(latin), "--db", str(db)])
     assert res.exit_code == 1 and "is not UTF-8" in res.output
+
+
+SAMPLE_LOGS = Path(__file__).resolve().parent.parent / "sample_logs"
+# sample_logs/EXPECTED.md: the 7 conversations with a first unrecovered error, and those whose
+# errors were all recovered (12); the other 17 have no error.
+UNRECOVERED = {"c02-date-blind", "c05-date-crash", "c10-conflict-blind", "c12-roomtype-crash",
+               "c14-noname-corrective", "c17-soldout-blind", "c24-died-corrective"}
+RECOVERED_ONLY = {"c01-date-corrective", "c07-roomtype-corrective", "c08-roomtype-blind", "c09-conflict-corrective",
+                  "c15-noname-blind", "c16-soldout-corrective", "b05-deposit-corrective", "b06-deposit-blind",
+                  "c20-reversed-corrective", "c21-reversed-blind", "c22-date2-corrective", "c23-date2-blind"}
+
+
+def test_sample_on_sample_logs_seed_1_identical_and_stratified(tmp_path: Path) -> None:
+    runs = []
+    for i in range(2):
+        out = tmp_path / f"pack{i}"
+        res = runner.invoke(app, ["sample", str(SAMPLE_LOGS), "--db", ":memory:", "--n", "12", "--seed", "1",
+                                  "--out", str(out), "--format", "json"])
+        assert res.exit_code == 0, res.output
+        data = json.loads(res.stdout)
+        data.pop("pack")
+        runs.append((data, (out / "reviews.csv").read_text(), sorted(p.name for p in (out / "conversations").iterdir())))
+    assert runs[0] == runs[1]
+    data = runs[0][0]
+    assert data["available"] == {"unrecovered": 7, "recovered": 12, "no_error": 17}
+    assert data["allocation"] == {"unrecovered": 4, "recovered": 4, "no_error": 4}
+    for c in data["conversations"]:
+        cid = c["conversation_id"]
+        expected = "unrecovered" if cid in UNRECOVERED else "recovered" if cid in RECOVERED_ONLY else "no_error"
+        assert c["stratum"] == expected, cid
+    assert len({c["conversation_id"] for c in data["conversations"]}) == 12
+    # the default n=50 takes all 36 conversations, each once
+    res = runner.invoke(app, ["sample", str(SAMPLE_LOGS), "--db", ":memory:", "--seed", "1", "--format", "json"])
+    ids = [c["conversation_id"] for c in json.loads(res.stdout)["conversations"]]
+    assert len(ids) == len(set(ids)) == 36
+
+
+def test_review_round_trip_on_sample_logs(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    out = tmp_path / "pack"
+    res = runner.invoke(app, ["sample", str(SAMPLE_LOGS), "--db", str(db), "--n", "12", "--seed", "1", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    reviews = out / "reviews.csv"
+    rows = list(csv.DictReader(reviews.open()))
+    for r in rows:  # a reviewer who agrees with every computed fact
+        r.update(recovered_cleanly="no" if r["stratum"] == "unrecovered" or r["computed_spun"] == "yes" else "yes",
+                 spun=r["computed_spun"], gave_up=r["computed_gave_up"], generic_apology="no")
+    with reviews.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0].keys()), lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
+    for _ in range(2):  # importing twice changes nothing
+        res = runner.invoke(app, ["review", "import", str(reviews), "--db", str(db), "--format", "json"])
+        assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["replaced"] == 12
+    audit = json.loads(runner.invoke(app, ["audit", "--db", str(db), "--format", "json"]).stdout)
+    assert audit["reviews"]["reviewed"] == 12 and audit["reviews"]["disagreements"] == []
+    assert all(v["agreement"] == 1.0 for v in audit["reviews"]["verdicts"].values())
+    c10 = next(p for p in (out / "conversations").iterdir() if "c10-conflict-blind" in p.name).read_text()
+    assert "retried the same call (same arguments)" in c10
