@@ -321,6 +321,21 @@ class TestFileShapes:
         log.write_text("".join(json.dumps(line) + "\n" for line in lines))
         assert [r["conversation_id"] for r in read(log, {}).records] == ["x", "y"]
 
+    def test_gzip_separators_and_bad_bytes(self, tmp_path: Path) -> None:
+        import gzip
+
+        conv = {"id": "c", "messages": [{"role": "user", "content": "line\u2028sep\u0085x"}, {"role": "assistant", "content": "a"}]}
+        text = json.dumps(conv, ensure_ascii=False) + "\n"
+        path = tmp_path / "conv.jsonl.gz"
+        path.write_bytes(gzip.compress((text + text.replace('"c"', '"d"')).encode()))
+        out = read(path, {})
+        assert [r["conversation_id"] for r in out.records] == ["c", "d"] and out.bad == []
+        mixed = tmp_path / "mixed.jsonl"
+        mixed.write_bytes(text.encode() + b'{"id": "e", "messages": ["\xff"]}\n')
+        out = read(mixed, {})
+        assert [r["conversation_id"] for r in out.records] == ["c"]
+        assert [(b.line_no, b.reason) for b in out.bad] == [(2, "not UTF-8 (byte 0xff at byte 27 of the line)")]
+
     def test_bad_lines_are_reported_with_their_number(self, tmp_path: Path) -> None:
         path = tmp_path / "mixed.jsonl"
         good = {"id": "c", "messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]}

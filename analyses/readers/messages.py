@@ -145,11 +145,26 @@ def _auto(root: Any) -> Optional[list[tuple[Any, Any]]]:
     return None
 
 
-def _read_text(path: Path) -> str:
+def _read_bytes(path: Path) -> bytes:
     with open(path, "rb") as f:
         gz = f.read(2) == b"\x1f\x8b"
-    data = gzip.open(path, "rb").read() if gz else path.read_bytes()
-    return data.decode("utf-8-sig")
+    if gz:
+        with gzip.open(path, "rb") as f:
+            return f.read()
+    return path.read_bytes()
+
+
+def _decode(data: bytes, where: str) -> tuple[Optional[str], str]:
+    """(text, "") or (None, why it is not UTF-8)."""
+    try:
+        return data.decode("utf-8-sig"), ""
+    except UnicodeDecodeError as exc:
+        return None, f"not UTF-8 (byte 0x{data[exc.start]:02x} at byte {exc.start + 1} of the {where})"
+
+
+def _lines(data: bytes) -> list[tuple[int, bytes]]:
+    # split on \n only: JSON strings may hold U+2028 and other separators str.splitlines() breaks on
+    return [(n, line) for n, line in enumerate(data.lstrip(b"\xef\xbb\xbf").split(b"\n"), start=1) if line.strip()]
 
 
 def _explicit_id(obj: Any, id_key: Optional[str]) -> Optional[str]:
@@ -272,15 +287,12 @@ def _gather(root: Any, line_no: Optional[int], selector: Optional[str], coll: _C
         coll.add(obj, messages, line_no, joinable=jsonl)
 
 
-def _first_line_is_json(text: str) -> bool:
-    for line in text.splitlines():
-        if line.strip():
-            try:
-                json.loads(line)
-            except json.JSONDecodeError:
-                return False
-            return True
-    return False
+def _is_json_line(raw: bytes) -> bool:
+    try:
+        json.loads(raw.decode("utf-8-sig"))
+    except ValueError:  # JSONDecodeError and UnicodeDecodeError
+        return False
+    return True
 
 
 def read(path: Path, options: Mapping[str, Any]) -> ReaderOutput:
@@ -304,17 +316,24 @@ def read(path: Path, options: Mapping[str, Any]) -> ReaderOutput:
     if selector:
         parse_selector(selector)  # fail fast on a malformed selector
     out = ReaderOutput()
-    text = _read_text(path)
+    data = _read_bytes(path)
+    text, why = _decode(data, "file")
     coll = _Collector(path, id_key)
     root: Any = None
     try:
+        if text is None:
+            raise ValueError(why)
         root = json.loads(text)
-    except json.JSONDecodeError as exc:
-        if not _first_line_is_json(text):  # a broken JSON document, not JSON Lines
-            out.bad.append(BadLine(exc.lineno, f"not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})", text[:RAW_CAP]))
+    except ValueError as exc:  # JSONDecodeError is a ValueError
+        lines = _lines(data)
+        if not lines or not _is_json_line(lines[0][1]):  # a broken JSON document, not JSON Lines
+            reason = why or f"not JSON: {exc}"
+            out.bad.append(BadLine(getattr(exc, "lineno", None), reason, data[:RAW_CAP].decode("utf-8", "replace")))
             return out
-        for line_no, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
+        for line_no, raw in lines:
+            line, line_why = _decode(raw, "line")
+            if line is None:
+                out.bad.append(BadLine(line_no, line_why, raw[:RAW_CAP].decode("utf-8", "replace")))
                 continue
             try:
                 value = json.loads(line)
