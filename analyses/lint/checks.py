@@ -1,0 +1,325 @@
+"""The checks behind the lint rules: vocabularies and one function per rule.
+
+Each ``check_*(view, ctx)`` answers whether its rule fires on a parsed message
+(``text.MessageView``) given what is known about the call (``Context``). The
+vocabularies are families of wording (HTTP reason phrases, runtime exception
+messages, transient-failure words), never individual messages; the catalog
+that ties each check to an id, severity, reason and rewrite is ``rules.py``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from loopscope.analyses.lint.text import (
+    EMAIL_RE,
+    GENERIC_WORDS,
+    NUMBER_RE,
+    MessageView,
+)
+
+
+@dataclass(frozen=True)
+class Context:
+    """What is known about the call besides its text."""
+
+    is_error: bool = True
+    outcome: str | None = None
+
+
+# --- vocabularies (families of wording, not individual messages) --------------------
+
+_WORD_RE = re.compile(r"[^\W\d_]+", re.UNICODE)
+
+HTTP_REASONS = (
+    "bad request|unauthori[sz]ed|payment required|forbidden|not found|method not allowed|not acceptable|"
+    "request timeout|conflict|gone|precondition failed|payload too large|unsupported media type|"
+    "unprocessable (?:entity|content)|too many requests|internal server error|not implemented|bad gateway|"
+    "service (?:temporarily )?unavailable|gateway time-?out"
+)
+BARE_STATUS_RE = re.compile(
+    rf"^(?:(?:http|status|status code|error|code)\s*)?(?:[1-5]\d\d\s*(?:{HTTP_REASONS})?|(?:{HTTP_REASONS}))$|"
+    rf"^(?:request failed with )?status code [1-5]\d\d$|^(?:http )?[1-5]\d\d\s+(?:{HTTP_REASONS})$",
+    re.IGNORECASE,
+)
+NOT_FOUND_RE = re.compile(
+    r"\bnot (?:be )?found\b|\bdoes(?: not|n't) exist\b|\bno such\b|\bcould not (?:be )?found?\b|"
+    r"\bcould ?n[o']t find\b|\bcan(?:no|')t find\b|\bunknown \w+\b|\bno \w+ (?:found|matching|matches)\b",
+    re.IGNORECASE,
+)
+INVALID_RE = re.compile(
+    r"\binvalid\b|\bnot (?:a )?valid\b|\bmalformed\b|\bunrecogni[sz]ed\b|\bunsupported\b|\billegal\b|"
+    r"\bwrong (?:format|type|value)\b|\bbad (?:value|format|parameter|argument|input)\b|"
+    # "unknown room type 'deluxe'" rejects a value; "unknown parameter: colour" names a schema element, whose
+    # valid names the model already has (the tool list and input schema), so it is not a rejection of a value.
+    r"\bunknown (?!(?:tool|function|method|parameter|param|argument|arg|field|property|key|option|flag|command|"
+    r"column|table)s?\b)[\w ]{1,30}(?:'[^']*'|\"[^\"]*\"|: \S+)",
+    re.IGNORECASE,
+)
+# "invalid integer: ten" names its expected form: scalar types have one obvious spelling.
+SELF_DESCRIBING_RE = re.compile(r"\b(?:invalid|not an?|not a valid)\s+(?:integer|int|number|float|boolean|bool)\b", re.IGNORECASE)
+
+EXCEPTION_NAME_RE = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Fault)\b")
+EXCEPTION_LINE_RE = re.compile(r"^\s*(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?:\(.*\))?\s*$", re.MULTILINE)
+# Runtime messages written for the programmer, not the caller (Python, JavaScript, JSON decoders).
+RUNTIME_MESSAGE_RE = re.compile(
+    r"object has no attribute|'?NoneType'?|index out of range|is not defined\b|division by zero|"
+    r"unsupported operand type|object is not (?:subscriptable|callable|iterable)|is not a function|"
+    r"cannot read propert(?:y|ies) of (?:undefined|null)|undefined is not|maximum recursion depth|"
+    r"is not JSON serializable|invalid literal for|invalid syntax|can't compare|unexpected keyword argument|"
+    r"missing \d+ required positional argument|unexpected token .{1,3} in JSON|expecting (?:value|property name|"
+    r"',' delimiter)|unhashable type|null ?pointer|segmentation fault|stack overflow|"
+    r"\b\w+Pool\(host=",
+    re.IGNORECASE,
+)
+
+STACK_RE = re.compile(
+    r"Traceback \(most recent call last\)|^\s*File \"[^\"]+\", line \d+|^\s*at [\w$.<>]+ \(?[^\s()]+:\d+(?::\d+)?\)?|"
+    r"^\s*at [\w$.]+\([\w$]+\.(?:java|kt|scala):\d+\)|\b[\w\-/\\]+\.(?:py|js|mjs|ts|tsx|java|go|rb|cs|php|rs|kt|scala|cpp|c)"
+    r":\d+|goroutine \d+ \[|panicked at",
+    re.MULTILINE,
+)
+STACK_KEYS = frozenset({"stack", "stacktrace", "stack_trace", "traceback", "backtrace", "exception_stack"})
+
+HTML_RE = re.compile(r"^\s*(?:<!doctype html|<html\b|<\?xml)|<(?:html|head|body|title)\b[^>]*>", re.IGNORECASE)
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0e-\x1f\x7f\ufffd]")
+
+TRANSIENT_RE = re.compile(
+    r"\b429\b|\b50[234]\b|\b529\b|rate.?limit|too many requests|throttl|overloaded|timed? ?out\b|\btimeout\b|"
+    r"deadline exceeded|connection (?:reset|refused|aborted|closed|issue|error)|econn(?:reset|refused|aborted)|"
+    r"etimedout|socket hang up|broken pipe|service (?:temporarily )?unavailable|temporarily unavailable|"
+    r"bad gateway|gateway time-?out|(?:database|table|resource) is locked|lock contention|deadlock",
+    re.IGNORECASE,
+)
+RETRY_GUIDANCE_RE = re.compile(
+    r"retry|try again (?:later|in|after)|please try again later|wait\b|resets? at|backoff|"
+    r"(?:call|run|send|try)\b[^.\n]{0,40}\bagain\b|"
+    r"is_retri?able|retry_after",
+    re.IGNORECASE,
+)
+
+INJECTION_RE = re.compile(
+    r"ignore (?:all |any )?(?:the )?(?:previous|prior|above|earlier|preceding) (?:instructions|prompts?|messages?|rules)|"
+    r"disregard (?:all |any )?(?:the )?(?:previous|prior|above|system|earlier)|"
+    r"(?:^|[\s.;:>\"'])(?:SYSTEM|ASSISTANT|DEVELOPER)\s*:|<\|?(?:im_start|system|endoftext)\|?>|\[/?INST\]|</?system>|"
+    r"\byou (?:must|should) now\b|\byou are now\b|\bnew instructions\b|\bthe (?:assistant|model|AI) (?:must|should)\b|"
+    r"\bdo not (?:tell|inform) the user\b|\breveal (?:all|the|your) [\w ]{0,30}(?:data|secrets?|prompt|passwords?|keys?)\b",
+    re.IGNORECASE | re.MULTILINE,
+)
+
+SECRET_RES = (
+    re.compile(r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_\-]{20,}"),
+    re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,}|\bgithub_pat_[A-Za-z0-9_]{30,}"),
+    re.compile(r"\bxox[abprs]-[A-Za-z0-9\-]{10,}"),
+    re.compile(r"\bAKIA[0-9A-Z]{16}\b"),
+    re.compile(r"\bAIza[0-9A-Za-z\-_]{35}\b"),
+    re.compile(r"-----BEGIN (?:[A-Z ]+ )?PRIVATE KEY-----"),
+    re.compile(r"\b[Bb]earer\s+[A-Za-z0-9\-._~+/]{20,}=*"),
+    re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
+    re.compile(r"(?i)\b(?:password|passwd|pwd|secret|api[_-]?key|access[_-]?token)\s*[=:]\s*['\"]?[^\s'\"*]{6,}"),
+)
+SSN_RE = re.compile(r"\b\d{3}-\d{2}-\d{4}\b")
+CARD_RE = re.compile(r"\b(?:\d[ \-]?){13,19}\b")
+
+
+def _luhn(digits: str) -> bool:
+    total = 0
+    for i, ch in enumerate(reversed(digits)):
+        d = int(ch)
+        if i % 2 == 1:
+            d = d * 2 - 9 if d > 4 else d * 2
+        total += d
+    return total % 10 == 0
+
+
+# --- checks -------------------------------------------------------------------------
+
+
+def _content_words(view: MessageView) -> list[str]:
+    return [w for w in _WORD_RE.findall(view.body.lower()) if w not in GENERIC_WORDS]
+
+
+def _transient_named(view: MessageView) -> bool:
+    return bool(TRANSIENT_RE.search(view.prose)) or (view.obj is not None and _status(view) in {429, 502, 503, 504, 529})
+
+
+def _status(view: MessageView) -> int | None:
+    if view.obj is None:
+        return None
+    for key in ("status", "status_code", "statusCode", "code", "error"):
+        value = view.obj.get(key)
+        if isinstance(value, int) and 100 <= value <= 599:
+            return value
+        if isinstance(value, str) and value.isdigit() and 100 <= int(value) <= 599:
+            return int(value)
+    return None
+
+
+def check_bare_status(view: MessageView, ctx: Context) -> bool:
+    body = view.body
+    if not body:
+        return view.obj is not None and _status(view) is not None
+    # The text is a status code or reason phrase and nothing else.
+    return bool(BARE_STATUS_RE.match(body)) and (bool(NUMBER_RE.search(body)) or not view.has_remedy)
+
+
+def check_bare_exception(view: MessageView, ctx: Context) -> bool:
+    if view.has_remedy and not EXCEPTION_LINE_RE.search(view.prose):
+        return False
+    head = view.body.split("\n", 1)[0].strip()
+    if EXCEPTION_NAME_RE.match(head):
+        tail = head.split(":", 1)[1] if ":" in head else ""
+        tail = re.sub(r"^\s*|\(.*\)$", "", tail)
+        # "KeyError: 'x'": the exception text names a key or value, not what was wrong with the request.
+        if len(_WORD_RE.findall(tail)) <= 6:
+            return True
+    if EXCEPTION_LINE_RE.search(view.prose):
+        return True
+    if view.obj is not None:
+        for key in ("error", "type", "name", "exception"):
+            value = view.obj.get(key)
+            if isinstance(value, str) and EXCEPTION_NAME_RE.fullmatch(value.strip()):
+                return True
+    return bool(RUNTIME_MESSAGE_RE.search(view.prose))
+
+
+def check_not_found_unnamed(view: MessageView, ctx: Context) -> bool:
+    if not view.english or not NOT_FOUND_RE.search(view.body):
+        return False
+    return not view.specifics and not view.has_remedy
+
+
+def check_invalid_without_expected(view: MessageView, ctx: Context) -> bool:
+    if not view.english or not INVALID_RE.search(view.body) or SELF_DESCRIBING_RE.search(view.body):
+        return False
+    return not view.has_remedy
+
+
+def check_stack_trace(view: MessageView, ctx: Context) -> bool:
+    return bool(STACK_RE.search(view.raw)) or bool(view.json_keys & STACK_KEYS)
+
+
+def check_html_or_blob(view: MessageView, ctx: Context) -> bool:
+    text = view.raw
+    if HTML_RE.search(text):
+        return True
+    if text and len(_CONTROL_RE.findall(text)) > max(2, len(text) // 20):
+        return True
+    stripped = text.rstrip()
+    if len(stripped) >= 200 and (stripped.endswith(("...", "…")) or (stripped[0] in "{[" and view.obj is None and stripped[-1] not in "}]")):
+        return True
+    return False
+
+
+def check_transient_reached_model(view: MessageView, ctx: Context) -> bool:
+    # outcome transient_fail means the tool did retry and gave up: reporting it is right.
+    if not ctx.is_error or ctx.outcome == "transient_fail":
+        return False
+    return _transient_named(view)
+
+
+def check_transient_no_guidance(view: MessageView, ctx: Context) -> bool:
+    if not _transient_named(view):
+        return False
+    if RETRY_GUIDANCE_RE.search(view.prose) or view.json_keys & {"is_retriable", "retry_after", "retry_after_seconds", "retryable"}:
+        return False
+    return True
+
+
+def check_generic_wording(view: MessageView, ctx: Context) -> bool:
+    if not view.english or view.specifics or view.has_remedy:
+        return False
+    return not _content_words(view)
+
+
+def check_vague(view: MessageView, ctx: Context) -> bool:
+    if not view.english or view.specifics or view.has_remedy:
+        return False
+    # Long prose usually explains itself; the rule targets short statements with nothing to act on.
+    return 0 < len(_content_words(view)) <= 8
+
+
+def check_injection(view: MessageView, ctx: Context) -> bool:
+    return bool(INJECTION_RE.search(view.raw))
+
+
+def check_secret_or_pii(view: MessageView, ctx: Context) -> bool:
+    text = view.raw
+    if any(r.search(text) for r in SECRET_RES):
+        return True
+    if EMAIL_RE.search(text) or SSN_RE.search(text):
+        return True
+    for m in CARD_RE.finditer(text):
+        digits = re.sub(r"\D", "", m.group(0))
+        if 13 <= len(digits) <= 19 and _luhn(digits) and len(set(digits)) > 1:
+            return True
+    return False
+
+
+def _is_error_body(view: MessageView) -> bool:
+    return view.obj is not None and bool(
+        view.json_keys & {"error", "errors", "status", "type", "code", "detail", "title", "message"}
+    )
+
+
+def check_json_no_retriable(view: MessageView, ctx: Context) -> bool:
+    return _is_error_body(view) and not view.json_keys & {"is_retriable", "retriable", "retryable", "is_retryable"}
+
+
+def check_json_no_suggestions(view: MessageView, ctx: Context) -> bool:
+    return _is_error_body(view) and not view.json_keys & {"suggestions", "suggestion", "hint", "hints", "next_steps", "remedy"}
+
+
+def _is_validation(view: MessageView) -> bool:
+    status = _status(view)
+    text = " ".join(str(view.obj.get(k, "")) for k in ("type", "code", "error", "title")) if view.obj else ""
+    return status in {400, 422} or bool(re.search(r"valid|missing|required|param", text, re.IGNORECASE))
+
+
+def check_json_validation_fields(view: MessageView, ctx: Context) -> bool:
+    if not _is_error_body(view) or not _is_validation(view):
+        return False
+    fields = view.obj.get("invalid_fields") if view.obj else None
+    if not isinstance(fields, list) or not fields:
+        return True
+    return not all(isinstance(f, dict) and str(f.get("field", "")).startswith("/") for f in fields)
+
+
+def check_json_precondition(view: MessageView, ctx: Context) -> bool:
+    if not _is_error_body(view) or "next_operation" in view.json_keys:
+        return False
+    status = _status(view)
+    return status in {409, 412, 428} or bool(
+        re.search(r"precondition|not[-_ ]finali[sz]ed|required_status|must be \w+ before|conflict", view.prose + " ".join(view.json_keys), re.IGNORECASE)
+    )
+
+
+def check_json_5xx_trace(view: MessageView, ctx: Context) -> bool:
+    if not _is_error_body(view):
+        return False
+    status = _status(view)
+    server_side = (status is not None and status >= 500) or bool(
+        re.search(r"internal|api_error|server_error|overloaded", " ".join(str(v) for v in _type_values(view)), re.IGNORECASE)
+    )
+    return server_side and not view.json_keys & {"trace_id", "traceid", "request_id", "requestid", "correlation_id", "x-request-id"}
+
+
+def _type_values(view: MessageView) -> list[object]:
+    assert view.obj is not None
+    values: list[object] = []
+    for key in ("type", "code", "error"):
+        value = view.obj.get(key)
+        values.append(value.get("type") if isinstance(value, dict) else value)
+    return values
+
+
+_FAILURE_START_RE = re.compile(r"^\s*(?:error\b|exception\b|traceback\b|fatal:)", re.IGNORECASE)
+
+
+def check_silent_error(view: MessageView, ctx: Context) -> bool:
+    if ctx.is_error:
+        return False
+    if ctx.outcome in ("transient_fail", "permanent_fail"):
+        return True
+    return bool(_FAILURE_START_RE.match(view.raw))
