@@ -34,6 +34,9 @@ EXIT_FIELDS = ("conversation_id", "prompt_id", "agent", "exit_reason", "steps", 
                "trace_id", "span_id")
 
 
+ERROR_CLASSES_SQL = "SELECT conversation_id, tool_call_id, error_class FROM errors_v"
+
+
 class Flaky(Exception):
     """A tool failure the model sees."""
 
@@ -116,3 +119,37 @@ def test_collector_spans_read_back_as_its_records(tmp_path: Path) -> None:
     # The open prompt's tool call is there; its exit is not (the agent span never ended).
     assert [r["prompt_id_from"] for r in out.records if r["prompt_id"] == "p2" and r["conversation_id"] == "c3"] == [
         "missing_parent"]
+
+
+def test_metrics_are_the_same_from_both_files(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from loopscope.cli.app import app
+
+    jsonl_records, spans_path = _export(tmp_path)
+    records_path = tmp_path / "records.jsonl"
+    records_path.write_text("".join(json.dumps(r) + "\n" for r in jsonl_records), encoding="utf-8")
+    runner = CliRunner()
+    results = {}
+    for name, path in (("records", records_path), ("otlp", spans_path)):
+        db = str(tmp_path / f"{name}.duckdb")
+        loaded = runner.invoke(app, ["load", "--db", db, str(path)], catch_exceptions=False)  # format auto-detected
+        assert loaded.exit_code == 0, loaded.output
+        res = runner.invoke(app, ["metrics", "--db", db, "--format", "json"], catch_exceptions=False)
+        assert res.exit_code == 0, res.output
+        results[name] = json.loads(res.stdout)
+    assert results["otlp"] == results["records"]
+    # Every error gets the same class (recovered / open / aborted / gave_up) from both files.
+    from loopscope.analyses.store import connect
+
+    classes = {}
+    for name in ("records", "otlp"):
+        con = connect(str(tmp_path / f"{name}.duckdb"))
+        classes[name] = sorted(con.execute(ERROR_CLASSES_SQL).fetchall())
+        con.close()
+    assert classes["otlp"] == classes["records"] == [
+        ("c1", "t1", "recovered"), ("c2", "u1", "gave_up"), ("c2", "u2", "aborted"), ("c3", "v2", "open")]
+    # The scripted run's known answers: 6 prompts (1 open), 9 calls, 4 errors (1 recovered), 1 replay.
+    assert {k: results["otlp"][k] for k in ("prompts", "open_prompts", "tool_calls", "errors", "recovered_errors",
+                                            "replays")} == {
+        "prompts": 6, "open_prompts": 1, "tool_calls": 9, "errors": 4, "recovered_errors": 1, "replays": 1}
