@@ -215,6 +215,10 @@ class TestMessages:
         empty.write_text("\n\n", encoding="utf-8")
         assert "no messages" in run("--messages", str(empty)).output
 
+    def test_paths_and_messages_together_are_a_usage_error(self, logs: Path) -> None:
+        result = run(str(logs), "--message", "Failed")
+        assert result.exit_code == 1 and "not both" in result.output
+
     def test_table_escapes_markup(self) -> None:
         result = run("-m", "[red]Failed[/red]")
         assert "[red]Failed[/red]" in result.stdout and "generic" in result.stdout

@@ -71,6 +71,13 @@ def lint(
         _print_rules(fmt)
         return
     if message or messages is not None:
+        if paths:
+            from loopscope.analyses.errors import LoopscopeError
+
+            raise LoopscopeError(
+                "give either log PATHs (to rank their error messages) or --message/--messages (to lint texts), not both",
+                hint="loopscope lint sample_logs/  or  loopscope lint --message 'Failed'",
+            )
         _lint_texts(message or [], messages, fmt, strict=strict)
         return
     from loopscope.analyses.lint.ranking import rank_templates
