@@ -129,7 +129,7 @@ class TestOpenAIResponsesItems:
 
     def test_records(self) -> None:
         out = read(FIXTURES / "openai_responses.json", {"error_when": "prefix"})
-        conv = "openai_responses.json#1"
+        conv = "messages/openai_responses.json#1"
         assert calls(out.records) == [
             (conv, "m0", "call_r1", "refund_order", 0, True),  # items 1-3: one response, two parallel calls
             (conv, "m0", "call_r2", "get_balance", 0, False),
@@ -310,7 +310,7 @@ class TestFileShapes:
     def test_bare_list_and_per_message_log(self, tmp_path: Path) -> None:
         bare = tmp_path / "bare.json"
         bare.write_text(json.dumps([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]))
-        assert [r["conversation_id"] for r in read(bare, {}).records] == ["bare.json#1"]
+        assert [r["conversation_id"] for r in read(bare, {}).records] == [f"{tmp_path.name}/bare.json#1"]
         log = tmp_path / "log.jsonl"
         lines = [
             {"session_id": "x", "role": "user", "content": "q"},

@@ -15,7 +15,7 @@ A file holds conversations as JSON or JSON Lines:
 
 The conversation id is ``id_key`` (``--id-key``) in the conversation object,
 else the first of ``conversation_id``, ``id``, ``session_id``, ``thread_id``,
-else ``<file name>#<n>``. The agent is ``agent_name`` (``--agent-name``), else
+else ``<folder>/<file name>#<n>``. The agent is ``agent_name`` (``--agent-name``), else
 the conversation's or file's ``agent`` name (tau2-bench:
 ``info.agent_info.implementation``), else ``"default"``.
 
@@ -179,7 +179,8 @@ def _explicit_id(obj: Any, id_key: Optional[str]) -> Optional[str]:
 
 
 def _conversation_id(obj: Any, id_key: Optional[str], path: Path, ordinal: int) -> str:
-    return _explicit_id(obj, id_key) or f"{path.name}#{ordinal}"
+    # the folder too: same-named files in dated folders must not merge their conversations
+    return _explicit_id(obj, id_key) or f"{path.resolve().parent.name}/{path.name}#{ordinal}"
 
 
 def _file_agent(root: Any) -> Optional[str]:
