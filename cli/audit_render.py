@@ -49,16 +49,21 @@ def fmt(metric: str, value: float | None) -> str:
 
 
 def fmt_change(metric: str, change: dict[str, Any] | None) -> str:
-    """Signed difference with p-value; significant changes in bold red with a ◆."""
+    """Compact signed difference with its p-value; significant changes in bold red with a ◆."""
     if not change or change.get("difference") is None:
         return "[dim]-[/dim]"
     d = change["difference"]
-    text = f"{d * 100:+.1f} pts" if metric in RATES else f"{d:+.2f}"
+    text = f"{d * 100:+.1f}pt" if metric in RATES else f"{d:+.2f}".rstrip("0").rstrip(".")
     p = change.get("p_value")
-    ptxt = f" p={p:.2g}" if p is not None else ""
+    ptxt = "" if p is None else (" p<.001" if p < 0.001 else f" p={p:.2f}".replace("0.", ".", 1))
     if change.get("significant"):
         return f"[bold red]{text}{ptxt} ◆[/bold red]"
     return f"{text}[dim]{ptxt}[/dim]"
+
+
+def _short_test(name: str) -> str:
+    # The JSON keeps the full name; a terminal column only needs which test.
+    return "Mann-Whitney U" if name.startswith("Mann-Whitney") else name
 
 
 def _table(title: str, columns: Sequence[tuple[str, str]], rows: Sequence[dict[str, Any]], console: Console,
@@ -103,19 +108,20 @@ def render(report: dict[str, Any], console: Console) -> None:
     for metric, label in METRICS:
         t.add_row(label, fmt(metric, o[metric]), sparkline([w[metric] for w in weeks]),
                   fmt(metric, last[metric]) if last else "-",
-                  fmt_change(metric, last["changes"].get(metric) if last else None), report["tests"][metric])
+                  fmt_change(metric, last["changes"].get(metric) if last else None), _short_test(report["tests"][metric]))
     console.print(t)
 
     def week_table(title: str, rows: list[dict[str, Any]]) -> None:
         wt = Table(title=title, title_justify="left", title_style="bold")
+        # Δ p99 has no column: it shares the median's rank test (see docs/audit.md).
         for header in ("week", "prompts", "open", "median", "p99", "errors", "recovery", "replay",
-                       "Δ median", "Δ p99", "Δ recovery", "Δ replay"):
-            wt.add_column(header, justify="left" if header == "week" else "right")
+                       "Δ median", "Δ recovery", "Δ replay"):
+            wt.add_column(header, justify="left" if header == "week" else "right", no_wrap=header == "week")
         for w in rows:
             wt.add_row(inert(w["week"]), str(w["prompts"]), str(w["open_prompts"]),
                        *(fmt(m, w[m]) for m in ("median_tool_calls", "p99_tool_calls")), str(w["errors"]),
                        *(fmt(m, w[m]) for m in ("recovery_rate", "replay_rate")),
-                       *(fmt_change(m, w["changes"].get(m)) for m, _ in METRICS))
+                       *(fmt_change(m, w["changes"].get(m)) for m in ("median_tool_calls", "recovery_rate", "replay_rate")))
         console.print(wt)
 
     week_table("Per ISO week (Δ vs the previous week; ◆ significant at alpha " + str(report["alpha"]) + ")", weeks)

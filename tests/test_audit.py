@@ -91,7 +91,7 @@ def test_audit_terminal_output(db: Path) -> None:
                   "Reviewer verdicts"):
         assert title in out, title
     line = next(l for l in out.splitlines() if "recovery rate" in l)
-    assert "52.4%" in line and "▁▁█" in line and "+63.9 pts" in line and "◆" in line
+    assert "52.4%" in line and "▁▁█" in line and "+63.9pt p<.001 ◆" in line
     # hostile text: no terminal escape, rich markup shown literally, not interpreted
     assert "\x1b" not in out
     assert "<script>alert('x')</script> \\x1b[31mred\\x1b[0m [bold" in out
