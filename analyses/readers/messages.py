@@ -46,11 +46,10 @@ SNIFF_MARKERS = (b'"messages"', b'"simulations"', b'"role"', b'"termination_reas
 class _Conversation:
     """One conversation found in a file, before derivation."""
 
-    def __init__(self, messages: list[Any], obj: Any, line_no: Optional[int], ordinal: int) -> None:
+    def __init__(self, messages: list[Any], obj: Any, ordinal: int) -> None:
         self.messages = messages
         self.raw: list[Any] = messages  # as read, before _stamped: snapshots compare against it
         self.obj = obj if isinstance(obj, dict) else {}
-        self.line_no = line_no
         self.ordinal = ordinal
 
 
@@ -224,7 +223,7 @@ class _Collector:
         self.by_id: dict[str, _Conversation] = {}
         self.anonymous_log: Optional[_Conversation] = None
 
-    def add(self, obj: Any, messages: list[Any], line_no: Optional[int], joinable: bool) -> None:
+    def add(self, obj: Any, messages: list[Any], joinable: bool) -> None:
         ordinal = len(self.conversations) + 1
         stamp = _time_of(obj)
         cid = _explicit_id(obj, self.id_key) if joinable else None
@@ -238,25 +237,25 @@ class _Collector:
                     known.messages.extend(_stamped(messages, stamp))
                     known.raw.extend(messages)
                 return
-        conv = _Conversation(_stamped(messages, stamp), obj, line_no, ordinal)
+        conv = _Conversation(_stamped(messages, stamp), obj, ordinal)
         conv.raw = list(messages)
         if cid is not None:
             self.by_id[cid] = conv
         self.conversations.append(conv)
 
-    def add_message_line(self, message: dict[str, Any], line_no: int) -> None:
+    def add_message_line(self, message: dict[str, Any]) -> None:
         """A per-message log line: group by the conversation id it carries (or one per file)."""
         keys = (self.id_key,) if self.id_key else ID_KEYS[:1] + ID_KEYS[2:]
         cid = next((str(message[k]) for k in keys if isinstance(message.get(k), (str, int))), None)
         if cid is None:
             if self.anonymous_log is None:
-                self.anonymous_log = _Conversation([], {}, line_no, len(self.conversations) + 1)
+                self.anonymous_log = _Conversation([], {}, len(self.conversations) + 1)
                 self.conversations.append(self.anonymous_log)
             self.anonymous_log.messages.append(message)
             return
         conv = self.by_id.get(cid)
         if conv is None:
-            conv = _Conversation([], {"conversation_id": cid}, line_no, len(self.conversations) + 1)
+            conv = _Conversation([], {"conversation_id": cid}, len(self.conversations) + 1)
             self.by_id[cid] = conv
             self.conversations.append(conv)
         conv.messages.append(message)
@@ -274,7 +273,7 @@ def _no_messages(selector: Optional[str], root: Any = None) -> str:
 
 def _gather(root: Any, line_no: Optional[int], selector: Optional[str], coll: _Collector, out: ReaderOutput, raw: str, jsonl: bool) -> None:
     if jsonl and selector is None and _is_message(root):
-        coll.add_message_line(root, line_no or 0)
+        coll.add_message_line(root)
         return
     pairs = _select(root, selector) if selector else _auto(root)
     if not pairs:
@@ -285,7 +284,7 @@ def _gather(root: Any, line_no: Optional[int], selector: Optional[str], coll: _C
         if not isinstance(messages, list):
             out.bad.append(BadLine(line_no, _no_messages(selector), raw[:RAW_CAP]))
             continue
-        coll.add(obj, messages, line_no, joinable=jsonl)
+        coll.add(obj, messages, joinable=jsonl)
 
 
 def _is_json_line(raw: bytes) -> bool:
