@@ -7,6 +7,11 @@ generic / instructive by reading it (see docs/lint.md, "Accuracy"). The rules
 were written from the seeds' principles on a development split; the held-out
 split (every message whose SHA-1 is divisible by 3) was not looked at while
 writing them, and its numbers are reported separately.
+
+tests/fixtures/error_messages_fresh.jsonl holds 36 more real messages
+(kubectl, docker, npm, pip, botocore, Slack, Twilio, FastAPI, Django, git,
+ssh, Lambda, OpenAI...) labelled after the rules were frozen and evaluated
+once; its numbers are printed too, and it counts in the overall figures.
 """
 
 from __future__ import annotations
@@ -18,12 +23,13 @@ from pathlib import Path
 from loopscope.analyses.lint import lint_message
 
 FIXTURE = Path(__file__).parent / "fixtures" / "error_messages.jsonl"
+FRESH = Path(__file__).parent / "fixtures" / "error_messages_fresh.jsonl"
 MIN_PRECISION = 0.9
 MIN_RECALL = 0.8
 
 
-def _rows() -> list[dict[str, str]]:
-    return [json.loads(line) for line in FIXTURE.read_text(encoding="utf-8").splitlines() if line.strip()]
+def _rows(path: Path = FIXTURE) -> list[dict[str, str]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def _held_out(message: str) -> bool:
@@ -43,7 +49,7 @@ def _scores(rows: list[dict[str, str]]) -> tuple[float, float, int]:
 
 def test_fixture_is_well_formed() -> None:
     rows = _rows()
-    messages = [row["message"] for row in rows]
+    messages = [row["message"] for row in rows + _rows(FRESH)]
     assert len(rows) >= 120
     assert len(set(messages)) == len(messages), "messages must be distinct"
     for row in rows:
@@ -55,10 +61,11 @@ def test_fixture_is_well_formed() -> None:
 
 def test_precision_and_recall_of_the_generic_verdict(capsys) -> None:  # type: ignore[no-untyped-def]
     rows = _rows()
+    fresh = _rows(FRESH)
     dev = [r for r in rows if not _held_out(r["message"])]
     held = [r for r in rows if _held_out(r["message"])]
     report = {}
-    for name, part in (("all", rows), ("development", dev), ("held-out", held)):
+    for name, part in (("all", rows + fresh), ("development", dev), ("held-out", held), ("fresh", fresh)):
         precision, recall, n = _scores(part)
         report[name] = (precision, recall)
         with capsys.disabled():
