@@ -256,6 +256,15 @@ class TestTau2Rules:
         out = conversation_records(messages[:1] + cut, conversation_id="c")
         assert exits(out.records) == [("c", "m0", "max_tokens", "stored", 1, 0, 0)]
 
+    def test_refusal_and_pause_turn(self) -> None:
+        refused = [
+            {"role": "user", "content": "do it"},
+            {"role": "assistant", "content": None, "refusal": "I can't help with that.", "finish_reason": "stop"},
+        ]
+        assert exits(conversation_records(refused, conversation_id="c").records) == [("c", "m0", "refusal", "stored", 1, 0, 0)]
+        paused = [{"role": "user", "content": "search"}, {"role": "assistant", "content": [{"type": "text", "text": "..."}], "stop_reason": "pause_turn"}]
+        assert exits(conversation_records(paused, conversation_id="c").records) == []  # paused, never resumed: open
+
     def test_reused_id_is_reported_and_stays_a_replay_candidate(self) -> None:
         call = {"id": "same", "name": "transfer_to_human_agents", "arguments": {"summary": "x"}}
         messages = [{"role": "user", "content": "help"}]

@@ -65,8 +65,9 @@ ERROR_MESSAGE_CAP = 2000
 # Where the messages reader puts the time of the log line a message came in (per-turn logs).
 LINE_TIME_KEY = "_loopscope_line_time"
 SYNTHETIC_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-# Stop reasons that mean "the model asked for tools": the loop goes on.
-TOOL_STOP_REASONS = frozenset({"tool_use", "tool_calls", "function_call"})
+# Stop reasons that mean "the loop goes on": the model asked for tools, or (Anthropic
+# pause_turn) a long server-side turn was paused to be resumed.
+TOOL_STOP_REASONS = frozenset({"tool_use", "tool_calls", "function_call", "pause_turn"})
 # OpenAI finish_reason -> the record format's exit_reason; other values are kept as-is.
 STOP_REASON_MAP = {"stop": "end_turn", "length": "max_tokens", "content_filter": "refusal"}
 # tau2-bench termination_reason -> (exit_reason, error_type) for a last prompt stopped from outside.
@@ -329,7 +330,7 @@ class _Deriver:
         ends_loop = stored and stored not in TOOL_STOP_REASONS and not (last.calls and stored in ("end_turn", "stop_sequence"))
         if ends_loop:
             return str(stored), "stored", None
-        if not last.calls:
+        if not last.calls and stored != "pause_turn":
             return "end_turn", "inferred", None
         reason = self.termination_reason
         if is_last and reason and reason not in NORMAL_TERMINATIONS:

@@ -214,6 +214,9 @@ def _openai_or_tau2_call(call: Any) -> Optional[ToolCallRequest]:
 
 def _assistant(message: dict[str, Any], index: int, ts: Optional[datetime]) -> AssistantTurn:
     turn = AssistantTurn(index=index, ts=ts, stop_reason=_stop_reason(message))
+    refusal = message.get("refusal")
+    if isinstance(refusal, str) and refusal.strip() and turn.stop_reason in (None, "stop", "end_turn"):
+        turn.stop_reason = "refusal"  # OpenAI reports a refusal in its own field, with finish_reason "stop"
     turn.input_tokens, turn.output_tokens = _usage(message)
     content = message.get("content")
     if isinstance(content, str):
