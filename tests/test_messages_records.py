@@ -256,6 +256,16 @@ class TestTau2Rules:
         out = conversation_records(messages[:1] + cut, conversation_id="c")
         assert exits(out.records) == [("c", "m0", "max_tokens", "stored", 1, 0, 0)]
 
+    def test_error_message_is_capped(self) -> None:
+        long_text = "Error: " + "x" * 5000
+        messages = [
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "f", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": long_text, "is_error": True}]},
+        ]
+        record = conversation_records(messages, conversation_id="c").records[0]
+        assert record["error_message"] == long_text[:2000]
+
     def test_refusal_and_pause_turn(self) -> None:
         refused = [
             {"role": "user", "content": "do it"},
