@@ -40,7 +40,9 @@ HTTP_REASONS = (
 )
 BARE_STATUS_RE = re.compile(
     rf"^(?:(?:http|status|status code|error|code)\s*)?(?:[1-5]\d\d\s*(?:{HTTP_REASONS})?|(?:{HTTP_REASONS}))$|"
-    rf"^(?:request failed with )?status code [1-5]\d\d$|^(?:http )?[1-5]\d\d\s+(?:{HTTP_REASONS})$",
+    rf"^(?:request failed with )?status code [1-5]\d\d$|^(?:http )?[1-5]\d\d\s+(?:{HTTP_REASONS})$|"
+    # a bare error code: "error code: 1020", "SSL: CERTIFICATE_VERIFY_FAILED"
+    r"^(?:error |status )?code:?\s*[\w\-]+$|^(?:[\w ]{1,20}:\s*)?(?-i:[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)$",
     re.IGNORECASE,
 )
 NOT_FOUND_RE = re.compile(

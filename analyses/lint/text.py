@@ -50,6 +50,10 @@ PATH_RE = re.compile(r"(?:(?<![\w.])/[\w.\-]+(?:/[\w.\-]*)+|\b[A-Za-z]:\\[^\s'\"
 IDENT_RE = re.compile(
     r"\b(?:[A-Za-z]+_[A-Za-z0-9_]+|[a-z]+[A-Z]\w*|[A-Za-z]+[\-]?\d[\w\-]*|\d+[A-Za-z][\w\-]*|[A-Za-z]+(?:\.[A-Za-z_]\w*)+|\w+\[\d+\](?:\.\w+)*)\b"
 )
+# UPPER_SNAKE error codes classify the failure (CERTIFICATE_VERIFY_FAILED, ACCESS_TOKEN_EXPIRED); they name
+# no value the model passed or could change, so they are not specifics. (Vendor codes such as ORA-00942
+# cannot be told from ids such as PT-20451 by their shape, so they still count.)
+ERROR_CODE_RE = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
 NUMBER_RE = re.compile(r"(?<![\w.])\$?\d+(?:[.,]\d+)?(?![\w])")
 ISO_DATE_RE = re.compile(r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+\-]\d{2}:?\d{2})?)?\b")
 
@@ -182,7 +186,7 @@ def find_specifics(text: str) -> list[str]:
     """Concrete values the text names (quoted values, ids, numbers, paths, URLs)."""
     found: list[str] = []
     for regex in (QUOTED_RE, URL_RE, EMAIL_RE, ISO_DATE_RE, PATH_RE, IDENT_RE, NUMBER_RE):
-        found.extend(m.group(0) for m in regex.finditer(text))
+        found.extend(m.group(0) for m in regex.finditer(text) if not ERROR_CODE_RE.fullmatch(m.group(0)))
     for m in _TAIL_VALUE_RE.finditer(text):
         words = _WORD_RE.findall(m.group(1).lower())
         head = set(_WORD_RE.findall(m.group(0)[: m.start(1) - m.start(0)].lower()))
