@@ -19,7 +19,7 @@ the same way around an empty statement, is subtracted; p50/p99 in ns):
    timed over the drains of run 1. If the host records faster than this for longer than the queue
    lasts, records are dropped (counted), never blocking.
 4. With an OpenTelemetry SDK ``TracerProvider`` + ``BatchSpanProcessor`` exporting to a no-op
-   exporter: the collector (span + record) next to a bare SDK span with the same name and
+   exporter (its queue also drained between batches, untimed): the collector (span + record) next to a bare SDK span with the same name and
    attributes (``start_as_current_span`` + the end-of-call attributes), and a bare span with no
    attributes.
 """
@@ -136,9 +136,11 @@ def bench_bare(calls: int, batch: int, tmp: Path) -> list[int]:
     return times
 
 
-def sdk_provider() -> tuple[TracerProvider, BatchSpanProcessor]:
+def sdk_provider(batch: int) -> tuple[TracerProvider, BatchSpanProcessor]:
     provider = TracerProvider(shutdown_on_exit=False)
-    bsp = BatchSpanProcessor(NoopExporter())
+    # A queue that holds a whole batch, drained (untimed) between batches like the JSONL queue:
+    # otherwise the processor drops spans when full and the cheaper drop path skews the figures.
+    bsp = BatchSpanProcessor(NoopExporter(), max_queue_size=batch + 1024)
     provider.add_span_processor(bsp)
     return provider, bsp
 
@@ -149,18 +151,18 @@ def bench_tracing(calls: int, batch: int, tmp: Path) -> dict[str, list[int]]:
     nid = len(ids)
 
     # Bare SDK span, no attributes.
-    provider, bsp = sdk_provider()
+    provider, bsp = sdk_provider(batch)
     tracer = provider.get_tracer("bare")
     with tracer.start_as_current_span("invoke_agent bench"):
         def bare(i: int) -> None:
             with tracer.start_as_current_span("execute_tool book_room", kind=SpanKind.INTERNAL):
                 pass
 
-        out["bare SDK span"], _ = run_batched(calls, batch, bare, lambda: None)
+        out["bare SDK span"], _ = run_batched(calls, batch, bare, bsp.force_flush)
     provider.shutdown()
 
     # Bare SDK span with the same attributes the collector sets.
-    provider, bsp = sdk_provider()
+    provider, bsp = sdk_provider(batch)
     tracer = provider.get_tracer("bare")
     with tracer.start_as_current_span("invoke_agent bench"):
         def bare_attrs(i: int) -> None:
@@ -177,11 +179,11 @@ def bench_tracing(calls: int, batch: int, tmp: Path) -> dict[str, list[int]]:
             ) as span:
                 span.set_attributes({"loopscope.tool.outcome": "ok", "loopscope.tool.attempts": 1})
 
-        out["bare SDK span, same attributes"], _ = run_batched(calls, batch, bare_attrs, lambda: None)
+        out["bare SDK span, same attributes"], _ = run_batched(calls, batch, bare_attrs, bsp.force_flush)
     provider.shutdown()
 
     # The collector with tracing on (span + record to the JSONL sink).
-    provider, bsp = sdk_provider()
+    provider, bsp = sdk_provider(batch)
     sink = JsonlSink(tmp / "traced.jsonl", max_queue=batch + 10, flush_interval=3600, max_bytes=None)
     col = Collector(sink, tracer_provider=provider, strict=False)
     loop = col.prompt(conversation_id="bench", prompt_id="p", agent="bench")
@@ -192,7 +194,11 @@ def bench_tracing(calls: int, batch: int, tmp: Path) -> dict[str, list[int]]:
         with tool_call(ids[i % nid], "book_room", ARGS):
             pass
 
-    out["collector+jsonl, tracing on"], _ = run_batched(calls, batch, traced, sink.flush)
+    def drain() -> None:
+        sink.flush()
+        bsp.force_flush()
+
+    out["collector+jsonl, tracing on"], _ = run_batched(calls, batch, traced, drain)
     loop.close()
     st = col.stats
     col.close()

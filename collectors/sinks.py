@@ -142,12 +142,28 @@ class JsonlSink(Sink):
         self._stop = threading.Event()
         self._closed = False
         self.submit = self._make_submit()  # type: ignore[method-assign]
-        self._thread = threading.Thread(target=self._run, name=f"loopscope-writer:{self.path.name}", daemon=True)
-        self._thread.start()
+        self._thread = self._start_writer()
+        if hasattr(os, "register_at_fork"):
+            # A forked child inherits the queue and descriptor but not the thread: start a new one
+            # there (and drop the parent's pending records, which the parent writes itself).
+            wref = weakref.ref(self)
+            os.register_at_fork(after_in_child=lambda: (lambda s: s._after_fork() if s is not None else None)(wref()))
         # atexit keeps only a weak reference, so an abandoned sink can still be collected.
         ref = weakref.ref(self)
         self._atexit = lambda: (lambda s: s.close() if s is not None else None)(ref())
         atexit.register(self._atexit)
+
+    def _start_writer(self) -> threading.Thread:
+        thread = threading.Thread(target=self._run, name=f"loopscope-writer:{self.path.name}", daemon=True)
+        thread.start()
+        return thread
+
+    def _after_fork(self) -> None:
+        self._queue.clear()
+        self._io_lock = threading.Lock()
+        self._stop = threading.Event()
+        if not self._closed:
+            self._thread = self._start_writer()
 
     def _make_submit(self):  # noqa: ANN202 - a closure bound once; it is the hot path
         queue = self._queue

@@ -253,3 +253,30 @@ def test_sigkill_loses_at_most_the_last_flush_interval(tmp_path: Path) -> None:
     must = safe[-1]
     missing = [i for i in range(must) if f"t{i}" not in on_disk]
     assert missing == []
+
+
+CHILD_FORK = r"""
+import os, sys
+from loopscope.collectors import Collector, JsonlSink
+col = Collector(JsonlSink(sys.argv[1], flush_interval=0.05))
+with col.prompt(conversation_id="parent", prompt_id="p") as loop, loop.tool_call("before-fork", "x", {}):
+    pass
+pid = os.fork()
+who = "child" if pid == 0 else "parent"
+with col.prompt(conversation_id=who, prompt_id="p") as loop, loop.tool_call(who, "x", {}):
+    pass
+if pid == 0:
+    import time; time.sleep(0.3)   # the child's own writer thread flushes (no close, no atexit)
+    os._exit(0)
+os.waitpid(pid, 0)
+col.close()
+"""
+
+
+def test_forked_child_gets_its_own_writer(tmp_path: Path) -> None:
+    if not hasattr(os, "fork"):
+        pytest.skip("no fork")
+    path = tmp_path / "l.jsonl"
+    subprocess.run([sys.executable, "-c", CHILD_FORK, str(path)], check=True, timeout=60)
+    calls = sorted(r["tool_call_id"] for r in lines_of(path) if r["kind"] == "tool_call")
+    assert calls == ["before-fork", "child", "parent"]
