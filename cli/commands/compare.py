@@ -85,7 +85,8 @@ def _render(result, rows) -> None:  # noqa: ANN001 - internal
                                           ("no" if not m.test.note else f"no ({inert(m.test.note)})"))
         table.add_row(
             m.metric, _fmt(m.metric, m.a), _fmt(m.metric, m.b), _fmt(m.metric, m.difference, signed=True),
-            "-" if row["p_value"] is None else f"{row['p_value']:.3g}", sig, row["test"] or "",
+            "-" if row["p_value"] is None else f"{row['p_value']:.3g}", sig,
+            "Mann-Whitney U" if (row["test"] or "").startswith("Mann-Whitney") else row["test"] or "",
         )
     console = stdout_console()
     console.print(table)

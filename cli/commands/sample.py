@@ -78,12 +78,14 @@ def _render(sample, rows) -> None:  # noqa: ANN001 - internal
 
     console = stdout_console()
     strata = "; ".join(f"{s} {sample.available[s]} → {sample.allocation[s]}" for s in sample.available)
-    table = Table(title=f"{len(rows)} of {sum(sample.available.values())} conversations · seed {sample.seed} · "
-                        f"strata (available → drawn): {strata}", title_justify="left")
-    for col, justify in (("conversation", "left"), ("stratum", "left"), ("class", "left"), ("agent", "left"),
-                         ("started", "left"), ("prompts", "right"), ("tool calls", "right"), ("errors", "right")):
-        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    console.print(f"{len(rows)} of {sum(sample.available.values())} conversations · seed {sample.seed} · "
+                  f"strata (available → drawn): {strata}")
+    table = Table()
+    for col, justify in (("conversation", "left"), ("stratum (class)", "left"), ("agent", "left"),
+                         ("started", "left"), ("calls", "right"), ("errors", "right")):
+        table.add_column(col, justify=justify, no_wrap=True)  # type: ignore[arg-type]
     for r in rows:
-        table.add_row(inert(r["conversation_id"]), r["stratum"], r["computed_class"], inert(r["agent"]),
-                      f"{r['first_ts']:%Y-%m-%d %H:%M}", str(r["prompts"]), str(r["tool_calls"]), str(r["errors"]))
+        stratum = r["stratum"] if r["computed_class"] == r["stratum"] else f"{r['stratum']} ({r['computed_class']})"
+        table.add_row(inert(r["conversation_id"]), stratum, inert(r["agent"]), f"{r['first_ts']:%Y-%m-%d %H:%M}",
+                      str(r["tool_calls"]), str(r["errors"]))
     console.print(table)
