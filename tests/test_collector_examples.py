@@ -239,3 +239,46 @@ def test_openai_loop_budget_exceeded(tmp_path: Path) -> None:
     col.close()
     (exit_,) = records(log)
     assert (exit_["exit_reason"], exit_["tool_calls"], exit_["steps"]) == ("budget_exceeded", 0, 1)
+
+
+# ---------------------------------------------------------------- README / docs snippets
+
+ROOT = EXAMPLES.parent.parent
+
+
+def snippet(path: Path, start_marker: str) -> str:
+    text = path.read_text(encoding="utf-8")
+    body = text[text.index(start_marker):]
+    return body[body.index("```python\n") + len("```python\n"):].split("```", 1)[0]
+
+
+def snippet_env() -> dict:
+    script = [
+        a_tools(("toolu_01", "get_weather", {"city": "Paris", "date": "tomorrow"}), usage=(420, 38)),
+        a_text("Please give me a date like 2026-11-23.", usage=(510, 22)),
+    ]
+    client, create = anthropic_client([lambda req, r=r: r for r in script])
+
+    def run_tool(name: str, args: dict) -> str:
+        raise ValueError("Invalid date format 'tomorrow'. Use YYYY-MM-DD.")
+
+    return {"client": client, "MODEL": "claude-x", "TOOLS": [], "run_tool": run_tool,
+            "messages": [{"role": "user", "content": "Weather in Paris tomorrow?"}]}
+
+
+SHOWN_VOLATILE = ("ts", "prompt_id", "latency_ms", "duration_ms")
+
+
+@pytest.mark.parametrize(("doc", "marker"), [("README.md", "<!-- SECTION:instrument -->"), ("docs/collector.md", "## Quick start")])
+def test_documented_snippet_runs_and_writes_the_shown_record(doc: str, marker: str, tmp_path: Path) -> None:
+    env = snippet_env()
+    exec(compile(snippet(ROOT / doc, marker), doc, "exec"), env)  # noqa: S102 - our own docs
+    env["collector"].close()
+    written = records(tmp_path / "logs" / "loopscope.jsonl")
+    text = (ROOT / doc).read_text(encoding="utf-8")
+    shown = [json.loads(line) for line in text.splitlines() if line.startswith('{"v":1,')]
+    assert shown, "the doc shows no record"
+    for got, want in zip(written, shown):
+        assert {k: v for k, v in got.items() if k not in SHOWN_VOLATILE} == {
+            k: v for k, v in want.items() if k not in SHOWN_VOLATILE}
+    assert env["messages"][2]["content"][0]["is_error"] is True
