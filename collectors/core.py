@@ -254,17 +254,30 @@ class PromptLoop:
         self.max_tool_calls = self.tags = None
         self._t0 = 0.0
         self._tmpl: dict[str, Any] = {}
+        guard = col._guard
         try:
             self._t0 = col._perf()
-            self.prompt_id = str(prompt_id) if prompt_id is not None else str(col._new_id())
             self.agent = str(agent) if agent else "default"
+            self.prompt_id = str(prompt_id) if prompt_id is not None else str(col._new_id())
+        except Exception as exc:  # noqa: BLE001
+            guard.internal_error("prompt", exc)
+            self.prompt_id = self.prompt_id or _uuid_hex()
+            self.agent = self.agent or "default"
+        try:
+            if tags:
+                self.tags = {str(k): str(v) for k, v in tags.items()}
+        except Exception as exc:  # noqa: BLE001
+            guard.internal_error("prompt.tags", exc)
+        # Built before anything else can fail, so tool calls always get complete records.
+        self._tmpl = self._template()
+        try:
             if max_tool_calls is not None:
                 if isinstance(max_tool_calls, bool) or not isinstance(max_tool_calls, int) or max_tool_calls < 0:
                     raise ValueError(f"max_tool_calls must be an int >= 0 or None, got {max_tool_calls!r}")
                 self.max_tool_calls = max_tool_calls
-            if tags:
-                self.tags = {str(k): str(v) for k, v in tags.items()}
-            self._tmpl = self._template()
+        except Exception as exc:  # noqa: BLE001
+            guard.internal_error("prompt.max_tool_calls", exc)
+        try:
             attrs: dict[str, Any] = {
                 otel.OPERATION: "invoke_agent",
                 otel.AGENT_NAME: self.agent,
@@ -286,7 +299,7 @@ class PromptLoop:
                 self._span = span
                 self._ctx = otel.set_span_in_context(span)
         except Exception as exc:  # noqa: BLE001
-            col._guard.internal_error("prompt", exc)
+            guard.internal_error("prompt.span", exc)
 
     # -- context manager --
 

@@ -147,3 +147,19 @@ def test_real_host_process_without_strict_mode_keeps_running(tmp_path: Path) -> 
     assert json.loads(out.stdout) == {"answers": ["tool failed"] * 3, "internal_errors": 6}
     # The NullHandler keeps the host quiet: no traceback on its stderr.
     assert "Traceback" not in out.stderr
+
+
+def test_bad_prompt_arguments_still_give_complete_records() -> None:
+    def broken_id() -> str:
+        raise RuntimeError("id service down")
+
+    sink = MemorySink()
+    col = Collector(sink, strict=False, new_id=broken_id)
+    with col.prompt(conversation_id="c", max_tool_calls=-1, tags={"k": "v"}) as loop:
+        with loop.tool_call("t", "x", {"a": 1}):
+            pass
+    tool, exit_ = sink.records
+    assert len(tool["prompt_id"]) == 32 and tool["prompt_id"] == exit_["prompt_id"]
+    assert tool["input_shape"] == {"a": "integer"} and tool["tags"] == {"k": "v"}
+    assert exit_["max_tool_calls"] is None
+    assert col.stats.internal_errors == 2
