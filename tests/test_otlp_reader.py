@@ -202,6 +202,22 @@ class TestSpansToRecords:
             "p-1", "budget_exceeded", 4, 2)
 
 
+    def test_a_span_exported_twice_counts_once(self, tmp_path: Path) -> None:
+        out = read(write(tmp_path, traces_line(FAIL, AGENT), traces_line(FAIL, AGENT)))
+        assert [r["kind"] for r in out.records] == ["tool_call", "loop_exit"]
+
+    def test_odd_attribute_values_do_not_stop_the_load(self, tmp_path: Path) -> None:
+        tool = span("BB00000000000001", "AA00000000000001", "execute_tool t", 1, 2, {
+            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t", "loopscope.tool.attempts": "many",
+            "loopscope.tool.step": -1, "loopscope.tool.outcome": "exploded", "gen_ai.tool.call.arguments": "[1, 2"})
+        agent = span("AA00000000000001", "", "invoke_agent", 0, 3, {
+            "gen_ai.operation.name": "invoke_agent", "loopscope.agent.turns": "two", "gen_ai.usage.input_tokens": "n/a"})
+        call, exit_ = read(write(tmp_path, traces_line(tool, agent))).records
+        assert (call["attempts"], call["step"], call["outcome"], call["input_shape"], call["args_fingerprint"]) == (
+            1, 0, "ok", {}, None)
+        assert (exit_["steps"], exit_["input_tokens"]) == (None, None)
+
+
 class TestLogs:
     """loopscope's own log events."""
 

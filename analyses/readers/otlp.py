@@ -350,8 +350,10 @@ def read(path: Path, options: Mapping[str, Any]) -> Any:
     from loopscope.analyses.readers.otlp_logs import logs_to_records
 
     decoded = decode_file(Path(path))
-    pairs = spans_to_records(decoded.spans) + logs_to_records(decoded.logs)
-    out = ReaderOutput(records=[rec for _, rec in pairs], bad=[BadLine(n, r, raw) for n, r, raw in decoded.bad])
+    span_records, span_bad = spans_to_records(decoded.spans)
+    pairs = span_records + logs_to_records(decoded.logs)
+    bad = decoded.bad + span_bad
+    out = ReaderOutput(records=[rec for _, rec in pairs], bad=[BadLine(n, r, raw) for n, r, raw in bad])
     if not pairs and (decoded.spans or decoded.logs):
         out.violations.append(
             {

@@ -96,6 +96,16 @@ FINISH_REASONS = {
 }
 
 
+def _as_int(value: Any, default: int | None = None) -> int | None:
+    """An integer attribute (ints may arrive as strings or floats); ``default`` when it is not one."""
+    if value is None or isinstance(value, bool):
+        return default
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
+
+
 def _first(attrs: dict[str, Any], keys: tuple[str, ...]) -> Any:
     for key in keys:
         value = attrs.get(key)
@@ -198,10 +208,6 @@ class _Trace:
             parent = node.parent_id
         return chain, None
 
-    def within(self, root: Span) -> list[Span]:
-        """Every span whose parent chain reaches ``root`` (root excluded)."""
-        return [s for s in self.spans if s is not root and root in self.ancestors(s)[0]]
-
 
 class _Prompt:
     def __init__(self, key: str, root: Span | None, how: str) -> None:
@@ -241,7 +247,8 @@ def _prompt_of(tool: Span, trace: _Trace, prompts: dict[str, _Prompt]) -> _Promp
 def _assign_steps(prompt: _Prompt, llms: list[Span]) -> dict[str, int]:
     tools = sorted(prompt.tools, key=lambda s: (s.start_ns, s.line_no))
     steps: dict[str, int] = {}
-    if all(isinstance(t.attrs.get("loopscope.tool.step"), int) for t in tools):
+    own = [t.attrs.get("loopscope.tool.step") for t in tools]
+    if all(type(v) is int and v >= 0 for v in own):
         return {t.span_id: t.attrs["loopscope.tool.step"] for t in tools}  # type: ignore[misc]
     if llms:
         starts = sorted(s.start_ns for s in llms)
@@ -373,8 +380,8 @@ def _tool_record(span: Span, prompt: _Prompt, conversation: tuple[str, bool], st
         "args_fingerprint": a.get("loopscope.tool.args_fingerprint") or fingerprint,
         "outcome": outcome,
         "is_error": is_error,
-        "attempts": int(a.get("loopscope.tool.attempts") or 1),
-        "latency_ms": (span.end_ns - span.start_ns) / 1e6,
+        "attempts": max(1, _as_int(a.get("loopscope.tool.attempts"), 1) or 1),
+        "latency_ms": max(0, span.end_ns - span.start_ns) / 1e6,
         "error_type": error_type,
         "error_message": message,
         "replayed": bool(a.get("loopscope.tool.replayed", False)),
@@ -445,21 +452,21 @@ def _exit_record(prompt: _Prompt, llms: list[Span], conversation: tuple[str, boo
     a = root.attrs
 
     def tokens(keys: tuple[str, ...]) -> int | None:
-        own = _first(a, keys)
+        own = _as_int(_first(a, keys))
         if own is not None:
-            return int(own)
-        vals = [int(v) for s in llms if (v := _first(s.attrs, keys)) is not None]
+            return own
+        vals = [v for s in llms if (v := _as_int(_first(s.attrs, keys))) is not None]
         return sum(vals) if vals else None
 
     rec.update({
         "exit_reason": reason,
-        "steps": int(a["loopscope.agent.turns"]) if "loopscope.agent.turns" in a else (len(llms) or None),
-        "tool_calls": int(a.get("loopscope.agent.tool_calls", len(tool_records))),
-        "tool_errors": int(a.get("loopscope.agent.tool_failures", sum(r["is_error"] for r in tool_records))),
-        "max_tool_calls": int(a["loopscope.agent.max_tool_calls"]) if "loopscope.agent.max_tool_calls" in a else None,
+        "steps": _as_int(a.get("loopscope.agent.turns"), len(llms) or None),
+        "tool_calls": _as_int(a.get("loopscope.agent.tool_calls"), len(tool_records)),
+        "tool_errors": _as_int(a.get("loopscope.agent.tool_failures"), sum(r["is_error"] for r in tool_records)),
+        "max_tool_calls": _as_int(a.get("loopscope.agent.max_tool_calls")),
         "input_tokens": tokens(INPUT_TOKEN_KEYS),
         "output_tokens": tokens(OUTPUT_TOKEN_KEYS),
-        "duration_ms": (root.end_ns - root.start_ns) / 1e6,
+        "duration_ms": max(0, root.end_ns - root.start_ns) / 1e6,
         "error_type": error_type if reason == "error" else None,
         "error_message": error_message if reason == "error" else None,
     })
@@ -469,25 +476,27 @@ def _exit_record(prompt: _Prompt, llms: list[Span], conversation: tuple[str, boo
     return rec
 
 
-def spans_to_records(spans: list[Span]) -> list[tuple[int, dict[str, Any]]]:
+def spans_to_records(spans: list[Span]) -> tuple[list[tuple[int, dict[str, Any]]], list[tuple[int, str, str]]]:
     """Convert the spans of a file into records, each with the line it came from.
 
     Args:
-        spans: decoded spans (any order, any number of traces).
+        spans: decoded spans (any order, any number of traces). A span seen
+            twice (same trace and span id: a file concatenated twice) counts once.
 
     Returns:
         ``(line_no, record)`` pairs: a prompt's ``tool_call`` records in step
-        order, then its ``loop_exit`` (when its agent span was exported).
+        order, then its ``loop_exit`` (when its agent span was exported); and
+        ``(line_no, reason, raw)`` for prompts whose spans could not be converted.
     """
-    by_trace: dict[str | None, list[Span]] = defaultdict(list)
+    by_trace: dict[str | None, dict[str, Span]] = defaultdict(dict)
     for span in spans:
-        by_trace[span.trace_id].append(span)
+        by_trace[span.trace_id].setdefault(str(span.span_id), span)
     out: list[tuple[int, dict[str, Any]]] = []
+    bad: list[tuple[int, str, str]] = []
     for trace_spans in by_trace.values():
-        trace = _Trace(trace_spans)
+        trace = _Trace(list(trace_spans.values()))
         prompts: dict[str, _Prompt] = {}
-        tools = [s for s in trace.spans if is_tool_span(s)]
-        for tool in tools:
+        for tool in (s for s in trace.spans if is_tool_span(s)):
             _prompt_of(tool, trace, prompts)
         # Agent spans with no tool call under them are prompts too (n = 0), unless they sit
         # inside a prompt already found (LangGraph's per-step "agent" node under a CHAIN root).
@@ -496,16 +505,29 @@ def spans_to_records(spans: list[Span]) -> list[tuple[int, dict[str, Any]]]:
             if is_agent_span(span) and span.span_id not in prompts:
                 chain, _ = trace.ancestors(span)
                 if not any(is_agent_span(s) or s.span_id in roots for s in chain):
-                    prompts[span.span_id] = _Prompt(span.span_id, span, "agent_span")
-                    prompts[span.span_id].agents = [span]
+                    prompts[str(span.span_id)] = _Prompt(str(span.span_id), span, "agent_span")
+        # Which spans each prompt contains, in one pass: a span belongs to the outermost prompt
+        # root on its chain of parents.
+        by_root = {p.root.span_id: p for p in prompts.values() if p.root is not None}
+        inside: dict[str, list[Span]] = defaultdict(list)
+        for span in trace.spans:
+            chain, _ = trace.ancestors(span)
+            owner = next((by_root[s.span_id] for s in reversed(chain) if s.span_id in by_root), None)
+            if owner is not None:
+                inside[owner.key].append(span)
         for prompt in prompts.values():
-            out.extend(_convert_prompt(prompt, trace))
-    return out
+            try:
+                out.extend(_convert_prompt(prompt, inside[prompt.key], trace.conversation))
+            except (TypeError, ValueError, AttributeError) as exc:
+                first = prompt.root or prompt.tools[0]
+                bad.append((first.line_no, f"prompt {prompt.key} (trace {first.trace_id}): {exc}", ""))
+    return out, bad
 
 
-def _convert_prompt(prompt: _Prompt, trace: _Trace) -> list[tuple[int, dict[str, Any]]]:
-    inside = trace.within(prompt.root) if prompt.root is not None else list(prompt.tools)
-    if prompt.root is not None:
+def _convert_prompt(prompt: _Prompt, inside: list[Span], trace_conversation: Any) -> list[tuple[int, dict[str, Any]]]:
+    if prompt.root is None:
+        inside = list(prompt.tools)
+    else:
         prompt.agents = [prompt.root, *[s for s in inside if is_agent_span(s)]]
     llms = [s for s in inside if is_llm_span(s)]
     conv_raw = None
@@ -513,7 +535,7 @@ def _convert_prompt(prompt: _Prompt, trace: _Trace) -> list[tuple[int, dict[str,
         conv_raw = _first(span.attrs, CONVERSATION_KEYS)
         if conv_raw is not None:
             break
-    conv_raw = conv_raw if conv_raw is not None else trace.conversation
+    conv_raw = conv_raw if conv_raw is not None else trace_conversation
     tid = prompt.tools[0].trace_id if prompt.tools else (prompt.root.trace_id if prompt.root else None)
     conversation = (str(conv_raw), False) if conv_raw is not None else (f"otlp-trace:{tid}", True)
     agent = _agent_name(prompt)
