@@ -17,8 +17,8 @@ than read):
   (the agent span was never exported: the process died, or the file was read
   mid-run) the prompt is the missing parent's id and stays open. When the
   chain reaches a root that is not an agent span, that root stands in for it
-  (``agent_span_inferred``). A tool span with no parent at all is its own open
-  prompt, keyed by its trace.
+  (``agent_span_inferred``). Tool spans with no parent at all form one open
+  prompt per trace.
 - **conversation**: ``gen_ai.conversation.id``, ``session.id``,
   ``traceloop.association.properties.{conversation_id,session_id,thread_id}``,
   read from the tool span, then its ancestors, then any span of its trace.
@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import ast
 import json
+from bisect import bisect_right
 from collections import defaultdict
 from datetime import datetime, timezone
 from typing import Any
@@ -253,7 +254,7 @@ def _assign_steps(prompt: _Prompt, llms: list[Span]) -> dict[str, int]:
     if llms:
         starts = sorted(s.start_ns for s in llms)
         for t in tools:
-            steps[t.span_id] = max(0, sum(1 for st in starts if st <= t.start_ns) - 1)
+            steps[t.span_id] = max(0, bisect_right(starts, t.start_ns) - 1)
         return steps
     # A parent that is an agent span is the loop itself, not a turn: only other parents group calls.
     loop_ids = {s.span_id for s in prompt.agents} | {prompt.key}
