@@ -19,9 +19,9 @@ the same way around an empty statement, is subtracted; p50/p99 in ns):
    timed over the drains of run 1. If the host records faster than this for longer than the queue
    lasts, records are dropped (counted), never blocking.
 4. With an OpenTelemetry SDK ``TracerProvider`` + ``BatchSpanProcessor`` exporting to a no-op
-   exporter (its queue also drained between batches, untimed): the collector (span + record) next to a bare SDK span with the same name and
-   attributes (``start_as_current_span`` + the end-of-call attributes), and a bare span with no
-   attributes.
+   exporter (its queue also drained between batches, untimed): the collector (span + record) next
+   to a bare SDK span with the same name and attributes (``start_as_current_span`` + the
+   end-of-call attributes), and a bare span with no attributes.
 """
 
 from __future__ import annotations
@@ -29,20 +29,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
-from opentelemetry.trace import SpanKind
-
 from loopscope.collectors import Collector, JsonlSink
 from loopscope.collectors.records import finish
 from loopscope.collectors.shape import shape_and_fingerprint
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.trace import SpanKind
 
 ARGS = {"check_in": "2026-12-01", "nights": 3, "room_type": "double", "guests": 2}
 pc = time.perf_counter_ns
@@ -72,7 +70,9 @@ def timer_overhead(n: int) -> int:
     return out[len(out) // 2]
 
 
-def run_batched(calls: int, batch: int, one: Callable[[int], None], between: Callable[[], None]) -> tuple[list[int], float]:
+def run_batched(
+    calls: int, batch: int, one: Callable[[int], None], between: Callable[[], None]
+) -> tuple[list[int], float]:
     """Time each call; run ``between`` (untimed, but its wall time is returned) after each batch."""
     times: list[int] = []
     append = times.append
@@ -122,11 +122,26 @@ def bench_bare(calls: int, batch: int, tmp: Path) -> list[int]:
         t0 = perf()
         shape, fp = shape_and_fingerprint(ARGS)
         rec = {
-            "v": 1, "kind": "tool_call", "ts": wall(), "conversation_id": "bench", "prompt_id": "p",
-            "agent": "bench", "trace_id": None, "span_id": None, "tool_call_id": ids[i % nid],
-            "tool_name": "book_room", "step": 0, "input_shape": shape, "args_fingerprint": fp, "outcome": "ok",
-            "is_error": False, "attempts": 1, "latency_ms": (perf() - t0) * 1000.0, "error_type": None,
-            "error_message": None, "replayed": False,
+            "v": 1,
+            "kind": "tool_call",
+            "ts": wall(),
+            "conversation_id": "bench",
+            "prompt_id": "p",
+            "agent": "bench",
+            "trace_id": None,
+            "span_id": None,
+            "tool_call_id": ids[i % nid],
+            "tool_name": "book_room",
+            "step": 0,
+            "input_shape": shape,
+            "args_fingerprint": fp,
+            "outcome": "ok",
+            "is_error": False,
+            "attempts": 1,
+            "latency_ms": (perf() - t0) * 1000.0,
+            "error_type": None,
+            "error_message": None,
+            "replayed": False,
         }
         finish(rec)  # the same timestamp formatting the collector's writer does
         f.write(dumps(rec, ensure_ascii=False, separators=(",", ":")) + "\n")
@@ -154,6 +169,7 @@ def bench_tracing(calls: int, batch: int, tmp: Path) -> dict[str, list[int]]:
     provider, bsp = sdk_provider(batch)
     tracer = provider.get_tracer("bare")
     with tracer.start_as_current_span("invoke_agent bench"):
+
         def bare(i: int) -> None:
             with tracer.start_as_current_span("execute_tool book_room", kind=SpanKind.INTERNAL):
                 pass
@@ -165,14 +181,19 @@ def bench_tracing(calls: int, batch: int, tmp: Path) -> dict[str, list[int]]:
     provider, bsp = sdk_provider(batch)
     tracer = provider.get_tracer("bare")
     with tracer.start_as_current_span("invoke_agent bench"):
+
         def bare_attrs(i: int) -> None:
             with tracer.start_as_current_span(
                 "execute_tool book_room",
                 kind=SpanKind.INTERNAL,
                 attributes={
-                    "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "book_room",
-                    "gen_ai.tool.call.id": ids[i % nid], "gen_ai.tool.type": "function",
-                    "gen_ai.conversation.id": "bench", "loopscope.prompt.id": "p", "loopscope.tool.step": 0,
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": "book_room",
+                    "gen_ai.tool.call.id": ids[i % nid],
+                    "gen_ai.tool.type": "function",
+                    "gen_ai.conversation.id": "bench",
+                    "loopscope.prompt.id": "p",
+                    "loopscope.tool.step": 0,
                     "loopscope.tool.input_shape": '{"check_in":"string","guests":"integer","nights":"integer",'
                     '"room_type":"string"}',
                 },
@@ -228,17 +249,23 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append((name,) + percentiles(times, overhead))
         total_s = time.perf_counter() - t_start
 
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, {calls:,} calls per row, "
-          f"batches of {batch:,}; timer overhead {overhead} ns subtracted")
+    print(
+        f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, {calls:,} calls per row, "
+        f"batches of {batch:,}; timer overhead {overhead} ns subtracted"
+    )
     print(f"{'measurement':<36} {'p50 ns':>9} {'p99 ns':>9}")
     for name, p50, p99 in rows:
         print(f"{name:<36} {p50:>9.0f} {p99:>9.0f}")
     by = {name: (p50, p99) for name, p50, p99 in rows}
     c, b = by["collector+jsonl (host thread)"], by["bare shape+json.dumps+write"]
-    print(f"\ncollector+jsonl vs bare json+write, p50: {c[0] / b[0]:.2f}x  (target: <= 1500 ns p50: "
-          f"{'met' if c[0] <= 1500 else 'NOT met'})")
-    print(f"writer thread: {jl['written'] / jl['writer_s']:,.0f} records/s "
-          f"({jl['writer_s'] * 1e9 / jl['written']:.0f} ns per record: finish + encode + write)")
+    print(
+        f"\ncollector+jsonl vs bare json+write, p50: {c[0] / b[0]:.2f}x  (target: <= 1500 ns p50: "
+        f"{'met' if c[0] <= 1500 else 'NOT met'})"
+    )
+    print(
+        f"writer thread: {jl['written'] / jl['writer_s']:,.0f} records/s "
+        f"({jl['writer_s'] * 1e9 / jl['written']:.0f} ns per record: finish + encode + write)"
+    )
     if not ns.skip_tracing:
         t = by["collector+jsonl, tracing on"]
         for base in ("bare SDK span, same attributes", "bare SDK span"):

@@ -13,11 +13,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from loopscope.collectors.shape import input_shape
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
-
-from loopscope.collectors.shape import input_shape
 
 INTERNAL = SpanKind.INTERNAL
 STATUS_ERROR = StatusCode.ERROR

@@ -19,7 +19,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-from loopscope.collectors.guard import Guard, logger
+from loopscope.collectors.guard import Guard
 from loopscope.collectors.records import finish
 
 
@@ -69,7 +69,9 @@ class MemorySink(Sink):
         return {"written": len(self.records), "dropped": 0, "errors": 0}
 
 
-def _check_positive(name: str, value: Any, *, integer: bool, allow_none: bool = False, allow_zero: bool = False) -> None:
+def _check_positive(
+    name: str, value: Any, *, integer: bool, allow_none: bool = False, allow_zero: bool = False
+) -> None:
     if value is None and allow_none:
         return
     ok_type = isinstance(value, int) if integer else isinstance(value, (int, float))
@@ -253,7 +255,9 @@ class JsonlSink(Sink):
                     lines.append((encode(finish(rec)) + "\n").encode("utf-8", "surrogatepass"))
                 except Exception as exc:  # noqa: BLE001 - one bad record must not stop the writer
                     self.errors += 1
-                    self._guard.once(f"encode:{type(exc).__name__}", 40, "loopscope: cannot serialise a record", exc_info=exc)
+                    self._guard.once(
+                        f"encode:{type(exc).__name__}", 40, "loopscope: cannot serialise a record", exc_info=exc
+                    )
             if not lines:
                 continue
             try:

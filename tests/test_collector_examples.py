@@ -6,10 +6,10 @@ import importlib.util
 import json
 import sys
 from pathlib import Path
-from types import ModuleType, SimpleNamespace as NS
+from types import ModuleType
+from types import SimpleNamespace as NS
 
 import pytest
-
 from loopscope.collectors import Collector, JsonlSink
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "docs" / "examples"
@@ -45,7 +45,9 @@ class ScriptedClient:
 
 
 def a_text(text: str, stop: str = "end_turn", usage: tuple[int, int] = (10, 5)) -> NS:
-    return NS(stop_reason=stop, content=[NS(type="text", text=text)], usage=NS(input_tokens=usage[0], output_tokens=usage[1]))
+    return NS(
+        stop_reason=stop, content=[NS(type="text", text=text)], usage=NS(input_tokens=usage[0], output_tokens=usage[1])
+    )
 
 
 def a_tools(*calls: tuple[str, str, dict], usage: tuple[int, int] = (10, 5)) -> NS:
@@ -85,18 +87,28 @@ def test_anthropic_loop_records_error_recovered_by_the_model(tmp_path: Path) -> 
         assert bad["tool_use_id"] == "toolu_paris" and "Use YYYY-MM-DD" in bad["content"]
         return a_tools(("toolu_paris2", "get_weather", {"city": "Paris", "date": "2026-11-23"}))
 
-    client, create = anthropic_client([
-        lambda req: a_tools(
-            ("toolu_paris", "get_weather", {"city": "Paris", "date": "tomorrow"}),
-            ("toolu_lisbon", "lookup", {"city": "Lisbon", "date": "2026-11-23"}),
-        ),
-        after_error,
-        lambda req: a_text("Paris: 14°C and rain; Lisbon the same."),
-    ])
+    client, create = anthropic_client(
+        [
+            lambda req: a_tools(
+                ("toolu_paris", "get_weather", {"city": "Paris", "date": "tomorrow"}),
+                ("toolu_lisbon", "lookup", {"city": "Lisbon", "date": "2026-11-23"}),
+            ),
+            after_error,
+            lambda req: a_text("Paris: 14°C and rain; Lisbon the same."),
+        ]
+    )
     tools = {"get_weather": EX_A.get_weather, "lookup": flaky_weather(failures=1)}
     messages: list = []
-    answer = EX_A.run_agent_loop(client, col, "conv-1", "Weather in Paris and Lisbon?", messages,
-                                 prompt_id="p1", tools=tools, sleep=lambda s: None)
+    answer = EX_A.run_agent_loop(
+        client,
+        col,
+        "conv-1",
+        "Weather in Paris and Lisbon?",
+        messages,
+        prompt_id="p1",
+        tools=tools,
+        sleep=lambda s: None,
+    )
     col.close()
     assert answer.startswith("Paris: 14°C")
     assert [m["role"] for m in messages] == ["user", "assistant", "user", "assistant", "user", "assistant"]
@@ -113,10 +125,31 @@ def test_anthropic_loop_records_error_recovered_by_the_model(tmp_path: Path) -> 
     assert calls[1]["input_shape"] == {"city": "string", "date": "string"}
     assert "tomorrow" not in json.dumps(calls[1]["input_shape"]) and "Paris" not in json.dumps(calls)
     (exit_,) = [r for r in recs if r["kind"] == "loop_exit"]
-    assert {k: exit_[k] for k in ("conversation_id", "prompt_id", "agent", "exit_reason", "steps", "tool_calls",
-                                   "tool_errors", "max_tool_calls", "input_tokens", "output_tokens")} == {
-        "conversation_id": "conv-1", "prompt_id": "p1", "agent": "support", "exit_reason": "end_turn", "steps": 3,
-        "tool_calls": 3, "tool_errors": 1, "max_tool_calls": 25, "input_tokens": 30, "output_tokens": 15,
+    assert {
+        k: exit_[k]
+        for k in (
+            "conversation_id",
+            "prompt_id",
+            "agent",
+            "exit_reason",
+            "steps",
+            "tool_calls",
+            "tool_errors",
+            "max_tool_calls",
+            "input_tokens",
+            "output_tokens",
+        )
+    } == {
+        "conversation_id": "conv-1",
+        "prompt_id": "p1",
+        "agent": "support",
+        "exit_reason": "end_turn",
+        "steps": 3,
+        "tool_calls": 3,
+        "tool_errors": 1,
+        "max_tool_calls": 25,
+        "input_tokens": 30,
+        "output_tokens": 15,
     }
 
 
@@ -124,10 +157,12 @@ def test_anthropic_loop_budget_exceeded(tmp_path: Path) -> None:
     log = tmp_path / "l.jsonl"
     col = Collector(JsonlSink(log))
     same = ("get_weather", {"city": "Paris", "date": "2026-11-23"})
-    client, _ = anthropic_client([
-        lambda req: a_tools(("t1", *same), ("t2", *same)),
-        lambda req: a_tools(("t3", *same), ("t4", *same)),
-    ])
+    client, _ = anthropic_client(
+        [
+            lambda req: a_tools(("t1", *same), ("t2", *same)),
+            lambda req: a_tools(("t3", *same), ("t4", *same)),
+        ]
+    )
     with pytest.raises(EX_A.BudgetExceededError):
         EX_A.run_agent_loop(client, col, "conv-2", "Weather?", [], max_tool_calls=3)
     col.close()
@@ -143,7 +178,10 @@ def test_anthropic_loop_resume_replays_instead_of_rerunning(tmp_path: Path) -> N
     # tool_result never made it into the persisted messages.
     messages = [
         {"role": "user", "content": "Weather in Paris?"},
-        {"role": "assistant", "content": a_tools(("toolu_1", "get_weather", {"city": "Paris", "date": "2026-11-23"})).content},
+        {
+            "role": "assistant",
+            "content": a_tools(("toolu_1", "get_weather", {"city": "Paris", "date": "2026-11-23"})).content,
+        },
     ]
     done = {"toolu_1": "Paris on 2026-11-23: 14°C, light rain"}
     ran = []
@@ -179,7 +217,9 @@ def test_anthropic_loop_exception_escaping_is_an_error_exit(tmp_path: Path) -> N
 
 def o_resp(content: str | None, tool_calls: list | None, finish: str, usage: tuple[int, int] = (20, 7)) -> NS:
     msg = NS(role="assistant", content=content, tool_calls=tool_calls)
-    return NS(choices=[NS(message=msg, finish_reason=finish)], usage=NS(prompt_tokens=usage[0], completion_tokens=usage[1]))
+    return NS(
+        choices=[NS(message=msg, finish_reason=finish)], usage=NS(prompt_tokens=usage[0], completion_tokens=usage[1])
+    )
 
 
 def o_call(cid: str, name: str, arguments: str) -> NS:
@@ -196,24 +236,41 @@ def test_openai_loop_records_error_recovered_by_the_model(tmp_path: Path) -> Non
         assert "Use YYYY-MM-DD" in tool_msgs[0]["content"] and "not valid JSON" in tool_msgs[2]["content"]
         return o_resp(None, [o_call("call_d", "get_weather", '{"city": "Paris", "date": "2026-11-23"}')], "tool_calls")
 
-    create = ScriptedClient([
-        lambda req: o_resp(None, [
-            o_call("call_a", "get_weather", '{"city": "Paris", "date": "next friday"}'),
-            o_call("call_b", "get_weather", '{"city": "Rome", "date": "2026-11-23"}'),
-            o_call("call_c", "get_weather", '{"city": "Oslo", "date": '),
-        ], "tool_calls"),
-        after_error,
-        lambda req: o_resp("Paris and Rome: 14°C and rain.", None, "stop"),
-    ])
+    create = ScriptedClient(
+        [
+            lambda req: o_resp(
+                None,
+                [
+                    o_call("call_a", "get_weather", '{"city": "Paris", "date": "next friday"}'),
+                    o_call("call_b", "get_weather", '{"city": "Rome", "date": "2026-11-23"}'),
+                    o_call("call_c", "get_weather", '{"city": "Oslo", "date": '),
+                ],
+                "tool_calls",
+            ),
+            after_error,
+            lambda req: o_resp("Paris and Rome: 14°C and rain.", None, "stop"),
+        ]
+    )
     client = NS(chat=NS(completions=NS(create=create)))
     messages: list = []
     answer = EX_O.run_openai_agent_loop(client, col, "conv-o", "Weather?", messages, prompt_id="p1")
     col.close()
     assert answer == "Paris and Rome: 14°C and rain."
-    assert [m["role"] for m in messages] == ["user", "assistant", "tool", "tool", "tool", "assistant", "tool", "assistant"]
+    assert [m["role"] for m in messages] == [
+        "user",
+        "assistant",
+        "tool",
+        "tool",
+        "tool",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
     recs = records(log)
     calls = sorted((r for r in recs if r["kind"] == "tool_call"), key=lambda r: r["tool_call_id"])
-    got = [(r["tool_call_id"], r["step"], r["outcome"], r["is_error"], r["error_type"], r["input_shape"]) for r in calls]
+    got = [
+        (r["tool_call_id"], r["step"], r["outcome"], r["is_error"], r["error_type"], r["input_shape"]) for r in calls
+    ]
     shape = {"city": "string", "date": "string"}
     assert got == [
         ("call_a", 0, "permanent_fail", True, "ToolInputError", shape),
@@ -232,7 +289,9 @@ def test_openai_loop_budget_exceeded(tmp_path: Path) -> None:
     log = tmp_path / "l.jsonl"
     col = Collector(JsonlSink(log))
     args = '{"city": "Paris", "date": "2026-11-23"}'
-    create = ScriptedClient([lambda req: o_resp(None, [o_call(f"c{i}", "get_weather", args) for i in range(3)], "tool_calls")])
+    create = ScriptedClient(
+        [lambda req: o_resp(None, [o_call(f"c{i}", "get_weather", args) for i in range(3)], "tool_calls")]
+    )
     client = NS(chat=NS(completions=NS(create=create)))
     with pytest.raises(EX_O.BudgetExceededError):
         EX_O.run_openai_agent_loop(client, col, "conv-b", "Weather?", [], max_tool_calls=2)
@@ -248,8 +307,8 @@ ROOT = EXAMPLES.parent.parent
 
 def snippet(path: Path, start_marker: str) -> str:
     text = path.read_text(encoding="utf-8")
-    body = text[text.index(start_marker):]
-    return body[body.index("```python\n") + len("```python\n"):].split("```", 1)[0]
+    body = text[text.index(start_marker) :]
+    return body[body.index("```python\n") + len("```python\n") :].split("```", 1)[0]
 
 
 def snippet_env() -> dict:
@@ -262,14 +321,21 @@ def snippet_env() -> dict:
     def run_tool(name: str, args: dict) -> str:
         raise ValueError("Invalid date format 'tomorrow'. Use YYYY-MM-DD.")
 
-    return {"client": client, "MODEL": "claude-x", "TOOLS": [], "run_tool": run_tool,
-            "messages": [{"role": "user", "content": "Weather in Paris tomorrow?"}]}
+    return {
+        "client": client,
+        "MODEL": "claude-x",
+        "TOOLS": [],
+        "run_tool": run_tool,
+        "messages": [{"role": "user", "content": "Weather in Paris tomorrow?"}],
+    }
 
 
 SHOWN_VOLATILE = ("ts", "prompt_id", "latency_ms", "duration_ms")
 
 
-@pytest.mark.parametrize(("doc", "marker"), [("README.md", "<!-- SECTION:instrument -->"), ("docs/collector.md", "## Quick start")])
+@pytest.mark.parametrize(
+    ("doc", "marker"), [("README.md", "<!-- SECTION:instrument -->"), ("docs/collector.md", "## Quick start")]
+)
 def test_documented_snippet_runs_and_writes_the_shown_record(doc: str, marker: str, tmp_path: Path) -> None:
     env = snippet_env()
     exec(compile(snippet(ROOT / doc, marker), doc, "exec"), env)  # noqa: S102 - our own docs
@@ -280,5 +346,6 @@ def test_documented_snippet_runs_and_writes_the_shown_record(doc: str, marker: s
     assert shown, "the doc shows no record"
     for got, want in zip(written, shown):
         assert {k: v for k, v in got.items() if k not in SHOWN_VOLATILE} == {
-            k: v for k, v in want.items() if k not in SHOWN_VOLATILE}
+            k: v for k, v in want.items() if k not in SHOWN_VOLATILE
+        }
     assert env["messages"][2]["content"][0]["is_error"] is True

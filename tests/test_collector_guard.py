@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from loopscope.collectors import Collector, MemorySink, Sink
 from loopscope.collectors.guard import logger
 

@@ -7,14 +7,13 @@ import subprocess
 import sys
 
 import pytest
+from loopscope.collectors import Collector, MemorySink
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 from opentelemetry.trace import SpanKind, StatusCode
-
-from loopscope.collectors import Collector, MemorySink
 
 
 @pytest.fixture
@@ -29,8 +28,15 @@ def otel():
 
 
 def run_prompt(col: Collector) -> None:
-    with col.prompt(conversation_id="conv-9", prompt_id="p1", agent="support", max_tool_calls=10,
-                    provider="anthropic", model="claude-x", tags={"mode": "corrective"}) as loop:
+    with col.prompt(
+        conversation_id="conv-9",
+        prompt_id="p1",
+        agent="support",
+        max_tool_calls=10,
+        provider="anthropic",
+        model="claude-x",
+        tags={"mode": "corrective"},
+    ) as loop:
         loop.model_response(stop_reason="tool_use", input_tokens=100, output_tokens=10)
         with loop.tool_call("toolu_ok", "search", {"q": "x", "n": 2}):
             pass

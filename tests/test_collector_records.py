@@ -7,7 +7,6 @@ import json
 from itertools import count
 
 import pytest
-
 from loopscope.collectors import (
     Collector,
     CollectorConfigError,
@@ -57,18 +56,47 @@ def test_tool_call_and_loop_exit_records_field_for_field() -> None:
     # wall reads: setup check 0, tool record 1, exit record 2.
     assert sink.records == [
         {
-            "v": 1, "kind": "tool_call", "ts": "2026-11-22T00:00:01.000000Z", "conversation_id": "c-1",
-            "prompt_id": "p1", "agent": "support", "trace_id": None, "span_id": None, "tags": {"mode": "corrective"},
-            "tool_call_id": "toolu_1", "tool_name": "get_weather", "step": 0,
-            "input_shape": {"city": "string", "days": "integer"}, "args_fingerprint": fp, "outcome": "ok",
-            "is_error": False, "attempts": 1, "latency_ms": 250.0, "error_type": None, "error_message": None,
+            "v": 1,
+            "kind": "tool_call",
+            "ts": "2026-11-22T00:00:01.000000Z",
+            "conversation_id": "c-1",
+            "prompt_id": "p1",
+            "agent": "support",
+            "trace_id": None,
+            "span_id": None,
+            "tags": {"mode": "corrective"},
+            "tool_call_id": "toolu_1",
+            "tool_name": "get_weather",
+            "step": 0,
+            "input_shape": {"city": "string", "days": "integer"},
+            "args_fingerprint": fp,
+            "outcome": "ok",
+            "is_error": False,
+            "attempts": 1,
+            "latency_ms": 250.0,
+            "error_type": None,
+            "error_message": None,
             "replayed": False,
         },
         {
-            "v": 1, "kind": "loop_exit", "ts": "2026-11-22T00:00:02.000000Z", "conversation_id": "c-1",
-            "prompt_id": "p1", "agent": "support", "trace_id": None, "span_id": None, "tags": {"mode": "corrective"},
-            "exit_reason": "end_turn", "steps": 2, "tool_calls": 1, "tool_errors": 0, "max_tool_calls": 25,
-            "input_tokens": 250, "output_tokens": 50, "duration_ms": 750.0, "error_type": None,
+            "v": 1,
+            "kind": "loop_exit",
+            "ts": "2026-11-22T00:00:02.000000Z",
+            "conversation_id": "c-1",
+            "prompt_id": "p1",
+            "agent": "support",
+            "trace_id": None,
+            "span_id": None,
+            "tags": {"mode": "corrective"},
+            "exit_reason": "end_turn",
+            "steps": 2,
+            "tool_calls": 1,
+            "tool_errors": 0,
+            "max_tool_calls": 25,
+            "input_tokens": 250,
+            "output_tokens": 50,
+            "duration_ms": 750.0,
+            "error_type": None,
             "error_message": None,
         },
     ]
@@ -115,7 +143,13 @@ def test_argument_values_are_never_written() -> None:
 def test_shape_types_and_fingerprint_canonical() -> None:
     args = {"s": "x", "i": 1, "f": 1.5, "b": True, "a": [1], "o": {}, "n": None}
     assert input_shape(args) == {
-        "s": "string", "i": "integer", "f": "number", "b": "boolean", "a": "array", "o": "object", "n": "null",
+        "s": "string",
+        "i": "integer",
+        "f": "number",
+        "b": "boolean",
+        "a": "array",
+        "o": "object",
+        "n": "null",
     }
     # Key order and whitespace do not matter; values do; non-ASCII is hashed as UTF-8, unescaped.
     assert args_fingerprint({"b": 1, "a": "é"}) == args_fingerprint('{ "a" : "é", "b" : 1 }')
@@ -156,8 +190,10 @@ def test_outcomes_retried_transient_permanent_replayed() -> None:
         with loop.tool_call("ok", "t", {}) as call:
             call.replayed(result="original")
         loop.model_response(stop_reason="end_turn")
-    got = [(r["tool_call_id"], r["outcome"], r["is_error"], r["attempts"], r["error_type"], r["replayed"])
-           for r in sink.records[:-1]]
+    got = [
+        (r["tool_call_id"], r["outcome"], r["is_error"], r["attempts"], r["error_type"], r["replayed"])
+        for r in sink.records[:-1]
+    ]
     assert got == [
         ("ok", "ok", False, 1, None, False),
         ("retried", "retried", False, 3, None, False),
@@ -180,7 +216,11 @@ def test_exception_reraised_unchanged_by_default() -> None:
     assert info.value is err
     tool, exit_ = sink.records
     assert (tool["outcome"], tool["is_error"], tool["error_type"], tool["error_message"]) == (
-        "permanent_fail", True, "ValueError", "boom")
+        "permanent_fail",
+        True,
+        "ValueError",
+        "boom",
+    )
     assert (exit_["exit_reason"], exit_["error_type"], exit_["error_message"]) == ("error", "ValueError", "boom")
 
 
@@ -270,13 +310,21 @@ def test_record_tool_call_for_frameworks() -> None:
     loop = col.prompt(conversation_id="c")
     loop.model_response(stop_reason="tool_use")
     loop.record_tool_call(tool_call_id="t1", tool_name="x", arguments={"a": 1}, latency_ms=12.5)
-    loop.record_tool_call(tool_call_id="t2", tool_name="x", is_error=True, error_message="Not found. Try search.",
-                          error_type="not_found", step=4)
+    loop.record_tool_call(
+        tool_call_id="t2",
+        tool_name="x",
+        is_error=True,
+        error_message="Not found. Try search.",
+        error_type="not_found",
+        step=4,
+    )
     loop.record_tool_call(tool_call_id="t3", tool_name="x", attempts=3)
     loop.record_tool_call(tool_call_id="t1", tool_name="x", replayed=True, outcome="ok")
     loop.close()
-    got = [(r["tool_call_id"], r["step"], r["outcome"], r["is_error"], r["attempts"], r["latency_ms"], r["replayed"])
-           for r in sink.records[:-1]]
+    got = [
+        (r["tool_call_id"], r["step"], r["outcome"], r["is_error"], r["attempts"], r["latency_ms"], r["replayed"])
+        for r in sink.records[:-1]
+    ]
     assert got == [
         ("t1", 0, "ok", False, 1, 12.5, False),
         ("t2", 4, "permanent_fail", True, 1, 0.0, False),

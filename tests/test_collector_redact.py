@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import pytest
-
 from loopscope.collectors import MAX_ERROR_CHARS, clean_error_text, redact_secrets
 
 # Test-only fake credentials shaped like the real formats.
 CASES = [
     ("Anthropic key sk-ant-api03-Zx9_aaaaBBBBccccDDDDeeee rejected", "Anthropic key [REDACTED] rejected"),
-    ("OpenAI: Incorrect API key provided: sk-proj-AbCdEfGhIjKlMnOpQrStUv12", "OpenAI: Incorrect API key provided: [REDACTED]"),
+    (
+        "OpenAI: Incorrect API key provided: sk-proj-AbCdEfGhIjKlMnOpQrStUv12",
+        "OpenAI: Incorrect API key provided: [REDACTED]",
+    ),
     ("legacy sk-1234567890abcdefghijklmn", "legacy [REDACTED]"),
     ("stripe sk_live_51HxxxxxxxxxxxxYyy failed", "stripe [REDACTED] failed"),
     ("AWS AKIAIOSFODNN7EXAMPLE denied", "AWS [REDACTED] denied"),
@@ -19,14 +21,23 @@ CASES = [
     ("google AIzaSyA1234567890abcdefghijklmnopqrstuv", "google [REDACTED]"),
     ("401 with header Authorization: Bearer abc.def-ghi_123", "401 with header Authorization: Bearer [REDACTED]"),
     ("Basic dXNlcjpwYXNzd29yZA== was refused", "Basic [REDACTED] was refused"),
-    ("connect postgres://app:s3cr3t!@db.internal:5432/x failed",
-     "connect postgres://app:[REDACTED]@db.internal:5432/x failed"),
-    ("GET https://user:pa55@api.example.com/v1?api_key=abc123&q=paris -> 403",
-     "GET https://user:[REDACTED]@api.example.com/v1?api_key=[REDACTED]&q=paris -> 403"),
+    (
+        "connect postgres://app:s3cr3t!@db.internal:5432/x failed",
+        "connect postgres://app:[REDACTED]@db.internal:5432/x failed",
+    ),
+    (
+        "GET https://user:pa55@api.example.com/v1?api_key=abc123&q=paris -> 403",
+        "GET https://user:[REDACTED]@api.example.com/v1?api_key=[REDACTED]&q=paris -> 403",
+    ),
     ('config {"password": "hunter2", "user": "bob"}', 'config {"password": "[REDACTED]", "user": "bob"}'),
-    ("token=abc123; secret: xyz; passwd=p; apikey=k1", "token=[REDACTED]; secret: [REDACTED]; passwd=[REDACTED]; apikey=[REDACTED]"),
-    ("jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U bad",
-     "jwt [REDACTED] bad"),
+    (
+        "token=abc123; secret: xyz; passwd=p; apikey=k1",
+        "token=[REDACTED]; secret: [REDACTED]; passwd=[REDACTED]; apikey=[REDACTED]",
+    ),
+    (
+        "jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U bad",
+        "jwt [REDACTED] bad",
+    ),
     ("-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n-----END RSA PRIVATE KEY----- leaked", "[REDACTED] leaked"),
 ]
 

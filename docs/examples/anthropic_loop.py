@@ -62,7 +62,11 @@ TOOLS: dict[str, Callable[..., str]] = {"get_weather": get_weather}
 
 
 def execute_tool_with_retry(
-    call: Any, fn: Callable[[], str], max_attempts: int = 3, base_s: float = 0.25, sleep: Callable[[float], None] = time.sleep
+    call: Any,
+    fn: Callable[[], str],
+    max_attempts: int = 3,
+    base_s: float = 0.25,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> str | None:
     """Run ``fn``; retry transient errors with backoff, telling the collector about each attempt."""
     for attempt in range(1, max_attempts + 1):
@@ -70,7 +74,9 @@ def execute_tool_with_retry(
             return fn()
         except TransientError as exc:
             if attempt == max_attempts:
-                call.fail(f"{exc}. Gave up after {attempt} attempts; try again later.", type(exc).__name__, transient=True)
+                call.fail(
+                    f"{exc}. Gave up after {attempt} attempts; try again later.", type(exc).__name__, transient=True
+                )
                 return None
             call.attempt_failed(exc)
             sleep(base_s * 2 ** (attempt - 1))
@@ -78,7 +84,11 @@ def execute_tool_with_retry(
 
 
 def dispatch_tool(
-    loop: PromptLoop, block: Any, tools: dict[str, Callable[..., str]], done: dict[str, str], sleep: Callable[[float], None]
+    loop: PromptLoop,
+    block: Any,
+    tools: dict[str, Callable[..., str]],
+    done: dict[str, str],
+    sleep: Callable[[float], None],
 ) -> dict[str, Any]:
     """Execute one tool_use block and build its tool_result (never raises)."""
     content = None
@@ -127,8 +137,12 @@ def run_agent_loop(
     if user_message is not None:
         messages.append({"role": "user", "content": user_message})
     with collector.prompt(
-        conversation_id=conversation_id, prompt_id=prompt_id, agent=agent, max_tool_calls=max_tool_calls,
-        provider="anthropic", model=MODEL,
+        conversation_id=conversation_id,
+        prompt_id=prompt_id,
+        agent=agent,
+        max_tool_calls=max_tool_calls,
+        provider="anthropic",
+        model=MODEL,
     ) as loop:
         tool_uses = _pending_tool_uses(messages)
         while True:
@@ -157,7 +171,6 @@ def run_agent_loop(
 
 if __name__ == "__main__":  # pragma: no cover - needs the anthropic package and an API key
     import anthropic
-
     from loopscope.collectors import JsonlSink
 
     col = Collector(JsonlSink("logs/loopscope.jsonl"))

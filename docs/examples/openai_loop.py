@@ -65,7 +65,11 @@ TOOLS: dict[str, Callable[..., str]] = {"get_weather": get_weather}
 
 
 def execute_tool_with_retry(
-    call: Any, fn: Callable[[], str], max_attempts: int = 3, base_s: float = 0.25, sleep: Callable[[float], None] = time.sleep
+    call: Any,
+    fn: Callable[[], str],
+    max_attempts: int = 3,
+    base_s: float = 0.25,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> str | None:
     """Run ``fn``; retry transient errors with backoff, telling the collector about each attempt."""
     for attempt in range(1, max_attempts + 1):
@@ -73,7 +77,9 @@ def execute_tool_with_retry(
             return fn()
         except TransientError as exc:
             if attempt == max_attempts:
-                call.fail(f"{exc}. Gave up after {attempt} attempts; try again later.", type(exc).__name__, transient=True)
+                call.fail(
+                    f"{exc}. Gave up after {attempt} attempts; try again later.", type(exc).__name__, transient=True
+                )
                 return None
             call.attempt_failed(exc)
             sleep(base_s * 2 ** (attempt - 1))
@@ -81,7 +87,10 @@ def execute_tool_with_retry(
 
 
 def dispatch_tool(
-    loop: PromptLoop, tool_call: Any, tools: dict[str, Callable[..., str]], done: dict[str, str],
+    loop: PromptLoop,
+    tool_call: Any,
+    tools: dict[str, Callable[..., str]],
+    done: dict[str, str],
     sleep: Callable[[float], None],
 ) -> dict[str, Any]:
     """Execute one tool_call and build its ``role: "tool"`` message (never raises)."""
@@ -125,8 +134,12 @@ def run_openai_agent_loop(
     done = {} if done is None else done
     messages.append({"role": "user", "content": user_message})
     with collector.prompt(
-        conversation_id=conversation_id, prompt_id=prompt_id, agent=agent, max_tool_calls=max_tool_calls,
-        provider="openai", model=MODEL,
+        conversation_id=conversation_id,
+        prompt_id=prompt_id,
+        agent=agent,
+        max_tool_calls=max_tool_calls,
+        provider="openai",
+        model=MODEL,
     ) as loop:
         while True:
             response = client.chat.completions.create(model=MODEL, messages=messages, tools=OPENAI_TOOL_DEFINITIONS)
@@ -138,14 +151,26 @@ def run_openai_agent_loop(
             )
             assistant = choice.message
             tool_calls = assistant.tool_calls or []
-            messages.append({
-                "role": "assistant",
-                "content": assistant.content,
-                **({"tool_calls": [
-                    {"id": c.id, "type": "function", "function": {"name": c.function.name, "arguments": c.function.arguments}}
-                    for c in tool_calls
-                ]} if tool_calls else {}),
-            })
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": assistant.content,
+                    **(
+                        {
+                            "tool_calls": [
+                                {
+                                    "id": c.id,
+                                    "type": "function",
+                                    "function": {"name": c.function.name, "arguments": c.function.arguments},
+                                }
+                                for c in tool_calls
+                            ]
+                        }
+                        if tool_calls
+                        else {}
+                    ),
+                }
+            )
             if not tool_calls:
                 return assistant.content or ""
             if loop.over_budget(len(tool_calls)):
@@ -158,7 +183,6 @@ def run_openai_agent_loop(
 
 if __name__ == "__main__":  # pragma: no cover - needs the openai package and an API key
     import openai
-
     from loopscope.collectors import JsonlSink
 
     col = Collector(JsonlSink("logs/loopscope.jsonl"))

@@ -1,0 +1,446 @@
+"""One user prompt's loop: :class:`PromptLoop` writes its ``tool_call`` and ``loop_exit`` records.
+
+Tool-call records are copies of a per-prompt template (:meth:`PromptLoop._template`) with the
+per-call fields set: about twice as fast as a dict literal, and the spec's field order lives in one
+place. See :mod:`loopscope.collectors.core` for the overall design.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from loopscope.collectors import otel
+from loopscope.collectors.records import LOOP_EXIT, OUTCOMES, PENDING, TOOL_CALL
+from loopscope.collectors.tool_call import ToolCall
+
+if TYPE_CHECKING:
+    from loopscope.collectors.core import Collector
+
+_FAILS = ("transient_fail", "permanent_fail")
+
+
+def _uuid_hex() -> str:
+    return uuid.uuid4().hex
+
+
+class PromptLoop:
+    """One user prompt's agent loop. Create with :meth:`Collector.prompt`.
+
+    Attributes:
+        conversation_id, prompt_id, agent: Identity of the prompt.
+        steps: Model calls reported so far (:meth:`model_response`).
+        tool_calls, tool_errors: Tool-call records written so far, and how many had ``is_error``.
+        max_tool_calls: The budget, or None.
+        closed: Whether ``loop_exit`` has been written.
+    """
+
+    __slots__ = (
+        "_col",
+        "conversation_id",
+        "prompt_id",
+        "agent",
+        "max_tool_calls",
+        "tags",
+        "steps",
+        "tool_calls",
+        "tool_errors",
+        "_started",
+        "_last_stop",
+        "input_tokens",
+        "output_tokens",
+        "_t0",
+        "_span",
+        "_ctx",
+        "_token",
+        "closed",
+        "exit_reason",
+        "_step",
+        "_perf",
+        "_wall",
+        "_submit",
+        "_tmpl",
+        "__weakref__",
+    )
+
+    def __init__(
+        self, col: Collector, conversation_id, prompt_id, agent, max_tool_calls, provider, model, tags
+    ) -> None:  # noqa: ANN001
+        self._col = col
+        self._perf, self._wall, self._submit = col._perf, col._wall, col._submit
+        self.steps = self.tool_calls = self.tool_errors = self._started = self._step = 0
+        self._last_stop = self.input_tokens = self.output_tokens = None
+        self._span = self._ctx = self._token = None
+        self.closed = False
+        self.exit_reason: str | None = None
+        self.conversation_id = str(conversation_id)
+        self.prompt_id = self.agent = ""
+        self.max_tool_calls = self.tags = None
+        self._t0 = 0.0
+        self._tmpl: dict[str, Any] = {}
+        guard = col._guard
+        try:
+            self._t0 = col._perf()
+            self.agent = str(agent) if agent else "default"
+            self.prompt_id = str(prompt_id) if prompt_id is not None else str(col._new_id())
+        except Exception as exc:  # noqa: BLE001
+            guard.internal_error("prompt", exc)
+            self.prompt_id = self.prompt_id or _uuid_hex()
+            self.agent = self.agent or "default"
+        try:
+            if tags:
+                self.tags = {str(k): str(v) for k, v in tags.items()}
+        except Exception as exc:  # noqa: BLE001
+            guard.internal_error("prompt.tags", exc)
+        # Built before anything else can fail, so tool calls always get complete records.
+        self._tmpl = self._template()
+        try:
+            if max_tool_calls is not None:
+                if isinstance(max_tool_calls, bool) or not isinstance(max_tool_calls, int) or max_tool_calls < 0:
+                    raise ValueError(f"max_tool_calls must be an int >= 0 or None, got {max_tool_calls!r}")
+                self.max_tool_calls = max_tool_calls
+        except Exception as exc:  # noqa: BLE001
+            guard.internal_error("prompt.max_tool_calls", exc)
+        try:
+            attrs: dict[str, Any] = {
+                otel.OPERATION: "invoke_agent",
+                otel.AGENT_NAME: self.agent,
+                otel.CONVERSATION_ID: self.conversation_id,
+                otel.PROMPT_ID: self.prompt_id,
+            }
+            if provider:
+                attrs[otel.PROVIDER] = str(provider)
+            if model:
+                attrs[otel.REQUEST_MODEL] = str(model)
+            if self.max_tool_calls is not None:
+                attrs[otel.MAX_TOOL_CALLS] = self.max_tool_calls
+            if self.tags:
+                for k, v in self.tags.items():
+                    attrs[otel.TAG_PREFIX + k] = v
+            name = "invoke_agent" if agent is None else f"invoke_agent {self.agent}"
+            span = col._tracer.start_span(name, kind=otel.INTERNAL, attributes=attrs)
+            if span.is_recording():
+                self._span = span
+                self._ctx = otel.set_span_in_context(span)
+        except Exception as exc:  # noqa: BLE001
+            guard.internal_error("prompt.span", exc)
+
+    # -- context manager --
+
+    def __enter__(self) -> PromptLoop:
+        if self._ctx is not None:
+            try:
+                self._token = otel.attach(self._ctx)
+            except Exception as exc:  # noqa: BLE001
+                self._col._guard.internal_error("prompt.enter", exc)
+        return self
+
+    def __exit__(self, et, ev, tb) -> bool:  # noqa: ANN001
+        try:
+            if self._token is not None:
+                token, self._token = self._token, None
+                otel.detach(token)
+        except Exception as exc:  # noqa: BLE001
+            self._col._guard.internal_error("prompt.exit", exc)
+        if not self.closed:
+            if ev is not None:
+                self.exit("error", ev)
+            else:
+                self.close()
+        return False
+
+    # -- the loop --
+
+    @property
+    def step(self) -> int:
+        """The 0-based index of the latest model call (0 before the first)."""
+        return self._step
+
+    def model_response(
+        self, stop_reason: str | None = None, input_tokens: int | None = None, output_tokens: int | None = None
+    ) -> None:
+        """Report one model call: the step advances, tokens add up, the stop reason is kept.
+
+        Args:
+            stop_reason: The provider's stop reason, raw (``tool_use``, ``end_turn``, ...). For
+                OpenAI, map ``finish_reason`` with :func:`openai_stop_reason`.
+            input_tokens: Input tokens of this call.
+            output_tokens: Output tokens of this call.
+        """
+        try:
+            self.steps += 1
+            self._step = self.steps - 1
+            if stop_reason is not None:
+                self._last_stop = str(stop_reason)
+            if input_tokens is not None:
+                self.input_tokens = (self.input_tokens or 0) + int(input_tokens)
+            if output_tokens is not None:
+                self.output_tokens = (self.output_tokens or 0) + int(output_tokens)
+        except Exception as exc:  # noqa: BLE001
+            self._col._guard.internal_error("model_response", exc)
+
+    def over_budget(self, upcoming: int = 1) -> bool:
+        """True when ``upcoming`` more tool calls would exceed ``max_tool_calls``.
+
+        With the default ``upcoming=1``: tool calls started so far >= ``max_tool_calls``.
+        Always False without a budget.
+        """
+        m = self.max_tool_calls
+        return m is not None and self._started + upcoming > m
+
+    def tool_call(
+        self, tool_call_id: str, tool_name: str, arguments: Any = None, *, step: int | None = None, catch: bool = False
+    ) -> ToolCall:
+        """Time and record one tool execution (a context manager).
+
+        Args:
+            tool_call_id: ``tool_use.id`` / ``tool_call.id``.
+            tool_name: The tool.
+            arguments: The arguments (dict, or a JSON string); only their shape and fingerprint
+                are recorded. A shallow copy is taken when the call ends.
+            step: Model call index; default :attr:`step` (parallel calls share it).
+            catch: Swallow an exception from the block (it becomes an error result; see
+                :attr:`ToolCall.error_text`). Default False: re-raise it unchanged.
+
+        Returns:
+            The :class:`ToolCall`.
+        """
+        self._started += 1
+        return ToolCall(self, tool_call_id, tool_name, arguments, self._step if step is None else step, catch)
+
+    def record_tool_call(
+        self,
+        *,
+        tool_call_id: str,
+        tool_name: str,
+        arguments: Any = None,
+        step: int | None = None,
+        outcome: str | None = None,
+        is_error: bool | None = None,
+        attempts: int = 1,
+        latency_ms: float = 0.0,
+        error_type: str | None = None,
+        error_message: str | None = None,
+        replayed: bool = False,
+    ) -> None:
+        """Record a tool call timed elsewhere (frameworks with their own hooks).
+
+        ``outcome`` defaults from ``is_error`` (``permanent_fail`` / ``ok``, ``retried`` when
+        ``attempts > 1``) and ``is_error`` from ``outcome``.
+        """
+        col = self._col
+        try:
+            self._started += 1
+            if outcome is None:
+                outcome = "permanent_fail" if is_error else ("retried" if attempts > 1 else "ok")
+            elif outcome not in OUTCOMES:
+                col._guard.once("outcome", 30, "loopscope: unknown outcome %r; use one of %s", outcome, OUTCOMES)
+                outcome = "permanent_fail" if is_error else "ok"
+            if is_error is None:
+                is_error = outcome in _FAILS
+            msg = None if error_message is None else col._clean(error_message)
+            now_ns = time.time_ns()
+            span = None
+            if self._ctx is not None:
+                span = self._start_tool_span(tool_call_id, tool_name, arguments, step, now_ns - int(latency_ms * 1e6))
+            self._write_tool(
+                tool_call_id,
+                tool_name,
+                self.step if step is None else step,
+                arguments,
+                outcome,
+                bool(is_error),
+                max(1, int(attempts)),
+                float(latency_ms),
+                error_type,
+                msg,
+                bool(replayed),
+                span,
+                now_ns,
+            )
+        except Exception as exc:  # noqa: BLE001
+            col._guard.internal_error("record_tool_call", exc)
+
+    def _start_tool_span(self, tool_call_id, tool_name, arguments, step, start_ns=None):  # noqa: ANN001, ANN202
+        attrs = {
+            otel.OPERATION: "execute_tool",
+            otel.TOOL_NAME: str(tool_name),
+            otel.TOOL_CALL_ID: str(tool_call_id),
+            otel.TOOL_TYPE: "function",
+            otel.CONVERSATION_ID: self.conversation_id,
+            otel.PROMPT_ID: self.prompt_id,
+            otel.TOOL_STEP: self.step if step is None else step,
+            otel.TOOL_INPUT_SHAPE: otel.shape_attribute(arguments),
+        }
+        return self._col._tracer.start_span(
+            f"execute_tool {tool_name}", context=self._ctx, kind=otel.INTERNAL, attributes=attrs, start_time=start_ns
+        )
+
+    def _template(self) -> dict[str, Any]:
+        """The tool_call record of this prompt with every per-call field at its default.
+
+        Copying it and setting the few per-call fields is about twice as fast as a dict literal,
+        and keeps the spec's field order (``tags`` included) in one place.
+        """
+        rec: dict[str, Any] = {
+            "v": 1,
+            "kind": TOOL_CALL,
+            "ts": None,
+            "conversation_id": self.conversation_id,
+            "prompt_id": self.prompt_id,
+            "agent": self.agent,
+            "trace_id": None,
+            "span_id": None,
+        }
+        if self.tags is not None:
+            rec["tags"] = self.tags
+        rec.update(
+            tool_call_id=None,
+            tool_name=None,
+            step=0,
+            input_shape=None,
+            args_fingerprint=PENDING,
+            outcome="ok",
+            is_error=False,
+            attempts=1,
+            latency_ms=None,
+            error_type=None,
+            error_message=None,
+            replayed=False,
+        )
+        return rec
+
+    def _write_tool(
+        self,
+        tool_call_id,
+        tool_name,
+        step,
+        args,
+        outcome,
+        is_error,
+        attempts,
+        latency_ms,
+        error_type,
+        message,  # noqa: ANN001
+        replayed,
+        span,
+        end_ns=None,  # noqa: ANN001
+    ) -> None:
+        rec = self._tmpl.copy()
+        if span is not None:
+            attrs = {otel.TOOL_OUTCOME: outcome, otel.TOOL_ATTEMPTS: attempts}
+            if replayed:
+                attrs[otel.TOOL_REPLAYED] = True
+            if is_error:
+                attrs[otel.ERROR_TYPE] = error_type or "_OTHER"
+            span.set_attributes(attrs)
+            if is_error:
+                # Only errors the model saw: a call retried to success keeps status UNSET.
+                span.set_status(otel.error_status(message))
+            ctx = span.get_span_context()
+            rec["trace_id"] = ctx.trace_id
+            rec["span_id"] = ctx.span_id
+            span.end(end_time=end_ns)
+        if type(args) is dict or type(args) is list:
+            args = args.copy()
+        self.tool_calls += 1
+        if is_error:
+            self.tool_errors += 1
+        rec["ts"] = self._wall()
+        rec["tool_call_id"] = tool_call_id
+        rec["tool_name"] = tool_name
+        rec["step"] = step
+        rec["input_shape"] = args
+        rec["outcome"] = outcome
+        rec["is_error"] = is_error
+        rec["attempts"] = attempts
+        rec["latency_ms"] = latency_ms
+        rec["error_type"] = error_type
+        rec["error_message"] = message
+        rec["replayed"] = replayed
+        self._col._emit(rec)
+
+    def exit(self, reason: str, error: BaseException | str | None = None, *, error_type: str | None = None) -> None:
+        """Write ``loop_exit`` now with an explicit reason; later exits/closes are no-ops.
+
+        Args:
+            reason: ``end_turn``, ``budget_exceeded``, ``error``, or a provider stop reason as-is.
+            error: For ``error`` exits: the exception (type and message recorded) or a message.
+            error_type: Overrides the recorded error type (e.g. a stable error code).
+        """
+        col = self._col
+        if self.closed:
+            col._guard.once(
+                "exit-twice", 30, "loopscope: prompt %s already exited; ignoring exit(%r)", self.prompt_id, reason
+            )
+            return
+        try:
+            self.closed = True
+            reason = str(reason)
+            self.exit_reason = reason
+            message = None
+            if isinstance(error, BaseException):
+                error_type = error_type or type(error).__name__
+                message = col._clean(str(error) or type(error).__name__)
+            elif error is not None:
+                message = col._clean(error)
+            duration_ms = (col._perf() - self._t0) * 1000.0
+            tid = sid = None
+            span = self._span
+            if span is not None:
+                attrs: dict[str, Any] = {
+                    otel.EXIT_REASON: reason,
+                    otel.TURNS: self.steps,
+                    otel.AGENT_TOOL_CALLS: self.tool_calls,
+                    otel.AGENT_TOOL_FAILURES: self.tool_errors,
+                }
+                if self._last_stop is not None:
+                    attrs[otel.FINISH_REASONS] = [self._last_stop]
+                if self.input_tokens is not None:
+                    attrs[otel.INPUT_TOKENS] = self.input_tokens
+                if self.output_tokens is not None:
+                    attrs[otel.OUTPUT_TOKENS] = self.output_tokens
+                if reason == "error":
+                    attrs[otel.ERROR_TYPE] = error_type or "_OTHER"
+                span.set_attributes(attrs)
+                if reason == "error":
+                    span.set_status(otel.error_status(message))
+                ctx = span.get_span_context()
+                tid, sid = ctx.trace_id, ctx.span_id
+                span.end()
+            rec: dict[str, Any] = {
+                "v": 1,
+                "kind": LOOP_EXIT,
+                "ts": col._wall(),
+                "conversation_id": self.conversation_id,
+                "prompt_id": self.prompt_id,
+                "agent": self.agent,
+                "trace_id": tid,
+                "span_id": sid,
+            }
+            if self.tags is not None:
+                rec["tags"] = self.tags
+            rec.update(
+                exit_reason=reason,
+                steps=self.steps,
+                tool_calls=self.tool_calls,
+                tool_errors=self.tool_errors,
+                max_tool_calls=self.max_tool_calls,
+                input_tokens=self.input_tokens,
+                output_tokens=self.output_tokens,
+                duration_ms=duration_ms,
+                error_type=error_type if (error_type or message) else None,
+                error_message=message,
+            )
+            col._emit(rec)
+        except Exception as exc:  # noqa: BLE001
+            col._guard.internal_error("exit", exc)
+
+    def close(self) -> None:
+        """Write ``loop_exit`` with the last stop reason (``unknown`` if no model call was reported).
+
+        No-op when the loop already exited. A prompt never closed stays *open* (process died).
+        """
+        if not self.closed:
+            self.exit(self._last_stop or "unknown")

@@ -1,0 +1,146 @@
+"""One tool execution: :class:`ToolCall`, the context manager behind ``loop.tool_call(...)``.
+
+The no-error, no-span exit is inlined (it is the hot path); everything else goes through
+:meth:`PromptLoop._write_tool <loopscope.collectors.prompt.PromptLoop._write_tool>`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from loopscope.collectors import otel
+
+if TYPE_CHECKING:
+    from loopscope.collectors.prompt import PromptLoop
+
+
+class ToolCall:
+    """One tool execution inside ``with loop.tool_call(...) as call:``.
+
+    Attributes:
+        tool_call_id, tool_name, step: Identity of the call.
+        outcome: ``ok``, ``retried``, ``transient_fail`` or ``permanent_fail`` (final after the block).
+        is_error: Whether the result handed to the model is an error.
+        attempts: Executions inside the tool, retries included.
+        error_type, error_text: The error class/code and the (redacted, capped) text for the model.
+        latency_ms: Wall time of the call, set when the block ends.
+        result: Whatever the caller stored (e.g. the replayed result).
+    """
+
+    # Class-level defaults: the hot path sets only the per-call fields (no __slots__ on purpose:
+    # fewer stores per call is what matters here).
+    outcome = "ok"
+    is_error = False
+    attempts = 1
+    error_type: str | None = None
+    error_text: str | None = None
+    latency_ms: float | None = None
+    result: Any = None
+    _replayed = False
+    _span: Any = None
+    _token: Any = None
+
+    def __init__(self, loop: PromptLoop, tool_call_id: str, tool_name: str, arguments: Any, step: int, catch: bool):
+        self._loop = loop
+        self.tool_call_id = tool_call_id
+        self.tool_name = tool_name
+        self.arguments = arguments
+        self.step = step
+        self.catch = catch
+        self._t0 = loop._perf()
+
+    def __enter__(self) -> ToolCall:
+        loop = self._loop
+        if loop._ctx is not None:
+            try:
+                self._span = span = loop._start_tool_span(self.tool_call_id, self.tool_name, self.arguments, self.step)
+                self._token = otel.attach(otel.set_span_in_context(span))
+            except Exception as exc:  # noqa: BLE001
+                loop._col._guard.internal_error("tool_call.enter", exc)
+        return self
+
+    def attempt_failed(self, error: BaseException | str | None = None) -> None:
+        """A transient attempt failed and the tool will retry it (``attempts`` += 1)."""
+        self.attempts += 1
+
+    def fail(self, message: object, error_type: str | None = None, transient: bool = False) -> None:
+        """Hand an error result to the model without raising.
+
+        Args:
+            message: The error text the model sees (recorded redacted and capped).
+            error_type: Error class or stable code.
+            transient: The tool's retries of a transient error were exhausted (``transient_fail``);
+                default ``permanent_fail``.
+        """
+        try:
+            self.is_error = True
+            self.outcome = "transient_fail" if transient else "permanent_fail"
+            self.error_type = error_type
+            self.error_text = self._loop._col._clean(message)
+        except Exception as exc:  # noqa: BLE001
+            self._loop._col._guard.internal_error("tool_call.fail", exc)
+
+    def replayed(self, result: Any = None) -> None:
+        """The idempotency layer short-circuited this call (already ran): ``replayed: true``."""
+        self._replayed = True
+        self.result = result
+
+    def __exit__(self, et, ev, tb) -> bool:  # noqa: ANN001
+        loop = self._loop
+        t1 = loop._perf()
+        try:
+            if ev is None and not self.is_error and self._span is None:
+                # The common case, inlined: no error, no span.
+                self.latency_ms = latency = (t1 - self._t0) * 1000.0
+                args = self.arguments
+                if type(args) is dict or type(args) is list:
+                    args = args.copy()
+                rec = loop._tmpl.copy()
+                rec["ts"] = loop._wall()
+                rec["tool_call_id"] = self.tool_call_id
+                rec["tool_name"] = self.tool_name
+                rec["step"] = self.step
+                rec["input_shape"] = args  # the shape and fingerprint are computed by the sink
+                rec["latency_ms"] = latency
+                if self.attempts > 1:
+                    self.outcome = rec["outcome"] = "retried"
+                    rec["attempts"] = self.attempts
+                if self._replayed:
+                    rec["replayed"] = True
+                loop.tool_calls += 1
+                try:
+                    loop._submit(rec)
+                except Exception as exc:  # noqa: BLE001
+                    loop._col._sink_failed(exc)
+                    return False
+                loop._col._emitted += 1
+                return False
+            if self._token is not None:
+                otel.detach(self._token)
+                self._token = None
+            col = loop._col
+            if ev is not None:
+                self.is_error = True
+                self.outcome = "permanent_fail"
+                self.error_type = et.__name__
+                self.error_text = col._clean(str(ev) or et.__name__)
+            elif not self.is_error:
+                self.outcome = "retried" if self.attempts > 1 else "ok"
+            self.latency_ms = latency = (t1 - self._t0) * 1000.0
+            loop._write_tool(
+                self.tool_call_id,
+                self.tool_name,
+                self.step,
+                self.arguments,
+                self.outcome,
+                self.is_error,
+                self.attempts,
+                latency,
+                self.error_type,
+                self.error_text,
+                self._replayed,
+                self._span,
+            )
+        except Exception as exc:  # noqa: BLE001
+            loop._col._guard.internal_error("tool_call", exc)
+        return self.catch and isinstance(ev, Exception)
