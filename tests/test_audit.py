@@ -186,3 +186,16 @@ def test_audit_on_sample_logs() -> None:
 def test_audit_user_errors(db: Path, args: list[str], message: str) -> None:
     res = runner.invoke(app, ["audit", "--db", str(db), *args])
     assert res.exit_code == 1 and message in res.output
+
+
+def test_audit_reports_protocol_violations_of_conversation_logs(tmp_path: Path) -> None:
+    # tests/fixtures/messages/anthropic.jsonl (the messages reader's fixture): one tool_use
+    # without a result and one result for an unknown id.
+    logs = Path(__file__).parent / "fixtures" / "messages" / "anthropic.jsonl"
+    page = tmp_path / "a.html"
+    r = _json(str(logs), "--db", ":memory:", "--html", str(page))
+    pv = r["protocol_violations"]
+    assert pv["total"] == 2
+    assert {(k["kind"], k["violations"]) for k in pv["by_kind"]} == {("missing_result", 1), ("unknown_result_id", 1)}
+    assert {i["kind"] for i in pv["items"]} == {"missing_result", "unknown_result_id"}
+    assert "Protocol violations (2)" in page.read_text()
