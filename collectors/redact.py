@@ -38,7 +38,8 @@ _RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         # hold a digit or symbol, so prose ("Basic authentication", "Token budget") is left alone.
         (r"\b([Bb]earer|Basic|Token)(\s+)(?=[A-Za-z._~+/=-]*[0-9._~+/=-])[A-Za-z0-9._~+/=-]{6,}", r"\1\2" + REDACTED),
         # user:password@host in URLs: keep the user, drop the password.
-        (r"([A-Za-z][A-Za-z0-9+.-]*://[^\s:/@]+):[^\s@/]+@", r"\1:" + REDACTED + "@"),
+        # (bounded repeats and a word boundary: no quadratic backtracking on long words)
+        (r"\b([A-Za-z][A-Za-z0-9+.-]{0,30}://[^\s:/@]{1,256}):[^\s@/]{1,256}@", r"\1:" + REDACTED + "@"),
         # key=value / "key": "value" pairs whose key names a secret.
         (
             r"(?i)((?:api[_-]?key|apikey|access[_-]?key|secret[_-]?key|client[_-]?secret|secret|"
