@@ -78,6 +78,19 @@ def test_sample_logs_report_renders_without_console_messages(tmp_path: Path) -> 
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_real_conversations_render_without_console_messages(tmp_path: Path) -> None:
+    # Real tau2-bench conversations (tests/fixtures/tau2, read by the messages reader): real
+    # tool names and error texts, protocol violations, no week-over-week series to speak of.
+    real = Path(__file__).parent / "fixtures" / "tau2" / "langchain_agent_airline_2025-11-26_00-37-06.json"
+    page = _audit_html(tmp_path, real)
+    dom = _run(page, tmp_path, "--dump-dom")
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    assert 'data-ready="1"' in dom.stdout
+    assert len(re.findall(r'<svg[^>]*class="chart"', dom.stdout)) == 4
+    assert "Protocol violations (7)" in dom.stdout
+    assert _console(dom.stderr) == []
+
+
 def test_hostile_log_text_stays_text_in_the_browser(tmp_path: Path) -> None:
     page = _audit_html(tmp_path, FIXTURE)
     dom = _run(page, tmp_path, "--dump-dom")
