@@ -174,6 +174,22 @@ def test_audit_on_sample_logs() -> None:
     assert any(loop["conversation_id"] == "c10-conflict-blind" for loop in r["retry_loops"]["items"])
 
 
+def test_audit_on_sample_logs_terminal_and_html(tmp_path: Path) -> None:
+    page = tmp_path / "a.html"
+    res = runner.invoke(app, ["audit", str(SAMPLE_LOGS), "--db", ":memory:", "--html", str(page), "--limit", "20"])
+    assert res.exit_code == 0, res.output
+    out = res.stdout
+    assert "41 prompts (1 open) in 36 conversations, 114 tool calls, 26 errors (14 recovered), 3 replays" in out
+    assert "weeks 2026-W44 to 2026-W47" in out
+    line = next(l for l in out.splitlines() if "recovery rate" in l)
+    assert "53.8%" in line and "83.3%" in line and "+26.2pt" in line and "◆" not in line
+    assert "Replays (3: 2 short-circuited, 1 double executions)" in out
+    assert "Conversations to triage first (7)" in out and "c24-died-corrective" in out
+    html = page.read_text()
+    assert "53.8%" in html and "16.6" in html and "c05-date-crash" in html
+    assert "Replays (3: 2 short-circuited, 1 double executions)" in html
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
