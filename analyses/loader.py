@@ -37,11 +37,13 @@ import duckdb
 from loopscope.analyses import loader_sql as sql
 from loopscope.analyses.errors import LoopscopeError
 from loopscope.analyses.loader_files import (
+    CHUNK_BYTES,
     HEAD_BYTES,
     Chunk,
     OverlongLine,
     content_hash,
     expand_paths,
+    is_gzip,
     iter_chunks,
     read_head,
     sha256,
@@ -182,10 +184,17 @@ def load_paths(
             if progress is not None:
                 progress(min(_base + n, total), total)
 
+        known, fast = None, None
+        if fmt == "records":
+            known = _find_source(con, path, head)
+            # The fast reader runs before the transaction: a file it cannot
+            # read fails its statement only, and the block path takes over.
+            if known is None and head.lstrip(b"\xef\xbb\xbf"):
+                fast = _read_whole_file(con, path)
         con.execute("BEGIN TRANSACTION")
         try:
             if fmt == "records":
-                result = _load_records_file(con, path, head, tick)
+                result = _load_records_file(con, path, head, known, fast, tick)
             else:
                 result = _load_reader_file(con, path, fmt, dict(reader_options or {}))
             con.execute("COMMIT")
@@ -244,14 +253,20 @@ def _find_source(con: duckdb.DuckDBPyConnection, path: Path, head: bytes) -> tup
     return matches[0]
 
 
-def _load_records_file(con: duckdb.DuckDBPyConnection, path: Path, head: bytes, tick: Callable[[int], None]) -> FileResult:
+def _load_records_file(
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    head: bytes,
+    known: tuple[Any, ...] | None,
+    fast: tuple[int, bool, int] | None,
+    tick: Callable[[int], None],
+) -> FileResult:
     display = _display(path)
     result = FileResult(path=display, input_format="records", status="new")
     body = head.lstrip(b"\xef\xbb\xbf")
     if not body:
         result.status = "empty"
         return result
-    known = _find_source(con, path, head)
     if known is None:
         source_id = _new_source(con, path, "records", "", None)
         start_offset, lines_before = 0, 0
@@ -266,7 +281,81 @@ def _load_records_file(con: duckdb.DuckDBPyConnection, path: Path, head: bytes, 
     result.source_id = source_id
     seq_row = con.execute(sql.MAX_SEQ_SQL).fetchone()
     seq_base = int(seq_row[0]) if seq_row else 0
-    con.execute(sql.CREATE_LINES_SQL)
+    if fast is not None:
+        n_lines, unterminated, tail = fast
+        counts = _check_and_insert(con, "file", 1, n_lines, unterminated, source_id, display, seq_base)
+        _add_counts(result, counts)
+        end_offset, last_line = _size(path), n_lines
+        if unterminated and not counts[3]:
+            end_offset, last_line = end_offset - tail, n_lines - 1
+        tick(end_offset)
+    else:
+        end_offset, last_line = _read_in_blocks(con, path, start_offset, lines_before, source_id, display, seq_base, result, tick)
+    con.execute(sql.DROP_TEMP_SQL)
+    result.loaded = result.tool_calls + result.loop_exits
+    if result.status in ("grown", "rotated") and result.loaded == 0 and result.quarantined == 0:
+        result.status = "unchanged"
+    new_len = min(len(head), HEAD_BYTES)
+    con.execute(UPDATE_SOURCE_SQL, [display, sha256(head[:new_len]), new_len, end_offset, last_line, source_id])
+    return result
+
+
+def _add_counts(result: FileResult, counts: tuple[int, int, int, bool]) -> None:
+    result.tool_calls += counts[0]
+    result.loop_exits += counts[1]
+    result.quarantined += counts[2]
+
+
+def _read_whole_file(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[int, bool, int] | None:
+    """Fast path: DuckDB's parallel CSV reader reads the lines of a plain file.
+
+    Returns (lines, last line unterminated, bytes of that last line), or None
+    when the file needs the block path: compressed, a byte-order mark, not
+    UTF-8, or a line the reader splits or drops differently from '\n' (so its
+    row count would not give exact line numbers).
+    """
+    if is_gzip(path):
+        return None
+    newlines = 0
+    last = b""
+    first = True
+    try:
+        with open(path, "rb") as f:
+            while block := f.read(CHUNK_BYTES):
+                if first and block.startswith(b"\xef\xbb\xbf"):
+                    return None
+                first = False
+                newlines += block.count(b"\n")
+                if b"\r" in block:
+                    return None  # CR is a line break to the CSV reader
+                last = block
+    except OSError as exc:
+        raise LoopscopeError(f"cannot read {path}: {exc}", hint="check the file's permissions") from None
+    unterminated = bool(last) and not last.endswith(b"\n")
+    expected = newlines + (1 if unterminated else 0)
+    try:
+        con.execute(sql.READ_LINES_SQL, [str(path)])
+        row = con.execute(sql.COUNT_LINES_SQL).fetchone()
+    except duckdb.Error:
+        return None  # not UTF-8, a line over the limit, ...: the block path says which line
+    if not row or int(row[0]) != expected:
+        return None
+    tail = len(last) - (last.rfind(b"\n") + 1) if unterminated else 0
+    return expected, unterminated, tail
+
+
+def _read_in_blocks(
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    start_offset: int,
+    lines_before: int,
+    source_id: int,
+    display: str,
+    seq_base: int,
+    result: FileResult,
+    tick: Callable[[int], None],
+) -> tuple[int, int]:
+    """Block path: whole lines from Python, from ``start_offset``; returns (bytes, lines) consumed."""
     end_offset, last_line = start_offset, lines_before
     for piece in iter_chunks(path, start_offset, lines_before + 1):
         if isinstance(piece, OverlongLine):
@@ -280,72 +369,74 @@ def _load_records_file(con: duckdb.DuckDBPyConnection, path: Path, head: bytes, 
                 end_offset, last_line = piece.end_offset, piece.line_no
             continue
         counts = _ingest_chunk(con, piece, source_id, display, seq_base - lines_before)
-        result.tool_calls += counts[0]
-        result.loop_exits += counts[1]
-        result.quarantined += counts[2]
+        _add_counts(result, counts)
         n_lines = piece.data.count(b"\n") + (1 if piece.unterminated else 0)
-        whole = not piece.unterminated or counts[3]
-        if whole:
+        if not piece.unterminated or counts[3]:
             end_offset, last_line = piece.end_offset, piece.first_line + n_lines - 1
         else:
             # A truncated last line stays unconsumed: when the writer finishes
             # it, the next load reads it again (its quarantine row is dropped).
-            end_offset, last_line = piece.end_offset - len(piece.data.rsplit(b"\n", 1)[-1]), piece.first_line + n_lines - 2
+            end_offset = piece.end_offset - len(piece.data.rsplit(b"\n", 1)[-1])
+            last_line = piece.first_line + n_lines - 2
         tick(end_offset - start_offset)
-    con.execute(sql.DROP_TEMP_SQL)
-    result.loaded = result.tool_calls + result.loop_exits
-    if result.status in ("grown", "rotated") and result.loaded == 0 and result.quarantined == 0:
-        result.status = "unchanged"
-    new_len = min(len(head), HEAD_BYTES)
-    con.execute(UPDATE_SOURCE_SQL, [display, sha256(head[:new_len]), new_len, end_offset, last_line, source_id])
-    return result
+    return end_offset, last_line
 
 
 def _ingest_chunk(
     con: duckdb.DuckDBPyConnection, piece: Chunk, source_id: int, display: str, seq_base: int
 ) -> tuple[int, int, int, bool]:
-    """Validate and insert one chunk; returns (tool_calls, loop_exits, quarantined, last line whole)."""
-    con.execute(sql.CLEAR_LINES_SQL)
-    not_utf8 = 0
+    """Validate and insert one block; returns (tool_calls, loop_exits, quarantined, last line whole)."""
+    con.execute(sql.CREATE_LINES_SQL)
     try:
         text = piece.data.decode("utf-8")
         con.execute(sql.INSERT_CHUNK_SQL, [piece.first_line, text])
     except UnicodeDecodeError:
-        not_utf8 = _insert_lines_checking_utf8(con, piece, source_id, display)
+        _insert_lines_checking_utf8(con, piece, source_id, display)
     n_lines = piece.data.count(b"\n") + (1 if piece.unterminated else 0)
-    last_line = piece.first_line + n_lines - 1
-    con.execute(sql.CHECK_SQL, [last_line if piece.unterminated else -1])
+    return _check_and_insert(con, "block", piece.first_line, n_lines, piece.unterminated, source_id, display, seq_base)
+
+
+def _check_and_insert(
+    con: duckdb.DuckDBPyConnection,
+    lines: str,
+    first_line: int,
+    n_lines: int,
+    unterminated: bool,
+    source_id: int,
+    display: str,
+    seq_base: int,
+) -> tuple[int, int, int, bool]:
+    """Check the lines in ``_ls_lines`` and store them: rows, or quarantine with a reason.
+
+    Returns (tool_calls, loop_exits, quarantined, last line whole).
+    """
+    last_line = first_line + n_lines - 1
+    con.execute(sql.CHECK_SQL[lines], [last_line if unterminated else -1])
     con.execute(sql.EXTRA_SQL)
     con.execute(sql.QUARANTINE_CHECKED_SQL, [source_id, display])
     con.execute(sql.INSERT_TOOL_CALLS_SQL, [seq_base, source_id])
     con.execute(sql.INSERT_LOOP_EXITS_SQL, [seq_base, source_id])
-    row = con.execute(sql.COUNT_CHECKED_SQL).fetchone()
+    row = con.execute(sql.COUNT_CHECKED_SQL, [source_id, first_line, last_line]).fetchone()
     tc, le, bad = (int(x) for x in row) if row else (0, 0, 0)
-    bad += not_utf8
     last_ok = True
-    if piece.unterminated:
-        flag = con.execute(
-            "SELECT reason IS NULL OR reason NOT LIKE 'truncated last line%' FROM _ls_checked WHERE line_no = ?",
-            [last_line],
-        ).fetchone()
-        last_ok = bool(flag[0]) if flag else True
+    if unterminated:
+        flag = con.execute(sql.LAST_LINE_TRUNCATED_SQL, [last_line]).fetchone()
+        last_ok = not (flag and flag[0])
     return tc, le, bad, last_ok
 
 
-def _insert_lines_checking_utf8(con: duckdb.DuckDBPyConnection, piece: Chunk, source_id: int, display: str) -> int:
+def _insert_lines_checking_utf8(con: duckdb.DuckDBPyConnection, piece: Chunk, source_id: int, display: str) -> None:
     # Rare path: the block is not valid UTF-8. Find the bad lines one by one,
     # quarantine them, and blank them so line numbers stay in step.
     lines = piece.data.split(b"\n")
     if not piece.unterminated:
         lines = lines[:-1]
     good: list[str] = []
-    bad = 0
     for i, raw in enumerate(lines):
         try:
             good.append(raw.decode("utf-8"))
         except UnicodeDecodeError as exc:
             good.append("")
-            bad += 1
             con.execute(
                 sql.QUARANTINE_ONE_SQL,
                 [
@@ -357,7 +448,6 @@ def _insert_lines_checking_utf8(con: duckdb.DuckDBPyConnection, piece: Chunk, so
                 ],
             )
     con.execute(sql.INSERT_CHUNK_SQL, [piece.first_line, "\n".join(good)])
-    return bad
 
 
 def _execute_each(con: duckdb.DuckDBPyConnection, script: str, params: list[Any]) -> None:
@@ -391,7 +481,6 @@ def _load_reader_file(con: duckdb.DuckDBPyConnection, path: Path, fmt: str, opti
     output: ReaderOutput = module.read(path, options)
     seq_row = con.execute(sql.MAX_SEQ_SQL).fetchone()
     seq_base = int(seq_row[0]) if seq_row else 0
-    con.execute(sql.CREATE_LINES_SQL)
     if output.records:
         import json
 
@@ -407,10 +496,7 @@ def _load_reader_file(con: duckdb.DuckDBPyConnection, path: Path, fmt: str, opti
                     )
                     result.quarantined += 1
                     continue
-                counts = _ingest_chunk(con, piece, source_id, display, seq_base)
-                result.tool_calls += counts[0]
-                result.loop_exits += counts[1]
-                result.quarantined += counts[2]
+                _add_counts(result, _ingest_chunk(con, piece, source_id, display, seq_base))
         con.execute(READER_QUARANTINE_SQL, [f"the {fmt} reader produced an invalid record: ", source_id])
         _execute_each(con, READER_LINES_SQL, [source_id])
     con.execute(sql.DROP_TEMP_SQL)

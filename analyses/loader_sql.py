@@ -1,13 +1,18 @@
 """The SQL that turns lines of loopscope JSONL into rows, or quarantines them.
 
-One validation path for every input: a chunk of lines goes into the temp
-table ``_ls_lines`` (line number + text), DuckDB parses each line once into a
-struct whose fields are JSON fragments (``json_transform`` with ``JSON``
-types), and a single ``CASE`` names the first thing wrong with the line
-(malformed JSON, not an object, missing required field, wrong type, value not
+One validation path for every input: lines go into the temp table
+``_ls_lines``, DuckDB parses each line once into a struct whose fields are
+JSON fragments (``json_transform`` with ``JSON`` types); a cheap test on the
+fragments accepts the good lines, and for the others a ``CASE`` names the
+first thing wrong with the line (malformed JSON, not an object, missing required field, wrong type, value not
 in the spec's set, unknown ``v`` / ``kind``, unparseable timestamp). Good
 lines are cast and inserted into ``tool_calls`` / ``loop_exits``; the others
 go to ``quarantine`` with their reason and the raw text, capped.
+
+Lines come either straight from the file (``read_csv`` with one VARCHAR
+column, no quoting: DuckDB's parallel reader) or, for compressed files,
+resumed files and files the fast reader cannot number exactly, from blocks
+of whole lines sent from Python. The line number is the row's position.
 
 The SQL text is built once, at import, from the fixed field table below
 (record format v1, docs/records.md); no value is ever formatted into it.
@@ -71,6 +76,8 @@ FIELDS: tuple[tuple[str, str, bool, tuple[str, ...], str | None, str | None], ..
     ("duration_ms", "num", False, _LE, None, None),
 )
 KNOWN_FIELDS: tuple[str, ...] = ("v", "kind") + tuple(f[0] for f in FIELDS)
+TOOL_CALL_FIELDS: tuple[str, ...] = ("v", "kind") + tuple(f[0] for f in FIELDS if "tool_call" in f[3])
+LOOP_EXIT_FIELDS: tuple[str, ...] = ("v", "kind") + tuple(f[0] for f in FIELDS if "loop_exit" in f[3])
 
 _TYPE_TEST = {
     "str": "= 'VARCHAR'",
@@ -81,92 +88,173 @@ _TYPE_TEST = {
 }
 _TYPE_WORD = {"str": "a string", "int": "an integer", "num": "a number", "bool": "true or false", "obj": "an object"}
 
-# json_transform structure: every known field as a raw JSON fragment.
+# json_transform structure: every known field as a raw JSON fragment. The
+# fragments are kept as VARCHAR columns named after the field: the JSON type
+# of a value shows in its first character, so the common case is checked with
+# cheap string tests and no second parse.
 _STRUCTURE = json.dumps({name: "JSON" for name in KNOWN_FIELDS})
+_LIST = "[" + ", ".join(f"'{k}'" for k in KNOWN_FIELDS) + "]"
+_TC_LIST = "[" + ", ".join(f"'{k}'" for k in TOOL_CALL_FIELDS) + "]"
+_LE_LIST = "[" + ", ".join(f"'{k}'" for k in LOOP_EXIT_FIELDS) + "]"
+_KIND_KEYS = f"""CASE kind WHEN '"tool_call"' THEN {_TC_LIST} ELSE {_LE_LIST} END"""
 
 # An RFC 3339 timestamp: 'T', 't' or ' ' between date and time, 'Z'/'z' or an
 # offset; DuckDB's cast needs upper case. Timestamps without an offset are read as UTC.
-_TS_TEXT = "upper(json_extract_string(j.ts, '$'))"
-_TS_VALUE = f"CAST(try_cast({_TS_TEXT} AS TIMESTAMPTZ) AS TIMESTAMP)"
-_LIST = "[" + ", ".join(f"'{k}'" for k in KNOWN_FIELDS) + "]"
+_TS_STR = "json_extract_string(ts, '$')"
+_TS_VALUE = (
+    f"CAST(try_cast(CASE WHEN contains({_TS_STR}, 't') OR contains({_TS_STR}, 'z') "
+    f"THEN upper({_TS_STR}) ELSE {_TS_STR} END AS TIMESTAMPTZ) AS TIMESTAMP)"
+)
+
+_INT_RANGE = {
+    "step": (0, 2147483647),
+    "attempts": (1, 2147483647),
+    "steps": (0, 2147483647),
+    "tool_calls": (0, 2147483647),
+    "tool_errors": (0, 2147483647),
+    "max_tool_calls": (0, 2147483647),
+    "input_tokens": (0, 9223372036854775807),
+    "output_tokens": (0, 9223372036854775807),
+}
+_VALUE_SETS = {"outcome": ("ok", "retried", "transient_fail", "permanent_fail")}
 
 
-def _kind_cond(kinds: tuple[str, ...]) -> str:
-    if len(kinds) == 2:
-        return "TRUE"
-    return f"kind_text = '{kinds[0]}'"
+def _fast_check(name: str, tclass: str, required: bool) -> str:
+    """A cheap test that the fragment ``name`` has the right type (and value)."""
+    if tclass == "str":
+        test = f"{name}[1] = '\"'"
+        if name in _VALUE_SETS:
+            test = f"{name} IN (" + ", ".join(f"'\"{v}\"'" for v in _VALUE_SETS[name]) + ")"
+    elif tclass == "int":
+        lo, hi = _INT_RANGE[name]
+        # try_cast accepts 1.0 and 1e2 as integers: refuse '.', 'e', 'E'.
+        test = (
+            f"(try_cast({name} AS HUGEINT) BETWEEN {lo} AND {hi} AND NOT contains({name}, '.') "
+            f"AND NOT contains({name}, 'e') AND NOT contains({name}, 'E'))"
+        )
+    elif tclass == "num":
+        test = f"try_cast({name} AS DOUBLE) IS NOT NULL"
+    elif tclass == "bool":
+        test = f"{name} IN ('true', 'false')"
+    else:
+        test = f"{name}[1] = '{{'"
+    return test if required else f"({name} IS NULL OR {test})"
+
+
+def _ok_sql() -> str:
+    common = ["v = '1'", "kind IN ('\"tool_call\"', '\"loop_exit\"')", "ts_value IS NOT NULL"]
+    tc: list[str] = []
+    le: list[str] = []
+    for name, tclass, required, kinds, _check, _wants in FIELDS:
+        test = _fast_check(name, tclass, required)
+        if len(kinds) == 2:
+            common.append(test)
+        elif kinds == ("tool_call",):
+            tc.append(test)
+        else:
+            le.append(test)
+    per_kind = f"CASE WHEN kind = '\"tool_call\"' THEN {' AND '.join(tc)} ELSE {' AND '.join(le)} END"
+    return "coalesce(" + " AND ".join(common + [per_kind]) + ", false)"
 
 
 def _reason_sql() -> str:
+    """The first thing wrong with a line that failed the fast check, in words."""
+    kind_text = "json_extract_string(kind, '$')"
     whens = [
+        "WHEN unparsed AND trim(line) = '' THEN NULL",  # blank line: nothing to keep
         f"WHEN strlen(line) > {MAX_LINE_BYTES} THEN 'line too long (over {MAX_LINE_BYTES} bytes)'",
-        "WHEN j IS NULL AND is_last_unterminated THEN 'truncated last line (no newline at the end, not valid JSON)'",
-        "WHEN j IS NULL THEN 'malformed JSON'",
+        "WHEN unparsed AND is_last_unterminated THEN 'truncated last line (no newline at the end, not valid JSON)'",
+        "WHEN unparsed THEN 'malformed JSON'",
         "WHEN ltrim(line)[1] <> '{' THEN 'not a JSON object'",
-        "WHEN j.v IS NULL THEN 'missing required field v'",
-        "WHEN json_type(j.v) NOT IN ('UBIGINT', 'BIGINT') OR try_cast(j.v AS HUGEINT) <> 1 "
-        "THEN 'unknown schema version v=' || left(CAST(j.v AS VARCHAR), 40) || ' (this loopscope reads v=1)'",
-        "WHEN j.kind IS NULL THEN 'missing required field kind'",
-        "WHEN json_type(j.kind) <> 'VARCHAR' OR kind_text NOT IN ('tool_call', 'loop_exit') "
-        "THEN 'unknown kind ' || left(CAST(j.kind AS VARCHAR), 60) || ' (expected tool_call or loop_exit)'",
+        "WHEN v IS NULL THEN 'missing required field v'",
+        "WHEN v <> '1' THEN 'unknown schema version v=' || left(v, 40) || ' (this loopscope reads v=1)'",
+        "WHEN kind IS NULL THEN 'missing required field kind'",
+        "WHEN kind NOT IN ('\"tool_call\"', '\"loop_exit\"') "
+        "THEN 'unknown kind ' || left(kind, 60) || ' (expected tool_call or loop_exit)'",
     ]
     for name, tclass, required, kinds, check, wants in FIELDS:
-        applies = _kind_cond(kinds)
+        applies = "TRUE" if len(kinds) == 2 else f"{kind_text} = '{kinds[0]}'"
         if required:
-            whens.append(f"WHEN {applies} AND j.{name} IS NULL THEN 'missing required field {name}'")
+            whens.append(f"WHEN {applies} AND {name} IS NULL THEN 'missing required field {name}'")
         whens.append(
-            f"WHEN {applies} AND j.{name} IS NOT NULL AND NOT (json_type(j.{name}) {_TYPE_TEST[tclass]}) "
-            f"THEN 'wrong type for {name}: expected {_TYPE_WORD[tclass]}, got ' || lower(json_type(j.{name}))"
+            f"WHEN {applies} AND {name} IS NOT NULL AND NOT (json_type({name}::JSON) {_TYPE_TEST[tclass]}) "
+            f"THEN 'wrong type for {name}: expected {_TYPE_WORD[tclass]}, got ' || lower(json_type({name}::JSON))"
         )
         if check == "TS_OK":
             whens.append(
-                f"WHEN {applies} AND {_TS_VALUE} IS NULL "
-                f"THEN 'bad timestamp ts: ' || left(CAST(j.ts AS VARCHAR), 60) || ' is not RFC 3339'"
+                f"WHEN {applies} AND ts_value IS NULL THEN 'bad timestamp ts: ' || left(ts, 60) || ' is not RFC 3339'"
             )
         elif check:
             whens.append(
-                f"WHEN {applies} AND j.{name} IS NOT NULL AND NOT ({check}) "
-                f"THEN 'bad value for {name}: ' || left(CAST(j.{name} AS VARCHAR), 60) || ', expected {wants}'"
+                f"WHEN {applies} AND {name} IS NOT NULL AND NOT {_fast_check(name, tclass, True)} "
+                f"THEN 'bad value for {name}: ' || left({name}, 60) || ', expected {wants}'"
             )
+    # Never drop a line silently, even if the two checks ever disagree.
+    whens.append("ELSE 'invalid record'")
     return "CASE\n        " + "\n        ".join(whens) + "\n        END"
 
 
-CREATE_LINES_SQL = """
-CREATE OR REPLACE TEMP TABLE _ls_lines (line_no BIGINT, line VARCHAR)
-"""
-CLEAR_LINES_SQL = "DELETE FROM _ls_lines"
-# ?1 first line number, ?2 the chunk text (complete lines, '\n' separated).
+# Lines of the current block with their numbers.
+CREATE_LINES_SQL = "CREATE OR REPLACE TEMP TABLE _ls_lines (line_no BIGINT, line VARCHAR)"
+# ?1 first line number, ?2 the block text (complete lines, '\n' separated).
 INSERT_CHUNK_SQL = """
 INSERT INTO _ls_lines
 SELECT ? + generate_subscripts(s, 1) - 1 AS line_no, unnest(s) AS line
 FROM (SELECT string_split(?, chr(10)) AS s)
 """
-INSERT_LINE_SQL = "INSERT INTO _ls_lines VALUES (?, ?)"
+# ?1 a plain (not compressed) file. One row per line, blank lines as NULL;
+# the caller checks the row count against the file's newlines. Run outside a
+# transaction: committed rows have rowids 0..n-1 in file order (the line
+# number is rowid + 1); rows of an open transaction do not.
+READ_LINES_SQL = """
+CREATE OR REPLACE TEMP TABLE _ls_raw AS
+SELECT line FROM read_csv(
+    ?, columns = {'line': 'VARCHAR'}, delim = chr(1), quote = '', escape = '', header = false,
+    auto_detect = false, strict_mode = false, max_line_size = 1048577
+)
+"""
+COUNT_LINES_SQL = "SELECT count(*) FROM _ls_raw"
+_LINE_SOURCES = {
+    "block": "SELECT line_no, line FROM _ls_lines",
+    "file": "SELECT rowid + 1 AS line_no, line FROM _ls_raw",
+}
+
+_FRAGMENTS = ",\n        ".join(f"j.{name}::VARCHAR AS {name}" for name in KNOWN_FIELDS)
 
 # ?1 line number of an unterminated last line (or -1).
-CHECK_SQL = f"""
+_CHECK_TEMPLATE = f"""
 CREATE OR REPLACE TEMP TABLE _ls_checked AS
-WITH parsed AS (
-    SELECT line_no, line, line_no = ? AS is_last_unterminated,
+WITH lines AS ({{lines}}),
+parsed AS (
+    SELECT line_no, line,
            CASE WHEN strlen(line) <= {MAX_LINE_BYTES} THEN try(json_transform(line, '{_STRUCTURE}')) END AS j
-    FROM _ls_lines
-    WHERE trim(line) <> ''
+    FROM lines
+    WHERE line IS NOT NULL AND line <> ''
+),
+flat AS (
+    SELECT line_no, line, j IS NULL AS unparsed, line_no = ? AS is_last_unterminated,
+        {_FRAGMENTS}
+    FROM parsed
 ),
 typed AS (
-    SELECT *, json_extract_string(j.kind, '$') AS kind_text FROM parsed
+    SELECT *, {_TS_VALUE} AS ts_value FROM flat
 ),
 checked AS (
-    SELECT line_no, line, j, kind_text, {_reason_sql()} AS reason
-    FROM typed
+    SELECT *, {_ok_sql()} AS ok FROM typed
 )
-SELECT *, CASE WHEN reason IS NULL
-    THEN len(list_filter(json_keys(line), lambda k: NOT list_contains({_LIST}, k))) > 0 ELSE false END AS has_extra
+SELECT *,
+    CASE WHEN ok THEN len(list_filter(json_keys(line), lambda k: NOT list_contains({_KIND_KEYS}, k))) > 0
+         ELSE false END AS has_extra
 FROM checked
 """
+CHECK_SQL = {name: _CHECK_TEMPLATE.replace("{lines}", lines) for name, lines in _LINE_SOURCES.items()}
 
 QUARANTINE_CHECKED_SQL = f"""
 INSERT INTO quarantine (source_id, path, line_no, reason, raw)
-SELECT ?, ?, line_no, reason, left(line, {RAW_CAP}) FROM _ls_checked WHERE reason IS NOT NULL
+SELECT ?, ?, line_no, reason, left(line, {RAW_CAP})
+FROM (SELECT line_no, line, {_reason_sql()} AS reason FROM _ls_checked WHERE NOT ok)
+WHERE reason IS NOT NULL
+ORDER BY line_no
 """
 QUARANTINE_ONE_SQL = "INSERT INTO quarantine (source_id, path, line_no, reason, raw) VALUES (?, ?, ?, ?, ?)"
 
@@ -174,25 +262,25 @@ EXTRA_SQL = f"""
 CREATE OR REPLACE TEMP TABLE _ls_extra AS
 SELECT c.line_no, json_group_object(e.key, e.value) AS extra
 FROM _ls_checked c, json_each(c.line) e
-WHERE c.reason IS NULL AND c.has_extra AND NOT list_contains({_LIST}, e.key)
+WHERE c.ok AND c.has_extra AND NOT list_contains(CASE c.kind WHEN '"tool_call"' THEN {_TC_LIST} ELSE {_LE_LIST} END, e.key)
 GROUP BY c.line_no
 """
 
 
 def _s(name: str) -> str:
-    return f"json_extract_string(j.{name}, '$')"
+    return f"json_extract_string(c.{name}, '$')"
 
 
 def _common_cols() -> str:
     return f"""
     ?::BIGINT + c.line_no AS seq, ?::INTEGER AS source_id, c.line_no, 1 AS v,
-    {_TS_VALUE} AS ts,
+    c.ts_value AS ts,
     {_s('conversation_id')} AS conversation_id,
     {_s('prompt_id')} AS prompt_id,
     coalesce({_s('agent')}, 'default') AS agent,
     {_s('trace_id')} AS trace_id,
     {_s('span_id')} AS span_id,
-    CAST(j.tags AS JSON) AS tags"""
+    c.tags::JSON AS tags"""
 
 
 # ?1 seq base, ?2 source_id. try_cast: DuckDB may evaluate the projection on
@@ -202,19 +290,19 @@ INSERT INTO tool_calls
 SELECT {_common_cols()},
     {_s('tool_call_id')} AS tool_call_id,
     {_s('tool_name')} AS tool_name,
-    try_cast(j.step AS INTEGER) AS step,
-    CAST(j.input_shape AS JSON) AS input_shape,
+    try_cast(c.step AS INTEGER) AS step,
+    c.input_shape::JSON AS input_shape,
     {_s('args_fingerprint')} AS args_fingerprint,
     {_s('outcome')} AS outcome,
-    try_cast(j.is_error AS BOOLEAN) AS is_error,
-    coalesce(try_cast(j.attempts AS INTEGER), 1) AS attempts,
-    try_cast(j.latency_ms AS DOUBLE) AS latency_ms,
+    c.is_error = 'true' AS is_error,
+    coalesce(try_cast(c.attempts AS INTEGER), 1) AS attempts,
+    try_cast(c.latency_ms AS DOUBLE) AS latency_ms,
     {_s('error_type')} AS error_type,
     {_s('error_message')} AS error_message,
-    coalesce(try_cast(j.replayed AS BOOLEAN), false) AS replayed,
+    coalesce(c.replayed = 'true', false) AS replayed,
     x.extra
 FROM _ls_checked c LEFT JOIN _ls_extra x USING (line_no)
-WHERE c.reason IS NULL AND c.kind_text = 'tool_call'
+WHERE c.ok AND c.kind = '"tool_call"'
 ORDER BY c.line_no
 """
 
@@ -222,30 +310,32 @@ INSERT_LOOP_EXITS_SQL = f"""
 INSERT INTO loop_exits
 SELECT {_common_cols()},
     {_s('exit_reason')} AS exit_reason,
-    try_cast(j.steps AS INTEGER) AS steps,
-    try_cast(j.tool_calls AS INTEGER) AS tool_calls,
-    try_cast(j.tool_errors AS INTEGER) AS tool_errors,
-    try_cast(j.max_tool_calls AS INTEGER) AS max_tool_calls,
-    try_cast(j.input_tokens AS BIGINT) AS input_tokens,
-    try_cast(j.output_tokens AS BIGINT) AS output_tokens,
-    try_cast(j.duration_ms AS DOUBLE) AS duration_ms,
+    try_cast(c.steps AS INTEGER) AS steps,
+    try_cast(c.tool_calls AS INTEGER) AS tool_calls,
+    try_cast(c.tool_errors AS INTEGER) AS tool_errors,
+    try_cast(c.max_tool_calls AS INTEGER) AS max_tool_calls,
+    try_cast(c.input_tokens AS BIGINT) AS input_tokens,
+    try_cast(c.output_tokens AS BIGINT) AS output_tokens,
+    try_cast(c.duration_ms AS DOUBLE) AS duration_ms,
     {_s('error_type')} AS error_type,
     {_s('error_message')} AS error_message,
     x.extra
 FROM _ls_checked c LEFT JOIN _ls_extra x USING (line_no)
-WHERE c.reason IS NULL AND c.kind_text = 'loop_exit'
+WHERE c.ok AND c.kind = '"loop_exit"'
 ORDER BY c.line_no
 """
 
 COUNT_CHECKED_SQL = """
 SELECT
-    count(*) FILTER (WHERE reason IS NULL AND kind_text = 'tool_call'),
-    count(*) FILTER (WHERE reason IS NULL AND kind_text = 'loop_exit'),
-    count(*) FILTER (WHERE reason IS NOT NULL)
+    count(*) FILTER (WHERE ok AND kind = '"tool_call"'),
+    count(*) FILTER (WHERE ok AND kind = '"loop_exit"'),
+    (SELECT count(*) FROM quarantine WHERE source_id = ? AND line_no BETWEEN ? AND ?)
 FROM _ls_checked
 """
+LAST_LINE_TRUNCATED_SQL = "SELECT unparsed FROM _ls_checked WHERE line_no = ?"
 DROP_TEMP_SQL = """
 DROP TABLE IF EXISTS _ls_lines;
+DROP TABLE IF EXISTS _ls_raw;
 DROP TABLE IF EXISTS _ls_checked;
 DROP TABLE IF EXISTS _ls_extra;
 """

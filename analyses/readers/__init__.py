@@ -101,16 +101,18 @@ def reader_module(fmt: str) -> Any:
     return module
 
 
-def _first_json_line(head: bytes) -> Any:
-    for raw in head.split(b"\n"):
+def _json_lines(head: bytes) -> list[Any]:
+    """The values of the complete lines in ``head`` (None for a line that does not parse)."""
+    values: list[Any] = []
+    for raw in head.split(b"\n")[:-1] or head.split(b"\n"):
         line = raw.strip()
         if not line:
             continue
         try:
-            return json.loads(line.decode("utf-8"))
+            values.append(json.loads(line.decode("utf-8")))
         except (UnicodeDecodeError, ValueError):
-            return None
-    return None
+            values.append(None)
+    return values
 
 
 def _sniffed(fmt: str, head: bytes) -> bool:
@@ -130,7 +132,7 @@ def _sniffed(fmt: str, head: bytes) -> bool:
 def detect_format(path: Path, head: bytes) -> str:
     """Guess the format of a file from its first bytes (decompressed).
 
-    loopscope records win when the first line is a v1 record; OTLP when it
+    loopscope records win when one of the first lines is a v1 record; OTLP when it
     carries ``resourceSpans``; message arrays when the first line is a JSON
     array, a ``.json`` file starts with ``[``, or the first object has
     ``messages`` or ``role``. Otherwise each
@@ -138,7 +140,12 @@ def detect_format(path: Path, head: bytes) -> str:
     end in the quarantine, with reasons, rather than being ignored).
     """
     text = head.lstrip(b"\xef\xbb\xbf").lstrip()
-    first = _first_json_line(text)
+    values = _json_lines(text)
+    # One v1 record among the first lines is enough: a damaged first line
+    # must not send a records file to another reader.
+    if any(isinstance(x, dict) and "v" in x and "kind" in x for x in values):
+        return "records"
+    first = values[0] if values else None
     if isinstance(first, dict):
         if "v" in first and "kind" in first:
             return "records"
