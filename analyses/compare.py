@@ -22,7 +22,9 @@ Examples: ``--a tag:mode=blind --b tag:mode=corrective``,
 
 Each metric is tested as documented in ``stats``: the rates with the
 two-proportion z-test, the per-prompt tool-call distributions (median, p99)
-with Mann-Whitney U; ``difference`` is always B minus A.
+with Mann-Whitney U; ``difference`` is always B minus A. The tests assume two
+independent samples: ``overlap`` counts the prompts both cohorts select (the
+CLI warns when it is not 0).
 """
 
 from __future__ import annotations
@@ -47,6 +49,9 @@ SELECT source_id FROM sources
 WHERE path = $path OR starts_with(path, $folder)
 ORDER BY source_id
 """
+
+# Prompts both cohorts select (the tests assume two independent samples).
+OVERLAP_SQL = "SELECT count(*) FROM prompts_v p WHERE ({a}) AND ({b})"
 
 SPEC_HINT = (
     "a cohort is comma-separated KEY:VALUE terms, e.g. tag:mode=blind, agent:concierge, week:2026-W47, "
@@ -185,6 +190,7 @@ class Comparison:
     b: Figures
     metrics: list[MetricComparison] = field(default_factory=list)
     alpha: float = stats.ALPHA
+    overlap: int = 0
 
     def metric(self, name: str) -> MetricComparison:
         """The comparison of one metric by name."""
@@ -196,6 +202,7 @@ class Comparison:
             "a": {"cohort": self.label_a, **self.a.to_dict()},
             "b": {"cohort": self.label_b, **self.b.to_dict()},
             "alpha": self.alpha,
+            "overlap_prompts": self.overlap,
             "metrics": [m.to_dict() for m in self.metrics],
         }
 
@@ -253,4 +260,7 @@ def compare(
                 hint="check the spec against the data: loopscope metrics --by week / --by agent shows what is there",
             )
     rows = compare_figures(fa, fb, tool_call_counts(con, a), tool_call_counts(con, b), alpha=alpha)
-    return Comparison(label_a, label_b, fa, fb, rows, alpha)
+    where_a, params_a = a.where("p")
+    where_b, params_b = b.where("p")
+    overlap = con.execute(OVERLAP_SQL.format(a=where_a, b=where_b), [*params_a, *params_b]).fetchone()[0]
+    return Comparison(label_a, label_b, fa, fb, rows, alpha, int(overlap))

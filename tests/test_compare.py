@@ -55,6 +55,7 @@ def test_compare_blind_vs_corrective_json(db: Path) -> None:
     assert m["median_tool_calls"]["test"]["test"] == stats.MANN_WHITNEY
     # blind prompt sizes: 2x16+... ; median 2 in both
     assert m["median_tool_calls"]["a"] == 2 and m["median_tool_calls"]["b"] == 2
+    assert out["overlap_prompts"] == 0 and res.stderr == ""
 
 
 def test_compare_table_shows_significance(db: Path) -> None:
@@ -78,6 +79,8 @@ def test_compare_file_cohort(db: Path) -> None:
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
     assert out["a"]["prompts"] == 78 and out["b"]["prompts"] == 38
+    assert out["overlap_prompts"] == 38
+    assert "38 prompt(s) are in both cohorts" in " ".join(res.stderr.split())
 
 
 @pytest.mark.parametrize(

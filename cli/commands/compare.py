@@ -8,7 +8,16 @@ import typer
 
 from loopscope.cli.app import command
 from loopscope.cli.options import DbOption, FormatOption, InputFormatOption, PathsArgument
-from loopscope.cli.output import OutputFormat, fmt_number, fmt_rate, inert, stdout_console, write_csv, write_json
+from loopscope.cli.output import (
+    OutputFormat,
+    fmt_number,
+    fmt_rate,
+    inert,
+    stderr_console,
+    stdout_console,
+    write_csv,
+    write_json,
+)
 from loopscope.cli.audit_common import open_for_analysis
 
 CohortA = Annotated[
@@ -45,6 +54,11 @@ def compare_command(
         sel_a = parse_cohort(a, con, option="--a", within=base)
         sel_b = parse_cohort(b, con, option="--b", within=base)
         result = compare(con, sel_a, sel_b, label_a=sel_a.extra["spec"], label_b=sel_b.extra["spec"])
+    if result.overlap:
+        stderr_console().print(
+            f"[yellow]warning:[/yellow] {result.overlap} prompt(s) are in both cohorts; "
+            "the significance tests assume two separate samples"
+        )
     if output is OutputFormat.json:
         write_json(result.to_dict())
         return
