@@ -252,3 +252,17 @@ def test_review_round_trip_on_sample_logs(tmp_path: Path) -> None:
     assert all(v["agreement"] == 1.0 for v in audit["reviews"]["verdicts"].values())
     c10 = next(p for p in (out / "conversations").iterdir() if "c10-conflict-blind" in p.name).read_text()
     assert "retried the same call (same arguments)" in c10
+
+
+def test_sample_csv_and_reported_seed(db: Path) -> None:
+    res = runner.invoke(app, ["sample", "--db", str(db), "--n", "3", "--seed", "4", "--format", "csv"])
+    assert res.exit_code == 0, res.output
+    lines = res.stdout.splitlines()
+    assert lines[0] == "conversation_id,stratum,computed_class,agent,first_ts,prompts,tool_calls,errors,unrecovered"
+    assert len(lines) == 4
+    # without --seed, the seed drawn is reported so the sample can be drawn again
+    res = runner.invoke(app, ["sample", "--db", str(db), "--n", "3", "--format", "json"])
+    seed = json.loads(res.stdout)["seed"]
+    assert f"seed {seed} (pass --seed {seed} to draw this sample again)" in res.stderr
+    again = _sample(db, "--n", "3", "--seed", str(seed))
+    assert again["conversations"] == json.loads(res.stdout)["conversations"]
