@@ -48,8 +48,8 @@ CASES = {
 }
 
 
-def _run_agent(framework: str, which: str, tmp_path: Path) -> Path:
-    for module in CASES[(framework, which)][0]:
+def _run_agent(framework: str, which: str, tmp_path: Path, expected_stdout: list[str] | None = None) -> Path:
+    for module in CASES[(framework.removesuffix("-max-turns"), which)][0]:
         pytest.importorskip(module, reason=EXTRA)
     out = tmp_path / f"{framework}-{which}.jsonl"
     proc = subprocess.run(
@@ -57,7 +57,8 @@ def _run_agent(framework: str, which: str, tmp_path: Path) -> Path:
         capture_output=True, text=True, timeout=180, cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert proc.stdout.splitlines() == ["Your order A1 has shipped; it is sunny in Paris.", "Sunny in Rome too."]
+    assert proc.stdout.splitlines() == (expected_stdout or [
+        "Your order A1 has shipped; it is sunny in Paris.", "Sunny in Rome too."])
     return out
 
 
@@ -107,3 +108,20 @@ def test_tool_calls_error_and_recovery_are_found(framework: str, which: str, tmp
                                     "recovery_rate", "median_tool_calls_per_prompt")} == {
         "prompts": 2, "open_prompts": 0, "tool_calls": 4, "errors": 1, "recovered_errors": 1,
         "recovery_rate": 1.0, "median_tool_calls_per_prompt": 2.0}
+
+
+@pytest.mark.parametrize("which", ["openinference", "openllmetry", "genai"])
+def test_max_turns_is_an_error_exit_and_the_error_unrecovered(which: str, tmp_path: Path) -> None:
+    spans = _run_agent("openai-agents-max-turns", which, tmp_path, expected_stdout=["MaxTurnsExceeded"])
+    out = otlp.read(spans, {})
+    (call,) = [r for r in out.records if r["kind"] == "tool_call"]
+    (exit_,) = [r for r in out.records if r["kind"] == "loop_exit"]
+    assert (call["tool_name"], call["is_error"]) == ("lookup_order", True)
+    assert exit_["exit_reason"] == "error" and "Max turns exceeded" in exit_["error_message"]
+    assert "exit_reason_inferred" not in exit_
+
+    runner = CliRunner()
+    assert runner.invoke(app, ["load", "--db", "t.duckdb", str(spans)], catch_exceptions=False).exit_code == 0
+    res = runner.invoke(app, ["metrics", "--db", "t.duckdb", "--format", "json"], catch_exceptions=False)
+    metrics = json.loads(res.stdout)
+    assert (metrics["errors"], metrics["recovered_errors"], metrics["recovery_rate"]) == (1, 0, 0.0)

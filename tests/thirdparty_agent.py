@@ -6,6 +6,10 @@ gets a fresh interpreter)::
 
     python tests/thirdparty_agent.py openai-agents {openinference|openllmetry|genai} OUT.jsonl
     python tests/thirdparty_agent.py langgraph {openinference|openllmetry} OUT.jsonl
+    python tests/thirdparty_agent.py openai-agents-max-turns {openinference|openllmetry|genai} OUT.jsonl
+
+The last one runs only the first prompt with ``max_turns=1``: the SDK raises
+``MaxTurnsExceeded`` after the failed call, an abnormal exit.
 
 The fake model is an OpenAI-compatible ``/v1/chat/completions`` server on
 127.0.0.1 (a random port, in a thread); its answer depends only on the
@@ -109,7 +113,7 @@ def _tools(decorator: Any) -> list[Any]:
     return [decorator(lookup_order), decorator(get_weather)]
 
 
-def run_openai_agents(which: str, base_url: str, provider: Any) -> None:
+def run_openai_agents(which: str, base_url: str, provider: Any, max_turns: int | None = None) -> None:
     import agents
     from agents import Agent, OpenAIChatCompletionsModel, RunConfig, Runner, function_tool
     from openai import AsyncOpenAI
@@ -142,6 +146,12 @@ def run_openai_agents(which: str, base_url: str, provider: Any) -> None:
     # group_id is the SDK's conversation (thread) id; the official instrumentation exports it.
     config = RunConfig(group_id=CONVERSATION)
     history: list[Any] = []
+    if max_turns is not None:
+        try:
+            Runner.run_sync(agent, next(iter(SCRIPT)), run_config=config, max_turns=max_turns)
+        except agents.MaxTurnsExceeded as exc:
+            print(type(exc).__name__)
+        return
     for text in SCRIPT:
         turn_input = [*history, {"role": "user", "content": text}]
         if session is not None:
@@ -190,7 +200,11 @@ def main(framework: str, which: str, out: str) -> None:
     threading.Thread(target=server.serve_forever, daemon=True).start()
     provider = _provider(out)
     base_url = f"http://127.0.0.1:{server.server_port}/v1"
-    runs = {"openai-agents": run_openai_agents, "langgraph": run_langgraph}
+    runs = {
+        "openai-agents": run_openai_agents,
+        "openai-agents-max-turns": lambda w, u, p: run_openai_agents(w, u, p, max_turns=1),
+        "langgraph": run_langgraph,
+    }
     if framework not in runs:
         raise SystemExit(f"unknown framework {framework!r}")
     try:
