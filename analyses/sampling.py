@@ -31,33 +31,26 @@ from typing import Any
 
 import duckdb
 
+from loopscope.analyses import recovery
 from loopscope.analyses.errors import LoopscopeError
 from loopscope.analyses.selection import Selection
 
 STRATA = ("unrecovered", "recovered", "no_error")
 
-# One row per candidate conversation: its errors among the selected prompts,
-# the class of its first unrecovered one (prompt order, step, ts, seq) and
-# whether it has a retry loop.
+# One row per candidate conversation: its errors among the selected prompts.
+# (The class of its first unrecovered error comes from recovery.first_unrecovered_all,
+# so "first" is defined in one place.)
 CONVERSATION_STRATA_SQL = """
 WITH sel AS (
     SELECT p.* FROM prompts_v p WHERE {where}
 ),
-errs AS (
-    SELECT e.* FROM errors_v e JOIN sel USING (conversation_id, prompt_id)
-),
-firsts AS (
-    SELECT conversation_id,
-           arg_min(error_class, (prompt_first_ts, prompt_first_seq, step, ts, seq)) AS first_unrecovered_class
-    FROM errs WHERE error_class <> 'recovered'
-    GROUP BY conversation_id
-),
 counts AS (
-    SELECT conversation_id,
+    SELECT e.conversation_id,
            count(*) AS errors,
-           count(*) FILTER (WHERE error_class <> 'recovered') AS unrecovered,
-           count(*) FILTER (WHERE error_class = 'gave_up') AS gave_up
-    FROM errs GROUP BY conversation_id
+           count(*) FILTER (WHERE e.error_class <> 'recovered') AS unrecovered,
+           count(*) FILTER (WHERE e.error_class = 'gave_up') AS gave_up
+    FROM errors_v e JOIN sel USING (conversation_id, prompt_id)
+    GROUP BY e.conversation_id
 )
 SELECT
     s.conversation_id,
@@ -67,11 +60,9 @@ SELECT
     arg_min(s.agent, (s.first_ts, s.first_seq)) AS agent,
     coalesce(any_value(c.errors), 0) AS errors,
     coalesce(any_value(c.unrecovered), 0) AS unrecovered,
-    coalesce(any_value(c.gave_up), 0) AS gave_up,
-    any_value(f.first_unrecovered_class) AS first_unrecovered_class
+    coalesce(any_value(c.gave_up), 0) AS gave_up
 FROM sel s
 LEFT JOIN counts c USING (conversation_id)
-LEFT JOIN firsts f USING (conversation_id)
 GROUP BY s.conversation_id
 ORDER BY s.conversation_id
 """
@@ -134,7 +125,9 @@ def candidates(con: duckdb.DuckDBPyConnection, selection: Selection) -> list[Can
     where, params = selection.where("p")
     cur = con.execute(CONVERSATION_STRATA_SQL.format(where=where), params)
     names = [d[0] for d in cur.description or []]
-    return [Candidate(**dict(zip(names, row))) for row in cur.fetchall()]
+    rows = [dict(zip(names, row)) for row in cur.fetchall()]
+    first_class = {r.conversation_id: r.error_class for r in recovery.first_unrecovered_all(con, selection)}
+    return [Candidate(**r, first_unrecovered_class=first_class.get(r["conversation_id"])) for r in rows]
 
 
 def allocate(n: int, available: dict[str, int]) -> dict[str, int]:
