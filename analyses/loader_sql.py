@@ -268,7 +268,9 @@ GROUP BY c.line_no
 
 
 def _s(name: str) -> str:
-    return f"json_extract_string(c.{name}, '$')"
+    # A string fragment without escapes is its text between the quotes; only
+    # strings with a backslash need the JSON parser.
+    return f"CASE WHEN contains(c.{name}, chr(92)) THEN json_extract_string(c.{name}, '$') ELSE c.{name}[2:-2] END"
 
 
 def _common_cols() -> str:
@@ -303,7 +305,6 @@ SELECT {_common_cols()},
     x.extra
 FROM _ls_checked c LEFT JOIN _ls_extra x USING (line_no)
 WHERE c.ok AND c.kind = '"tool_call"'
-ORDER BY c.line_no
 """
 
 INSERT_LOOP_EXITS_SQL = f"""
@@ -322,7 +323,6 @@ SELECT {_common_cols()},
     x.extra
 FROM _ls_checked c LEFT JOIN _ls_extra x USING (line_no)
 WHERE c.ok AND c.kind = '"loop_exit"'
-ORDER BY c.line_no
 """
 
 COUNT_CHECKED_SQL = """

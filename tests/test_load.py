@@ -169,7 +169,9 @@ def test_gzip_glob_unknown_fields_and_timestamp_spellings(tmp_path: Path) -> Non
     ]
     with gzip.open(tmp_path / "a.jsonl.gz", "wt") as f:
         f.write(lines(*records))
-    (tmp_path / "b.ndjson").write_text(lines(rec("tool_call", "c2", "p1", "2026-11-20 10:00:00Z", id="t1")))
+    (tmp_path / "b.ndjson").write_text(
+        lines(rec("tool_call", "c2", "p1", "2026-11-20 10:00:00Z", id="t1", error_message='say "hi"\nthen caf\u00e9 \\ ok'))
+    )
     result = invoke("load", str(tmp_path / "*.*json*"), "--db", "s.duckdb", "-f", "json")
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["loaded"] == 3
@@ -177,6 +179,9 @@ def test_gzip_glob_unknown_fields_and_timestamp_spellings(tmp_path: Path) -> Non
     assert rows[0] == ("c1", "2026-11-20 10:00:00.123456", '{"x_team":{"name":"blue"}}')
     assert rows[1] == ("c2", "2026-11-20 10:00:00", None)
     assert db_rows(tmp_path / "s.duckdb", "SELECT ts::VARCHAR FROM loop_exits") == [("2026-11-20 10:00:00.5",)]
+    assert db_rows(tmp_path / "s.duckdb", "SELECT error_message FROM tool_calls WHERE conversation_id = 'c2'") == [
+        ('say "hi"\nthen caf\u00e9 \\ ok',)
+    ]
 
 
 def test_missing_path_is_a_user_error_without_traceback(tmp_path: Path) -> None:
@@ -227,3 +232,20 @@ def test_load_table_summary(tmp_path: Path) -> None:
     assert result.exit_code == 0
     assert "1 files: 3 records loaded (2 tool calls, 1 loop exits), 0 skipped as already loaded, 1 quarantined" in result.stdout
     assert "loopscope quarantine --db s.duckdb" in result.stdout
+
+
+def test_line_numbers_stay_exact_past_one_row_group(tmp_path: Path) -> None:
+    # DuckDB reads big files in parallel, in row groups of 122,880 rows: the
+    # line numbers of bad lines must still be the file's.
+    n = 130_000
+    bad_at = {1, 70_001, 122_881, n}
+    template = '{"v":1,"kind":"loop_exit","ts":"2026-11-20T10:00:00Z","conversation_id":"c%d","prompt_id":"p","exit_reason":"end_turn"}\n'
+    with (tmp_path / "big.jsonl").open("w") as f:
+        for i in range(1, n + 1):
+            f.write(f"bad line {i}\n" if i in bad_at else template % i)
+    out = json.loads(invoke("load", str(tmp_path / "big.jsonl"), "--db", "s.duckdb", "-f", "json").stdout)
+    assert (out["loaded"], out["quarantined"]) == (n - len(bad_at), len(bad_at))
+    rows = db_rows(tmp_path / "s.duckdb", "SELECT line_no, raw FROM quarantine ORDER BY line_no")
+    assert rows == [(i, f"bad line {i}") for i in sorted(bad_at)]
+    mismatched = db_rows(tmp_path / "s.duckdb", "SELECT count(*) FROM loop_exits WHERE conversation_id <> 'c' || line_no")
+    assert mismatched == [(0,)]
