@@ -202,6 +202,18 @@ class TestSpansToRecords:
             "p-1", "budget_exceeded", 4, 2)
 
 
+    def test_the_result_the_model_saw_is_the_message_and_secrets_are_redacted(self, tmp_path: Path) -> None:
+        tool = span("BB00000000000001", "AA00000000000001", "execute_tool t", 1, 2, {
+            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t",
+            "gen_ai.tool.call.result": "login failed for token sk-abcdefghijklmnopqrstuvwxyz0123456789; try later"},
+            status={"code": 2, "message": "HTTP 401"},
+            events=[{"name": "exception", "attributes": [kv("exception.type", "AuthError"),
+                                                         kv("exception.message", "401 from auth service")]}])
+        call = read(write(tmp_path, traces_line(tool))).records[0]
+        assert call["error_type"] == "AuthError"
+        assert call["error_message"].startswith("login failed for token ") and "sk-abc" not in call["error_message"]
+        assert call["error_detail"] == "401 from auth service"
+
     def test_a_span_exported_twice_counts_once(self, tmp_path: Path) -> None:
         out = read(write(tmp_path, traces_line(FAIL, AGENT), traces_line(FAIL, AGENT)))
         assert [r["kind"] for r in out.records] == ["tool_call", "loop_exit"]
@@ -283,5 +295,7 @@ class TestCapturedThirdParty:
             ("get_weather", 1, False, "ok"), ("get_weather", 0, False, "ok")]
         assert [(r["exit_reason"], r["tool_calls"], r["tool_errors"]) for r in out.records if r["kind"] == "loop_exit"] == [
             ("end_turn", 3, 1), ("end_turn", 1, 0)]
+        seen = "An error occurred while running the tool. Please try again."  # the tool result the model got
+        assert (calls[0]["error_message"] == seen) is (name != "genai")
         expected_ids = ["call_1", "call_2", "call_3", "call_4"] if name != "genai" else [c["span_id"] for c in calls]
         assert [c["tool_call_id"] for c in calls] == expected_ids

@@ -52,6 +52,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from loopscope.analyses.readers.otlp import LogRecord, Span
+from loopscope.collectors.redact import clean_error_text
 from loopscope.collectors.shape import shape_and_fingerprint
 
 MESSAGE_CAP = 2_000
@@ -75,6 +76,8 @@ CONVERSATION_KEYS = (
 TOOL_CALL_ID_KEYS = ("gen_ai.tool.call.id", "tool.id", "tool_call.id")
 TOOL_NAME_KEYS = ("gen_ai.tool.name", "tool.name")
 AGENT_NAME_KEYS = ("gen_ai.agent.name", "agent.name")
+# What the model was handed back (opt-in content; recorded by OpenLLMetry and OpenInference).
+RESULT_KEYS = ("gen_ai.tool.call.result", "output.value")
 ARGUMENT_KEYS = ("gen_ai.tool.call.arguments", "input.value", "traceloop.entity.input")
 FINISH_REASON_KEYS = (
     "gen_ai.response.finish_reasons",
@@ -164,17 +167,39 @@ def _json_value(value: Any) -> Any:
     return value
 
 
-def _error_of(span: Span) -> tuple[bool, str | None, str | None]:
-    """(is_error, error_type, error_message) from status, ``error.type`` and exception events."""
-    exc = next((attrs for name, _, attrs in span.events if name == "exception"), None)
-    error_type = span.attrs.get("error.type") or (exc or {}).get("exception.type")
+def _text(value: Any) -> str | None:
+    if value in (None, ""):
+        return None
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _error_of(span: Span, tool: bool = False) -> tuple[bool, str | None, str | None, str | None]:
+    """(is_error, error_type, error_message, error_detail) of a span.
+
+    The error flag comes from span status ERROR, ``error.type`` or an ``exception`` event. The
+    message is what the model saw when the span records it (a tool span's result:
+    ``gen_ai.tool.call.result`` / OpenInference ``output.value``), else the exception's
+    message, else the status description; the instrumentation's own description, when it says
+    something else, is kept as ``error_detail``. Both are redacted and capped like the
+    collector's error text.
+    """
+    exc = next((attrs for name, _, attrs in span.events if name == "exception"), None) or {}
+    is_error = span.status_code == STATUS_ERROR or bool(span.attrs.get("error.type")) or bool(exc)
+    if not is_error:
+        return False, None, None, None
+    error_type = span.attrs.get("error.type") or exc.get("exception.type")
     if error_type == "_OTHER":  # the semconv placeholder for "no type known"
         error_type = None
-    is_error = span.status_code == STATUS_ERROR or bool(span.attrs.get("error.type")) or exc is not None
-    message = span.status_message or (exc or {}).get("exception.message")
-    if not is_error:
-        return False, None, None
-    return True, str(error_type) if error_type else None, str(message)[:MESSAGE_CAP] if message else None
+    seen = _first(span.attrs, RESULT_KEYS) if tool else None
+    candidates = [_text(seen), _text(exc.get("exception.message")), _text(span.status_message)]
+    message = next((m for m in candidates if m), None)
+    detail = next((m for m in candidates[1:] if m and m != message), None)
+    return (
+        True,
+        str(error_type) if error_type else None,
+        clean_error_text(message, limit=MESSAGE_CAP) if message else None,
+        clean_error_text(detail, limit=MESSAGE_CAP) if detail else None,
+    )
 
 
 def _normalise_reason(raw: Any) -> tuple[str, Any] | None:
@@ -358,7 +383,7 @@ def _arguments(span: Span) -> dict[str, Any] | None:
 def _tool_record(span: Span, prompt: _Prompt, conversation: tuple[str, bool], step: int,
                  call_id: tuple[str, str | None], agent: str) -> dict[str, Any]:
     a = span.attrs
-    is_error, error_type, message = _error_of(span)
+    is_error, error_type, message, detail = _error_of(span, tool=True)
     outcome = a.get("loopscope.tool.outcome")
     if outcome not in OUTCOMES:
         outcome = "permanent_fail" if is_error else "ok"
@@ -387,6 +412,8 @@ def _tool_record(span: Span, prompt: _Prompt, conversation: tuple[str, bool], st
         "error_message": message,
         "replayed": bool(a.get("loopscope.tool.replayed", False)),
     }
+    if detail:
+        rec["error_detail"] = detail
     _provenance(rec, span, prompt, conversation[1])
     if call_id[1]:
         rec[f"tool_call_id_from_{call_id[1]}"] = True
@@ -440,7 +467,7 @@ def _exit_record(prompt: _Prompt, llms: list[Span], conversation: tuple[str, boo
     elif failed is not None:
         reason = "error"
     if failed is not None:
-        _, error_type, error_message = _error_of(failed)
+        _, error_type, error_message, _ = _error_of(failed)
     if reason is None:
         last_llm = sorted(llms, key=lambda s: s.end_ns)[-1:]
         for span in [*prompt.agents, *last_llm]:
