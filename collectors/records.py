@@ -66,21 +66,22 @@ class _Pending:
 #: ``args_fingerprint`` value of a record whose ``input_shape`` still holds the raw arguments.
 PENDING: Any = _Pending()
 
-_last_sec = -1
-_last_prefix = ""
+# (second, "YYYY-MM-DDTHH:MM:SS") of the last timestamp: one tuple, so threads never pair a second
+# with another second's text.
+_ts_cache: tuple[int, str] = (-1, "")
 
 
 def format_ts(epoch: float) -> str:
     """Epoch seconds -> ``YYYY-MM-DDTHH:MM:SS.ffffffZ`` (UTC, always 6 fractional digits)."""
-    global _last_sec, _last_prefix
-    us_total = round(epoch * 1_000_000)
-    sec, us = divmod(us_total, 1_000_000)
-    if sec != _last_sec:
+    global _ts_cache
+    sec, us = divmod(round(epoch * 1_000_000), 1_000_000)
+    cached = _ts_cache
+    if cached[0] == sec:
+        prefix = cached[1]
+    else:
         # Records arrive in bursts within one second: format the date part once per second.
         prefix = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(sec))
-        _last_sec, _last_prefix = sec, prefix
-    else:
-        prefix = _last_prefix
+        _ts_cache = (sec, prefix)
     return f"{prefix}.{us:06d}Z"
 
 

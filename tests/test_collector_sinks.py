@@ -279,3 +279,33 @@ def test_forked_child_gets_its_own_writer(tmp_path: Path) -> None:
     subprocess.run([sys.executable, "-c", CHILD_FORK, str(path)], check=True, timeout=60)
     calls = sorted(r["tool_call_id"] for r in lines_of(path) if r["kind"] == "tool_call")
     assert calls == ["before-fork", "child", "parent"]
+
+
+def test_failed_rotation_is_counted_and_writing_resumes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from loopscope.collectors import sinks
+
+    path = tmp_path / "l.jsonl"
+    col = Collector(JsonlSink(path, max_bytes=600, backups=1, flush_interval=60))
+    real_replace = os.replace
+
+    def refuse(src: str, dst: str) -> None:
+        raise PermissionError(13, "Permission denied", src)
+
+    monkeypatch.setattr(sinks.os, "replace", refuse)
+    with caplog.at_level(logging.ERROR, logger="loopscope"):
+        for _ in range(3):
+            record_calls(col, 2)
+            col.flush()
+    failed = col.stats
+    assert failed.sink_errors >= 1 and failed.dropped >= 1 and failed.internal_errors == 0
+    assert sum("cannot write" in r.getMessage() for r in caplog.records) == 1
+    monkeypatch.setattr(sinks.os, "replace", real_replace)
+    record_calls(col, 2)
+    col.close()
+    assert col.stats.written > failed.written
+    files = [Path(f"{path}.1"), path]
+    recs = [r for f in files if f.exists() for r in lines_of(f)]
+    assert recs[-1]["kind"] == "loop_exit"
+    assert col.stats.written + col.stats.dropped == col.stats.emitted
