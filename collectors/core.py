@@ -55,6 +55,7 @@ class CollectorStats:
     internal_errors: int
 
     def __getitem__(self, key: str) -> int:
+        """``stats["dropped"]`` works as well as ``stats.dropped``."""
         return asdict(self)[key]
 
 

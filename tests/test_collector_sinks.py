@@ -208,6 +208,7 @@ while True:
 """
 
 
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs POSIX signals")
 def test_sigkill_loses_at_most_the_last_flush_interval(tmp_path: Path) -> None:
     path = tmp_path / "l.jsonl"
     interval = 0.2
