@@ -57,7 +57,9 @@ WITH errs AS (
            count(*) FILTER (WHERE error_class <> 'recovered') AS unrecovered,
            count(*) FILTER (WHERE error_class = 'gave_up') AS gave_up_errors,
            count(*) AS errors
-    FROM errors_v GROUP BY conversation_id
+    FROM errors_v
+    WHERE conversation_id IN (SELECT conversation_id FROM reviews)
+    GROUP BY conversation_id
 )
 SELECT
     r.*,
