@@ -12,12 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 from loopscope.analyses.readers.otlp import LogRecord
-from loopscope.analyses.readers.otlp_genai import (
+from loopscope.analyses.readers.otlp_aliases import (
     AGENT_NAME_KEYS,
     CONVERSATION_KEYS,
     TOOL_CALL_ID_KEYS,
     TOOL_NAME_KEYS,
-    _first,
+    first,
     format_ts,
 )
 
@@ -37,19 +37,19 @@ def logs_to_records(logs: list[LogRecord]) -> list[tuple[int, dict[str, Any]]]:
         rec["kind"] = kind
         if "ts" not in rec and log.time_ns:
             rec["ts"] = format_ts(log.time_ns)
-        conv = rec.get("conversation_id") or _first(a, CONVERSATION_KEYS)
+        conv = rec.get("conversation_id") or first(a, CONVERSATION_KEYS)
         rec["conversation_id"] = conv if conv is not None else f"otlp-trace:{log.trace_id}"
         if conv is None:
             rec["conversation_id_from_trace"] = True
         if "prompt_id" not in rec:
             # Tool and exit events of one loop share its trace; the trace is the prompt.
             rec["prompt_id"], rec["prompt_id_from"] = f"otlp-trace:{log.trace_id}", "trace"
-        rec.setdefault("agent", _first(a, AGENT_NAME_KEYS) or "default")
+        rec.setdefault("agent", first(a, AGENT_NAME_KEYS) or "default")
         rec.setdefault("trace_id", log.trace_id)
         rec.setdefault("span_id", log.span_id)
         if kind == "tool_call":
-            rec.setdefault("tool_call_id", _first(a, TOOL_CALL_ID_KEYS))
-            rec.setdefault("tool_name", _first(a, TOOL_NAME_KEYS))
+            rec.setdefault("tool_call_id", first(a, TOOL_CALL_ID_KEYS))
+            rec.setdefault("tool_name", first(a, TOOL_NAME_KEYS))
             outcome = rec.setdefault("outcome", "ok")
             rec.setdefault("is_error", outcome in ("transient_fail", "permanent_fail"))
             rec.setdefault("attempts", 1)
