@@ -81,13 +81,16 @@ class PromptLoop:
         self._tmpl: dict[str, Any] = {}
         guard = col._guard
         try:
-            self._t0 = col._perf()
             self.agent = str(agent) if agent else "default"
             self.prompt_id = str(prompt_id) if prompt_id is not None else str(col._new_id())
         except Exception as exc:  # noqa: BLE001
             guard.internal_error("prompt", exc)
             self.prompt_id = self.prompt_id or _uuid_hex()
             self.agent = self.agent or "default"
+        try:
+            self._t0 = col._perf()
+        except Exception as exc:  # noqa: BLE001
+            guard.internal_error("prompt.clock", exc)
         try:
             if tags:
                 self.tags = {str(k): str(v) for k, v in tags.items()}
@@ -187,7 +190,11 @@ class PromptLoop:
         Always False without a budget.
         """
         m = self.max_tool_calls
-        return m is not None and self._started + upcoming > m
+        try:
+            return m is not None and self._started + upcoming > m
+        except Exception as exc:  # noqa: BLE001 - e.g. a non-numeric `upcoming`
+            self._col._guard.internal_error("over_budget", exc)
+            return False
 
     def tool_call(
         self, tool_call_id: str, tool_name: str, arguments: Any = None, *, step: int | None = None, catch: bool = False
@@ -385,7 +392,11 @@ class PromptLoop:
                 message = col._clean(str(error) or type(error).__name__)
             elif error is not None:
                 message = col._clean(error)
-            duration_ms = (col._perf() - self._t0) * 1000.0
+            try:
+                duration_ms = (col._perf() - self._t0) * 1000.0
+            except Exception as exc:  # noqa: BLE001 - still write the record
+                duration_ms = 0.0
+                col._guard.internal_error("exit.clock", exc)
             tid = sid = None
             span = self._span
             if span is not None:

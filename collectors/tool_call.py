@@ -47,7 +47,11 @@ class ToolCall:
         self.arguments = arguments
         self.step = step
         self.catch = catch
-        self._t0 = loop._perf()
+        try:
+            self._t0 = loop._perf()
+        except Exception as exc:  # noqa: BLE001
+            self._t0 = 0.0
+            loop._col._guard.internal_error("tool_call.start", exc)
 
     def __enter__(self) -> ToolCall:
         loop = self._loop
@@ -87,7 +91,11 @@ class ToolCall:
 
     def __exit__(self, et, ev, tb) -> bool:  # noqa: ANN001
         loop = self._loop
-        t1 = loop._perf()
+        try:
+            t1 = loop._perf()
+        except Exception as exc:  # noqa: BLE001 - still write the record, with latency 0
+            t1 = self._t0
+            loop._col._guard.internal_error("tool_call.end", exc)
         try:
             if ev is None and not self.is_error and self._span is None:
                 # The common case, inlined: no error, no span.

@@ -162,3 +162,24 @@ def test_bad_prompt_arguments_still_give_complete_records() -> None:
     assert tool["input_shape"] == {"a": "integer"} and tool["tags"] == {"k": "v"}
     assert exit_["max_tool_calls"] is None
     assert col.stats.internal_errors == 2
+
+
+def test_failing_clocks_and_bad_arguments_never_raise() -> None:
+    calls = {"n": 0}
+
+    def flaky_perf() -> float:
+        calls["n"] += 1
+        if calls["n"] > 1:  # fine at setup, broken afterwards
+            raise OSError("clock gone")
+        return 0.0
+
+    sink = MemorySink()
+    col = Collector(sink, strict=False, perf_clock=flaky_perf)
+    with col.prompt(conversation_id="c", prompt_id="p7", agent="a", max_tool_calls=3) as loop:
+        assert loop.over_budget("two") is False  # type: ignore[arg-type]
+        with loop.tool_call("t", "x", {}):
+            pass
+    assert [r["kind"] for r in sink.records] == ["tool_call", "loop_exit"]
+    assert sink.records[0]["latency_ms"] == 0.0
+    assert {(r["prompt_id"], r["agent"]) for r in sink.records} == {("p7", "a")}
+    assert col.stats.internal_errors == 5  # prompt start, budget, call start, call end, exit
