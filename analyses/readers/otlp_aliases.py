@@ -74,6 +74,7 @@ def as_int(value: Any, default: int | None = None) -> int | None:
 
 
 def first(attrs: dict[str, Any], keys: tuple[str, ...]) -> Any:
+    """The value of the first of ``keys`` that is set (not None, empty string or empty list)."""
     for key in keys:
         value = attrs.get(key)
         if value not in (None, "", []):
@@ -131,6 +132,7 @@ def json_value(value: Any) -> Any:
 
 
 def as_text(value: Any) -> str | None:
+    """Attribute value as text: strings as they are, structures as JSON; empty -> None."""
     if value in (None, ""):
         return None
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
@@ -166,6 +168,7 @@ def error_of(span: Span, tool: bool = False) -> tuple[bool, str | None, str | No
 
 
 def normalise_reason(raw: Any) -> tuple[str, Any] | None:
+    """(exit reason in the record format's vocabulary, the raw value), or None when there is none."""
     if isinstance(raw, list):
         raw = raw[-1] if raw else None  # finish_reasons lists one per choice; the last decides
     if raw in (None, ""):
@@ -213,6 +216,7 @@ def message_calls(llms: list[Span]) -> list[tuple[str, str, Any]]:
 
 
 def same_args(a: Any, b: Any) -> bool:
+    """Arguments that may be the same call's: equal as JSON, or one side unknown."""
     return a is None or b is None or json_value(a) == json_value(b)
 
 
