@@ -224,9 +224,12 @@ def agreement(con: duckdb.DuckDBPyConnection, conversation_ids: set[str] | None 
         ``{"reviewed": n, "verdicts": {name: {"compared", "agree", "agreement", "yes"}},
         "generic_apology_yes": n, "disagreements": [...], "reviews": [...]}``
     """
-    cur = con.execute(REVIEWS_WITH_ERRORS_SQL)
-    names = [d[0] for d in cur.description or []]
-    rows = [dict(zip(names, r)) for r in cur.fetchall()]
+    rows: list[dict[str, Any]] = []
+    # Nothing reviewed yet (the usual case): skip the scan of errors_v.
+    if con.execute("SELECT count(*) FROM reviews").fetchone()[0]:
+        cur = con.execute(REVIEWS_WITH_ERRORS_SQL)
+        names = [d[0] for d in cur.description or []]
+        rows = [dict(zip(names, r)) for r in cur.fetchall()]
     if conversation_ids is not None:
         rows = [r for r in rows if r["conversation_id"] in conversation_ids]
     spinning = set()
