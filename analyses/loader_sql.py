@@ -100,7 +100,7 @@ _KIND_KEYS = f"""CASE kind WHEN '"tool_call"' THEN {_TC_LIST} ELSE {_LE_LIST} EN
 
 # An RFC 3339 timestamp: 'T', 't' or ' ' between date and time, 'Z'/'z' or an
 # offset; DuckDB's cast needs upper case. Timestamps without an offset are read as UTC.
-_TS_STR = "json_extract_string(ts, '$')"
+_TS_STR = "CASE WHEN contains(ts, chr(92)) THEN json_extract_string(ts, '$') ELSE ts[2:-2] END"
 _TS_VALUE = (
     f"CAST(try_cast(CASE WHEN contains({_TS_STR}, 't') OR contains({_TS_STR}, 'z') "
     f"THEN upper({_TS_STR}) ELSE {_TS_STR} END AS TIMESTAMPTZ) AS TIMESTAMP)"
@@ -242,10 +242,15 @@ typed AS (
 checked AS (
     SELECT *, {_ok_sql()} AS ok FROM typed
 )
-SELECT *,
-    CASE WHEN ok THEN len(list_filter(json_keys(line), lambda k: NOT list_contains({_KIND_KEYS}, k))) > 0
-         ELSE false END AS has_extra
-FROM checked
+-- The line itself is kept only where it is still needed: bad lines (for the
+-- quarantine) and lines with unknown fields (for extra).
+SELECT * EXCLUDE (line), CASE WHEN NOT ok OR has_extra THEN line END AS line
+FROM (
+    SELECT *,
+        CASE WHEN ok THEN len(list_filter(json_keys(line), lambda k: NOT list_contains({_KIND_KEYS}, k))) > 0
+             ELSE false END AS has_extra
+    FROM checked
+)
 """
 CHECK_SQL = {name: _CHECK_TEMPLATE.replace("{lines}", lines) for name, lines in _LINE_SOURCES.items()}
 
