@@ -114,6 +114,34 @@ class TestEncoding:
         assert "protobuf" in (binary_reason(b"\x00\x00\x01\x2a\x0a\xa7\x02\x0a") or "")
 
 
+class TestOtherSpellings:
+    """Older and non-OTLP/JSON spellings of the same data still load."""
+
+    def test_snake_case_proto3_json_with_base64_ids_and_enum_names(self, tmp_path: Path) -> None:
+        def snake_kv(key: str, value: str) -> dict[str, Any]:
+            return {"key": key, "value": {"string_value": value}}
+
+        base = {"trace_id": "W47/95gDgQPSabYzgT/GDA==", "start_time_unix_nano": str(T0),
+                "end_time_unix_nano": str(T0 + 5_000_000), "kind": "SPAN_KIND_INTERNAL"}
+        agent = base | {"span_id": "qgAAAAAAAAE=", "name": "invoke_agent a",
+                        "attributes": [snake_kv("gen_ai.operation.name", "invoke_agent")]}
+        tool = base | {"span_id": "uwAAAAAAAAE=", "parent_span_id": "qgAAAAAAAAE=", "name": "execute_tool t",
+                       "attributes": [snake_kv("gen_ai.operation.name", "execute_tool"), snake_kv("gen_ai.tool.name", "t")],
+                       "status": {"code": "STATUS_CODE_ERROR", "message": "bad input"}}
+        line = json.dumps({"resource_spans": [{"scope_spans": [{"scope": {"name": "s"}, "spans": [agent, tool]}]}]})
+        assert sniff(line.encode())
+        call, exit_ = read(write(tmp_path, line)).records
+        assert (call["trace_id"], call["span_id"], call["prompt_id"], call["is_error"], call["error_message"]) == (
+            TRACE.lower(), "bb00000000000001", "aa00000000000001", True, "bad input")
+        assert exit_["exit_reason"] == "end_turn"
+
+    def test_instrumentation_library_spans_of_old_exports(self, tmp_path: Path) -> None:
+        line = json.dumps({"resourceSpans": [{"resource": {}, "instrumentationLibrarySpans": [
+            {"instrumentationLibrary": {"name": "old.lib"}, "spans": [AGENT, FAIL]}]}]})
+        out = read(write(tmp_path, line))
+        assert [(r["kind"], r["instrumentation"]) for r in out.records] == [("tool_call", "old.lib"), ("loop_exit", "old.lib")]
+
+
 class TestSpansToRecords:
     """A gen_ai.* loop becomes tool_call and loop_exit records, field by field."""
 

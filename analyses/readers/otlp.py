@@ -41,11 +41,12 @@ from loopscope.analyses.errors import LoopscopeError
 # How much of a bad line is kept for the quarantine table.
 RAW_CAP = 2_000
 # A line that starts like an OTLP JSON object: enough for format detection.
-_OTLP_HEAD = re.compile(rb'^\s*\{\s*"resource(Spans|Logs|Metrics)"\s*:')
+_OTLP_HEAD = re.compile(rb'^\s*\{\s*"resource(Spans|Logs|Metrics|_spans|_logs|_metrics)"\s*:')
 _GZIP_MAGIC = b"\x1f\x8b"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 SIGNAL_KEYS = ("resourceSpans", "resourceLogs", "resourceMetrics")
+SNAKE_SIGNAL_KEYS = ("resource_spans", "resource_logs", "resource_metrics")
 
 
 @dataclass
@@ -143,17 +144,20 @@ def binary_reason(first_bytes: bytes) -> str | None:
 
 
 def hex_id(value: Any) -> str | None:
-    """An OTLP trace/span id as lowercase hex; ``""``, all-zero and missing -> None."""
+    """An OTLP trace/span id as lowercase hex; ``""``, all-zero and missing -> None.
+
+    OTLP/JSON writes ids as hex (any case); plain proto3 JSON writes bytes as base64,
+    which is accepted too (a 16- or 32-character all-hex string is read as hex).
+    """
     if not isinstance(value, str) or not value:
         return None
     text = value.lower()
-    if not re.fullmatch(r"[0-9a-f]+", text):
-        # proto3 JSON would write bytes as base64; accept that spelling too.
+    if not (len(text) in (16, 32) and re.fullmatch(r"[0-9a-f]+", text)):
         try:
             text = base64.b64decode(value, validate=True).hex()
         except ValueError:
             return None
-    return None if set(text) == {"0"} else text
+    return None if not text or set(text) == {"0"} else text
 
 
 def any_value(value: Any) -> Any:
@@ -186,10 +190,29 @@ def attributes(items: Any) -> dict[str, Any]:
     return out
 
 
+# Enum names, for files written by a plain proto3 JSON printer (OTLP/JSON itself uses integers).
+ENUM_NAMES = {
+    "STATUS_CODE_UNSET": 0, "STATUS_CODE_OK": 1, "STATUS_CODE_ERROR": 2,
+    "SPAN_KIND_UNSPECIFIED": 0, "SPAN_KIND_INTERNAL": 1, "SPAN_KIND_SERVER": 2, "SPAN_KIND_CLIENT": 3,
+    "SPAN_KIND_PRODUCER": 4, "SPAN_KIND_CONSUMER": 5,
+}
+
+
 def _int(value: Any, default: int | None = None) -> int | None:
     if value is None or value == "":
         return default
+    if isinstance(value, str) and value in ENUM_NAMES:
+        return ENUM_NAMES[value]
     return int(value)
+
+
+def _camel(obj: Any) -> Any:
+    """snake_case proto field names -> OTLP/JSON's lowerCamelCase, recursively (dict keys only)."""
+    if isinstance(obj, dict):
+        return {re.sub(r"_([a-z])", lambda m: m.group(1).upper(), k): _camel(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_camel(v) for v in obj]
+    return obj
 
 
 def _span(raw: Mapping[str, Any], resource: dict[str, Any], scope: str | None, line_no: int) -> Span:
@@ -255,10 +278,12 @@ def _walk(obj: Mapping[str, Any], line_no: int, raw_line: str) -> Decoded:
         ("resourceSpans", "scopeSpans", "spans", _span),
         ("resourceLogs", "scopeLogs", "logRecords", _log),
     ):
+        legacy_key = scopes_key.replace("scope", "instrumentationLibrary")
         for res in obj.get(signal) or []:
             resource = attributes((res.get("resource") or {}).get("attributes"))
-            for sc in res.get(scopes_key) or []:
-                scope = (sc.get("scope") or {}).get("name") or None
+            # OTLP before 0.15 called scopes "instrumentation libraries"; old exports still exist.
+            for sc in (res.get(scopes_key) or []) + (res.get(legacy_key) or []):
+                scope = (sc.get("scope") or sc.get("instrumentationLibrary") or {}).get("name") or None
                 for i, item in enumerate(sc.get(items_key) or []):
                     try:
                         decoded = build(item, resource, scope, line_no)
@@ -308,6 +333,8 @@ def decode_file(path: Path) -> Decoded:
         except json.JSONDecodeError as exc:
             out.bad.append((line_no, f"not JSON: {exc.msg} at column {exc.colno}", text[:RAW_CAP]))
             continue
+        if isinstance(obj, dict) and any(k in obj for k in SNAKE_SIGNAL_KEYS):
+            obj = _camel(obj)  # a plain proto3 JSON printer keeping field names
         if not isinstance(obj, dict) or not any(k in obj for k in SIGNAL_KEYS):
             keys = ", ".join(sorted(obj)[:5]) if isinstance(obj, dict) else type(obj).__name__
             out.bad.append(
