@@ -41,6 +41,8 @@ NO = {"no", "n", "false", "0"}
 REQUIRED_COLUMNS = ("conversation_id", *VERDICT_COLUMNS)
 COMPARED = ("recovered_cleanly", "spun", "gave_up")
 
+REVIEW_COUNT_SQL = "SELECT count(*) FROM reviews"
+REVIEWED_IDS_SQL = "SELECT conversation_id FROM reviews"
 KNOWN_CONVERSATIONS_SQL = "SELECT DISTINCT conversation_id FROM prompts_v WHERE list_contains(?, conversation_id)"
 UPSERT_REVIEW_SQL = """
 INSERT OR REPLACE INTO reviews
@@ -179,7 +181,7 @@ def import_reviews(con: duckdb.DuckDBPyConnection, path: str | Path) -> ImportRe
                               "computed_class": (row.get("computed_class") or "").strip() or None,
                               **verdicts, "notes": notes or None, "source_file": str(path.resolve()), "line_no": line}))
     known = {r[0] for r in con.execute(KNOWN_CONVERSATIONS_SQL, [[p["conversation_id"] for _, p in parsed]]).fetchall()}
-    existing = {r[0] for r in con.execute("SELECT conversation_id FROM reviews").fetchall()}
+    existing = {r[0] for r in con.execute(REVIEWED_IDS_SQL).fetchall()}
     con.execute("BEGIN TRANSACTION")
     try:
         for line, params in parsed:
@@ -226,7 +228,7 @@ def agreement(con: duckdb.DuckDBPyConnection, conversation_ids: set[str] | None 
     """
     rows: list[dict[str, Any]] = []
     # Nothing reviewed yet (the usual case): skip the scan of errors_v.
-    if con.execute("SELECT count(*) FROM reviews").fetchone()[0]:
+    if con.execute(REVIEW_COUNT_SQL).fetchone()[0]:
         cur = con.execute(REVIEWS_WITH_ERRORS_SQL)
         names = [d[0] for d in cur.description or []]
         rows = [dict(zip(names, r)) for r in cur.fetchall()]
