@@ -135,6 +135,26 @@ class TestOtherSpellings:
             TRACE.lower(), "bb00000000000001", "aa00000000000001", True, "bad input")
         assert exit_["exit_reason"] == "end_turn"
 
+    def test_one_pretty_printed_document(self, tmp_path: Path) -> None:
+        doc = json.loads(traces_line(AGENT, FAIL))
+        out = read(write(tmp_path, json.dumps(doc, indent=2)))
+        assert out.bad == [] and [r["kind"] for r in out.records] == ["tool_call", "loop_exit"]
+
+    def test_console_exporter_output_is_refused_with_a_hint(self, tmp_path: Path) -> None:
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
+
+        path = tmp_path / "console.txt"
+        with path.open("w") as fh:
+            provider = TracerProvider()
+            provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter(out=fh)))
+            with provider.get_tracer("t").start_as_current_span("execute_tool x"):
+                pass
+            provider.shutdown()
+        with pytest.raises(LoopscopeError) as info:
+            read(path)
+        assert "console exporter" in info.value.message and str(path) in info.value.message
+
     def test_instrumentation_library_spans_of_old_exports(self, tmp_path: Path) -> None:
         line = json.dumps({"resourceSpans": [{"resource": {}, "instrumentationLibrarySpans": [
             {"instrumentationLibrary": {"name": "old.lib"}, "spans": [AGENT, FAIL]}]}]})

@@ -47,6 +47,8 @@ _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 SIGNAL_KEYS = ("resourceSpans", "resourceLogs", "resourceMetrics")
 SNAKE_SIGNAL_KEYS = ("resource_spans", "resource_logs", "resource_metrics")
+# A file with no OTLP line is tried as one JSON document up to this size.
+MAX_DOCUMENT_BYTES = 256 * 2**20
 
 
 @dataclass
@@ -303,6 +305,42 @@ def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
             yield i, line
 
 
+def _whole_document(path: Path, lines_out: Decoded) -> Decoded:
+    """No line was OTLP: maybe the file is one pretty-printed OTLP JSON document (an OTLP/HTTP
+    request body saved to disk), or the SDK's console exporter output, which is not OTLP."""
+    size = path.stat().st_size
+    if size <= MAX_DOCUMENT_BYTES:
+        opener = gzip.open if _is_gzip(path) else open
+        with opener(path, "rb") as fh:  # type: ignore[operator]
+            text = fh.read().decode("utf-8", errors="replace")
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError:
+            doc = None
+        docs = doc if isinstance(doc, list) else [doc]
+        if docs and all(isinstance(d, dict) and any(k in d for k in SIGNAL_KEYS + SNAKE_SIGNAL_KEYS) for d in docs):
+            out = Decoded()
+            for d in docs:
+                d = _camel(d) if any(k in d for k in SNAKE_SIGNAL_KEYS) else d
+                part = _walk(d, 1, "")
+                out.spans += part.spans
+                out.logs += part.logs
+                out.bad += part.bad
+            return out
+        if '"context": {' in text[:4096] and '"trace_id": "0x' in text[:4096]:
+            raise LoopscopeError(
+                f"{path}: line 1: not OTLP: this is the OpenTelemetry SDK's console exporter output",
+                hint="export with opentelemetry-exporter-otlp-json-file (FileSpanExporter) or an OTLP "
+                "Collector's file exporter instead of ConsoleSpanExporter.",
+            )
+    return lines_out
+
+
+def _is_gzip(path: Path) -> bool:
+    with path.open("rb") as fh:
+        return fh.read(2) == _GZIP_MAGIC
+
+
 def decode_file(path: Path) -> Decoded:
     """Decode every line of an OTLP JSON Lines file (plain or gzip).
 
@@ -316,7 +354,9 @@ def decode_file(path: Path) -> Decoded:
         LoopscopeError: the file is binary (e.g. the Collector's proto format).
     """
     out = Decoded()
+    lines_read = 0
     for line_no, data in _lines(path):
+        lines_read = line_no
         if line_no == 1:
             reason = binary_reason(data[:64])
             if reason:
@@ -352,6 +392,9 @@ def decode_file(path: Path) -> Decoded:
         out.spans += part.spans
         out.logs += part.logs
         out.bad += part.bad
+    if lines_read > 1 and not (out.spans or out.logs or out.metrics_lines) and out.bad:
+        return _whole_document(path, out)
+
     return out
 
 
