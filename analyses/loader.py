@@ -36,6 +36,7 @@ import duckdb
 
 from loopscope.analyses import loader_sql as sql
 from loopscope.analyses.errors import LoopscopeError
+from loopscope.analyses.loader_facts import facts_fresh, refresh_facts
 from loopscope.analyses.loader_files import (
     CHUNK_BYTES,
     HEAD_BYTES,
@@ -211,6 +212,14 @@ def load_paths(
         if result.source_id is not None and result.source_id not in ids:
             ids.append(result.source_id)
     summary.source_ids = tuple(ids)
+    if any(d.loaded or d.status == "replaced" for d in summary.details) or not facts_fresh(con):
+        con.execute("BEGIN TRANSACTION")
+        try:
+            refresh_facts(con)
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
     return summary
 
 

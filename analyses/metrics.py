@@ -13,7 +13,9 @@ Over the selected prompts (``Selection``):
 
 Record-level facts (is this call a replay, is this error recovered) come from
 the normative views over the whole store; the selection only picks which
-prompts are counted. ``--by`` splits the same figures by the day, ISO week or
+prompts are counted. The views' per-prompt results are materialised in
+``prompt_facts`` after each load (``loader_facts``), which keeps the metrics
+on 10M records an aggregation over prompts. ``--by`` splits the same figures by the day, ISO week or
 agent of each prompt's first record.
 """
 
@@ -24,6 +26,7 @@ from dataclasses import asdict, dataclass
 import duckdb
 
 from loopscope.analyses.errors import LoopscopeError
+from loopscope.analyses.loader_facts import ensure_facts
 from loopscope.analyses.selection import Selection
 
 # Grouping keys over prompts_v (aliased p); only these fixed texts are formatted in.
@@ -34,6 +37,28 @@ GROUP_KEYS = {
     "agent": "p.agent",
 }
 
+# Over prompt_facts (the views materialised per prompt by loader_facts).
+FACTS_METRICS_SQL = """
+SELECT
+    {group_key} AS grp,
+    count(*) AS prompts,
+    count(*) FILTER (WHERE p.is_open) AS open_prompts,
+    sum(p.n_tool_calls) AS tool_calls,
+    quantile_cont(p.n_tool_calls, 0.5) AS median_tool_calls_per_prompt,
+    quantile_cont(p.n_tool_calls, 0.99) AS p99_tool_calls_per_prompt,
+    sum(p.n_errors) AS errors,
+    sum(p.n_recovered) AS recovered_errors,
+    sum(p.n_recovered) / nullif(sum(p.n_errors), 0) AS recovery_rate,
+    sum(p.n_replays) AS replays,
+    sum(p.n_replays) / nullif(sum(p.n_tool_calls), 0) AS replay_rate
+FROM prompt_facts p
+WHERE {where}
+GROUP BY grp
+ORDER BY grp
+"""
+
+# The same figures straight from the views (used when prompt_facts is stale
+# and cannot be rebuilt, e.g. on a read-only database).
 METRICS_SQL = """
 WITH sel AS (
     SELECT p.conversation_id, p.prompt_id, p.is_open, p.n_tool_calls, {group_key} AS grp
@@ -147,14 +172,22 @@ def _row_to_metrics(row: tuple[object, ...], grouped: bool) -> Metrics:
     )
 
 
-def compute_metrics(con: duckdb.DuckDBPyConnection, selection: Selection | None = None) -> Metrics:
+def compute_metrics(
+    con: duckdb.DuckDBPyConnection, selection: Selection | None = None, *, source: str = "auto"
+) -> Metrics:
     """The four metrics over the prompts in ``selection`` (all prompts when None)."""
-    rows = metrics_by(con, selection, None)
+    rows = metrics_by(con, selection, None, source=source)
     return rows[0] if rows else EMPTY
 
 
-def metrics_by(con: duckdb.DuckDBPyConnection, selection: Selection | None, by: str | None) -> list[Metrics]:
+def metrics_by(
+    con: duckdb.DuckDBPyConnection, selection: Selection | None, by: str | None, *, source: str = "auto"
+) -> list[Metrics]:
     """The metrics per group: ``by`` is None (one row), ``day``, ``week`` (ISO, 2026-W47) or ``agent``.
+
+    ``source``: ``auto`` reads ``prompt_facts`` when it is (or can be made)
+    fresh, else the views; ``views`` always computes from the views (tests
+    compare both).
 
     Raises:
         LoopscopeError: ``by`` is not one of those.
@@ -162,7 +195,8 @@ def metrics_by(con: duckdb.DuckDBPyConnection, selection: Selection | None, by: 
     if by not in GROUP_KEYS:
         raise LoopscopeError(f"--by {by!r} is not a grouping", hint="use --by day, --by week or --by agent")
     where, params = (selection or Selection()).where("p")
-    query = METRICS_SQL.format(group_key=GROUP_KEYS[by], where=where)
+    template = FACTS_METRICS_SQL if source == "auto" and ensure_facts(con) else METRICS_SQL
+    query = template.format(group_key=GROUP_KEYS[by], where=where)
     rows = con.execute(query, params).fetchall()
     result = [_row_to_metrics(row, by is not None) for row in rows]
     if by is None and not result:

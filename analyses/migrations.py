@@ -180,3 +180,24 @@ def m030_reviews(con: duckdb.DuckDBPyConnection) -> None:
         )
         """
     )
+
+
+@migration
+def m004_prompt_facts(con: duckdb.DuckDBPyConnection) -> None:
+    # The normative views materialised per prompt, so the dashboard metrics
+    # over 10M records are an aggregation of ~2M rows instead of windows over
+    # 10M. Rebuilt from the views after every load (loader_facts); the state
+    # row says which table contents it was built from, so a stale copy is
+    # never read.
+    con.execute(
+        """
+        CREATE TABLE prompt_facts (
+            conversation_id VARCHAR, prompt_id VARCHAR, first_ts TIMESTAMP, last_ts TIMESTAMP,
+            first_seq BIGINT, agent VARCHAR, tags JSON, n_tool_calls BIGINT, is_open BOOLEAN,
+            exit_reason VARCHAR, normal_exit BOOLEAN, n_replays BIGINT, n_errors BIGINT, n_recovered BIGINT
+        );
+        CREATE TABLE prompt_facts_state (
+            tool_calls BIGINT, loop_exits BIGINT, max_seq BIGINT, refreshed_at TIMESTAMP
+        );
+        """
+    )

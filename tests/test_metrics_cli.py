@@ -192,3 +192,20 @@ def test_metrics_user_errors() -> None:
     missing = invoke("metrics", "nowhere/")
     assert missing.exit_code == 1 and "no such file or directory: nowhere" in flat(missing.output)
     assert "Traceback" not in missing.output
+
+
+def test_metrics_see_records_written_after_the_last_load(small_logs: tuple[Path, Path]) -> None:
+    # prompt_facts is rebuilt by load; rows that reach the store another way
+    # make it stale, and metrics must notice rather than report old figures.
+    import duckdb
+
+    a, _ = small_logs
+    invoke("load", str(a), "--db", "s.duckdb")
+    con = duckdb.connect("s.duckdb")
+    con.execute(
+        "INSERT INTO loop_exits (seq, v, ts, conversation_id, prompt_id, agent, exit_reason) "
+        "VALUES (1000, 1, TIMESTAMP '2026-11-17 00:00:00', 'c7', 'p1', 'support', 'end_turn')"
+    )
+    con.close()
+    m = json.loads(invoke("metrics", "--db", "s.duckdb", "-f", "json").stdout)
+    assert m["prompts"] == 3

@@ -159,7 +159,9 @@ def test_sql_agrees_with_reference(tmp_path: Path, data: tuple[list[list[Any]], 
     again = load_paths(con, [folder])
     assert again.loaded == 0 and again.quarantined == 0 and again.skipped == len(records)
 
-    _check_metrics(compute_metrics(con).as_dict(), reference.metrics(records))
+    want = reference.metrics(records)
+    _check_metrics(compute_metrics(con).as_dict(), want)  # from prompt_facts
+    _check_metrics(compute_metrics(con, source="views").as_dict(), want)
 
     # Replay flag of every tool_call row, located by (file, line).
     source_of = {Path(d.path).name: d.source_id for d in summary.details}
