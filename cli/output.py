@@ -88,9 +88,22 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"cannot serialise {type(value).__name__}")
 
 
+_C1_OR_DEL_RE = re.compile(r"[\x7f-\x9f]")
+
+
+def _escape_c1(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group(0)):04x}"
+
+
 def to_json(obj: Any) -> str:
-    """Deterministic JSON text (control characters escaped by the encoder)."""
-    return json.dumps(obj, default=_json_default, ensure_ascii=False, indent=2)
+    """Deterministic JSON text.
+
+    The encoder escapes C0 controls (ESC included); DEL and C1 controls (a
+    terminal may read U+009B as CSI) are escaped here, so no log text can act
+    on the terminal a JSON report is printed to.
+    """
+    text = json.dumps(obj, default=_json_default, ensure_ascii=False, indent=2)
+    return _C1_OR_DEL_RE.sub(_escape_c1, text)
 
 
 def write_json(obj: Any) -> None:
