@@ -95,6 +95,14 @@ def open_store(
     return con, Selection(source_ids=summary.source_ids), summary
 
 
+def shown_path(path: str) -> str:
+    """A stored absolute path as the user would type it: relative to the current folder when inside it."""
+    try:
+        return os.path.relpath(path) if Path(path).resolve().is_relative_to(Path.cwd().resolve()) else path
+    except (ValueError, OSError):
+        return path
+
+
 def selection_from_options(
     since: str | None = None,
     until: str | None = None,

@@ -71,7 +71,7 @@ def load(
     line and reason (see [b]loopscope quarantine[/b]).
     """
     from loopscope.analyses.store import connect
-    from loopscope.cli.common import load_with_progress
+    from loopscope.cli.common import load_with_progress, shown_path
 
     con = connect(db)
     reader_options = {
@@ -94,7 +94,7 @@ def load(
         table.add_column(col, justify="right" if col in ("loaded", "skipped", "quarantined") else "left")
     for d in summary.details:
         table.add_row(
-            inert(d.path), inert(d.input_format), inert(d.status),
+            inert(shown_path(d.path)), inert(d.input_format), inert(d.status),
             fmt_number(d.loaded), fmt_number(d.skipped), fmt_number(d.quarantined),
         )
     out.print(table)

@@ -26,6 +26,7 @@ def quarantine(
     """List the bad lines found while loading: file, line, reason and a hint to fix each."""
     from loopscope.analyses.loader_quarantine import list_quarantine
     from loopscope.analyses.store import connect
+    from loopscope.cli.common import shown_path
 
     con = connect(db)
     name = str(Path(file).resolve()) if file and Path(file).exists() else file
@@ -42,7 +43,7 @@ def quarantine(
         out.print("No quarantined lines." if total == 0 else "No quarantined lines for that file.")
         return
     for q in lines:
-        where = f"{q.path}:{q.line_no}" if q.line_no is not None else q.path
+        where = f"{shown_path(q.path)}:{q.line_no}" if q.line_no is not None else shown_path(q.path)
         raw = q.raw if len(q.raw) <= 120 else q.raw[:117] + "..."
         out.print(f"[b]{inert(where)}[/b]  {inert(q.reason)}")
         out.print(f"  [dim]line:[/dim] {inert(raw)}")
