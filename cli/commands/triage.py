@@ -121,10 +121,10 @@ def _call_label(call: ToolCallEntry) -> str:
     if call.error_class:
         style = CLASS_STYLE.get(call.error_class, "white")
         parts.append(f"[{style}]\\[{call.error_class}][/{style}]")
-    if call.first_unrecovered:
-        parts.append("[bold reverse red] ◀ first unrecovered [/bold reverse red]")
     elif call.is_error:
         parts.append("[dim]\\[error, replay: not counted][/dim]")
+    if call.first_unrecovered:
+        parts.append("[bold reverse red] ◀ first unrecovered [/bold reverse red]")
     if call.is_error and call.error_message:
         parts.append(inert(_short(call.error_message)))
     return " ".join(parts)
