@@ -302,8 +302,8 @@ def _load_records_file(
         end_offset, last_line = _read_in_blocks(con, path, start_offset, lines_before, source_id, display, seq_base, result, tick)
     con.execute(sql.DROP_TEMP_SQL)
     result.loaded = result.tool_calls + result.loop_exits
-    if result.status in ("grown", "rotated") and result.loaded == 0 and result.quarantined == 0:
-        result.status = "unchanged"
+    if result.status in ("grown", "rotated") and end_offset == start_offset:
+        result.status = "unchanged"  # nothing new (a pending truncated last line is only re-checked)
     new_len = min(len(head), HEAD_BYTES)
     con.execute(UPDATE_SOURCE_SQL, [display, sha256(head[:new_len]), new_len, end_offset, last_line, source_id])
     return result

@@ -1,0 +1,159 @@
+"""Load and metrics benchmark: ``loopscope load`` against DuckDB's bare ``read_json``.
+
+For each size (1M and 10M records by default) it generates synthetic records
+(benchmarks/gen_records.py, reused when already there), then runs, each in a
+fresh process so peak memory is per phase:
+
+- ``bare``: DuckDB's own ``read_json`` of the same files with an explicit
+  schema into a table of a new database file: the floor a loader built on
+  DuckDB can reach (no validation, no quarantine, no line numbers, no extras);
+- ``load``: ``load_paths`` into a new loopscope database (validation,
+  quarantine, line numbers, unknown fields, idempotency bookkeeping);
+- ``metrics``: the four dashboard metrics over the loaded database.
+
+It prints time, records/s, the load/bare ratio and peak RSS. Targets on the
+2-core reference machine: load <= 1.25x bare, metrics on 10M <= 3 s, peak
+memory <= 4 GB.
+
+    python benchmarks/load_bench.py --sizes 1m          # quick
+    python benchmarks/load_bench.py --sizes 1m,10m --dir /tmp/loopscope-bench
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from gen_records import generate  # noqa: E402
+
+BARE_COLUMNS = {
+    "v": "INTEGER", "kind": "VARCHAR", "ts": "TIMESTAMPTZ", "conversation_id": "VARCHAR",
+    "prompt_id": "VARCHAR", "agent": "VARCHAR", "trace_id": "VARCHAR", "span_id": "VARCHAR", "tags": "JSON",
+    "tool_call_id": "VARCHAR", "tool_name": "VARCHAR", "step": "INTEGER", "input_shape": "JSON",
+    "args_fingerprint": "VARCHAR", "outcome": "VARCHAR", "is_error": "BOOLEAN", "attempts": "INTEGER",
+    "latency_ms": "DOUBLE", "error_type": "VARCHAR", "error_message": "VARCHAR", "replayed": "BOOLEAN",
+    "exit_reason": "VARCHAR", "steps": "INTEGER", "tool_calls": "INTEGER", "tool_errors": "INTEGER",
+    "max_tool_calls": "INTEGER", "input_tokens": "BIGINT", "output_tokens": "BIGINT", "duration_ms": "DOUBLE",
+}
+BARE_SQL = "CREATE TABLE records AS SELECT * FROM read_json(?, format = 'newline_delimited', columns = ?)"
+COUNT_SQL = "SELECT count(*) FROM records"
+
+
+def _phase_bare(files: list[str], db: str) -> dict[str, object]:
+    import duckdb
+
+    con = duckdb.connect(db)
+    start = time.perf_counter()
+    con.execute(BARE_SQL, [files, BARE_COLUMNS])
+    seconds = time.perf_counter() - start
+    row = con.execute(COUNT_SQL).fetchone()
+    return {"seconds": seconds, "records": int(row[0]) if row else 0}
+
+
+def _phase_load(files: list[str], db: str) -> dict[str, object]:
+    from loopscope.analyses.loader import load_paths
+    from loopscope.analyses.store import connect
+
+    con = connect(db)
+    start = time.perf_counter()
+    summary = load_paths(con, files)
+    seconds = time.perf_counter() - start
+    return {"seconds": seconds, "records": summary.loaded, "quarantined": summary.quarantined}
+
+
+def _phase_metrics(db: str) -> dict[str, object]:
+    from loopscope.analyses.metrics import compute_metrics
+    from loopscope.analyses.store import connect
+
+    con = connect(db)
+    start = time.perf_counter()
+    m = compute_metrics(con)
+    seconds = time.perf_counter() - start
+    return {"seconds": seconds, "metrics": m.as_dict()}
+
+
+def _run_child(args: list[str]) -> tuple[dict[str, object], float]:
+    """Run a phase in a fresh interpreter; returns its result and peak RSS in MB."""
+    proc = subprocess.Popen([sys.executable, __file__, *args], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    out = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"phase {args[:2]} failed with exit code {proc.returncode}")
+    return json.loads(out), usage.ru_maxrss / 1024  # Linux: kilobytes
+
+
+def _size(text: str) -> int:
+    text = text.strip().lower()
+    mult = {"k": 1_000, "m": 1_000_000}.get(text[-1], 1)
+    return int(float(text.rstrip("km")) * mult)
+
+
+def _dataset(n: int, folder: Path) -> list[str]:
+    marker = folder / "DONE"
+    if not marker.exists():
+        print(f"generating {n:,} records in {folder} ...", flush=True)
+        generate(n, folder, files=max(1, n // 1_000_000))
+        marker.write_text(str(n))
+    return sorted(str(p) for p in folder.glob("records-*.jsonl"))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="1m,10m", help="comma-separated record counts, e.g. 1m,10m or 200k")
+    parser.add_argument("--dir", type=Path, default=Path("/tmp/loopscope-bench"), help="where data and databases go")
+    parser.add_argument("--phase", choices=("bare", "load", "metrics"), help=argparse.SUPPRESS)
+    parser.add_argument("--db", help=argparse.SUPPRESS)
+    parser.add_argument("--files", nargs="*", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+
+    if args.phase:
+        result = (
+            _phase_bare(args.files, args.db)
+            if args.phase == "bare"
+            else _phase_load(args.files, args.db)
+            if args.phase == "load"
+            else _phase_metrics(args.db)
+        )
+        print(json.dumps(result))
+        return
+
+    rows = []
+    for size_text in args.sizes.split(","):
+        n = _size(size_text)
+        folder = args.dir / f"records-{n}"
+        files = _dataset(n, folder)
+        mb = sum(os.path.getsize(f) for f in files) / 1e6
+        bare_db, load_db = folder / "bare.duckdb", folder / "loopscope.duckdb"
+        for db in (bare_db, load_db):
+            for suffix in ("", ".wal"):
+                Path(str(db) + suffix).unlink(missing_ok=True)
+        bare, bare_mb = _run_child(["--phase", "bare", "--db", str(bare_db), "--files", *files])
+        load, load_mb = _run_child(["--phase", "load", "--db", str(load_db), "--files", *files])
+        metrics, metrics_mb = _run_child(["--phase", "metrics", "--db", str(load_db)])
+        records = int(load["records"])  # type: ignore[call-overload]
+        rows.append((n, mb, bare, bare_mb, load, load_mb, metrics, metrics_mb, records))
+        ratio = float(load["seconds"]) / float(bare["seconds"])  # type: ignore[arg-type]
+        print(
+            f"{n:>11,} records ({mb:,.0f} MB, {len(files)} files)\n"
+            f"  bare read_json : {bare['seconds']:8.2f} s  {int(bare['records']) / float(bare['seconds']):>10,.0f} rec/s  "  # type: ignore[call-overload, arg-type]
+            f"peak {bare_mb:,.0f} MB\n"
+            f"  loopscope load : {load['seconds']:8.2f} s  {records / float(load['seconds']):>10,.0f} rec/s  "  # type: ignore[arg-type]
+            f"peak {load_mb:,.0f} MB  ratio {ratio:.2f}x (target <= 1.25x)  quarantined {load['quarantined']}\n"
+            f"  four metrics   : {metrics['seconds']:8.2f} s  peak {metrics_mb:,.0f} MB"
+            + ("  (target <= 3 s at 10M)" if n >= 10_000_000 else ""),
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()
