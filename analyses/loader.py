@@ -175,6 +175,8 @@ def load_paths(
     files = expand_paths(list(paths))
     total = sum(_size(p) for p in files)
     done = 0
+    if progress is not None:
+        progress(0, total)
     summary = LoadSummary()
     ids: list[int] = []
     for path in files:
