@@ -1,8 +1,10 @@
 """Incident analyses: retry loops, replays, duplicate executions, budget pressure.
 
 All four read the normative views of ``model`` and take a ``Selection`` (which
-prompts count; a conversation's replays count when the replaying record's
-prompt is selected).
+prompts count; a replay counts when the replaying record's prompt is
+selected). Each SQL constant has two slots: ``{calls}`` (a filter on the tool
+calls ``t`` by conversation, or ``TRUE``) and ``{where}`` (the Selection's
+condition on ``prompts_v p``); both take bound parameters, in that order.
 
 - **Retry loop** (spin, docs/records.md "Incident analysis"): within one
   prompt, three or more ``tool_call`` records with ``is_error: true`` and the
@@ -54,7 +56,7 @@ SELECT
     p.is_open
 FROM tool_calls_v t
 JOIN prompts_v p USING (conversation_id, prompt_id)
-WHERE t.is_error AND {where}
+WHERE t.is_error AND {calls} AND {where}
 GROUP BY
     t.conversation_id, t.prompt_id, p.agent, t.tool_name, t.args_fingerprint,
     CASE WHEN t.args_fingerprint IS NULL THEN t.error_message END,
@@ -73,6 +75,7 @@ WITH runs AS (
         first_value(t.prompt_id) OVER (PARTITION BY t.conversation_id, t.tool_call_id ORDER BY t.ts, t.seq) AS first_run_prompt_id,
         count(*) OVER (PARTITION BY t.conversation_id, t.tool_call_id) AS runs
     FROM tool_calls_v t
+    WHERE {calls}
 )
 SELECT
     r.conversation_id,
@@ -102,7 +105,7 @@ WITH calls AS (
     SELECT t.*, p.agent AS prompt_agent, p.first_ts AS prompt_first_ts, p.first_seq AS prompt_first_seq
     FROM tool_calls_v t
     JOIN prompts_v p USING (conversation_id, prompt_id)
-    WHERE t.args_fingerprint IS NOT NULL AND {where}
+    WHERE t.args_fingerprint IS NOT NULL AND {calls} AND {where}
 ),
 firsts AS (
     -- the first success per (prompt, tool, fingerprint)
@@ -161,7 +164,13 @@ def _rows(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
 
 def _run(con: duckdb.DuckDBPyConnection, sql: str, selection: Selection) -> list[dict[str, Any]]:
     where, params = selection.where("p")
-    return _rows(con.execute(sql.format(where=where), params))
+    # The selection filters prompts_v; when it names conversations, filter the
+    # tool calls by them too, so DuckDB prunes before the replay window instead
+    # of numbering every record in the store (the {calls} slot comes first).
+    calls, calls_params = "TRUE", []
+    if selection.conversation_ids:
+        calls, calls_params = "list_contains(?, t.conversation_id)", [list(selection.conversation_ids)]
+    return _rows(con.execute(sql.format(calls=calls, where=where), calls_params + params))
 
 
 @dataclass(frozen=True)

@@ -45,8 +45,8 @@ ORDER BY first_ts, first_seq, prompt_id
 CONVERSATION_TOOL_CALLS_SQL = """
 SELECT t.*, e.error_class
 FROM tool_calls_v t
-LEFT JOIN errors_v e ON e.seq = t.seq
-WHERE t.conversation_id = ?
+LEFT JOIN (SELECT seq, error_class FROM errors_v WHERE conversation_id = $conversation_id) e ON e.seq = t.seq
+WHERE t.conversation_id = $conversation_id
 ORDER BY t.prompt_id, t.step, t.ts, t.seq
 """
 
@@ -317,7 +317,7 @@ def triage(con: duckdb.DuckDBPyConnection, conversation_id: str) -> Triage:
     first = recovery.first_unrecovered(con, conversation_id)
     first_key = (first.prompt_id, first.seq) if first is not None else None
     calls_by_prompt: dict[str, list[dict[str, Any]]] = {}
-    for row in _rows(con.execute(CONVERSATION_TOOL_CALLS_SQL, [conversation_id])):
+    for row in _rows(con.execute(CONVERSATION_TOOL_CALLS_SQL, {"conversation_id": conversation_id})):
         calls_by_prompt.setdefault(row["prompt_id"], []).append(row)
     prompts = []
     for p in _rows(con.execute(CONVERSATION_PROMPTS_SQL, [conversation_id])):
