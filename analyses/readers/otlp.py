@@ -34,9 +34,12 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loopscope.analyses.errors import LoopscopeError
+
+if TYPE_CHECKING:  # the package __init__ is imported lazily by read(); see there
+    from loopscope.analyses.readers import ReaderOutput
 
 # How much of a bad line is kept for the quarantine table.
 RAW_CAP = 2_000
@@ -398,7 +401,7 @@ def decode_file(path: Path) -> Decoded:
     return out
 
 
-def read(path: Path, options: Mapping[str, Any]) -> Any:
+def read(path: Path, options: Mapping[str, Any]) -> ReaderOutput:
     """Read an OTLP JSON Lines file into v1 records (the reader protocol).
 
     Args:
