@@ -81,7 +81,7 @@ def unrecovered_command(
 
 
 def _ts(value: dt.datetime) -> str:
-    return value.strftime("%Y-%m-%d %H:%M:%S") + "Z"
+    return value.strftime("%Y-%m-%d %H:%M") + "Z"
 
 
 def _render(rows: list[UnrecoveredRow]) -> None:
@@ -92,23 +92,24 @@ def _render(rows: list[UnrecoveredRow]) -> None:
         console.print("No conversation in the selection has an unrecovered tool error.")
         return
     table = Table(title=f"{len(rows)} conversation{'s' if len(rows) != 1 else ''} with an unrecovered tool error", title_justify="left")
-    for col, justify in (
-        ("last active", "left"), ("conversation", "left"), ("prompt", "left"), ("step", "right"),
-        ("tool", "left"), ("tool_call_id", "left"), ("class", "left"), ("prev.", "right"),
-        ("unrec.", "right"), ("error message", "left"),
-    ):
-        # Ids and names stay on one line (copy-pasteable); the message wraps.
-        table.add_column(col, justify=justify, no_wrap=col != "error message", ratio=1 if col == "error message" else None)
+    # Two lines per row keep the table narrow; tool_call_id and the other fields
+    # are in --format json/csv. Ids stay on one line (copy-pasteable), the message wraps.
+    table.add_column("last active", no_wrap=True)
+    table.add_column("conversation / prompt, step", no_wrap=True)
+    table.add_column("tool / class", no_wrap=True)
+    table.add_column("error message", ratio=1)
     for r in rows:
         style = CLASS_STYLE.get(r.error_class, "white")
         message = " ".join((r.error_message or "").split())
         if len(message) > MESSAGE_CHARS:
             message = message[: MESSAGE_CHARS - 1] + "…"
+        prev = f"prev. {r.previous_attempts}"
         table.add_row(
-            _ts(r.last_ts), inert(r.conversation_id), inert(r.prompt_id), str(r.step), inert(r.tool_name),
-            inert(r.tool_call_id), f"[{style}]{r.error_class}[/{style}]", str(r.previous_attempts),
-            str(r.n_unrecovered), inert(message),
+            _ts(r.last_ts),
+            f"{inert(r.conversation_id)}\n[dim]{inert(r.prompt_id)}, step {r.step}[/dim]",
+            f"{inert(r.tool_name)}\n[{style}]{r.error_class}[/{style}] [dim]· {prev}[/dim]",
+            inert(message),
         )
     console.print(table)
-    console.print("[dim]prev. = earlier calls at the same tool with the same arguments; "
-                  "unrec. = unrecovered errors in the conversation. Next: loopscope triage CONVERSATION_ID[/dim]")
+    console.print("[dim]prev. = earlier calls at the same tool with the same arguments. "
+                  "Next: loopscope triage CONVERSATION_ID[/dim]")
