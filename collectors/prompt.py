@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 from loopscope.collectors import otel
 from loopscope.collectors.records import LOOP_EXIT, OUTCOMES, PENDING, TOOL_CALL
@@ -65,8 +65,16 @@ class PromptLoop:
     )
 
     def __init__(
-        self, col: Collector, conversation_id, prompt_id, agent, max_tool_calls, provider, model, tags
-    ) -> None:  # noqa: ANN001
+        self,
+        col: Collector,
+        conversation_id: str,
+        prompt_id: str | None,
+        agent: str | None,
+        max_tool_calls: int | None,
+        provider: str | None,
+        model: str | None,
+        tags: Mapping[str, str] | None,
+    ) -> None:
         self._col = col
         self._perf, self._wall, self._submit = col._perf, col._wall, col._submit
         self.steps = self.tool_calls = self.tool_errors = self._started = self._step = 0
