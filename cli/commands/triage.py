@@ -184,7 +184,8 @@ def _incidents(result: Triage) -> list[RenderableType]:
     if result.replays:
         table = Table(title="Replays (tool_call_id ran more than once)", title_justify="left")
         for col in ("tool_call_id", "tool", "run", "prompt", "step", "flagged replayed", "verdict"):
-            table.add_column(col)
+            # ids stay whole (copy-pasteable); the prompt id folds when space is short
+            table.add_column(col, no_wrap=col in ("tool_call_id", "run", "verdict"), overflow="fold")
         for r in result.replays:
             verdict = "[cyan]short-circuited[/cyan]" if r.replayed else "[bold red]double execution[/bold red]"
             table.add_row(
