@@ -249,3 +249,25 @@ def test_line_numbers_stay_exact_past_one_row_group(tmp_path: Path) -> None:
     assert rows == [(i, f"bad line {i}") for i in sorted(bad_at)]
     mismatched = db_rows(tmp_path / "s.duckdb", "SELECT count(*) FROM loop_exits WHERE conversation_id <> 'c' || line_no")
     assert mismatched == [(0,)]
+
+
+def test_reader_formats_skip_unchanged_and_replace_changed_files(tmp_path: Path) -> None:
+    # Files read by another reader (here conversation message arrays) are
+    # known by their whole content: same content -> skipped, changed -> that
+    # file's rows are replaced, not added to.
+    fixture = Path(__file__).parent / "fixtures" / "messages" / "anthropic.jsonl"
+    log = tmp_path / "conversations.jsonl"
+    log.write_bytes(fixture.read_bytes())
+    first = json.loads(invoke("load", str(log), "--db", "s.duckdb", "-f", "json").stdout)
+    assert first["details"][0]["input_format"] == "messages"
+    assert first["loaded"] > 0
+    rows_before = db_rows(tmp_path / "s.duckdb", "SELECT count(*) FROM tool_calls")[0][0]
+    again = json.loads(invoke("load", str(log), "--db", "s.duckdb", "-f", "json").stdout)
+    assert (again["loaded"], again["skipped"], again["details"][0]["status"]) == (0, first["loaded"], "unchanged")
+    # Keep only the first conversation: the file changed, its rows are replaced.
+    log.write_text(fixture.read_text().splitlines()[0] + "\n")
+    changed = json.loads(invoke("load", str(log), "--db", "s.duckdb", "-f", "json").stdout)
+    assert changed["details"][0]["status"] == "replaced"
+    rows_after = db_rows(tmp_path / "s.duckdb", "SELECT count(*) FROM tool_calls")[0][0]
+    assert rows_after == changed["tool_calls"] and rows_after <= rows_before
+    assert db_rows(tmp_path / "s.duckdb", "SELECT count(*) FROM sources") == [(1,)]
