@@ -214,7 +214,7 @@ def unknown_conversation(con: duckdb.DuckDBPyConnection, conversation_id: str) -
     if not candidates:
         return UnknownConversation(
             f"conversation {conversation_id!r} is not in the database: it holds no records",
-            hint="load logs first (loopscope load PATH), or pass them with --path PATH",
+            hint="load logs first (loopscope load PATH), or name them after the id: loopscope triage ID PATH...",
         )
     close = difflib.get_close_matches(conversation_id, candidates, n=3, cutoff=0.6)
     if close:
