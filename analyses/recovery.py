@@ -99,6 +99,7 @@ ORDER BY p.first_ts, p.first_seq, t.step, t.ts, t.seq
 
 # First unrecovered error per conversation among the selected prompts, then
 # filtered by tool / class; newest conversation (last record) first.
+# Parameters, in order: the Selection's, tools (twice), classes (twice), limit.
 FIRST_UNRECOVERED_ALL_SQL = """
 WITH sel AS (
     SELECT p.* FROM prompts_v p WHERE {where}
@@ -122,8 +123,8 @@ convs AS (
 firsts AS (
     SELECT * FROM unrec
     WHERE rn = 1
-      AND (len($tools) = 0 OR list_contains($tools, tool_name))
-      AND (len($classes) = 0 OR list_contains($classes, error_class))
+      AND (len(?::VARCHAR[]) = 0 OR list_contains(?::VARCHAR[], tool_name))
+      AND (len(?::VARCHAR[]) = 0 OR list_contains(?::VARCHAR[], error_class))
 )
 SELECT
     f.conversation_id,
@@ -156,7 +157,7 @@ SELECT
 FROM firsts f
 JOIN convs c USING (conversation_id)
 ORDER BY c.last_ts DESC, f.conversation_id
-LIMIT $limit
+LIMIT ?
 """
 
 
@@ -394,27 +395,8 @@ def first_unrecovered_all(
         )
     if limit is not None and limit < 0:
         raise LoopscopeError(f"--limit {limit} is negative", hint="use --limit 20, or leave it out for every row")
-    where, where_params = selection.where("p")
-    # Positional and named parameters cannot be mixed: name the selection's too.
-    named_where, named = _name_params(where, where_params)
-    named.update({"tools": list(tools), "classes": list(classes), "limit": limit})
-    sql = FIRST_UNRECOVERED_ALL_SQL.format(where=named_where)
-    return [UnrecoveredRow(**r) for r in _rows(con.execute(sql, named))]
-
-
-def _name_params(condition: str, params: list[object]) -> tuple[str, dict[str, object]]:
-    """Turn the ``?`` placeholders of a Selection condition into ``$sel_N`` names.
-
-    The condition is fixed SQL text from ``Selection.where`` (it contains no
-    string literals with a ``?``), so a plain left-to-right replacement is exact.
-    """
-    parts = condition.split("?")
-    if len(parts) - 1 != len(params):
-        raise ValueError("selection condition and parameters do not match")
-    out = [parts[0]]
-    named: dict[str, object] = {}
-    for i, (value, rest) in enumerate(zip(params, parts[1:])):
-        out.append(f"$sel_{i}")
-        out.append(rest)
-        named[f"sel_{i}"] = value
-    return "".join(out), named
+    where, params = selection.where("p")
+    tool_list, class_list = list(tools), list(classes)
+    params = [*params, tool_list, tool_list, class_list, class_list, limit]
+    sql = FIRST_UNRECOVERED_ALL_SQL.format(where=where)
+    return [UnrecoveredRow(**r) for r in _rows(con.execute(sql, params))]
