@@ -51,6 +51,10 @@ from loopscope.analyses.loader_files import (
 )
 from loopscope.analyses.readers import INPUT_FORMATS, ReaderOutput, detect_format, reader_module
 
+LOAD_MEMORY_LIMIT = "3GB"
+SET_MEMORY_LIMIT_SQL = f"SET memory_limit = '{LOAD_MEMORY_LIMIT}'"
+RESET_MEMORY_LIMIT_SQL = "RESET memory_limit"
+
 ProgressFn = Callable[[int, int], None]
 """Called as ``progress(bytes_done, bytes_total)`` while loading."""
 
@@ -173,6 +177,22 @@ def load_paths(
     if input_format not in INPUT_FORMATS:
         raise LoopscopeError(f"unknown input format {input_format!r}", hint="use auto, records, messages or otlp")
     files = expand_paths(list(paths))
+    # DuckDB would use up to 80% of RAM before spilling to disk; a load keeps
+    # its working set (and the facts rebuild) under LOAD_MEMORY_LIMIT instead.
+    con.execute(SET_MEMORY_LIMIT_SQL)
+    try:
+        return _load_files(con, files, input_format, dict(reader_options or {}), progress)
+    finally:
+        con.execute(RESET_MEMORY_LIMIT_SQL)
+
+
+def _load_files(
+    con: duckdb.DuckDBPyConnection,
+    files: list[Path],
+    input_format: str,
+    reader_options: dict[str, Any],
+    progress: ProgressFn | None,
+) -> LoadSummary:
     total = sum(_size(p) for p in files)
     done = 0
     if progress is not None:
@@ -199,7 +219,7 @@ def load_paths(
             if fmt == "records":
                 result = _load_records_file(con, path, head, known, fast, tick)
             else:
-                result = _load_reader_file(con, path, fmt, dict(reader_options or {}))
+                result = _load_reader_file(con, path, fmt, reader_options)
             con.execute("COMMIT")
         except BaseException:
             con.execute("ROLLBACK")
