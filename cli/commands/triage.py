@@ -263,6 +263,23 @@ def _first_unrecovered_panel(result: Triage) -> RenderableType:
     )
 
 
+def _incident_summary(result: Triage) -> str:
+    # One line so the worst news is visible before scrolling through the timeline.
+    items = []
+    if result.retry_loops:
+        redundant = sum(loop.redundant_calls for loop in result.retry_loops)
+        items.append(f"[yellow]{_plural(len(result.retry_loops), 'retry loop')} ({redundant} redundant calls)[/yellow]")
+    doubles = sum(1 for r in result.replays if r.double_execution)
+    if doubles:
+        items.append(f"[bold red]{_plural(doubles, 'double execution')}[/bold red]")
+    if len(result.replays) > doubles:
+        items.append(f"[cyan]{len(result.replays) - doubles} short-circuited replay{'s' if len(result.replays) - doubles != 1 else ''}[/cyan]")
+    if result.duplicate_executions:
+        n = sum(d.duplicates for d in result.duplicate_executions)
+        items.append(f"[yellow]{_plural(n, 'duplicate execution')} by fingerprint[/yellow]")
+    return " · ".join(items)
+
+
 def render(result: Triage) -> RenderableType:
     """The whole triage as one rich renderable."""
     from rich.console import Group
@@ -280,6 +297,9 @@ def render(result: Triage) -> RenderableType:
             f"[{CLASS_STYLE[c]}]{c} {n}[/{CLASS_STYLE[c]}]" if n else f"{c} {n}" for c, n in counts.items()
         )
     )
+    incidents = _incident_summary(result)
+    if incidents:
+        header += "\n" + incidents
     parts: list[RenderableType] = [Text.from_markup(header), Text("")]
     for i, prompt in enumerate(result.prompts):
         if i:
