@@ -357,8 +357,10 @@ def _read_whole_file(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[int, b
                     return None
                 first = False
                 newlines += block.count(b"\n")
-                if b"\r" in block:
-                    return None  # CR is a line break to the CSV reader
+                if b"\r" in block or b"\x01" in block:
+                    # CR is a line break to the CSV reader, and \x01 its column
+                    # separator (a line starting with it would read as blank).
+                    return None
                 last = block
     except OSError as exc:
         raise LoopscopeError(f"cannot read {path}: {exc}", hint="check the file's permissions") from None

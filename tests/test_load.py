@@ -271,3 +271,16 @@ def test_reader_formats_skip_unchanged_and_replace_changed_files(tmp_path: Path)
     rows_after = db_rows(tmp_path / "s.duckdb", "SELECT count(*) FROM tool_calls")[0][0]
     assert rows_after == changed["tool_calls"] and rows_after <= rows_before
     assert db_rows(tmp_path / "s.duckdb", "SELECT count(*) FROM sources") == [(1,)]
+
+
+def test_control_bytes_and_crlf_keep_lines_and_numbers(tmp_path: Path) -> None:
+    # CR and \x01 would confuse the fast line reader; such files take the block path.
+    good = json.dumps(rec("loop_exit", "c1", "p1", "2026-11-20T10:00:00Z"))
+    (tmp_path / "ctl.jsonl").write_bytes(b"\x01oops\n" + good.encode() + b"\r\n" + b"x\ry\n" + good.replace("c1", "c2").encode() + b"\n")
+    out = json.loads(invoke("load", str(tmp_path / "ctl.jsonl"), "--db", "s.duckdb", "-f", "json").stdout)
+    assert (out["loaded"], out["quarantined"]) == (2, 2)
+    assert db_rows(tmp_path / "s.duckdb", "SELECT line_no, reason FROM quarantine ORDER BY line_no") == [
+        (1, "malformed JSON"),
+        (3, "malformed JSON"),
+    ]
+    assert db_rows(tmp_path / "s.duckdb", "SELECT conversation_id, line_no FROM loop_exits ORDER BY line_no") == [("c1", 2), ("c2", 4)]
