@@ -66,18 +66,6 @@ ORDER BY {_ORDER_KEY}
 LIMIT 1
 """
 
-# Every record of a conversation with its position (for previous attempts).
-CONVERSATION_CALLS_SQL = """
-SELECT
-    t.*,
-    p.first_ts AS prompt_first_ts,
-    p.first_seq AS prompt_first_seq
-FROM tool_calls_v t
-JOIN prompts_v p USING (conversation_id, prompt_id)
-WHERE t.conversation_id = ?
-ORDER BY p.first_ts, p.first_seq, t.step, t.ts, t.seq
-"""
-
 # Earlier records with the same tool and fingerprint (or, without one, the
 # same error message) as the error at (prompt_first_ts, prompt_first_seq,
 # step, ts, seq) in conversation ?.
