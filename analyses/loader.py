@@ -38,17 +38,15 @@ from loopscope.analyses import loader_sql as sql
 from loopscope.analyses.errors import LoopscopeError
 from loopscope.analyses.loader_facts import facts_fresh, refresh_facts
 from loopscope.analyses.loader_files import (
-    CHUNK_BYTES,
     HEAD_BYTES,
-    Chunk,
     OverlongLine,
     content_hash,
     expand_paths,
-    is_gzip,
     iter_chunks,
     read_head,
     sha256,
 )
+from loopscope.analyses.loader_records import check_and_insert, ingest_chunk, read_in_blocks, read_whole_file
 from loopscope.analyses.readers import INPUT_FORMATS, ReaderOutput, detect_format, reader_module
 
 LOAD_MEMORY_LIMIT = "3GB"
@@ -213,7 +211,7 @@ def _load_files(
             # The fast reader runs before the transaction: a file it cannot
             # read fails its statement only, and the block path takes over.
             if known is None and head.lstrip(b"\xef\xbb\xbf"):
-                fast = _read_whole_file(con, path)
+                fast = read_whole_file(con, path)
         con.execute("BEGIN TRANSACTION")
         try:
             if fmt == "records":
@@ -314,14 +312,17 @@ def _load_records_file(
     seq_base = int(seq_row[0]) if seq_row else 0
     if fast is not None:
         n_lines, unterminated, tail = fast
-        counts = _check_and_insert(con, "file", 1, n_lines, unterminated, source_id, display, seq_base)
+        counts = check_and_insert(con, "file", 1, n_lines, unterminated, source_id, display, seq_base)
         _add_counts(result, counts)
         end_offset, last_line = _size(path), n_lines
         if unterminated and not counts[3]:
             end_offset, last_line = end_offset - tail, n_lines - 1
         tick(end_offset)
     else:
-        end_offset, last_line = _read_in_blocks(con, path, start_offset, lines_before, source_id, display, seq_base, result, tick)
+        end_offset, last_line, totals = read_in_blocks(
+            con, path, start_offset, lines_before, source_id, display, seq_base, tick
+        )
+        _add_counts(result, (totals[0], totals[1], totals[2], True))
     con.execute(sql.DROP_TEMP_SQL)
     result.loaded = result.tool_calls + result.loop_exits
     if result.status in ("grown", "rotated") and end_offset == start_offset:
@@ -335,152 +336,6 @@ def _add_counts(result: FileResult, counts: tuple[int, int, int, bool]) -> None:
     result.tool_calls += counts[0]
     result.loop_exits += counts[1]
     result.quarantined += counts[2]
-
-
-def _read_whole_file(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[int, bool, int] | None:
-    """Fast path: DuckDB's parallel CSV reader reads the lines of a plain file.
-
-    Returns (lines, last line unterminated, bytes of that last line), or None
-    when the file needs the block path: compressed, a byte-order mark, not
-    UTF-8, or a line the reader splits or drops differently from '\n' (so its
-    row count would not give exact line numbers).
-    """
-    if is_gzip(path):
-        return None
-    newlines = 0
-    last = b""
-    first = True
-    try:
-        with open(path, "rb") as f:
-            while block := f.read(CHUNK_BYTES):
-                if first and block.startswith(b"\xef\xbb\xbf"):
-                    return None
-                first = False
-                newlines += block.count(b"\n")
-                if b"\r" in block or b"\x01" in block:
-                    # CR is a line break to the CSV reader, and \x01 its column
-                    # separator (a line starting with it would read as blank).
-                    return None
-                last = block
-    except OSError as exc:
-        raise LoopscopeError(f"cannot read {path}: {exc}", hint="check the file's permissions") from None
-    unterminated = bool(last) and not last.endswith(b"\n")
-    expected = newlines + (1 if unterminated else 0)
-    try:
-        con.execute(sql.READ_LINES_SQL, [str(path)])
-        row = con.execute(sql.COUNT_LINES_SQL).fetchone()
-    except duckdb.Error:
-        return None  # not UTF-8, a line over the limit, ...: the block path says which line
-    if not row or int(row[0]) != expected:
-        return None
-    tail = len(last) - (last.rfind(b"\n") + 1) if unterminated else 0
-    return expected, unterminated, tail
-
-
-def _read_in_blocks(
-    con: duckdb.DuckDBPyConnection,
-    path: Path,
-    start_offset: int,
-    lines_before: int,
-    source_id: int,
-    display: str,
-    seq_base: int,
-    result: FileResult,
-    tick: Callable[[int], None],
-) -> tuple[int, int]:
-    """Block path: whole lines from Python, from ``start_offset``; returns (bytes, lines) consumed."""
-    end_offset, last_line = start_offset, lines_before
-    for piece in iter_chunks(path, start_offset, lines_before + 1):
-        if isinstance(piece, OverlongLine):
-            text = piece.head[: sql.RAW_CAP * 4].decode("utf-8", errors="backslashreplace")[: sql.RAW_CAP]
-            con.execute(
-                sql.QUARANTINE_ONE_SQL,
-                [source_id, display, piece.line_no, f"line too long (over {sql.MAX_LINE_BYTES} bytes)", text],
-            )
-            result.quarantined += 1
-            if not piece.unterminated:
-                end_offset, last_line = piece.end_offset, piece.line_no
-            continue
-        counts = _ingest_chunk(con, piece, source_id, display, seq_base - lines_before)
-        _add_counts(result, counts)
-        n_lines = piece.data.count(b"\n") + (1 if piece.unterminated else 0)
-        if not piece.unterminated or counts[3]:
-            end_offset, last_line = piece.end_offset, piece.first_line + n_lines - 1
-        else:
-            # A truncated last line stays unconsumed: when the writer finishes
-            # it, the next load reads it again (its quarantine row is dropped).
-            end_offset = piece.end_offset - len(piece.data.rsplit(b"\n", 1)[-1])
-            last_line = piece.first_line + n_lines - 2
-        tick(end_offset - start_offset)
-    return end_offset, last_line
-
-
-def _ingest_chunk(
-    con: duckdb.DuckDBPyConnection, piece: Chunk, source_id: int, display: str, seq_base: int
-) -> tuple[int, int, int, bool]:
-    """Validate and insert one block; returns (tool_calls, loop_exits, quarantined, last line whole)."""
-    con.execute(sql.CREATE_LINES_SQL)
-    try:
-        text = piece.data.decode("utf-8")
-        con.execute(sql.INSERT_CHUNK_SQL, [piece.first_line, text])
-    except UnicodeDecodeError:
-        _insert_lines_checking_utf8(con, piece, source_id, display)
-    n_lines = piece.data.count(b"\n") + (1 if piece.unterminated else 0)
-    return _check_and_insert(con, "block", piece.first_line, n_lines, piece.unterminated, source_id, display, seq_base)
-
-
-def _check_and_insert(
-    con: duckdb.DuckDBPyConnection,
-    lines: str,
-    first_line: int,
-    n_lines: int,
-    unterminated: bool,
-    source_id: int,
-    display: str,
-    seq_base: int,
-) -> tuple[int, int, int, bool]:
-    """Check the lines in ``_ls_lines`` and store them: rows, or quarantine with a reason.
-
-    Returns (tool_calls, loop_exits, quarantined, last line whole).
-    """
-    last_line = first_line + n_lines - 1
-    con.execute(sql.CHECK_SQL[lines], [last_line if unterminated else -1])
-    con.execute(sql.EXTRA_SQL)
-    con.execute(sql.QUARANTINE_CHECKED_SQL, [source_id, display])
-    con.execute(sql.INSERT_TOOL_CALLS_SQL, [seq_base, source_id])
-    con.execute(sql.INSERT_LOOP_EXITS_SQL, [seq_base, source_id])
-    row = con.execute(sql.COUNT_CHECKED_SQL, [source_id, first_line, last_line]).fetchone()
-    tc, le, bad = (int(x) for x in row) if row else (0, 0, 0)
-    last_ok = True
-    if unterminated:
-        flag = con.execute(sql.LAST_LINE_TRUNCATED_SQL, [last_line]).fetchone()
-        last_ok = not (flag and flag[0])
-    return tc, le, bad, last_ok
-
-
-def _insert_lines_checking_utf8(con: duckdb.DuckDBPyConnection, piece: Chunk, source_id: int, display: str) -> None:
-    # Rare path: the block is not valid UTF-8. Find the bad lines one by one,
-    # quarantine them, and blank them so line numbers stay in step.
-    lines = piece.data.split(b"\n")
-    if not piece.unterminated:
-        lines = lines[:-1]
-    good: list[str] = []
-    for i, raw in enumerate(lines):
-        try:
-            good.append(raw.decode("utf-8"))
-        except UnicodeDecodeError as exc:
-            good.append("")
-            con.execute(
-                sql.QUARANTINE_ONE_SQL,
-                [
-                    source_id,
-                    display,
-                    piece.first_line + i,
-                    f"not UTF-8 (byte 0x{raw[exc.start]:02x} at byte {exc.start + 1} of the line)",
-                    raw.decode("utf-8", errors="backslashreplace")[: sql.RAW_CAP],
-                ],
-            )
-    con.execute(sql.INSERT_CHUNK_SQL, [piece.first_line, "\n".join(good)])
 
 
 def _execute_each(con: duckdb.DuckDBPyConnection, script: str, params: list[Any]) -> None:
@@ -529,7 +384,7 @@ def _load_reader_file(con: duckdb.DuckDBPyConnection, path: Path, fmt: str, opti
                     )
                     result.quarantined += 1
                     continue
-                _add_counts(result, _ingest_chunk(con, piece, source_id, display, seq_base))
+                _add_counts(result, ingest_chunk(con, piece, source_id, display, seq_base))
         con.execute(READER_QUARANTINE_SQL, [f"the {fmt} reader produced an invalid record: ", source_id])
         _execute_each(con, READER_LINES_SQL, [source_id])
     con.execute(sql.DROP_TEMP_SQL)

@@ -1,0 +1,172 @@
+"""Records files into the store: the two ways lines reach the validating SQL.
+
+``read_whole_file`` (fast path): DuckDB's parallel CSV reader reads a plain
+file as one text column, one row per line; the row's position is the line
+number, which the newline count checked in Python guarantees. ``read_in_blocks``
+(everything else: gzip, resumed files, CR or control bytes, invalid UTF-8,
+over-long lines): Python cuts the file into blocks of whole lines and DuckDB
+splits them. Both end in ``check_and_insert`` (``loader_sql``): one
+validation path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import duckdb
+
+from loopscope.analyses import loader_sql as sql
+from loopscope.analyses.errors import LoopscopeError
+from loopscope.analyses.loader_files import CHUNK_BYTES, Chunk, OverlongLine, is_gzip, iter_chunks
+
+
+def read_whole_file(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[int, bool, int] | None:
+    """Fast path: DuckDB's parallel CSV reader reads the lines of a plain file.
+
+    Returns (lines, last line unterminated, bytes of that last line), or None
+    when the file needs the block path: compressed, a byte-order mark, not
+    UTF-8, or a line the reader splits or drops differently from '\n' (so its
+    row count would not give exact line numbers).
+    """
+    if is_gzip(path):
+        return None
+    newlines = 0
+    last = b""
+    first = True
+    try:
+        with open(path, "rb") as f:
+            while block := f.read(CHUNK_BYTES):
+                if first and block.startswith(b"\xef\xbb\xbf"):
+                    return None
+                first = False
+                newlines += block.count(b"\n")
+                if b"\r" in block or b"\x01" in block:
+                    # CR is a line break to the CSV reader, and \x01 its column
+                    # separator (a line starting with it would read as blank).
+                    return None
+                last = block
+    except OSError as exc:
+        raise LoopscopeError(f"cannot read {path}: {exc}", hint="check the file's permissions") from None
+    unterminated = bool(last) and not last.endswith(b"\n")
+    expected = newlines + (1 if unterminated else 0)
+    try:
+        con.execute(sql.READ_LINES_SQL, [str(path)])
+        row = con.execute(sql.COUNT_LINES_SQL).fetchone()
+    except duckdb.Error:
+        return None  # not UTF-8, a line over the limit, ...: the block path says which line
+    if not row or int(row[0]) != expected:
+        return None
+    tail = len(last) - (last.rfind(b"\n") + 1) if unterminated else 0
+    return expected, unterminated, tail
+
+
+def read_in_blocks(
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    start_offset: int,
+    lines_before: int,
+    source_id: int,
+    display: str,
+    seq_base: int,
+    tick: Callable[[int], None],
+) -> tuple[int, int, list[int]]:
+    """Block path: whole lines from Python, from ``start_offset``.
+
+    Returns the byte offset and line number consumed up to, and the counts
+    [tool_calls, loop_exits, quarantined].
+    """
+    end_offset, last_line = start_offset, lines_before
+    totals = [0, 0, 0]
+    for piece in iter_chunks(path, start_offset, lines_before + 1):
+        if isinstance(piece, OverlongLine):
+            text = piece.head[: sql.RAW_CAP * 4].decode("utf-8", errors="backslashreplace")[: sql.RAW_CAP]
+            con.execute(
+                sql.QUARANTINE_ONE_SQL,
+                [source_id, display, piece.line_no, f"line too long (over {sql.MAX_LINE_BYTES} bytes)", text],
+            )
+            totals[2] += 1
+            if not piece.unterminated:
+                end_offset, last_line = piece.end_offset, piece.line_no
+            continue
+        counts = ingest_chunk(con, piece, source_id, display, seq_base - lines_before)
+        for i in range(3):
+            totals[i] += counts[i]
+        n_lines = piece.data.count(b"\n") + (1 if piece.unterminated else 0)
+        if not piece.unterminated or counts[3]:
+            end_offset, last_line = piece.end_offset, piece.first_line + n_lines - 1
+        else:
+            # A truncated last line stays unconsumed: when the writer finishes
+            # it, the next load reads it again (its quarantine row is dropped).
+            end_offset = piece.end_offset - len(piece.data.rsplit(b"\n", 1)[-1])
+            last_line = piece.first_line + n_lines - 2
+        tick(end_offset - start_offset)
+    return end_offset, last_line, totals
+
+
+def ingest_chunk(
+    con: duckdb.DuckDBPyConnection, piece: Chunk, source_id: int, display: str, seq_base: int
+) -> tuple[int, int, int, bool]:
+    """Validate and insert one block; returns (tool_calls, loop_exits, quarantined, last line whole)."""
+    con.execute(sql.CREATE_LINES_SQL)
+    try:
+        text = piece.data.decode("utf-8")
+        con.execute(sql.INSERT_CHUNK_SQL, [piece.first_line, text])
+    except UnicodeDecodeError:
+        _insert_lines_checking_utf8(con, piece, source_id, display)
+    n_lines = piece.data.count(b"\n") + (1 if piece.unterminated else 0)
+    return check_and_insert(con, "block", piece.first_line, n_lines, piece.unterminated, source_id, display, seq_base)
+
+
+def check_and_insert(
+    con: duckdb.DuckDBPyConnection,
+    lines: str,
+    first_line: int,
+    n_lines: int,
+    unterminated: bool,
+    source_id: int,
+    display: str,
+    seq_base: int,
+) -> tuple[int, int, int, bool]:
+    """Check the lines in ``_ls_lines`` and store them: rows, or quarantine with a reason.
+
+    Returns (tool_calls, loop_exits, quarantined, last line whole).
+    """
+    last_line = first_line + n_lines - 1
+    con.execute(sql.CHECK_SQL[lines], [last_line if unterminated else -1])
+    con.execute(sql.EXTRA_SQL)
+    con.execute(sql.QUARANTINE_CHECKED_SQL, [source_id, display])
+    con.execute(sql.INSERT_TOOL_CALLS_SQL, [seq_base, source_id])
+    con.execute(sql.INSERT_LOOP_EXITS_SQL, [seq_base, source_id])
+    row = con.execute(sql.COUNT_CHECKED_SQL, [source_id, first_line, last_line]).fetchone()
+    tc, le, bad = (int(x) for x in row) if row else (0, 0, 0)
+    last_ok = True
+    if unterminated:
+        flag = con.execute(sql.LAST_LINE_TRUNCATED_SQL, [last_line]).fetchone()
+        last_ok = not (flag and flag[0])
+    return tc, le, bad, last_ok
+
+
+def _insert_lines_checking_utf8(con: duckdb.DuckDBPyConnection, piece: Chunk, source_id: int, display: str) -> None:
+    # Rare path: the block is not valid UTF-8. Find the bad lines one by one,
+    # quarantine them, and blank them so line numbers stay in step.
+    lines = piece.data.split(b"\n")
+    if not piece.unterminated:
+        lines = lines[:-1]
+    good: list[str] = []
+    for i, raw in enumerate(lines):
+        try:
+            good.append(raw.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            good.append("")
+            con.execute(
+                sql.QUARANTINE_ONE_SQL,
+                [
+                    source_id,
+                    display,
+                    piece.first_line + i,
+                    f"not UTF-8 (byte 0x{raw[exc.start]:02x} at byte {exc.start + 1} of the line)",
+                    raw.decode("utf-8", errors="backslashreplace")[: sql.RAW_CAP],
+                ],
+            )
+    con.execute(sql.INSERT_CHUNK_SQL, [piece.first_line, "\n".join(good)])
