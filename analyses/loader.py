@@ -41,6 +41,7 @@ from loopscope.analyses.loader_files import (
     HEAD_BYTES,
     OverlongLine,
     content_hash,
+    ends_with_newline,
     expand_paths,
     iter_chunks,
     read_head,
@@ -304,6 +305,11 @@ def _load_records_file(
         result.status = "grown" if known_path == display else "rotated"
         counted = con.execute(SOURCE_ROWS_SQL, [source_id, source_id]).fetchone()
         result.skipped = int(counted[0]) if counted else 0
+        # A complete last record written without its newline was loaded; the
+        # newline the writer appends later ends that same line, so numbering
+        # resumes on it rather than after it.
+        if start_offset and not ends_with_newline(path, start_offset):
+            lines_before -= 1
         # Lines after the resume point are read again: drop what an earlier
         # load quarantined there (a truncated last line that may be whole now).
         con.execute(CLEAR_QUARANTINE_FROM_SQL, [source_id, lines_before + 1])

@@ -95,6 +95,16 @@ def read_head(path: Path, size: int = HEAD_BYTES) -> bytes:
         raise LoopscopeError(f"cannot read {path}: {exc}", hint="is the file complete and readable?") from None
 
 
+def ends_with_newline(path: Path, offset: int) -> bool:
+    """Whether the byte just before ``offset`` (decompressed) is a newline."""
+    try:
+        with open_bytes(path) as f:
+            f.seek(offset - 1)
+            return f.read(1) == b"\n"
+    except (OSError, EOFError) as exc:
+        raise LoopscopeError(f"cannot read {path}: {exc}", hint="is the file complete and readable?") from None
+
+
 def sha256(data: bytes) -> str:
     """Hex digest used for file identity."""
     return hashlib.sha256(data).hexdigest()

@@ -284,3 +284,15 @@ def test_control_bytes_and_crlf_keep_lines_and_numbers(tmp_path: Path) -> None:
         (3, "malformed JSON"),
     ]
     assert db_rows(tmp_path / "s.duckdb", "SELECT conversation_id, line_no FROM loop_exits ORDER BY line_no") == [("c1", 2), ("c2", 4)]
+
+
+def test_record_without_final_newline_then_appended_keeps_line_numbers(tmp_path: Path) -> None:
+    log = tmp_path / "live.jsonl"
+    log.write_text(GOOD.rstrip("\n"))  # three records, the last without its newline: loaded
+    first = json.loads(invoke("load", str(log), "--db", "s.duckdb", "-f", "json").stdout)
+    assert (first["loaded"], first["quarantined"]) == (3, 0)
+    with log.open("a") as f:
+        f.write("\n" + lines(rec("tool_call", "c1", "p2", "2026-11-20T10:01:00Z", id="t3")))
+    grown = json.loads(invoke("load", str(log), "--db", "s.duckdb", "-f", "json").stdout)
+    assert (grown["loaded"], grown["quarantined"]) == (1, 0)
+    assert db_rows(tmp_path / "s.duckdb", "SELECT line_no FROM tool_calls WHERE tool_call_id = 't3'") == [(4,)]
