@@ -15,12 +15,12 @@ import duckdb
 LIST_QUARANTINE_SQL = """
 SELECT path, line_no, reason, raw
 FROM quarantine
-WHERE (? IS NULL OR path = ? OR path LIKE ('%/' || ?))
+WHERE (? IS NULL OR path = ? OR suffix(path, '/' || ?))
 ORDER BY path, line_no NULLS FIRST
 LIMIT ?
 """
 COUNT_QUARANTINE_SQL = """
-SELECT count(*) FROM quarantine WHERE (? IS NULL OR path = ? OR path LIKE ('%/' || ?))
+SELECT count(*) FROM quarantine WHERE (? IS NULL OR path = ? OR suffix(path, '/' || ?))
 """
 
 # (reason prefix, hint); the first match wins.
