@@ -296,3 +296,27 @@ def test_record_without_final_newline_then_appended_keeps_line_numbers(tmp_path:
     grown = json.loads(invoke("load", str(log), "--db", "s.duckdb", "-f", "json").stdout)
     assert (grown["loaded"], grown["quarantined"]) == (1, 0)
     assert db_rows(tmp_path / "s.duckdb", "SELECT line_no FROM tool_calls WHERE tool_call_id = 't3'") == [(4,)]
+
+
+def test_format_detection_from_the_first_lines(tmp_path: Path) -> None:
+    from loopscope.analyses.readers import detect_format
+
+    record = json.dumps(rec("loop_exit", "c1", "p1", "2026-11-20T10:00:00Z")).encode()
+    cases = {
+        "records.jsonl": record + b"\n",
+        "damaged_first_line.jsonl": b"[1, 2]\n" + record + b"\n",  # one good record is enough
+        "otlp.jsonl": b'{"resourceSpans": []}\n',
+        "messages.jsonl": b'{"messages": [{"role": "user", "content": "hi"}]}\n',
+        "array.json": b'[\n  {"role": "user", "content": "hi"}\n]\n',
+        "garbage.jsonl": b"not json at all\n",  # records: its lines end in the quarantine with reasons
+    }
+    want = {
+        "records.jsonl": "records",
+        "damaged_first_line.jsonl": "records",
+        "otlp.jsonl": "otlp",
+        "messages.jsonl": "messages",
+        "array.json": "messages",
+        "garbage.jsonl": "records",
+    }
+    for name, data in cases.items():
+        assert detect_format(tmp_path / name, data) == want[name], name
