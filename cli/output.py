@@ -10,6 +10,7 @@ JSON and CSV are written with the standard library, never through rich.
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import enum
 import io
 import json
@@ -78,9 +79,16 @@ def fmt_rate(value: float | None) -> str:
     return f"{value * 100:.1f}%"
 
 
+def _iso(value: Any) -> str:
+    # The store keeps UTC as naive TIMESTAMPs; say so in the output.
+    if isinstance(value, dt.datetime) and value.tzinfo is None:
+        return value.isoformat() + "Z"
+    return value.isoformat()
+
+
 def _json_default(value: Any) -> Any:
     if hasattr(value, "isoformat"):
-        return value.isoformat()
+        return _iso(value)
     if isinstance(value, (set, frozenset, tuple)):
         return list(value)
     if isinstance(value, enum.Enum):
@@ -121,7 +129,7 @@ def _csv_cell(value: Any) -> Any:
         if value.startswith(_CSV_FORMULA_START):
             value = "'" + value
     elif hasattr(value, "isoformat"):
-        value = value.isoformat()
+        value = _iso(value)
     return value
 
 

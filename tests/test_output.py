@@ -30,3 +30,10 @@ def test_csv_defuses_formulas_and_controls() -> None:
     assert rows[1][0] == "'=HYPERLINK(\"x\")"
     assert rows[1][1] == plain(HOSTILE)
     assert "\x1b" not in text
+
+
+def test_naive_timestamps_are_marked_utc() -> None:
+    import datetime as dt
+
+    assert json.loads(to_json({"ts": dt.datetime(2026, 11, 21, 8, 0, 1, 5)})) == {"ts": "2026-11-21T08:00:01.000005Z"}
+    assert to_csv([{"ts": dt.datetime(2026, 11, 21)}], ["ts"]).splitlines()[1] == "2026-11-21T00:00:00Z"
