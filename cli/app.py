@@ -104,8 +104,30 @@ def handle_errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+# --help groups the verbs by the job a user comes with; panels appear in this order.
+PANEL_MEASURE = "Load and measure"
+PANEL_INVESTIGATE = "Investigate an incident"
+PANEL_REVIEW = "Review and gate"
+PANEL_TRY = "Try it"
+PANELS = {
+    "load": PANEL_MEASURE,
+    "metrics": PANEL_MEASURE,
+    "quarantine": PANEL_MEASURE,
+    "unrecovered": PANEL_INVESTIGATE,
+    "triage": PANEL_INVESTIGATE,
+    "lint": PANEL_INVESTIGATE,
+    "audit": PANEL_REVIEW,
+    "sample": PANEL_REVIEW,
+    "review": PANEL_REVIEW,
+    "compare": PANEL_REVIEW,
+    "check": PANEL_REVIEW,
+    "demo": PANEL_TRY,
+}
+
+
 def command(name: str, **kwargs: Any) -> Callable[[F], F]:
     """Register ``fn`` as ``loopscope NAME`` with the shared error handling."""
+    kwargs.setdefault("rich_help_panel", PANELS.get(name))
 
     def register(fn: F) -> F:
         app.command(name, **kwargs)(handle_errors(fn))

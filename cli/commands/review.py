@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from loopscope.cli.app import app, handle_errors
+from loopscope.cli.app import PANELS, app, handle_errors
 from loopscope.cli.options import DbOption, FormatOption
 from loopscope.cli.output import OutputFormat, inert, stderr_console, stdout_console, write_json
 
@@ -16,7 +16,7 @@ review_app = typer.Typer(
     no_args_is_help=True,
     rich_markup_mode="rich",
 )
-app.add_typer(review_app, name="review")
+app.add_typer(review_app, name="review", rich_help_panel=PANELS["review"])
 
 
 @review_app.command("import")
