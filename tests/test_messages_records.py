@@ -16,7 +16,9 @@ import pytest
 
 from loopscope.analyses.errors import LoopscopeError
 from loopscope.analyses.readers.message_errors import classify, parse_error_when
-from loopscope.analyses.readers.message_records import args_fingerprint, conversation_records
+from loopscope.analyses.readers.message_records import conversation_records
+from loopscope.collectors import shape
+from loopscope.collectors.redact import clean_error_text
 from loopscope.analyses.readers.messages import parse_selector, read
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "messages"
@@ -256,15 +258,18 @@ class TestTau2Rules:
         out = conversation_records(messages[:1] + cut, conversation_id="c")
         assert exits(out.records) == [("c", "m0", "max_tokens", "stored", 1, 0, 0)]
 
-    def test_error_message_is_capped(self) -> None:
-        long_text = "Error: " + "x" * 5000
+    def test_error_message_is_capped_and_redacted_like_the_collectors(self) -> None:
+        long_text = "Error: token=abc123secret " + "x" * 5000
         messages = [
             {"role": "user", "content": "go"},
             {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "f", "input": {}}]},
             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": long_text, "is_error": True}]},
         ]
         record = conversation_records(messages, conversation_id="c").records[0]
-        assert record["error_message"] == long_text[:2000]
+        assert record["error_message"] == clean_error_text(long_text)
+        assert len(record["error_message"]) == 2000
+        assert record["error_message"].startswith("Error: token=[REDACTED] xxx")
+        assert record["error_message"].endswith("... [truncated]")
 
     def test_refusal_and_pause_turn(self) -> None:
         refused = [
@@ -286,20 +291,43 @@ class TestTau2Rules:
         assert [v["kind"] for v in out.violations] == ["duplicate_tool_call_id"] * 2
 
 
+def _one_call(arguments: object, shape_key: str = "tau2") -> dict:
+    call = (
+        {"id": "t", "name": "f", "arguments": arguments}
+        if shape_key == "tau2"
+        else {"id": "t", "type": "function", "function": {"name": "f", "arguments": arguments}}
+    )
+    messages = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "t", "content": "ok"},
+    ]
+    return conversation_records(messages, conversation_id="c").records[0]
+
+
 class TestFingerprint:
-    """The same digest as the collector's."""
+    """The reader uses the collector's shape and digest (loopscope.collectors.shape), not a copy."""
 
-    def test_key_order_and_unicode(self) -> None:
-        a = args_fingerprint({"b": [1, 2.5, None], "a": "é"})
-        assert a == args_fingerprint({"a": "é", "b": [1, 2.5, None]})
-        assert a == hashlib.sha256('{"a":"é","b":[1,2.5,null]}'.encode()).hexdigest()
-        assert args_fingerprint(None) is None
+    @pytest.mark.parametrize(
+        "args",
+        [
+            {"b": [1, 2.5, None], "a": "é"},
+            {"city": "Zürich", "days": 3, "opts": {"z": True, "a": None}},
+            {},
+            {"deep": [[[[{"x": 1}]]]]},
+        ],
+    )
+    def test_object_and_json_string_arguments_match_the_collector(self, args: dict) -> None:
+        expected = shape.shape_and_fingerprint(args)
+        as_object = _one_call(args)
+        as_string = _one_call(json.dumps(args), shape_key="openai")
+        assert (as_object["input_shape"], as_object["args_fingerprint"]) == expected
+        assert (as_string["input_shape"], as_string["args_fingerprint"]) == expected
 
-    def test_matches_collector(self) -> None:
-        shape = pytest.importorskip("loopscope.collectors.shape")
-        args = {"city": "Zürich", "days": 3, "opts": {"z": True, "a": None}}
-        assert args_fingerprint(args) == shape.args_fingerprint(args)
-        assert args_fingerprint(args) == shape.args_fingerprint(json.dumps(args))
+    def test_digest_is_the_canonical_json(self) -> None:
+        record = _one_call({"b": [1, 2.5, None], "a": "é"})
+        assert record["args_fingerprint"] == hashlib.sha256('{"a":"é","b":[1,2.5,null]}'.encode()).hexdigest()
+        assert record["input_shape"] == {"a": "string", "b": "array"}
 
 
 class TestFileShapes:

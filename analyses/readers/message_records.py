@@ -13,8 +13,9 @@ The rules (docs/inputs.md, "Conversation message arrays", explains them to users
 - One ``tool_call`` record per tool call that got a result: ``is_error`` by the
   stored flag or the ``--error-when`` conventions (``message_errors``),
   ``outcome`` ``permanent_fail`` / ``ok``, ``attempts`` 1 (a log cannot see
-  retries inside a tool), ``error_message`` the result text (2,000 characters
-  at most), ``args_fingerprint`` the SHA-256 of the canonical JSON arguments.
+  retries inside a tool), ``error_message`` the result text (redacted and capped at 2,000
+  characters by the collector's ``clean_error_text``), ``input_shape`` and
+  ``args_fingerprint`` by the collector's ``shape_and_fingerprint``.
 - One ``loop_exit`` per prompt whose last model response has no tool call: the
   stored ``stop_reason`` / ``finish_reason`` (OpenAI ``stop``, ``length``,
   ``content_filter`` read as ``end_turn``, ``max_tokens``, ``refusal``), or
@@ -42,8 +43,6 @@ The rules (docs/inputs.md, "Conversation message arrays", explains them to users
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -60,8 +59,10 @@ from loopscope.analyses.readers.message_turns import (
     message_turns,
     parse_timestamp,
 )
+from loopscope.collectors.redact import clean_error_text
+from loopscope.collectors.shape import shape_and_fingerprint
 
-ERROR_MESSAGE_CAP = 2000
+ERROR_MESSAGE_CAP = 2000  # the collector's MAX_ERROR_CHARS
 # Where the messages reader puts the time of the log line a message came in (per-turn logs).
 LINE_TIME_KEY = "_loopscope_line_time"
 SYNTHETIC_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -78,46 +79,6 @@ TERMINATION_EXITS = {
 }
 # Ends that do not stop a running loop (the user or agent ended the conversation between prompts).
 NORMAL_TERMINATIONS = frozenset({"user_stop", "agent_stop"})
-
-
-def canonical_json(value: Any) -> str:
-    """The canonical JSON of tool arguments: sorted keys, no spaces, UTF-8 kept."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-def args_fingerprint(arguments: Any) -> Optional[str]:
-    """SHA-256 hex digest of the canonical JSON of ``arguments`` (None when there are none).
-
-    The same digest as the collector's (``loopscope.collectors.shape``), so a
-    call logged by both has one fingerprint.
-    """
-    if arguments is None:
-        return None
-    return hashlib.sha256(canonical_json(arguments).encode("utf-8")).hexdigest()
-
-
-def json_type(value: Any) -> str:
-    """The JSON type name of a decoded value."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
-
-
-def input_shape(arguments: Any) -> dict[str, str]:
-    """Top-level argument name -> JSON type; never values. Empty for non-object arguments."""
-    if not isinstance(arguments, dict):
-        return {}
-    return {str(key): json_type(value) for key, value in arguments.items()}
 
 
 def format_ts(moment: datetime) -> str:
@@ -295,19 +256,23 @@ class _Deriver:
         latency = None
         if result.ts is not None and call.turn.ts is not None and result.ts >= call.turn.ts:
             latency = (result.ts - call.turn.ts).total_seconds() * 1000.0
-        message = result.text[:ERROR_MESSAGE_CAP] if (verdict.is_error or verdict.text_reports_error) else None
+        reads_as_error = verdict.is_error or verdict.text_reports_error
+        # Redacted and capped as the collector does: a log keeps no secret the tool echoed.
+        message = clean_error_text(result.text, limit=ERROR_MESSAGE_CAP) if reads_as_error else None
+        # The collector's own shape and digest, so a call logged by both has one fingerprint.
+        shape, fingerprint = shape_and_fingerprint(call.request.arguments) if call.request.arguments_valid else ({}, None)
         record.update(
             {
                 "tool_call_id": call.call_id,
                 "tool_name": call.request.name,
                 "step": call.step,
-                "input_shape": input_shape(call.request.arguments),
-                "args_fingerprint": args_fingerprint(call.request.arguments) if call.request.arguments_valid else None,
+                "input_shape": shape,
+                "args_fingerprint": fingerprint,
                 "outcome": "permanent_fail" if verdict.is_error else "ok",
                 "is_error": verdict.is_error,
                 "attempts": 1,
                 "latency_ms": latency,
-                "error_type": error_type_from_text(result.text) if message is not None else None,
+                "error_type": error_type_from_text(result.text) if reads_as_error else None,
                 "error_message": message,
                 "replayed": False,
                 "message_index": result.index,
