@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
@@ -20,6 +20,12 @@ from loopscope.cli.options import (
     UntilOption,
 )
 from loopscope.cli.output import OutputFormat, fmt_number, fmt_rate, inert, plain, stdout_console, write_csv, write_json
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+# The ranking table needs about this many columns; narrower terminals get one block per template.
+RANKING_TABLE_MIN_WIDTH = 110
 
 _RANK_COLUMNS = (
     "tool_name", "template", "kind", "occurrences", "unrecovered", "recovered", "recovery_rate", "conversations",
@@ -132,16 +138,41 @@ def _shorten(text: str, width: int) -> str:
     return one_line if len(one_line) <= width else one_line[: width - 1] + "…"
 
 
-def _render_ranking(ranked: list[Any]) -> None:
-    from rich import box
-    from rich.table import Table
-
+def _rule_labels(row: Any) -> str:
     from loopscope.analyses.lint import RULES_BY_ID
 
+    # the rules behind the verdict in red, the count of the others; JSON/CSV list every rule
+    generic = [r for r in row.rules if RULES_BY_ID[r].generic or r == "LS130"]
+    others = len(row.rules) - len(generic)
+    rules = " ".join(f"[red]{r}[/red]" for r in generic) + (f" [dim]+{others}[/dim]" if others else "")
+    return rules.strip() or "-"
+
+
+def _template_label(row: Any, width: int) -> str:
+    template = inert(_shorten(row.template, width))
+    return "[yellow](silent)[/yellow] " + template if row.kind == "silent" else template
+
+
+def _render_ranking(ranked: list[Any]) -> None:
     console = stdout_console()
     if not ranked:
         console.print("No tool errors in the selection.")
         return
+    if console.width < RANKING_TABLE_MIN_WIDTH:
+        _ranking_stacked(console, ranked)
+    else:
+        _ranking_table(console, ranked)
+    top = next((row for row in ranked if row.generic), None)
+    if top is not None and top.rewrite:
+        console.print(f"\n[b]Fix first:[/b] {inert(top.tool_name)}: {inert(_shorten(top.example, 100))}")
+        console.print(f"[dim]rewrite:[/dim] {inert(top.rewrite)}")
+    console.print("[dim]Check a rewrite before it ships: loopscope lint --message 'TEXT'. Rules: loopscope lint --rules[/dim]")
+
+
+def _ranking_table(console: Console, ranked: list[Any]) -> None:
+    from rich import box
+    from rich.table import Table
+
     table = Table(
         title="Error-message templates, costliest first", title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1)
     )
@@ -154,13 +185,6 @@ def _render_ranking(ranked: list[Any]) -> None:
     table.add_column("rules", no_wrap=True)
     table.add_column("template", ratio=1, min_width=20)
     for i, row in enumerate(ranked, 1):
-        template = inert(_shorten(row.template, 160))
-        if row.kind == "silent":
-            template = "[yellow](silent)[/yellow] " + template
-        # the table shows the rules behind the verdict; JSON/CSV list every rule that fired
-        generic = [r for r in row.rules if RULES_BY_ID[r].generic or r == "LS130"]
-        others = len(row.rules) - len(generic)
-        rules = " ".join(f"[red]{r}[/red]" for r in generic) + (f" [dim]+{others}[/dim]" if others else "")
         table.add_row(
             str(i),
             inert(row.tool_name),
@@ -168,38 +192,53 @@ def _render_ranking(ranked: list[Any]) -> None:
             fmt_number(row.unrecovered),
             fmt_rate(row.recovery_rate),
             fmt_number(row.conversations),
-            rules.strip() or "-",
-            template,
+            _rule_labels(row),
+            _template_label(row, 160),
         )
     console.print(table)
-    top = next((row for row in ranked if row.generic), None)
-    if top is not None and top.rewrite:
-        console.print(f"\n[b]Fix first:[/b] {inert(top.tool_name)}: {inert(_shorten(top.example, 100))}")
-        console.print(f"[dim]rewrite:[/dim] {inert(top.rewrite)}")
-    console.print("[dim]Check a rewrite before it ships: loopscope lint --message 'TEXT'. Rules: loopscope lint --rules[/dim]")
+
+
+def _ranking_stacked(console: Console, ranked: list[Any]) -> None:
+    # A narrow terminal squeezes the template column of the table into a sliver:
+    # one block per template instead, counts on the first line, template below.
+    from rich.padding import Padding
+    from rich.text import Text
+
+    console.print("[b]Error-message templates, costliest first[/b]")
+    for i, row in enumerate(ranked, 1):
+        counts = (
+            f"{fmt_number(row.unrecovered)} of {fmt_number(row.occurrences)} unrecovered"
+            f" · {fmt_rate(row.recovery_rate)} recovered · {fmt_number(row.conversations)}"
+            f" conversation{'s' if row.conversations != 1 else ''}"
+        )
+        console.print()
+        console.print(f"{i:>2}. [b]{inert(row.tool_name)}[/b] · {_rule_labels(row)}")
+        console.print(Padding(Text.from_markup(f"[dim]{counts}[/dim]"), (0, 0, 0, 4), expand=False))
+        console.print(Padding(Text.from_markup(_template_label(row, 240)), (0, 0, 0, 4), expand=False))
 
 
 def _render_findings(results: list[tuple[str | None, Any]]) -> None:
-    from rich.table import Table
+    from rich.padding import Padding
+    from rich.text import Text
 
+    # One block per message (not a table), so long reasons and rewrites read as
+    # prose at any width and the message itself is never squeezed.
     console = stdout_console()
-    table = Table(show_lines=True)
-    table.add_column("message")
-    table.add_column("verdict")
-    table.add_column("findings")
-    for tool_name, result in results:
-        label = (f"{inert(tool_name)}: " if tool_name else "") + inert(_shorten(result.message, 80))
+    for i, (tool_name, result) in enumerate(results):
+        if i:
+            console.print()
         verdict = "[red]generic[/red]" if result.generic else "[green]ok[/green]"
-        lines = [
-            f"[{'red' if f.severity == 'error' else 'yellow' if f.severity == 'warning' else 'dim'}]{f.rule_id}"
-            f" {f.severity}[/]: {inert(f.reason)}\n  [dim]rewrite:[/dim] {inert(f.rewrite)}"
-            for f in result.findings
-        ]
-        table.add_row(label, verdict, "\n".join(lines) or "-")
-    console.print(table)
+        label = (f"[b]{inert(tool_name)}[/b]: " if tool_name else "") + inert(_shorten(result.message, 200))
+        console.print(Text.from_markup(f"{verdict}  {label}"))
+        for f in result.findings:
+            color = "red" if f.severity == "error" else "yellow" if f.severity == "warning" else "dim"
+            console.print(
+                Padding(Text.from_markup(f"[{color}]{f.rule_id} {f.severity}[/]: {inert(f.reason)}"), (0, 0, 0, 2), expand=False)
+            )
+            console.print(Padding(Text.from_markup(f"[dim]rewrite:[/dim] {inert(f.rewrite)}"), (0, 0, 0, 4), expand=False))
     generic = sum(r.generic for _, r in results)
     failing = sum(r.has_error for _, r in results)
-    console.print(f"{generic} of {len(results)} messages generic; {failing} with error-severity findings.")
+    console.print(f"\n{generic} of {len(results)} messages generic; {failing} with error-severity findings.")
 
 
 def _print_rules(fmt: OutputFormat) -> None:
@@ -222,7 +261,8 @@ def _print_rules(fmt: OutputFormat) -> None:
 
     table = Table(title="loopscope lint rules", title_justify="left")
     for name in ("id", "name", "severity", "generic", "reason"):
-        table.add_column(name)
+        # ids and names stay whole (no ellipsis); the reason wraps
+        table.add_column(name, no_wrap=name != "reason", overflow="fold", ratio=1 if name == "reason" else None)
     for r in RULES:
         table.add_row(r.id, r.name, r.severity, "yes" if r.generic else "no", inert(r.reason))
     stdout_console().print(table)

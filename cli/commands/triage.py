@@ -25,6 +25,8 @@ if TYPE_CHECKING:  # the analyses pull in duckdb; imported inside the command bo
 
 CLASS_STYLE = {"recovered": "green", "gave_up": "yellow", "aborted": "red", "open": "magenta"}
 TIMELINE_MESSAGE_CHARS = 100
+# The replay table needs about this many columns; narrower terminals get one line per incident.
+INCIDENT_TABLE_MIN_WIDTH = 120
 CSV_COLUMNS = (
     "prompt_id", "step", "tool_call_id", "tool_name", "ts", "outcome", "is_error", "attempts",
     "latency_ms", "class", "is_replay", "replayed", "first_unrecovered", "error_type", "error_message",
@@ -66,7 +68,8 @@ def triage_command(
     elif output is OutputFormat.csv:
         write_csv(_csv_rows(result), CSV_COLUMNS)
     else:
-        stdout_console().print(render(result))
+        console = stdout_console()
+        console.print(render(result, console.width))
 
 
 def _csv_rows(result: Triage) -> list[dict[str, Any]]:
@@ -174,7 +177,8 @@ def _incidents(result: Triage) -> list[RenderableType]:
     if result.retry_loops:
         table = Table(title="Retry loops (same failing call 3+ times in one prompt)", title_justify="left")
         for col in ("prompt", "tool", "calls", "redundant", "steps", "error message"):
-            table.add_column(col, justify="right" if col in ("calls", "redundant") else "left")
+            # ids fold rather than end in an ellipsis: they must stay copy-pasteable
+            table.add_column(col, justify="right" if col in ("calls", "redundant") else "left", overflow="fold")
         for loop in result.retry_loops:
             table.add_row(
                 inert(loop.prompt_id), inert(loop.tool_name), str(loop.calls), str(loop.redundant_calls),
@@ -196,13 +200,53 @@ def _incidents(result: Triage) -> list[RenderableType]:
     if result.duplicate_executions:
         table = Table(title="Duplicate executions (same tool and arguments, new tool_call_id)", title_justify="left")
         for col in ("prompt", "tool", "first success", "repeated as", "outcomes"):
-            table.add_column(col)
+            table.add_column(col, overflow="fold")
         for d in result.duplicate_executions:
             table.add_row(
                 inert(d.prompt_id), inert(d.tool_name), inert(d.original_tool_call_id),
                 inert(", ".join(d.duplicate_tool_call_ids)), inert(", ".join(d.duplicate_outcomes)),
             )
         out.append(table)
+    return out
+
+
+def _incident_lines(result: Triage) -> list[RenderableType]:
+    # The narrow-terminal form of _incidents: one wrapped line per item, so ids
+    # stay whole and no column is squeezed to a sliver.
+    from rich.padding import Padding
+    from rich.text import Text
+
+    def _item(markup: str) -> RenderableType:
+        return Padding(Text.from_markup(markup), (0, 0, 0, 2), expand=False)
+
+    out: list[RenderableType] = []
+    if result.retry_loops:
+        out.append(Text("Retry loops (same failing call 3+ times in one prompt)", style="bold"))
+        for loop in result.retry_loops:
+            out.append(_item(
+                f"{inert(loop.tool_name)} × {loop.calls} ({loop.redundant_calls} redundant)"
+                f" [dim]· prompt[/dim] {inert(loop.prompt_id)}[dim], steps {loop.first_step}-{loop.last_step}[/dim]"
+                f" · {inert(_short(loop.error_message, 80))}"
+            ))
+    if result.replays:
+        out.append(Text("Replays (tool_call_id ran more than once)", style="bold"))
+        for r in result.replays:
+            verdict = (
+                "[cyan]short-circuited[/cyan] (flagged replayed)" if r.replayed
+                else "[bold red]double execution[/bold red] (not flagged replayed)"
+            )
+            out.append(_item(
+                f"{inert(r.tool_call_id)} {inert(r.tool_name)} [dim]· run {r.run} of {r.runs} · prompt[/dim]"
+                f" {inert(r.prompt_id)}[dim], step {r.step}[/dim] · {verdict}"
+            ))
+    if result.duplicate_executions:
+        out.append(Text("Duplicate executions (same tool and arguments, new tool_call_id)", style="bold"))
+        for d in result.duplicate_executions:
+            out.append(_item(
+                f"{inert(d.tool_name)} [dim]· prompt[/dim] {inert(d.prompt_id)} [dim]· first success[/dim]"
+                f" {inert(d.original_tool_call_id)} [dim]· repeated as[/dim] {inert(', '.join(d.duplicate_tool_call_ids))}"
+                f" [dim]({inert(', '.join(d.duplicate_outcomes))})[/dim]"
+            ))
     return out
 
 
@@ -242,7 +286,7 @@ def _first_unrecovered_panel(result: Triage) -> RenderableType:
             title_justify="left",
         )
         for col in ("#", "prompt", "step", "tool_call_id", "outcome", "result"):
-            attempts.add_column(col)
+            attempts.add_column(col, overflow="fold")
         for i, a in enumerate(first.previous_attempts, 1):
             result_text = _short(a.error_message, 80) if a.is_error else "ok"
             attempts.add_row(
@@ -280,8 +324,14 @@ def _incident_summary(result: Triage) -> str:
     return " · ".join(items)
 
 
-def render(result: Triage) -> RenderableType:
-    """The whole triage as one rich renderable."""
+def render(result: Triage, width: int | None = None) -> RenderableType:
+    """The whole triage as one rich renderable.
+
+    Args:
+        result: the triage to show.
+        width: the terminal width; below INCIDENT_TABLE_MIN_WIDTH the incident
+            tables are printed as wrapped lines instead.
+    """
     from rich.console import Group
     from rich.text import Text
 
@@ -305,7 +355,8 @@ def render(result: Triage) -> RenderableType:
         if i:
             parts.append(Text(""))
         parts.append(_prompt_tree(prompt))
-    incident_tables = _incidents(result)
+    narrow = width is not None and width < INCIDENT_TABLE_MIN_WIDTH
+    incident_tables = _incident_lines(result) if narrow else _incidents(result)
     if incident_tables:
         parts.append(Text(""))
         parts.extend(incident_tables)

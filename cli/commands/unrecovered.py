@@ -21,10 +21,14 @@ from loopscope.cli.options import (
 from loopscope.cli.output import OutputFormat, inert, stdout_console, write_csv, write_json
 
 if TYPE_CHECKING:  # imported inside the command body: the analyses pull in duckdb
+    from rich.console import Console
+
     from loopscope.analyses.recovery import UnrecoveredRow
 
 CLASS_STYLE = {"gave_up": "yellow", "aborted": "red", "open": "magenta"}
 MESSAGE_CHARS = 70
+# The table needs about this many columns; narrower terminals get one block per row.
+TABLE_MIN_WIDTH = 100
 
 
 @command("unrecovered")
@@ -85,13 +89,28 @@ def _ts(value: dt.datetime) -> str:
 
 
 def _render(rows: list[UnrecoveredRow]) -> None:
-    from rich.table import Table
-
     console = stdout_console()
     if not rows:
         console.print("No conversation in the selection has an unrecovered tool error.")
         return
-    table = Table(title=f"{len(rows)} conversation{'s' if len(rows) != 1 else ''} with an unrecovered tool error", title_justify="left")
+    title = f"{len(rows)} conversation{'s' if len(rows) != 1 else ''} with an unrecovered tool error"
+    if console.width < TABLE_MIN_WIDTH:
+        _render_stacked(console, title, rows)
+    else:
+        _render_table(console, title, rows)
+    console.print("[dim]prev. = earlier calls at the same tool with the same arguments. "
+                  "Next: loopscope triage CONVERSATION_ID[/dim]")
+
+
+def _message(r: UnrecoveredRow, limit: int) -> str:
+    message = " ".join((r.error_message or "").split())
+    return message if len(message) <= limit else message[: limit - 1] + "…"
+
+
+def _render_table(console: Console, title: str, rows: list[UnrecoveredRow]) -> None:
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left")
     # Two lines per row keep the table narrow; tool_call_id and the other fields
     # are in --format json/csv. Ids stay on one line (copy-pasteable), the message wraps.
     table.add_column("last active", no_wrap=True)
@@ -100,16 +119,32 @@ def _render(rows: list[UnrecoveredRow]) -> None:
     table.add_column("error message", ratio=1)
     for r in rows:
         style = CLASS_STYLE.get(r.error_class, "white")
-        message = " ".join((r.error_message or "").split())
-        if len(message) > MESSAGE_CHARS:
-            message = message[: MESSAGE_CHARS - 1] + "…"
-        prev = f"prev. {r.previous_attempts}"
         table.add_row(
             _ts(r.last_ts),
             f"{inert(r.conversation_id)}\n[dim]{inert(r.prompt_id)}, step {r.step}[/dim]",
-            f"{inert(r.tool_name)}\n[{style}]{r.error_class}[/{style}] [dim]· {prev}[/dim]",
-            inert(message),
+            f"{inert(r.tool_name)}\n[{style}]{r.error_class}[/{style}] [dim]· prev. {r.previous_attempts}[/dim]",
+            inert(_message(r, MESSAGE_CHARS)),
         )
     console.print(table)
-    console.print("[dim]prev. = earlier calls at the same tool with the same arguments. "
-                  "Next: loopscope triage CONVERSATION_ID[/dim]")
+
+
+def _render_stacked(console: Console, title: str, rows: list[UnrecoveredRow]) -> None:
+    # Below TABLE_MIN_WIDTH columns a table would crop ids or squeeze the message
+    # into a sliver: one block per conversation instead, ids whole on their own line.
+    from rich.padding import Padding
+    from rich.text import Text
+
+    console.print(f"[b]{title}[/b]")
+    for r in rows:
+        style = CLASS_STYLE.get(r.error_class, "white")
+        console.print()
+        console.print(
+            f"[b]{inert(r.conversation_id)}[/b]  [{style}]{r.error_class}[/{style}]"
+            f" [dim]· last active {_ts(r.last_ts)}[/dim]"
+        )
+        details = Text.from_markup(
+            f"{inert(r.tool_name)} [dim]· prompt[/dim] {inert(r.prompt_id)}[dim], step {r.step}"
+            f" · prev. {r.previous_attempts}[/dim]"
+        )
+        console.print(Padding(details, (0, 0, 0, 2), expand=False))
+        console.print(Padding(Text.from_markup(inert(_message(r, 2 * MESSAGE_CHARS))), (0, 0, 0, 2), expand=False))

@@ -1,0 +1,136 @@
+"""triage, unrecovered and lint stay readable in an 80-column terminal (and at 200).
+
+The rich output is read by people on call in ordinary terminals: every id must
+appear whole (copy-pasteable, never cut by an ellipsis or split across lines)
+and the message must be there, not squeezed into a one-character column.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from loopscope.cli.app import app
+
+HERE = Path(__file__).resolve().parent
+SAMPLE_LOGS = HERE.parent / "sample_logs"
+
+
+def invoke(args: list[str], columns: int) -> str:
+    result = CliRunner().invoke(
+        app, args, env={"COLUMNS": str(columns), "TERMINAL_WIDTH": str(columns)}, catch_exceptions=False
+    )
+    assert result.exit_code in (0, 1), result.output
+    return result.stdout
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = tmp_path_factory.mktemp("narrow") / "sample.duckdb"
+    result = CliRunner().invoke(app, ["load", str(SAMPLE_LOGS), "--db", str(path)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def unrecovered_rows(db: str) -> list[dict[str, str]]:
+    out = invoke(["unrecovered", "--db", db, "--format", "csv"], 200)
+    return list(csv.DictReader(io.StringIO(out)))
+
+
+def _fits(out: str, columns: int) -> None:
+    widths = [len(line.rstrip()) for line in out.splitlines()]
+    assert max(widths) <= columns, f"a line is {max(widths)} wide"
+
+
+@pytest.mark.parametrize("columns", [80, 200])
+def test_unrecovered_keeps_ids_and_messages(db: str, unrecovered_rows: list[dict[str, str]], columns: int) -> None:
+    out = invoke(["unrecovered", "--db", db], columns)
+    _fits(out, columns)
+    assert len(unrecovered_rows) == 7
+    lines = out.splitlines()
+    for row in unrecovered_rows:
+        # each id whole on one line
+        assert any(row["conversation_id"] in line for line in lines), row["conversation_id"]
+        assert any(row["prompt_id"] in line for line in lines), row["prompt_id"]
+        assert any(row["tool_name"] in line for line in lines)
+        # the start of the message (first 30 characters) is on one line, not cut to a sliver
+        head = " ".join(row["error_message"].split())[:30]
+        assert any(head in line for line in lines), head
+    assert "…" not in "".join(line for line in lines if "c17-soldout-blind" in line)
+
+
+def test_unrecovered_narrow_is_stacked_and_wide_is_a_table(db: str) -> None:
+    narrow = invoke(["unrecovered", "--db", db], 80)
+    wide = invoke(["unrecovered", "--db", db], 200)
+    assert "┃" not in narrow and "┃ last active" in wide
+    assert "c02-date-blind  gave_up · last active 2026-10-26 11:40Z" in narrow
+
+
+@pytest.mark.parametrize("columns", [80, 200])
+def test_lint_ranking_keeps_tools_and_templates(db: str, columns: int) -> None:
+    out = invoke(["lint", "--db", db], columns)
+    _fits(out, columns)
+    lines = out.splitlines()
+    assert any("create_reservation" in line for line in lines)
+    # the templates are readable: their first words are on one line
+    assert any('{"error": "reservation_conflict", "message": "conflict"}' in line for line in lines)
+    assert any('{"error": "no_rooms_available", "message": "no rooms"}' in line for line in lines)
+    assert "Fix first:" in out
+    # never a tool name broken mid-word
+    assert not any(line.rstrip().endswith(("check_avai", "create_res")) for line in lines)
+
+
+def test_lint_ranking_narrow_order_and_counts(db: str) -> None:
+    out = invoke(["lint", "--db", db], 80)
+    # the costliest template first, with its counts on the line below it
+    first = out.index(" 1. check_availability")
+    assert out.index("3 of 5 unrecovered · 40.0% recovered · 2 conversations") > first
+    assert out.index(" 2. create_reservation") > first
+
+
+@pytest.mark.parametrize("columns", [80, 200])
+def test_lint_messages_readable(columns: int) -> None:
+    out = invoke(["lint", "-m", "Failed", "-m", "Invalid date 'next friday'. Use YYYY-MM-DD, e.g. 2026-03-15."], columns)
+    _fits(out, columns)
+    assert "generic  Failed" in out
+    assert "ok  Invalid date 'next friday'. Use YYYY-MM-DD, e.g. 2026-03-15." in out
+    assert "LS101 error:" in out
+    assert "1 of 2 messages generic; 1 with error-severity findings." in out
+
+
+def test_lint_rules_ids_and_names_whole() -> None:
+    out = invoke(["lint", "--rules"], 80)
+    _fits(out, 80)
+    for rule in ("LS101", "generic-wording", "invalid-without-expected", "LS130"):
+        assert rule in out
+
+
+@pytest.mark.parametrize("conversation", ["b08-replay-reexecuted-corrective", "c10-conflict-blind", "b07-replay-corrective"])
+def test_triage_incidents_narrow(db: str, conversation: str) -> None:
+    import json
+
+    data = json.loads(invoke(["triage", conversation, "--db", db, "--format", "json"], 200))
+    out = invoke(["triage", conversation, "--db", db], 80)
+    _fits(out, 80)
+    lines = out.splitlines()
+    for r in data["replays"]:
+        assert any(r["tool_call_id"] in line for line in lines)
+        assert any(r["prompt_id"] in line for line in lines)
+    for loop in data["retry_loops"]:
+        assert any(loop["prompt_id"] in line for line in lines)
+        assert any(f"{loop['tool_name']} × {loop['calls']} ({loop['redundant_calls']} redundant)" in line for line in lines)
+    first = data["first_unrecovered"]
+    if first:
+        assert any(first["tool_call_id"] in line for line in lines)
+    assert "…" not in "".join(line for line in lines if "toolu_" in line and "replay" in out.lower() and "run " in line)
+
+
+def test_triage_double_execution_narrow(db: str) -> None:
+    out = invoke(["triage", "b08-replay-reexecuted-corrective", "--db", db], 80)
+    assert "double execution (not flagged" in out
+    assert "replay: EXECUTED AGAIN" in out
