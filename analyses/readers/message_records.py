@@ -257,8 +257,9 @@ class _Deriver:
         if result.ts is not None and call.turn.ts is not None and result.ts >= call.turn.ts:
             latency = (result.ts - call.turn.ts).total_seconds() * 1000.0
         reads_as_error = verdict.is_error or verdict.text_reports_error
+        # An error with an empty result (Anthropic allows a tool_result with no content) has no text.
         # Redacted and capped as the collector does: a log keeps no secret the tool echoed.
-        message = clean_error_text(result.text, limit=ERROR_MESSAGE_CAP) if reads_as_error else None
+        message = clean_error_text(result.text, limit=ERROR_MESSAGE_CAP) if reads_as_error and result.text.strip() else None
         # The collector's own shape and digest, so a call logged by both has one fingerprint.
         shape, fingerprint = shape_and_fingerprint(call.request.arguments) if call.request.arguments_valid else ({}, None)
         record.update(

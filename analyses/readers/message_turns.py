@@ -24,6 +24,9 @@ Shapes understood:
   session): consecutive ``reasoning`` / assistant ``message`` /
   ``function_call`` items are one model response (``as_chat_messages`` folds
   them), ``function_call_output`` items are results, matched by ``call_id``.
+- legacy OpenAI: an assistant ``function_call`` answered by the next
+  ``role: "function"`` message; no ids (``as_chat_messages`` gives the call
+  the id ``m<index>`` and folds the pair into the Chat shape).
 - tau2-bench: assistant ``tool_calls`` as ``{id, name, arguments: {...}}``;
   results ``{role: "tool", id, content, error: bool, requestor}``. A user
   message carrying ``tool_calls`` is the simulated user running its own tools:
@@ -340,13 +343,16 @@ def _is_model_item(item: Any) -> bool:
 def as_chat_messages(messages: list[Any]) -> list[tuple[int, Any]]:
     """Pair each message with its index, folding OpenAI Responses API items into chat messages.
 
-    Chat-shaped lists come back unchanged. In a Responses item list, each run of
+    Chat-shaped lists come back unchanged, except the legacy OpenAI pair (an
+    assistant ``function_call``, answered by a ``role: "function"`` message),
+    which has no ids: the call gets the id ``m<index>`` of its message and the
+    next ``function`` message answers it. In a Responses item list, each run of
     consecutive model items becomes one assistant message (its calls in
     OpenAI Chat shape) at the index of the run's first item, and each
     ``function_call_output`` a ``role: "tool"`` message.
     """
     if not any(isinstance(m, dict) and m.get("type") in ("function_call", "function_call_output") for m in messages):
-        return list(enumerate(messages))
+        return _legacy_functions(list(enumerate(messages)))
     out: list[tuple[int, Any]] = []
     group: Optional[dict[str, Any]] = None
     for index, item in enumerate(messages):
@@ -378,4 +384,34 @@ def as_chat_messages(messages: list[Any]) -> list[tuple[int, Any]]:
             out.append((index, result))
         else:
             out.append((index, item))
+    return out
+
+
+def _legacy_functions(pairs: list[tuple[int, Any]]) -> list[tuple[int, Any]]:
+    """The pre-``tool_calls`` OpenAI pair as ``tool_calls`` / ``role: "tool"`` messages.
+
+    That API had one call per response and no ids: a ``role: "function"``
+    message answers the latest call. A second answer to the same call, or one
+    with no call before it, keeps a null id (a protocol violation downstream).
+    """
+    if not any(isinstance(m, dict) and (m.get("role") == "function" or "function_call" in m) for _, m in pairs):
+        return pairs
+    out: list[tuple[int, Any]] = []
+    waiting: Optional[str] = None
+    for index, message in pairs:
+        if not isinstance(message, dict):
+            out.append((index, message))
+            continue
+        call = message.get("function_call")
+        if message.get("role") == "assistant" and isinstance(call, dict) and not message.get("tool_calls"):
+            waiting = f"m{index}"
+            folded = {k: v for k, v in message.items() if k != "function_call"}
+            folded["tool_calls"] = [{"id": waiting, "type": "function", "function": call}]
+            out.append((index, folded))
+        elif message.get("role") == "function":
+            result = {k: v for k, v in message.items() if k != "role"}
+            out.append((index, {**result, "role": "tool", "tool_call_id": waiting}))
+            waiting = None
+        else:
+            out.append((index, message))
     return out
