@@ -14,6 +14,13 @@ MAX_ERROR_CHARS = 2000
 REDACTED = "[REDACTED]"
 _TRUNCATED = "... [truncated]"
 
+_SECRET_KEYS = (
+    r"(?:api[_-]?key|apikey|access[_-]?key|secret[_-]?key|client[_-]?secret|secret|"
+    r"access[_-]?token|auth[_-]?token|refresh[_-]?token|session[_-]?token|token|"
+    r"password|passwd|pwd|authorization|x-api-key)"
+)
+_SECRET_VALUE = r"(?!\[REDACTED\]|(?:Bearer|Basic|Token)\s)[^\s\"'&,;}]+"
+
 # (pattern, replacement); order matters: specific formats first, generic key=value pairs last.
 _RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(p), r)
@@ -23,7 +30,8 @@ _RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         # JSON Web Tokens: three base64url segments, the first one a JSON header.
         (r"\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*", REDACTED),
         # Anthropic (sk-ant-...), OpenAI (sk-..., sk-proj-...), Stripe (sk_live_, rk_test_, ...).
-        (r"\bsk-[A-Za-z0-9_-]{16,}", REDACTED),
+        # A digit is required, so hyphenated words ("sk-learn-pipeline") are left alone.
+        (r"\bsk-(?=[A-Za-z_-]{0,64}[0-9])[A-Za-z0-9_-]{16,}", REDACTED),
         (r"\b[rsp]k_(?:live|test)_[A-Za-z0-9]{10,}", REDACTED),
         # AWS access key ids.
         (r"\b(?:AKIA|ASIA|AIDA|AROA)[0-9A-Z]{16}\b", REDACTED),
@@ -32,6 +40,12 @@ _RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"\bgithub_pat_[A-Za-z0-9_]{20,}", REDACTED),
         # Slack tokens.
         (r"\bxox[abposr]-[A-Za-z0-9-]{10,}", REDACTED),
+        # Slack incoming webhooks: the path is the credential.
+        (r"(hooks\.slack\.com/services/)[A-Za-z0-9/_-]{8,}", r"\1" + REDACTED),
+        # npm, Hugging Face and SendGrid tokens.
+        (r"\bnpm_[A-Za-z0-9]{30,}", REDACTED),
+        (r"\bhf_[A-Za-z0-9]{30,}", REDACTED),
+        (r"\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}", REDACTED),
         # Google API keys.
         (r"\bAIza[0-9A-Za-z_-]{30,}", REDACTED),
         # Authorization schemes: keep the scheme word, drop the credential. The credential must
@@ -39,13 +53,15 @@ _RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"\b([Bb]earer|Basic|Token)(\s+)(?=[A-Za-z._~+/=-]*[0-9._~+/=-])[A-Za-z0-9._~+/=-]{6,}", r"\1\2" + REDACTED),
         # user:password@host in URLs: keep the user, drop the password.
         # (bounded repeats and a word boundary: no quadratic backtracking on long words)
-        (r"\b([A-Za-z][A-Za-z0-9+.-]{0,30}://[^\s:/@]{1,256}):[^\s@/]{1,256}@", r"\1:" + REDACTED + "@"),
-        # key=value / "key": "value" pairs whose key names a secret.
+        (r"\b([A-Za-z][A-Za-z0-9+.-]{0,30}://[^\s:/@]{0,256}):[^\s@/]{1,256}@", r"\1:" + REDACTED + "@"),
+        # key=value / "key": "value" / key: value pairs whose key names a secret. After ":" an
+        # unquoted lowercase word followed by more words is prose ("token: expected a string").
         (
-            r"(?i)((?:api[_-]?key|apikey|access[_-]?key|secret[_-]?key|client[_-]?secret|secret|"
-            r"access[_-]?token|auth[_-]?token|refresh[_-]?token|session[_-]?token|token|"
-            r"password|passwd|pwd|authorization|x-api-key)[\"']?\s*[:=]\s*[\"']?)"
-            r"(?!\[REDACTED\]|(?:Bearer|Basic|Token)\s)[^\s\"'&,;}]+",
+            r"(?i)(" + _SECRET_KEYS + r"[\"']?\s*=\s*[\"']?)" + _SECRET_VALUE,
+            r"\1" + REDACTED,
+        ),
+        (
+            r"(?i)(" + _SECRET_KEYS + r"[\"']?\s*:\s*(?:[\"']|(?-i:(?![a-z]+\s+[A-Za-z]))))" + _SECRET_VALUE,
             r"\1" + REDACTED,
         ),
     )

@@ -39,6 +39,35 @@ CASES = [
         "jwt [REDACTED] bad",
     ),
     ("-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n-----END RSA PRIVATE KEY----- leaked", "[REDACTED] leaked"),
+    # Realistic messages from SDKs and tools, as they appear in tool errors.
+    (
+        "AuthenticationError: Error code: 401 - invalid x-api-key sk-ant-api03-AbCdEf0123456789_-AbCdEf01234567",
+        "AuthenticationError: Error code: 401 - invalid x-api-key [REDACTED]",
+    ),
+    ("stripe: No such customer; key rk_live_51H8xYzAbCdEf0123456789abcdef", "stripe: No such customer; key [REDACTED]"),
+    ("aws_secret_access_key=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "aws_secret_access_key=[REDACTED]"),
+    ("AWS_SECRET_ACCESS_KEY: wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "AWS_SECRET_ACCESS_KEY: [REDACTED]"),
+    (
+        "git clone https://x-access-token:ghs_AbCdEf0123456789AbCdEf0123456789AbCd@github.com/o/r failed",
+        "git clone https://x-access-token:[REDACTED]@github.com/o/r failed",
+    ),
+    (
+        "POST https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX -> 404",
+        "POST https://hooks.slack.com/services/[REDACTED] -> 404",
+    ),
+    (
+        "GET https://api.example.com/v1/users?user=bob&password=hunter2&page=2 returned 403",
+        "GET https://api.example.com/v1/users?user=bob&password=[REDACTED]&page=2 returned 403",
+    ),
+    ("redis://:s3cretP%40ss@cache:6379/0 connection refused", "redis://:[REDACTED]@cache:6379/0 connection refused"),
+    (
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAA\n-----END OPENSSH PRIVATE KEY-----",
+        "[REDACTED]",
+    ),
+    ("npm ERR! 401 token npm_AbCdEf0123456789AbCdEf0123456789AbCd", "npm ERR! 401 token [REDACTED]"),
+    ("HF: Invalid token hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", "HF: Invalid token [REDACTED]"),
+    ("sendgrid SG.AbCdEfGhIjKlMnOpQrStUv.AbCdEfGhIjKlMnOpQrStUvWxYz0123 401", "sendgrid [REDACTED] 401"),
+    ("password: correcthorse", "password: [REDACTED]"),
 ]
 
 
@@ -57,6 +86,13 @@ def test_secret_formats_are_redacted(text: str, expected: str) -> None:
         "task-1234 failed at https://example.com/path",
         "Token limit of 4096 exceeded",
         "Token budget exceeded; Basic authentication failed; Bearer authentication required",
+        "Task sk-learn-model-training-pipeline failed",
+        "token: expected a non-empty string",
+        "password must be at least 8 characters",
+        "KeyError: 'session_token'",
+        "field 'password' is required",
+        "see https://docs.example.com/errors#token for details",
+        "Bearer token expired; refresh it",
     ],
 )
 def test_ordinary_error_text_is_untouched(text: str) -> None:
