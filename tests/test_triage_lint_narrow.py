@@ -134,3 +134,48 @@ def test_triage_double_execution_narrow(db: str) -> None:
     out = invoke(["triage", "b08-replay-reexecuted-corrective", "--db", db], 80)
     assert "double execution (not flagged" in out
     assert "replay: EXECUTED AGAIN" in out
+
+
+class TestMessagesFileErrors:
+    """--messages: every accepted shape, and bad files named with file and line."""
+
+    def _run(self, path: Path) -> object:
+        return CliRunner().invoke(app, ["lint", "--messages", str(path), "-f", "json"], catch_exceptions=False)
+
+    def test_pretty_printed_body_is_one_message(self, tmp_path: Path) -> None:
+        import json
+
+        path = tmp_path / "body.json"
+        path.write_text('{\n  "error": "not_found",\n  "message": "Failed"\n}\n', encoding="utf-8")
+        result = self._run(path)
+        rows = json.loads(result.stdout)
+        assert len(rows) == 1 and json.loads(rows[0]["message"]) == {"error": "not_found", "message": "Failed"}
+        assert rows[0]["generic"] is True and result.exit_code == 1
+
+    def test_bad_list_item_names_file_and_line(self, tmp_path: Path) -> None:
+        path = tmp_path / "bad.json"
+        path.write_text('[\n  "Failed",\n  {"error": "x"},\n  42\n]\n', encoding="utf-8")
+        result = self._run(path)
+        assert result.exit_code == 1
+        assert "bad.json, line 4: item 2: expected a message (string or JSON object), got int" in " ".join(result.output.split()).replace("│ ", "").replace(" │", "")
+
+    def test_non_utf8_names_file_and_line(self, tmp_path: Path) -> None:
+        path = tmp_path / "bad.txt"
+        path.write_bytes(b"Failed\nok line\n\xff\xfe bad\n")
+        result = self._run(path)
+        assert result.exit_code == 1 and "bad.txt, line 3: not UTF-8 text" in result.output
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("triage", ["Reads the conversation from the store", "loopscope triage c02-date-blind sample_logs/", "exits 1"]),
+        ("unrecovered", ["Reads the store", "loopscope unrecovered sample_logs/", "loopscope triage CONVERSATION_ID"]),
+        ("lint", ["Exit codes with --message/--messages:", "0  no rule of severity error fired",
+                  "loopscope lint --messages errors.json --format json", "loopscope lint sample_logs/"]),
+    ],
+)
+def test_help_teaches(command: str, expected: list[str]) -> None:
+    out = invoke([command, "--help"], 100)
+    for text in expected:
+        assert text in out, text

@@ -7,7 +7,9 @@ Accepted shapes (UTF-8):
 2. **A tool catalog**: ``{"tools": [{"name": "check_availability", "errors":
    ["...", {"error": "...", "hint": "..."}]}]}``, or a plain mapping
    ``{"check_availability": ["...", ...]}``. Each error is reported with its tool.
-3. **Anything else**: one message per line; blank lines are skipped. A line
+3. **One JSON object that is not a catalog**: a single structured error body
+   (pretty-printed or not), linted as one message.
+4. **Anything else**: one message per line; blank lines are skipped. A line
    holding a JSON error body is linted as that body.
 
 A file that starts with ``[`` or ``{`` but is not valid JSON as a whole is read
@@ -34,6 +36,33 @@ def _as_text(item: Any, where: str) -> str:
     if isinstance(item, dict):
         return json.dumps(item, ensure_ascii=False)
     raise LoopscopeError(f"{where}: expected a message (string or JSON object), got {type(item).__name__}", _SHAPES_HINT)
+
+
+def _list_item_line(text: str, index: int) -> int | None:
+    """The 1-based line on which item ``index`` of the top-level JSON list in ``text`` starts."""
+    decoder = json.JSONDecoder()
+    pos = text.index("[") + 1
+    for i in range(index + 1):
+        while pos < len(text) and text[pos] in " \t\r\n,":
+            pos += 1
+        if i == index:
+            return text.count("\n", 0, pos) + 1
+        try:
+            _, pos = decoder.raw_decode(text, pos)
+        except ValueError:
+            return None
+    return None
+
+
+def _from_list(data: list[Any], text: str, path: Path) -> list[tuple[str | None, str]]:
+    out: list[tuple[str | None, str]] = []
+    for i, item in enumerate(data):
+        if not isinstance(item, (str, dict)):
+            line = _list_item_line(text, i)
+            where = f"{path}, line {line}: item {i}" if line else f"{path}: item {i}"
+            _as_text(item, where)
+        out.append((None, _as_text(item, f"{path}: item {i}")))
+    return out
 
 
 def _from_catalog(data: dict[str, Any], path: Path) -> list[tuple[str | None, str]]:
@@ -67,7 +96,8 @@ def read_messages_file(path: Path) -> list[tuple[str | None, str]]:
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
-        raise LoopscopeError(f"{path}: not UTF-8 text (byte {exc.start})", _SHAPES_HINT) from None
+        line = path.read_bytes().count(b"\n", 0, exc.start) + 1
+        raise LoopscopeError(f"{path}, line {line}: not UTF-8 text (byte {exc.start})", _SHAPES_HINT) from None
     stripped = text.strip()
     data: Any = None
     if stripped[:1] in ("[", "{"):
@@ -76,9 +106,13 @@ def read_messages_file(path: Path) -> list[tuple[str | None, str]]:
         except ValueError:
             data = None
     if isinstance(data, list):
-        items: list[tuple[str | None, str]] = [(None, _as_text(item, f"{path}: item {i}")) for i, item in enumerate(data)]
+        items = _from_list(data, text, path)
     elif isinstance(data, dict) and ("tools" in data or (data and all(isinstance(v, list) for v in data.values()))):
         items = _from_catalog(data, path)
+    elif isinstance(data, dict):
+        # One structured error body (perhaps pretty-printed over many lines):
+        # linting it line by line would judge "{" and '"error": ...' separately.
+        items = [(None, json.dumps(data, ensure_ascii=False))]
     else:
         items = [(None, line) for line in text.splitlines() if line.strip()]
     if not items:

@@ -66,12 +66,29 @@ def lint(
         bool, typer.Option("--strict", help="With --message/--messages: also exit 1 when a message is generic.")
     ] = False,
 ) -> None:
-    """Rank error-message templates by what they cost, or lint error texts before they ship.
+    """Rank error-message templates by cost, or lint error texts before they ship.
 
-    With PATHs (or an existing --db), groups every tool error into templates per tool
-    and ranks them by unrecovered occurrences, with the lint rules each one trips.
-    With --message / --messages, lints those texts and exits 1 when a rule of
-    severity error fires, so a team can gate its error strings in CI.
+    [b]Ranking[/b] (default): reads the tool errors in the store (--db), after
+    loading any PATHs given; groups them into templates per tool and ranks
+    them by unrecovered occurrences, with the lint rules each one trips.
+
+    [b]Linting texts[/b]: --message TEXT (repeatable) and --messages FILE (one
+    message per line, a JSON list, or a tool catalog) lint error texts without
+    any logs, so a team can gate its error strings in CI.
+
+    \b
+    Exit codes with --message/--messages:
+      0  no rule of severity error fired
+      1  a rule of severity error fired (with --strict: or a message is
+         generic), or the input is unreadable
+
+    \b
+    Examples:
+      loopscope lint sample_logs/
+      loopscope lint --db prod.duckdb --since 2026-11-01 --min-count 5
+      loopscope lint -m 'Failed' -m 'Invalid date. Use YYYY-MM-DD.'
+      loopscope lint --messages errors.json --format json
+      loopscope lint --rules
     """
     if rules:
         _print_rules(fmt)

@@ -43,15 +43,18 @@ def triage_command(
 ) -> None:
     """Show a conversation as a timeline and its first unrecovered tool error.
 
-    Per prompt and step: each tool call with its outcome, attempts, latency and,
-    for errors, the recovery class; the loop exit; retry loops and replays; and
-    the first error the model did not recover from, with what was already tried
-    and the recovery suggestions a harness could have injected.
+    Reads the conversation from the store (--db), after loading any PATHs
+    given. Per prompt and step: each tool call with its outcome, attempts,
+    latency and, for errors, the recovery class; the loop exit; retry loops
+    and replays; and the first error the model did not recover from, with
+    what was already tried and the recovery suggestions a harness could have
+    injected. An unknown id exits 1 with the closest ids as a hint.
 
     \b
     Examples:
-      loopscope triage conv_7f3a sample_logs/
-      loopscope triage conv_7f3a --db prod.duckdb --format json
+      loopscope unrecovered sample_logs/        # find the ids first
+      loopscope triage c02-date-blind sample_logs/
+      loopscope triage c02-date-blind --db prod.duckdb --format json
     """
     from loopscope.analyses.triage import triage
     from loopscope.cli.common import open_store

@@ -53,14 +53,15 @@ def unrecovered_command(
 ) -> None:
     """List conversations with an unrecovered tool error, newest first.
 
-    One row per conversation: its first unrecovered error (prompt, step, tool,
-    tool_call_id, class, the message the model saw) among the selected prompts.
-    Follow up with [b]loopscope triage CONVERSATION_ID[/b].
+    Reads the store (--db), after loading any PATHs given. One row per
+    conversation: its first unrecovered error (prompt, step, tool, class,
+    the message the model saw) among the selected prompts. Follow up with
+    [b]loopscope triage CONVERSATION_ID[/b].
 
     \b
     Examples:
       loopscope unrecovered sample_logs/
-      loopscope unrecovered --since 2026-11-20 --class gave_up --tool search_flights
+      loopscope unrecovered --since 2026-11-20 --class gave_up --tool book
       loopscope unrecovered --limit 20 --format csv > unrecovered.csv
     """
     from loopscope.analyses.recovery import UNRECOVERED_COLUMNS, first_unrecovered_all
