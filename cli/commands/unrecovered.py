@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # imported inside the command body: the analyses pull in duck
 CLASS_STYLE = {"gave_up": "yellow", "aborted": "red", "open": "magenta"}
 MESSAGE_CHARS = 70
 # The table needs about this many columns; narrower terminals get one block per row.
-TABLE_MIN_WIDTH = 100
+TABLE_MIN_WIDTH = 120
 
 
 @command("unrecovered")
