@@ -14,6 +14,7 @@ import math
 import os
 import stat
 import threading
+import time
 import weakref
 from collections import deque
 from pathlib import Path
@@ -287,30 +288,81 @@ class JsonlSink(Sink):
             except Exception as exc:  # noqa: BLE001 - the writer thread must survive anything
                 self.errors += 1
                 self._guard.once("writer", 40, "loopscope: writer thread error", exc_info=exc)
+        if self._closed:
+            # close() may have given up waiting for a hung write; the descriptor is ours to close.
+            with self._io_lock:
+                if self._fd >= 0:
+                    try:
+                        os.close(self._fd)
+                    except OSError:
+                        pass
+                    self._fd = -1
 
     # -- public --
 
-    def flush(self) -> None:
-        """Write everything queued so far, in the calling thread."""
-        with self._io_lock:
-            self._drain()
+    def _wait_io(self, timeout: float | None) -> bool:
+        """Take the I/O lock, waiting at most ``timeout`` s (default: max(5 s, flush interval))."""
+        wait = max(5.0, self.flush_interval) if timeout is None else max(0.0, float(timeout))
+        if self._io_lock.acquire(timeout=wait):
+            return True
+        self._guard.once(
+            "stuck", 30, "loopscope: the writer of %s is stuck in a write for over %.1f s; not waiting", self.path, wait
+        )
+        return False
 
-    def close(self) -> None:
-        """Stop the writer, write what is queued, close the file. Idempotent."""
+    def flush(self, timeout: float | None = None) -> bool:
+        """Write everything queued so far, in the calling thread.
+
+        Args:
+            timeout: Seconds to wait for a write the writer thread is in the middle of (a slow
+                or hung disk); default max(5 s, ``flush_interval``).
+
+        Returns:
+            False when the writer stayed busy past ``timeout`` (the queue is left to it).
+        """
+        if not self._wait_io(timeout):
+            return False
+        try:
+            self._drain()
+        finally:
+            self._io_lock.release()
+        return True
+
+    def close(self, timeout: float | None = None) -> None:
+        """Stop the writer, write what is queued, close the file. Idempotent.
+
+        Waits at most ``timeout`` seconds in all (default max(5 s, ``flush_interval``)) for the
+        writer thread: when a hung disk keeps it busy longer, what is still queued is dropped and
+        counted, so interpreter exit never hangs on the log.
+        """
         if self._closed:
             return
         self._closed = True
         self._stop.set()
+        wait = max(5.0, self.flush_interval) if timeout is None else max(0.0, float(timeout))
+        deadline = time.monotonic() + wait
         if self._thread.is_alive() and self._thread is not threading.current_thread():
-            self._thread.join(timeout=max(5.0, self.flush_interval))
-        with self._io_lock:
-            self._drain()
-            if self._fd >= 0:
+            self._thread.join(timeout=wait)
+        if self._wait_io(deadline - time.monotonic()):
+            try:
+                self._drain()
+                if self._fd >= 0:
+                    try:
+                        os.close(self._fd)
+                    except OSError:
+                        pass
+                    self._fd = -1
+            finally:
+                self._io_lock.release()
+        else:
+            # The writer still owns the descriptor; it exits after its current write.
+            popleft = self._queue.popleft
+            while True:
                 try:
-                    os.close(self._fd)
-                except OSError:
-                    pass
-                self._fd = -1
+                    popleft()
+                except IndexError:
+                    break
+                self.dropped += 1
         atexit.unregister(self._atexit)
 
     def stats(self) -> dict[str, int]:
