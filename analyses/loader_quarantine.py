@@ -32,6 +32,8 @@ _HINTS: tuple[tuple[str, str], ...] = (
     ("not a JSON object", "each line must be a JSON object {...}, not an array or a bare value"),
     ("not UTF-8", "the file must be UTF-8; re-encode it (iconv -f latin1 -t utf-8) or fix the writer"),
     ("line too long", "records are small; a line this long is usually binary data or two files glued together"),
+    ("duplicate key", "a key appears twice in the record and loopscope will not guess which value is meant; "
+     "fix the writer so each key is written once"),
     ("unknown schema version", "this loopscope reads record format v1; upgrade loopscope to read newer records"),
     ("missing required field v", "this is not a loopscope record; "
      "use --input-format messages or otlp for other logs"),

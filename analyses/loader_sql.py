@@ -133,7 +133,9 @@ def _fast_check(name: str, tclass: str, required: bool) -> str:
             f"AND NOT contains({name}, 'e') AND NOT contains({name}, 'E'))"
         )
     elif tclass == "num":
-        test = f"try_cast({name} AS DOUBLE) IS NOT NULL"
+        # try_cast reads NaN, Infinity and 1e400 (DuckDB's parser accepts the
+        # first two, JSON does not); none of them is a usable measurement.
+        test = f"coalesce(isfinite(try_cast({name} AS DOUBLE)), false)"
     elif tclass == "bool":
         test = f"{name} IN ('true', 'false')"
     else:
@@ -166,6 +168,8 @@ def _reason_sql() -> str:
         "WHEN unparsed AND is_last_unterminated THEN 'truncated last line (no newline at the end, not valid JSON)'",
         "WHEN unparsed THEN 'malformed JSON'",
         "WHEN ltrim(line)[1] <> '{' THEN 'not a JSON object'",
+        # Which of two values would be meant is anyone's guess: keep neither.
+        "WHEN dup_key IS NOT NULL THEN 'duplicate key ' || left(to_json(dup_key)::VARCHAR, 60) || ' in the object'",
         "WHEN v IS NULL THEN 'missing required field v'",
         "WHEN v <> '1' THEN 'unknown schema version v=' || left(v, 40) || ' (this loopscope reads v=1)'",
         "WHEN kind IS NULL THEN 'missing required field kind'",
@@ -176,6 +180,17 @@ def _reason_sql() -> str:
         applies = "TRUE" if len(kinds) == 2 else f"{kind_text} = '{kinds[0]}'"
         if required:
             whens.append(f"WHEN {applies} AND {name} IS NULL THEN 'missing required field {name}'")
+        if tclass in ("int", "num"):
+            # Parsed as doubles, so they would read as a wrong type: say what they are.
+            whens.append(
+                f"WHEN {applies} AND lower(ltrim({name}, '-')) IN ('nan', 'inf', 'infinity') "
+                f"THEN 'bad value for {name}: ' || {name} || ' is not a JSON number (NaN and Infinity are not JSON)'"
+            )
+        if tclass == "int":
+            whens.append(
+                f"WHEN {applies} AND regexp_full_match({name}, '-?[0-9]+') AND NOT {_fast_check(name, tclass, True)} "
+                f"THEN 'bad value for {name}: ' || left({name}, 60) || ', expected {wants or 'an integer'}'"
+            )
         whens.append(
             f"WHEN {applies} AND {name} IS NOT NULL AND NOT (json_type({name}::JSON) {_TYPE_TEST[tclass]}) "
             f"THEN 'wrong type for {name}: expected {_TYPE_WORD[tclass]}, got ' || lower(json_type({name}::JSON))"
@@ -188,6 +203,11 @@ def _reason_sql() -> str:
             whens.append(
                 f"WHEN {applies} AND {name} IS NOT NULL AND NOT {_fast_check(name, tclass, True)} "
                 f"THEN 'bad value for {name}: ' || left({name}, 60) || ', expected {wants}'"
+            )
+        elif tclass == "num":
+            whens.append(
+                f"WHEN {applies} AND {name} IS NOT NULL AND NOT {_fast_check(name, tclass, True)} "
+                f"THEN 'bad value for {name}: ' || left({name}, 60) || ', expected a finite number'"
             )
     # Never drop a line silently, even if the two checks ever disagree.
     whens.append("ELSE 'invalid record'")
@@ -244,12 +264,16 @@ checked AS (
 )
 -- The line itself is kept only where it is still needed: bad lines (for the
 -- quarantine) and lines with unknown fields (for extra).
-SELECT * EXCLUDE (line), CASE WHEN NOT ok OR has_extra THEN line END AS line
+-- A line with a key twice fails (dup_key): JSON parsers disagree on which
+-- value wins, so loading either would be a guess.
+SELECT * EXCLUDE (line, keys, ok), ok AND dup_key IS NULL AS ok,
+       CASE WHEN NOT ok OR dup_key IS NOT NULL OR has_extra THEN line END AS line
 FROM (
     SELECT *,
-        CASE WHEN ok THEN len(list_filter(json_keys(line), lambda k: NOT list_contains({_KIND_KEYS}, k))) > 0
-             ELSE false END AS has_extra
-    FROM checked
+        CASE WHEN len(keys) > len(list_distinct(keys))
+             THEN list_filter(keys, lambda k, i: list_position(keys, k) < i)[1] END AS dup_key,
+        coalesce(len(list_filter(keys, lambda k: NOT list_contains({_KIND_KEYS}, k))) > 0, false) AS has_extra
+    FROM (SELECT *, CASE WHEN ok THEN json_keys(line) END AS keys FROM checked)
 )
 """
 CHECK_SQL = {name: _CHECK_TEMPLATE.replace("{lines}", lines) for name, lines in _LINE_SOURCES.items()}
