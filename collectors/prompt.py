@@ -82,13 +82,13 @@ class PromptLoop:
         self._span = self._ctx = self._token = None
         self.closed = False
         self.exit_reason: str | None = None
-        self.conversation_id = str(conversation_id)
-        self.prompt_id = self.agent = ""
+        self.conversation_id = self.prompt_id = self.agent = ""
         self.max_tool_calls = self.tags = None
         self._t0 = 0.0
         self._tmpl: dict[str, Any] = {}
         guard = col._guard
         try:
+            self.conversation_id = str(conversation_id)
             self.agent = str(agent) if agent else "default"
             self.prompt_id = str(prompt_id) if prompt_id is not None else str(col._new_id())
         except Exception as exc:  # noqa: BLE001
@@ -213,7 +213,7 @@ class PromptLoop:
             tool_call_id: ``tool_use.id`` / ``tool_call.id``.
             tool_name: The tool.
             arguments: The arguments (dict, or a JSON string); only their shape and fingerprint
-                are recorded. A shallow copy is taken when the call ends.
+                are recorded. A shallow copy is taken when the call starts.
             step: Model call index; default :attr:`step` (parallel calls share it).
             catch: Swallow an exception from the block (it becomes an error result; see
                 :attr:`ToolCall.error_text`). Default False: re-raise it unchanged.
@@ -254,6 +254,8 @@ class PromptLoop:
                 outcome = "permanent_fail" if is_error else "ok"
             if is_error is None:
                 is_error = outcome in _FAILS
+            if type(arguments) is dict or type(arguments) is list:
+                arguments = arguments.copy()
             msg = None if error_message is None else col._clean(error_message)
             now_ns = time.time_ns()
             span = None
@@ -357,8 +359,6 @@ class PromptLoop:
             rec["trace_id"] = ctx.trace_id
             rec["span_id"] = ctx.span_id
             span.end(end_time=end_ns)
-        if type(args) is dict or type(args) is list:
-            args = args.copy()
         self.tool_calls += 1
         if is_error:
             self.tool_errors += 1

@@ -6,7 +6,7 @@ of work for :func:`finish`, which a sink runs (the JSONL sink on its writer thre
 - ``ts`` holds epoch seconds (float) until it is formatted as RFC 3339 UTC with microseconds and
   ``Z`` (``2026-11-21T23:44:18.123456Z``);
 - ``trace_id`` / ``span_id`` hold OpenTelemetry ints until formatted as 32 / 16 lowercase hex;
-- ``input_shape`` holds the arguments (a shallow copy taken at record time) and
+- ``input_shape`` holds the arguments (a shallow copy taken when the call starts) and
   ``args_fingerprint`` the :data:`PENDING` marker until both are computed from them -- so the
   queue carries one object per record and argument values never leave the process.
 

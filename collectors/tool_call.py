@@ -44,6 +44,10 @@ class ToolCall:
         self._loop = loop
         self.tool_call_id = tool_call_id
         self.tool_name = tool_name
+        # Copied now, before the tool runs: a tool that edits its arguments in place must not
+        # change the recorded shape and fingerprint. (Shallow: the values are shared.)
+        if type(arguments) is dict or type(arguments) is list:
+            arguments = arguments.copy()
         self.arguments = arguments
         self.step = step
         self.catch = catch
@@ -100,15 +104,12 @@ class ToolCall:
             if ev is None and not self.is_error and self._span is None:
                 # The common case, inlined: no error, no span.
                 self.latency_ms = latency = (t1 - self._t0) * 1000.0
-                args = self.arguments
-                if type(args) is dict or type(args) is list:
-                    args = args.copy()
                 rec = loop._tmpl.copy()
                 rec["ts"] = loop._wall()
                 rec["tool_call_id"] = self.tool_call_id
                 rec["tool_name"] = self.tool_name
                 rec["step"] = self.step
-                rec["input_shape"] = args  # the shape and fingerprint are computed by the sink
+                rec["input_shape"] = self.arguments  # shape and fingerprint: computed by the sink
                 rec["latency_ms"] = latency
                 if self.attempts > 1:
                     self.outcome = rec["outcome"] = "retried"

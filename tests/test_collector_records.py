@@ -406,3 +406,33 @@ def test_duck_typed_emit_only_sink_gets_completed_records() -> None:
         pass
     assert box.got[0]["input_shape"] == {"a": "integer"} and box.got[0]["ts"].endswith("Z")
     assert col.stats.emitted == 2 and col.stats["written"] == 2
+
+
+def test_a_tool_that_edits_its_arguments_does_not_change_the_record() -> None:
+    from loopscope.collectors import args_fingerprint
+
+    sink = MemorySink()
+    col = Collector(sink)
+    args = {"city": "Paris", "date": "2026-11-02"}
+    with col.prompt(conversation_id="c") as loop:
+        loop.model_response(stop_reason="tool_use")
+        with loop.tool_call("t1", "book", args):
+            args.pop("date")  # the tool normalises its input in place
+            args["nights"] = 2
+    rec = sink.records[0]
+    assert rec["input_shape"] == {"city": "string", "date": "string"}
+    assert rec["args_fingerprint"] == args_fingerprint({"city": "Paris", "date": "2026-11-02"})
+
+
+def test_unprintable_ids_never_raise_into_the_host() -> None:
+    class NoStr:
+        def __str__(self) -> str:
+            raise RuntimeError("no str")
+
+    sink = MemorySink()
+    col = Collector(sink, strict=False)
+    with col.prompt(conversation_id=NoStr(), agent=NoStr()) as loop:
+        loop.model_response(stop_reason="end_turn")
+    assert col.stats.internal_errors == 1
+    (rec,) = sink.records
+    assert rec["kind"] == "loop_exit" and rec["agent"] == "default" and len(rec["prompt_id"]) == 32
