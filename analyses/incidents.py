@@ -34,6 +34,7 @@ from typing import Any
 
 import duckdb
 
+from loopscope.analyses.rows import fetch_dicts as _rows
 from loopscope.analyses.selection import Selection
 
 # Retry loops among the selected prompts, longest first.
@@ -155,11 +156,6 @@ WHERE {where}
 GROUP BY p.agent
 ORDER BY p.agent
 """
-
-
-def _rows(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
-    names = [d[0] for d in cur.description or []]
-    return [dict(zip(names, row)) for row in cur.fetchall()]
 
 
 def _run(con: duckdb.DuckDBPyConnection, sql: str, selection: Selection) -> list[dict[str, Any]]:

@@ -23,7 +23,6 @@ prompts count: the row for a conversation is its first unrecovered error
 from __future__ import annotations
 
 import datetime as dt
-import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -31,6 +30,8 @@ import duckdb
 
 from loopscope.analyses.errors import LoopscopeError
 from loopscope.analyses.model import ERROR_CLASSES
+from loopscope.analyses.rows import fetch_dicts as _rows
+from loopscope.analyses.rows import json_object
 from loopscope.analyses.selection import Selection
 
 UNRECOVERED_CLASSES = tuple(c for c in ERROR_CLASSES if c != "recovered")
@@ -274,22 +275,6 @@ UNRECOVERED_COLUMNS = (
 )
 
 
-def _json_object(text: str | None) -> dict[str, str] | None:
-    # input_shape is stored as JSON text; anything but an object is shown as unknown.
-    if text is None:
-        return None
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
-
-
-def _rows(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
-    names = [d[0] for d in cur.description or []]
-    return [dict(zip(names, row)) for row in cur.fetchall()]
-
-
 def class_breakdown(con: duckdb.DuckDBPyConnection, selection: Selection, by: str = "tool") -> list[ClassBreakdown]:
     """Error counts per class, grouped by ``"tool"`` or ``"agent"``.
 
@@ -349,7 +334,7 @@ def first_unrecovered(con: duckdb.DuckDBPyConnection, conversation_id: str) -> U
         outcome=e["outcome"],
         attempts=e["attempts"],
         latency_ms=e["latency_ms"],
-        input_shape=_json_object(e["input_shape"]),
+        input_shape=json_object(e["input_shape"]),
         seq=e["seq"],
         previous_attempts=previous_attempts(con, e),
     )

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +25,8 @@ import duckdb
 
 from loopscope.analyses import hints, incidents, recovery
 from loopscope.analyses.errors import UnknownConversation
+from loopscope.analyses.rows import fetch_dicts as _rows
+from loopscope.analyses.rows import json_object
 from loopscope.analyses.selection import Selection
 
 CONVERSATION_EXISTS_SQL = "SELECT count(*) FROM prompts_v WHERE conversation_id = ?"
@@ -194,20 +195,6 @@ class Triage:
         }
 
 
-def _rows(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
-    names = [d[0] for d in cur.description or []]
-    return [dict(zip(names, row)) for row in cur.fetchall()]
-
-
-def _json(text: str | None) -> Any:
-    if text is None:
-        return None
-    try:
-        return json.loads(text)
-    except ValueError:
-        return None
-
-
 def unknown_conversation(con: duckdb.DuckDBPyConnection, conversation_id: str) -> UnknownConversation:
     """The error for an id that is not in the store, with the closest ids as a hint."""
     candidates = [r[0] for r in con.execute(RECENT_CONVERSATIONS_SQL, [_CANDIDATE_LIMIT]).fetchall()]
@@ -330,7 +317,7 @@ def triage(con: duckdb.DuckDBPyConnection, conversation_id: str) -> Triage:
                 prompt_id=p["prompt_id"],
                 first_ts=p["first_ts"],
                 agent=p["agent"],
-                tags=_json(p["tags"]),
+                tags=json_object(p["tags"]),
                 n_tool_calls=p["n_tool_calls"],
                 steps=sorted(steps.items()),
                 loop_exit=_loop_exit(p),
