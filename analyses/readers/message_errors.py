@@ -96,7 +96,7 @@ def _json_error(text: str) -> Optional[Any]:
         return None
     try:
         body = json.loads(stripped)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return None
     if isinstance(body, dict):
         value = body.get("error")

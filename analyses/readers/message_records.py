@@ -81,6 +81,15 @@ TERMINATION_EXITS = {
 NORMAL_TERMINATIONS = frozenset({"user_stop", "agent_stop"})
 
 
+def _shape(request: ToolCallRequest) -> tuple[dict[str, str], Optional[str]]:
+    if not request.arguments_valid:
+        return {}, None
+    try:
+        return shape_and_fingerprint(request.arguments)
+    except RecursionError:  # nested too deeply to serialise: as good as not JSON
+        return {}, None
+
+
 def format_ts(moment: datetime) -> str:
     """RFC 3339 UTC with microseconds, as the collector writes it."""
     return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
@@ -261,7 +270,7 @@ class _Deriver:
         # Redacted and capped as the collector does: a log keeps no secret the tool echoed.
         message = clean_error_text(result.text, limit=ERROR_MESSAGE_CAP) if reads_as_error and result.text.strip() else None
         # The collector's own shape and digest, so a call logged by both has one fingerprint.
-        shape, fingerprint = shape_and_fingerprint(call.request.arguments) if call.request.arguments_valid else ({}, None)
+        shape, fingerprint = _shape(call.request)
         record.update(
             {
                 "tool_call_id": call.call_id,

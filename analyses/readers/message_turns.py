@@ -157,7 +157,7 @@ def _decode_arguments(raw: Any) -> tuple[Any, bool]:
             return {}, True
         try:
             return json.loads(raw), True
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):  # too deep to decode: as good as not JSON
             return raw, False
     return raw, True
 

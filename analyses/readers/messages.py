@@ -38,6 +38,10 @@ from loopscope.analyses.readers.message_turns import TIMESTAMP_KEYS, parse_times
 
 ID_KEYS = ("conversation_id", "id", "session_id", "thread_id")
 RAW_CAP = 2000
+# The reader decodes a whole file at once (lines of one conversation may be far apart): a
+# 90 MiB conversation takes about 1 GB in the reader. Past this size a file is refused.
+MAX_FILE_BYTES = 256 * 2**20
+TOO_DEEP = "JSON nested too deeply to read (deeper than Python's recursion limit)"
 # Markers of a conversation log in the first bytes of a pretty-printed JSON file; the last
 # two are tau2-bench's run settings, which come before its (long) simulations.
 SNIFF_MARKERS = (b'"messages"', b'"simulations"', b'"role"', b'"termination_reason"', b'"agent_info"', b'"user_info"')
@@ -46,8 +50,9 @@ SNIFF_MARKERS = (b'"messages"', b'"simulations"', b'"role"', b'"termination_reas
 class _Conversation:
     """One conversation found in a file, before derivation."""
 
-    def __init__(self, messages: list[Any], obj: Any, ordinal: int) -> None:
+    def __init__(self, messages: list[Any], obj: Any, ordinal: int, line_no: Optional[int] = None) -> None:
         self.messages = messages
+        self.line_no = line_no  # where it starts (None: a whole JSON document)
         self.raw: list[Any] = messages  # as read, before _stamped: snapshots compare against it
         self.obj = obj if isinstance(obj, dict) else {}
         self.ordinal = ordinal
@@ -144,13 +149,29 @@ def _auto(root: Any) -> Optional[list[tuple[Any, Any]]]:
     return None
 
 
+def _too_big(path: Path) -> LoopscopeError:
+    return LoopscopeError(
+        f"{path}: more than {MAX_FILE_BYTES / 2**20:g} MiB of conversations in one file; the messages "
+        "reader holds a whole file in memory (about 10 times its size), so it stops here",
+        "Split it into smaller files and load them together, e.g. for JSON Lines: "
+        "split -l 10000 FILE part- ; for one JSON document: jq -c '.simulations[]' FILE | split -l 1000 - part-",
+    )
+
+
 def _read_bytes(path: Path) -> bytes:
+    """The file's bytes, gunzipped; refused above ``MAX_FILE_BYTES`` (checked before reading it all)."""
     with open(path, "rb") as f:
         gz = f.read(2) == b"\x1f\x8b"
     if gz:
         with gzip.open(path, "rb") as f:
-            return f.read()
-    return path.read_bytes()
+            data = f.read(MAX_FILE_BYTES + 1)
+    else:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            raise _too_big(path)
+        data = path.read_bytes()
+    if len(data) > MAX_FILE_BYTES:
+        raise _too_big(path)
+    return data
 
 
 def _decode(data: bytes, where: str) -> tuple[Optional[str], str]:
@@ -223,7 +244,7 @@ class _Collector:
         self.by_id: dict[str, _Conversation] = {}
         self.anonymous_log: Optional[_Conversation] = None
 
-    def add(self, obj: Any, messages: list[Any], joinable: bool) -> None:
+    def add(self, obj: Any, messages: list[Any], joinable: bool, line_no: Optional[int] = None) -> None:
         ordinal = len(self.conversations) + 1
         stamp = _time_of(obj)
         cid = _explicit_id(obj, self.id_key) if joinable else None
@@ -237,25 +258,25 @@ class _Collector:
                     known.messages.extend(_stamped(messages, stamp))
                     known.raw.extend(messages)
                 return
-        conv = _Conversation(_stamped(messages, stamp), obj, ordinal)
+        conv = _Conversation(_stamped(messages, stamp), obj, ordinal, line_no)
         conv.raw = list(messages)
         if cid is not None:
             self.by_id[cid] = conv
         self.conversations.append(conv)
 
-    def add_message_line(self, message: dict[str, Any]) -> None:
+    def add_message_line(self, message: dict[str, Any], line_no: Optional[int] = None) -> None:
         """A per-message log line: group by the conversation id it carries (or one per file)."""
         keys = (self.id_key,) if self.id_key else ID_KEYS[:1] + ID_KEYS[2:]
         cid = next((str(message[k]) for k in keys if isinstance(message.get(k), (str, int))), None)
         if cid is None:
             if self.anonymous_log is None:
-                self.anonymous_log = _Conversation([], {}, len(self.conversations) + 1)
+                self.anonymous_log = _Conversation([], {}, len(self.conversations) + 1, line_no)
                 self.conversations.append(self.anonymous_log)
             self.anonymous_log.messages.append(message)
             return
         conv = self.by_id.get(cid)
         if conv is None:
-            conv = _Conversation([], {"conversation_id": cid}, len(self.conversations) + 1)
+            conv = _Conversation([], {"conversation_id": cid}, len(self.conversations) + 1, line_no)
             self.by_id[cid] = conv
             self.conversations.append(conv)
         conv.messages.append(message)
@@ -273,7 +294,7 @@ def _no_messages(selector: Optional[str], root: Any = None) -> str:
 
 def _gather(root: Any, line_no: Optional[int], selector: Optional[str], coll: _Collector, out: ReaderOutput, raw: str, jsonl: bool) -> None:
     if jsonl and selector is None and _is_message(root):
-        coll.add_message_line(root)
+        coll.add_message_line(root, line_no)
         return
     pairs = _select(root, selector) if selector else _auto(root)
     if not pairs:
@@ -284,13 +305,13 @@ def _gather(root: Any, line_no: Optional[int], selector: Optional[str], coll: _C
         if not isinstance(messages, list):
             out.bad.append(BadLine(line_no, _no_messages(selector), raw[:RAW_CAP]))
             continue
-        coll.add(obj, messages, joinable=jsonl)
+        coll.add(obj, messages, joinable=jsonl, line_no=line_no)
 
 
 def _is_json_line(raw: bytes) -> bool:
     try:
         json.loads(raw.decode("utf-8-sig"))
-    except ValueError:  # JSONDecodeError and UnicodeDecodeError
+    except (ValueError, RecursionError):  # JSONDecodeError and UnicodeDecodeError are ValueErrors
         return False
     return True
 
@@ -324,10 +345,10 @@ def read(path: Path, options: Mapping[str, Any]) -> ReaderOutput:
         if text is None:
             raise ValueError(why)
         root = json.loads(text)
-    except ValueError as exc:  # JSONDecodeError is a ValueError
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
         lines = _lines(data)
         if not lines or not _is_json_line(lines[0][1]):  # a broken JSON document, not JSON Lines
-            reason = why or f"not JSON: {exc}"
+            reason = why or (TOO_DEEP if isinstance(exc, RecursionError) else f"not JSON: {exc}")
             out.bad.append(BadLine(getattr(exc, "lineno", None), reason, data[:RAW_CAP].decode("utf-8", "replace")))
             return out
         for line_no, raw in lines:
@@ -340,7 +361,13 @@ def read(path: Path, options: Mapping[str, Any]) -> ReaderOutput:
             except json.JSONDecodeError as line_exc:
                 out.bad.append(BadLine(line_no, f"not JSON: {line_exc.msg} (column {line_exc.colno})", line[:RAW_CAP]))
                 continue
-            _gather(value, line_no, selector, coll, out, line, jsonl=True)
+            except RecursionError:
+                out.bad.append(BadLine(line_no, TOO_DEEP, line[:RAW_CAP]))
+                continue
+            try:
+                _gather(value, line_no, selector, coll, out, line, jsonl=True)
+            except RecursionError:
+                out.bad.append(BadLine(line_no, TOO_DEEP, line[:RAW_CAP]))
     else:
         _gather(root, None, selector, coll, out, text, jsonl=False)
     agent_default = options.get("agent_name") or _file_agent(root) or "default"
@@ -348,14 +375,19 @@ def read(path: Path, options: Mapping[str, Any]) -> ReaderOutput:
     for conv in coll.conversations:
         agent = options.get("agent_name") or (conv.obj.get("agent") if isinstance(conv.obj.get("agent"), str) else None) or agent_default
         termination = conv.obj.get("termination_reason")
-        result = conversation_records(
-            conv.messages,
-            conversation_id=_conversation_id(conv.obj, id_key, path, conv.ordinal),
-            agent=agent,
-            rules=rules,
-            termination_reason=termination if isinstance(termination, str) else None,
-            tags=tags,
-        )
+        cid = _conversation_id(conv.obj, id_key, path, conv.ordinal)
+        try:
+            result = conversation_records(
+                conv.messages,
+                conversation_id=cid,
+                agent=agent,
+                rules=rules,
+                termination_reason=termination if isinstance(termination, str) else None,
+                tags=tags,
+            )
+        except RecursionError:  # a message nested deeper than Python can walk: lose this conversation only
+            out.bad.append(BadLine(conv.line_no, f"conversation {cid!r}: {TOO_DEEP}", ""))
+            continue
         out.records.extend(result.records)
         out.violations.extend(result.violations)
     return out

@@ -1,0 +1,155 @@
+"""Hostile and malformed conversation logs through ``loopscope load --input-format messages``.
+
+Each case: the load finishes (or stops with a clear error naming the file), bad parts are
+reported with their line, good conversations are kept, and untrusted text reaches the terminal
+inert (rich markup shown literally, no raw escape bytes).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from loopscope.analyses.readers import messages
+from loopscope.cli.app import app
+
+runner = CliRunner()
+HOSTILE = "[bold red]boom[/] \x1b[31mRED\x1b[0m <script>alert(1)</script>"
+GOOD = {
+    "conversation_id": "good",
+    "messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "g1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "g1", "content": "ok"},
+        {"role": "assistant", "content": "done"},
+    ],
+}
+
+
+def run(*args: str) -> Any:
+    return runner.invoke(app, list(args))
+
+
+def load(path: Path, *options: str) -> dict[str, Any]:
+    res = run("load", "--db", "s.duckdb", "--format", "json", "--input-format", "messages", *options, str(path))
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)
+
+
+def quarantine() -> list[dict[str, Any]]:
+    res = run("quarantine", "--db", "s.duckdb", "--format", "json")
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)
+
+
+def test_deep_and_invalid_arguments_and_hostile_text(tmp_path: Path) -> None:
+    deep = "{}"
+    for _ in range(5000):  # deeper than Python's JSON decoder goes
+        deep = '{"a":' + deep + "}"
+    conv = {
+        "conversation_id": "h-1",
+        "messages": [
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "deep", "arguments": deep}},
+                {"id": "c2", "type": "function", "function": {"name": "notjson", "arguments": "{oops"}},
+                {"id": "c3", "type": "function", "function": {"name": HOSTILE, "arguments": "{}"}},
+            ]},
+            {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+            {"role": "tool", "tool_call_id": "c2", "content": "Error: " + HOSTILE},
+            {"role": "tool", "tool_call_id": "c3", "content": "Error: " + HOSTILE},
+            {"role": "assistant", "content": "stopped"},
+        ],
+    }
+    path = tmp_path / "hostile.jsonl"
+    path.write_text(json.dumps(conv) + "\n", encoding="utf-8")
+    summary = load(path, "--error-when", "prefix")
+    # the too-deep and the broken arguments are violations (no fingerprint), never a crash
+    assert (summary["tool_calls"], summary["loop_exits"], summary["protocol_violations"]) == (3, 1, 2)
+    for command in (["unrecovered"], ["triage", "h-1"], ["lint"]):
+        res = run(*command, "--db", "s.duckdb")
+        assert res.exit_code == 0, res.output
+        assert "[bold red]boom[/]" in res.output, command  # markup shown, not applied
+        assert "\x1b" not in res.output, command  # escape bytes never reach the terminal
+    rows = json.loads(run("unrecovered", "--db", "s.duckdb", "--format", "json").stdout)
+    # one row per conversation: its first unrecovered error; JSON keeps the text exact
+    assert [(r["tool_call_id"], r["error_message"]) for r in rows] == [("c2", "Error: " + HOSTILE)]
+
+
+def test_document_nested_too_deeply_is_quarantined_and_other_lines_load(tmp_path: Path) -> None:
+    path = tmp_path / "mixed.jsonl"
+    nested = '{"messages": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    path.write_text(json.dumps(GOOD) + "\n" + nested + "\n" + "{not json\n", encoding="utf-8")
+    summary = load(path)
+    assert (summary["tool_calls"], summary["loop_exits"], summary["quarantined"]) == (1, 1, 2)
+    bad = sorted((q["line_no"], q["reason"].split(" (")[0].split(":")[0]) for q in quarantine())
+    assert bad == [(2, "JSON nested too deeply to read"), (3, "not JSON")]
+
+
+def test_single_document_nested_too_deeply(tmp_path: Path) -> None:
+    path = tmp_path / "deep.json"
+    path.write_text('{"messages": ' + "[" * 100_000 + "]" * 100_000 + "}", encoding="utf-8")
+    summary = load(path)
+    assert (summary["loaded"], summary["quarantined"]) == (0, 1)
+    assert quarantine()[0]["reason"].startswith("JSON nested too deeply to read")
+
+
+@pytest.mark.parametrize("compressed", [False, True])
+def test_file_above_the_size_bound_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, compressed: bool) -> None:
+    text = "".join(json.dumps({**GOOD, "conversation_id": f"c{i}"}) + "\n" for i in range(50))
+    path = tmp_path / ("big.jsonl.gz" if compressed else "big.jsonl")
+    if compressed:
+        path.write_bytes(gzip.compress(text.encode()))
+    else:
+        path.write_text(text, encoding="utf-8")
+    monkeypatch.setattr(messages, "MAX_FILE_BYTES", len(text) - 1)
+    res = run("load", "--db", "s.duckdb", "--input-format", "messages", str(path))
+    assert res.exit_code == 1
+    assert "big.jsonl" in res.output and "split" in res.output and "Traceback" not in res.output
+    monkeypatch.setattr(messages, "MAX_FILE_BYTES", len(text))
+    assert load(path)["tool_calls"] == 50
+
+
+def test_the_same_conversation_id_in_two_files_is_one_conversation(tmp_path: Path) -> None:
+    """Documented: conversation ids are global. Snapshots of one conversation saved to two files
+    (the second one a turn longer) count the first turn's calls twice, as re-executions of the
+    same ids: load a snapshot log's latest file only. (Identical files are skipped as unchanged.)"""
+    later = dict(GOOD, messages=GOOD["messages"] + [
+        {"role": "user", "content": "again"},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "g2", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "g2", "content": "ok"},
+        {"role": "assistant", "content": "done again"},
+    ])
+    (tmp_path / "a.jsonl").write_text(json.dumps(GOOD) + "\n", encoding="utf-8")
+    (tmp_path / "b.jsonl").write_text(json.dumps(later) + "\n", encoding="utf-8")
+    res = run("load", "--db", "s.duckdb", "--format", "json", "--input-format", "messages", str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl"))
+    assert res.exit_code == 0, res.output
+    m = json.loads(run("metrics", "--db", "s.duckdb", "--format", "json").stdout)
+    assert (m["prompts"], m["tool_calls"], m["replays"]) == (2, 3, 1)
+    run("load", "--db", "latest.duckdb", "--input-format", "messages", str(tmp_path / "b.jsonl"))
+    m = json.loads(run("metrics", "--db", "latest.duckdb", "--format", "json").stdout)
+    assert (m["prompts"], m["tool_calls"], m["replays"]) == (2, 2, 0)
+
+
+def test_non_object_messages_and_odd_values_are_skipped(tmp_path: Path) -> None:
+    conv = {
+        "id": 12345,  # an integer conversation id
+        "messages": [
+            None, 7, "text", [], {"role": None}, {"role": "user", "content": {"unexpected": "object"}},
+            {"role": "assistant", "content": 3, "tool_calls": [None, {"id": 1.5, "function": None}, {"id": True, "name": ["x"]}]},
+            {"role": "tool", "tool_call_id": 1.5, "content": {"error": "as an object"}},
+            {"role": "tool", "tool_call_id": True, "content": None},
+            {"role": "assistant", "content": [{"type": "text", "text": "done"}]},
+        ],
+    }
+    path = tmp_path / "odd.json"
+    path.write_text(json.dumps(conv), encoding="utf-8")
+    summary = load(path, "--error-when", "json-error-key")
+    assert (summary["tool_calls"], summary["loop_exits"], summary["quarantined"]) == (2, 1, 0)
+    rows = json.loads(run("unrecovered", "--db", "s.duckdb", "--format", "json").stdout)
+    assert [(r["conversation_id"], r["tool_call_id"]) for r in rows] == [("12345", "1.5")]
