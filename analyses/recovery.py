@@ -31,7 +31,7 @@ import duckdb
 from loopscope.analyses.errors import LoopscopeError
 from loopscope.analyses.model import ERROR_CLASSES
 from loopscope.analyses.rows import fetch_dicts as _rows
-from loopscope.analyses.rows import json_object
+from loopscope.analyses.rows import class_dict, json_object
 from loopscope.analyses.selection import Selection
 
 UNRECOVERED_CLASSES = tuple(c for c in ERROR_CLASSES if c != "recovered")
@@ -218,26 +218,8 @@ class UnrecoveredError:
     previous_attempts: list[Attempt] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain dict for JSON (``class`` is the error class)."""
-        return {
-            "conversation_id": self.conversation_id,
-            "prompt_id": self.prompt_id,
-            "step": self.step,
-            "tool_call_id": self.tool_call_id,
-            "tool_name": self.tool_name,
-            "class": self.error_class,
-            "error_type": self.error_type,
-            "error_message": self.error_message,
-            "args_fingerprint": self.args_fingerprint,
-            "ts": self.ts,
-            "agent": self.agent,
-            "exit_reason": self.exit_reason,
-            "outcome": self.outcome,
-            "attempts": self.attempts,
-            "latency_ms": self.latency_ms,
-            "input_shape": self.input_shape,
-            "previous_attempts": [a.to_dict() for a in self.previous_attempts],
-        }
+        """Plain dict for JSON (``class`` is the error class; ``seq`` is internal)."""
+        return class_dict(self, drop=("seq",))
 
 
 @dataclass(frozen=True)
@@ -263,9 +245,7 @@ class UnrecoveredRow:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict for JSON/CSV (``class`` is the error class)."""
-        d = asdict(self)
-        d["class"] = d.pop("error_class")
-        return d
+        return class_dict(self)
 
 
 UNRECOVERED_COLUMNS = (

@@ -26,7 +26,7 @@ import duckdb
 from loopscope.analyses import hints, incidents, recovery
 from loopscope.analyses.errors import UnknownConversation
 from loopscope.analyses.rows import fetch_dicts as _rows
-from loopscope.analyses.rows import json_object
+from loopscope.analyses.rows import class_dict, json_object
 from loopscope.analyses.selection import Selection
 
 CONVERSATION_EXISTS_SQL = "SELECT count(*) FROM prompts_v WHERE conversation_id = ?"
@@ -77,23 +77,7 @@ class ToolCallEntry:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict for JSON (``class`` is the error class, null unless an error)."""
-        return {
-            "tool_call_id": self.tool_call_id,
-            "tool_name": self.tool_name,
-            "step": self.step,
-            "ts": self.ts,
-            "outcome": self.outcome,
-            "is_error": self.is_error,
-            "attempts": self.attempts,
-            "latency_ms": self.latency_ms,
-            "error_type": self.error_type,
-            "error_message": self.error_message,
-            "class": self.error_class,
-            "is_replay": self.is_replay,
-            "replayed": self.replayed,
-            "args_fingerprint": self.args_fingerprint,
-            "first_unrecovered": self.first_unrecovered,
-        }
+        return class_dict(self)
 
 
 @dataclass(frozen=True)
