@@ -165,6 +165,20 @@ def hex_id(value: Any) -> str | None:
     return None if not text or set(text) == {"0"} else text
 
 
+def _number(raw: Any, kind: type) -> Any:
+    """An int64 / double as OTLP/JSON writes it (a number or its decimal text; "NaN" too).
+
+    A value that is not one is kept as it was written: one odd attribute must not cost the
+    whole span.
+    """
+    if isinstance(raw, (int, float, str)) and not isinstance(raw, bool):
+        try:
+            return kind(raw)
+        except (TypeError, ValueError, OverflowError):
+            return raw
+    return raw
+
+
 def any_value(value: Any) -> Any:
     """Decode an OTLP ``AnyValue`` into a plain Python value (kvlist -> dict, array -> list)."""
     if not isinstance(value, Mapping) or not value:
@@ -174,9 +188,9 @@ def any_value(value: Any) -> Any:
     if "boolValue" in value:
         return bool(value["boolValue"])
     if "intValue" in value:
-        return int(value["intValue"])
+        return _number(value["intValue"], int)
     if "doubleValue" in value:
-        return float(value["doubleValue"])
+        return _number(value["doubleValue"], float)
     if "arrayValue" in value:
         return [any_value(v) for v in (value["arrayValue"] or {}).get("values") or []]
     if "kvlistValue" in value:
@@ -222,10 +236,13 @@ def _camel(obj: Any) -> Any:
 
 def _span(raw: Mapping[str, Any], resource: dict[str, Any], scope: str | None, line_no: int) -> Span:
     status = raw.get("status") or {}
-    start = _int(raw.get("startTimeUnixNano"))
-    end = _int(raw.get("endTimeUnixNano"))
-    if start is None or end is None:
+    start = _int(raw.get("startTimeUnixNano")) or None  # 0 means unset, as for log times
+    end = _int(raw.get("endTimeUnixNano")) or None
+    if start is None and end is None:
         raise ValueError("span has no startTimeUnixNano/endTimeUnixNano")
+    # One of the two is enough to place the span (a span cut short still happened then);
+    # its latency is then 0.
+    start, end = start or end, end or start
     span_id = hex_id(raw.get("spanId"))
     if span_id is None:
         raise ValueError("span has no spanId")
@@ -292,7 +309,7 @@ def _walk(obj: Mapping[str, Any], line_no: int, raw_line: str) -> Decoded:
                 for i, item in enumerate(sc.get(items_key) or []):
                     try:
                         decoded = build(item, resource, scope, line_no)
-                    except (TypeError, ValueError, AttributeError) as exc:
+                    except (TypeError, ValueError, AttributeError, RecursionError) as exc:
                         out.bad.append((line_no, f"{items_key}[{i}] (scope {scope!r}): {exc}", raw_line[:RAW_CAP]))
                         continue
                     (out.spans if signal == "resourceSpans" else out.logs).append(decoded)  # type: ignore[arg-type]
@@ -318,7 +335,7 @@ def _whole_document(path: Path, lines_out: Decoded) -> Decoded:
             text = fh.read().decode("utf-8", errors="replace")
         try:
             doc = json.loads(text)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             doc = None
         docs = doc if isinstance(doc, list) else [doc]
         if docs and all(isinstance(d, dict) and any(k in d for k in SIGNAL_KEYS + SNAKE_SIGNAL_KEYS) for d in docs):
@@ -376,6 +393,9 @@ def decode_file(path: Path) -> Decoded:
         except json.JSONDecodeError as exc:
             out.bad.append((line_no, f"not JSON: {exc.msg} at column {exc.colno}", text[:RAW_CAP]))
             continue
+        except RecursionError:
+            out.bad.append((line_no, "JSON nested too deeply to read", text[:RAW_CAP]))
+            continue
         if isinstance(obj, dict) and any(k in obj for k in SNAKE_SIGNAL_KEYS):
             obj = _camel(obj)  # a plain proto3 JSON printer keeping field names
         if not isinstance(obj, dict) or not any(k in obj for k in SIGNAL_KEYS):
@@ -389,7 +409,7 @@ def decode_file(path: Path) -> Decoded:
             continue
         try:
             part = _walk(obj, line_no, text)
-        except (TypeError, AttributeError, ValueError) as exc:
+        except (TypeError, AttributeError, ValueError, RecursionError) as exc:
             out.bad.append((line_no, f"malformed OTLP structure: {exc}", text[:RAW_CAP]))
             continue
         out.spans += part.spans

@@ -126,7 +126,7 @@ def json_value(value: Any) -> Any:
     if isinstance(value, str):
         try:
             return json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):
             return value
     return value
 
@@ -237,7 +237,7 @@ def unwrap_arguments(value: Any) -> Any:
         text = value["input_str"]
         try:
             return json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             pass
         try:
             return ast.literal_eval(text) if len(text) <= MAX_LITERAL else None

@@ -329,7 +329,7 @@ def spans_to_records(spans: list[Span]) -> tuple[list[tuple[int, dict[str, Any]]
         for prompt in prompts.values():
             try:
                 out.extend(_convert_prompt(prompt, inside[prompt.key], trace.conversation))
-            except (TypeError, ValueError, AttributeError) as exc:
+            except (TypeError, ValueError, AttributeError, RecursionError) as exc:
                 first = prompt.root or prompt.tools[0]
                 bad.append((first.line_no, f"prompt {prompt.key} (trace {first.trace_id}): {exc}", ""))
     return out, bad
