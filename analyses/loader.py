@@ -40,6 +40,8 @@ from loopscope.analyses.loader_facts import facts_fresh, refresh_facts
 from loopscope.analyses.loader_files import (
     HEAD_BYTES,
     OverlongLine,
+    StreamBreak,
+    UnreadableFile,
     content_hash,
     ends_with_newline,
     expand_paths,
@@ -101,7 +103,8 @@ class FileResult:
     ``status``: ``new`` (first load), ``grown`` (appended lines loaded),
     ``rotated`` (a renamed copy of a known file; only its new lines loaded),
     ``unchanged`` (nothing new), ``replaced`` (content changed; a non-records
-    file is re-read), ``empty``.
+    file is re-read), ``empty``, ``unreadable`` (the operating system refused
+    to read it; ``error`` says why; nothing of it is loaded).
     """
 
     path: str
@@ -114,6 +117,7 @@ class FileResult:
     tool_calls: int = 0
     loop_exits: int = 0
     protocol_violations: int = 0
+    error: str | None = None
 
 
 @dataclass
@@ -127,6 +131,7 @@ class LoadSummary:
     tool_calls: int = 0
     loop_exits: int = 0
     protocol_violations: int = 0
+    unreadable: int = 0
     source_ids: tuple[int, ...] = ()
     details: list[FileResult] = field(default_factory=list)
 
@@ -140,6 +145,7 @@ class LoadSummary:
             "tool_calls": self.tool_calls,
             "loop_exits": self.loop_exits,
             "protocol_violations": self.protocol_violations,
+            "unreadable": self.unreadable,
             "source_ids": list(self.source_ids),
             "details": [vars(d) for d in self.details],
         }
@@ -170,8 +176,10 @@ def load_paths(
         sources of every named file, loaded now or before.
 
     Raises:
-        LoopscopeError: a path does not exist, a file cannot be read, or a
-            format's reader is missing. Bad lines never raise.
+        LoopscopeError: a path does not exist or a format's reader is
+            missing. Bad lines never raise, and neither does a file the
+            operating system will not read: it gets status ``unreadable``
+            (counted in ``summary.unreadable``) and the other files load.
     """
     if input_format not in INPUT_FORMATS:
         raise LoopscopeError(f"unknown input format {input_format!r}", hint="use auto, records, messages or otlp")
@@ -199,30 +207,17 @@ def _load_files(
     summary = LoadSummary()
     ids: list[int] = []
     for path in files:
-        head = read_head(path)
-        fmt = detect_format(path, head) if input_format == "auto" else input_format
 
         def tick(n: int, _base: int = done) -> None:
             if progress is not None:
                 progress(min(_base + n, total), total)
 
-        known, fast = None, None
-        if fmt == "records":
-            known = _find_source(con, path, head)
-            # The fast reader runs before the transaction: a file it cannot
-            # read fails its statement only, and the block path takes over.
-            if known is None and head.lstrip(b"\xef\xbb\xbf"):
-                fast = read_whole_file(con, path)
-        con.execute("BEGIN TRANSACTION")
         try:
-            if fmt == "records":
-                result = _load_records_file(con, path, head, known, fast, tick)
-            else:
-                result = _load_reader_file(con, path, fmt, reader_options)
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
+            result = _load_one(con, path, input_format, reader_options, tick)
+        except UnreadableFile as exc:
+            # One file the system will not read does not stop the others.
+            result = FileResult(path=_display(path), input_format=input_format, status="unreadable", error=exc.message)
+            summary.unreadable += 1
         done += _size(path)
         if progress is not None:
             progress(done, total)
@@ -242,6 +237,36 @@ def _load_files(
             con.execute("ROLLBACK")
             raise
     return summary
+
+
+def _load_one(
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    input_format: str,
+    reader_options: dict[str, Any],
+    tick: Callable[[int], None],
+) -> FileResult:
+    """Load one file in its own transaction."""
+    head = read_head(path)
+    fmt = detect_format(path, head) if input_format == "auto" else input_format
+    known, fast = None, None
+    if fmt == "records":
+        known = _find_source(con, path, head)
+        # The fast reader runs before the transaction: a file it cannot
+        # read fails its statement only, and the block path takes over.
+        if known is None and head.lstrip(b"\xef\xbb\xbf"):
+            fast = read_whole_file(con, path)
+    con.execute("BEGIN TRANSACTION")
+    try:
+        if fmt == "records":
+            result = _load_records_file(con, path, head, known, fast, tick)
+        else:
+            result = _load_reader_file(con, path, fmt, reader_options)
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    return result
 
 
 def _size(path: Path) -> int:
@@ -383,6 +408,8 @@ def _load_reader_file(con: duckdb.DuckDBPyConnection, path: Path, fmt: str, opti
             staged = Path(tmp) / "records.jsonl"
             staged.write_text(text, encoding="utf-8")
             for piece in iter_chunks(staged, 0, 1):
+                if isinstance(piece, StreamBreak):  # a plain temporary file does not break
+                    raise LoopscopeError(f"cannot read back the staged records of {path}", hint="this is a bug in loopscope")
                 if isinstance(piece, OverlongLine):
                     con.execute(
                         sql.QUARANTINE_ONE_SQL,

@@ -14,6 +14,7 @@ import gzip
 import hashlib
 import os
 import re
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,8 @@ from loopscope.analyses.errors import InputNotFound, LoopscopeError
 from loopscope.analyses.loader_sql import MAX_LINE_BYTES
 
 CHUNK_BYTES = 64 * 1024 * 1024
+GZIP_PIECE_BYTES = 1024 * 1024
+"""A gzip file is decompressed in pieces of at most this size (``read1``), so a corrupt stream loses only its last piece."""
 HEAD_BYTES = 4096
 """How much of a file's start identifies it across renames (rotation)."""
 
@@ -31,6 +34,13 @@ _LOG_NAME_RE = re.compile(r"\.(jsonl|ndjson|json)(\.\d+)?(\.gz)?$", re.IGNORECAS
 _GLOB_CHARS = set("*?[")
 
 
+class UnreadableFile(LoopscopeError):
+    """A file the operating system will not let us read (permissions, I/O error, a broken gzip header).
+
+    The load skips the file, loads the others and reports it.
+    """
+
+
 def is_log_name(name: str) -> bool:
     """Whether a directory scan should load a file with this name."""
     return bool(_LOG_NAME_RE.search(name))
@@ -38,8 +48,11 @@ def is_log_name(name: str) -> bool:
 
 def is_gzip(path: Path) -> bool:
     """Whether ``path`` is gzip-compressed (by its magic bytes)."""
-    with open(path, "rb") as f:
-        return f.read(2) == b"\x1f\x8b"
+    try:
+        with open(path, "rb") as f:
+            return f.read(2) == b"\x1f\x8b"
+    except OSError as exc:
+        raise UnreadableFile(f"cannot read {path}: {exc.strerror or exc}", hint="check the file's permissions") from None
 
 
 def expand_paths(paths: list[str | os.PathLike[str]]) -> list[Path]:
@@ -82,8 +95,8 @@ def open_bytes(path: Path):  # type: ignore[no-untyped-def]
     """Open ``path`` for binary reading, decompressing gzip."""
     try:
         return gzip.open(path, "rb") if is_gzip(path) else open(path, "rb")
-    except PermissionError:
-        raise LoopscopeError(f"cannot read {path}: permission denied", hint="check the file's permissions") from None
+    except OSError as exc:
+        raise UnreadableFile(f"cannot read {path}: {exc.strerror or exc}", hint="check the file's permissions") from None
 
 
 def read_head(path: Path, size: int = HEAD_BYTES) -> bytes:
@@ -92,7 +105,7 @@ def read_head(path: Path, size: int = HEAD_BYTES) -> bytes:
         with open_bytes(path) as f:
             return f.read(size)
     except (OSError, EOFError) as exc:
-        raise LoopscopeError(f"cannot read {path}: {exc}", hint="is the file complete and readable?") from None
+        raise UnreadableFile(f"cannot read {path}: {exc}", hint="is the file complete and readable?") from None
 
 
 def ends_with_newline(path: Path, offset: int) -> bool:
@@ -102,7 +115,7 @@ def ends_with_newline(path: Path, offset: int) -> bool:
             f.seek(offset - 1)
             return f.read(1) == b"\n"
     except (OSError, EOFError) as exc:
-        raise LoopscopeError(f"cannot read {path}: {exc}", hint="is the file complete and readable?") from None
+        raise UnreadableFile(f"cannot read {path}: {exc}", hint="is the file complete and readable?") from None
 
 
 def sha256(data: bytes) -> str:
@@ -116,7 +129,7 @@ def content_hash(path: Path) -> tuple[str, bytes]:
         with open_bytes(path) as f:
             data = f.read()
     except (OSError, EOFError) as exc:
-        raise LoopscopeError(f"cannot read {path}: {exc}", hint="is the file complete and readable?") from None
+        raise UnreadableFile(f"cannot read {path}: {exc}", hint="is the file complete and readable?") from None
     return "sha256:" + sha256(data), data
 
 
@@ -145,26 +158,67 @@ class OverlongLine:
     unterminated: bool
 
 
+@dataclass
+class StreamBreak:
+    """The file cannot be read past this line (a truncated or corrupt gzip stream).
+
+    ``line_no`` is the first line not read whole, ``partial`` the start of it
+    (if any), ``end_offset`` the byte offset just after the last whole line.
+    """
+
+    line_no: int
+    reason: str
+    partial: bytes
+    end_offset: int
+
+
+def _read_some(f, size: int, gz: bool) -> tuple[bytes, Exception | None]:  # type: ignore[no-untyped-def]
+    """Up to ``size`` bytes, and the error that ended a gzip stream early (the bytes before it are kept)."""
+    if not gz:
+        return f.read(size), None
+    parts: list[bytes] = []
+    got = 0
+    try:
+        while got < size:
+            piece = f.read1(min(GZIP_PIECE_BYTES, size - got))
+            if not piece:
+                break
+            parts.append(piece)
+            got += len(piece)
+    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        return b"".join(parts), exc
+    return b"".join(parts), None
+
+
 def iter_chunks(
     path: Path, start_offset: int, first_line: int, chunk_bytes: int = CHUNK_BYTES
-) -> Iterator[Chunk | OverlongLine]:
+) -> Iterator[Chunk | OverlongLine | StreamBreak]:
     """Yield the file from ``start_offset`` as chunks of whole lines.
 
     Over-long lines are yielded separately (their start only) so a runaway
     line never sits in memory whole. A UTF-8 byte-order mark at the start of
-    the file is dropped.
+    the file is dropped. A gzip stream that ends early or is corrupt yields
+    the whole lines before the break, then a ``StreamBreak``.
+
+    Raises:
+        UnreadableFile: the file cannot be opened or read at all.
     """
     line_no = first_line
     offset = start_offset
     try:
+        gz = is_gzip(path)
         f = open_bytes(path)
         with f:
+            broken: Exception | None = None
             if start_offset:
-                f.seek(start_offset)
+                try:
+                    f.seek(start_offset)
+                except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+                    broken = exc
             carry = b""
             skipping: OverlongLine | None = None
-            while True:
-                block = f.read(chunk_bytes)
+            while broken is None:
+                block, broken = _read_some(f, chunk_bytes, gz)
                 if not block:
                     break
                 if offset == 0 and not carry and skipping is None and block.startswith(b"\xef\xbb\xbf"):
@@ -195,13 +249,16 @@ def iter_chunks(
                 if len(carry) > MAX_LINE_BYTES:
                     skipping = OverlongLine(line_no, carry[:MAX_LINE_BYTES], offset + len(carry), False)
                     carry = b""
-            if skipping is not None:
+            if broken is not None:
+                # Whatever follows the last whole line is cut off: not consumed,
+                # so a later load reads it again if the file is completed.
+                partial = skipping.head if skipping is not None else carry
+                why = str(broken) or type(broken).__name__
+                yield StreamBreak(line_no, f"file cut off at this line: the gzip stream ends early or is corrupt ({why})", partial, offset)
+            elif skipping is not None:
                 skipping.unterminated = True
                 yield skipping
             elif carry:
                 yield Chunk(carry, line_no, True, offset + len(carry))
-    except (OSError, EOFError) as exc:
-        raise LoopscopeError(
-            f"cannot read {path} past byte {offset}: {exc}",
-            hint="a truncated .gz file? The lines before this point are loaded",
-        ) from None
+    except OSError as exc:
+        raise UnreadableFile(f"cannot read {path} past byte {offset}: {exc.strerror or exc}", hint="check the file and the disk") from None

@@ -27,6 +27,8 @@ SELECT count(*) FROM quarantine WHERE (? IS NULL OR path = ? OR suffix(path, '/'
 _HINTS: tuple[tuple[str, str], ...] = (
     ("truncated last line", "the writer was cut off mid-line (crash or a file still being written); "
      "load again once the line is complete: it is re-read then"),
+    ("file cut off", "the .gz file is incomplete (an interrupted copy, or still being written); the lines before "
+     "it are loaded, and a later load reads on from here once the file is complete"),
     ("malformed JSON", "each line must be one complete JSON object; look for unescaped quotes, "
      "a missing brace, or two records on one line"),
     ("not a JSON object", "each line must be a JSON object {...}, not an array or a bare value"),

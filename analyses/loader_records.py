@@ -17,8 +17,7 @@ from pathlib import Path
 import duckdb
 
 from loopscope.analyses import loader_sql as sql
-from loopscope.analyses.errors import LoopscopeError
-from loopscope.analyses.loader_files import CHUNK_BYTES, Chunk, OverlongLine, is_gzip, iter_chunks
+from loopscope.analyses.loader_files import CHUNK_BYTES, Chunk, OverlongLine, StreamBreak, UnreadableFile, is_gzip, iter_chunks
 
 
 def read_whole_file(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[int, bool, int] | None:
@@ -47,7 +46,7 @@ def read_whole_file(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[int, bo
                     return None
                 last = block
     except OSError as exc:
-        raise LoopscopeError(f"cannot read {path}: {exc}", hint="check the file's permissions") from None
+        raise UnreadableFile(f"cannot read {path}: {exc.strerror or exc}", hint="check the file's permissions") from None
     unterminated = bool(last) and not last.endswith(b"\n")
     expected = newlines + (1 if unterminated else 0)
     try:
@@ -79,6 +78,12 @@ def read_in_blocks(
     end_offset, last_line = start_offset, lines_before
     totals = [0, 0, 0]
     for piece in iter_chunks(path, start_offset, lines_before + 1):
+        if isinstance(piece, StreamBreak):
+            # Quarantined but not consumed: a completed file is read on from here.
+            text = piece.partial[: sql.RAW_CAP * 4].decode("utf-8", errors="backslashreplace")[: sql.RAW_CAP]
+            con.execute(sql.QUARANTINE_ONE_SQL, [source_id, display, piece.line_no, piece.reason, text])
+            totals[2] += 1
+            break
         if isinstance(piece, OverlongLine):
             text = piece.head[: sql.RAW_CAP * 4].decode("utf-8", errors="backslashreplace")[: sql.RAW_CAP]
             con.execute(

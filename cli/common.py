@@ -67,7 +67,18 @@ def load_with_progress(
     from loopscope.analyses.loader import load_paths
 
     with progress_bar() as update:
-        return load_paths(con, list(paths), input_format=input_format, reader_options=reader_options, progress=update)
+        summary = load_paths(con, list(paths), input_format=input_format, reader_options=reader_options, progress=update)
+    _warn_unreadable(summary)
+    return summary
+
+
+def _warn_unreadable(summary: LoadSummary) -> None:
+    """Name on stderr each file the load had to skip because it could not be read."""
+    from loopscope.cli.output import inert
+
+    for d in summary.details:
+        if d.status == "unreadable":
+            stderr_console().print(f"[yellow]skipped[/yellow] {inert(shown_path(d.path))}: {inert(d.error)}")
 
 
 def open_store(

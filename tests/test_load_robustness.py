@@ -92,3 +92,82 @@ def test_out_of_range_and_non_json_numbers_unknown_kind_version_and_duplicate_ke
     ]
     assert "key appears twice" in rows[-1]["hint"]
     assert rows[-1]["raw"] == bad[-1].rstrip("\n")
+
+
+def test_unreadable_file_is_skipped_named_and_the_rest_loads(tmp_path: Path, monkeypatch: Any) -> None:
+    import builtins
+    import os
+
+    from loopscope.analyses import loader_files
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "a.jsonl").write_text(line(tool_call_id="a"))
+    locked = logs / "b.jsonl"
+    locked.write_text(line(tool_call_id="b"))
+    (logs / "c.jsonl").write_text(line(tool_call_id="c"))
+    locked.chmod(0)
+    if os.geteuid() == 0:  # root reads anything: refuse the way the system would for anyone else
+
+        def guarded(file: Any, *args: Any, **kwargs: Any) -> Any:
+            if Path(file).name == "b.jsonl":
+                raise PermissionError(13, "Permission denied", str(file))
+            return builtins.open(file, *args, **kwargs)
+
+        monkeypatch.setattr(loader_files, "open", guarded, raising=False)
+    db = tmp_path / "t.duckdb"
+    result = invoke("load", "--db", str(db), str(logs))
+    assert result.exit_code == 1  # the others loaded; exit 1 says not everything was
+    assert "Traceback" not in result.output
+    flat = " ".join(result.output.split())
+    assert "skipped" in flat and "b.jsonl: cannot read" in flat and "Permission denied" in flat
+    assert "unreadable (not loaded)" in flat
+    assert sorted(ids(db)) == ["a", "c"]
+    result = invoke("load", "--db", str(db), "--format", "json", str(logs))
+    assert result.exit_code == 1
+    out = json.loads(result.stdout)
+    assert out["unreadable"] == 1
+    (entry,) = [d for d in out["details"] if d["status"] == "unreadable"]
+    assert entry["path"].endswith("b.jsonl") and "Permission denied" in entry["error"]
+
+
+def test_truncated_gzip_loads_the_lines_before_the_break_and_reads_on_once_complete(tmp_path: Path) -> None:
+    import gzip
+    import os
+
+    body = "".join(line(tool_call_id=f"t{i}", note=os.urandom(8).hex()) for i in range(3000)).encode()
+    whole = gzip.compress(body)
+    log = tmp_path / "app.jsonl.gz"
+    log.write_bytes(whole[: len(whole) // 2])
+    other = tmp_path / "other.jsonl"
+    other.write_text(line(tool_call_id="other"))
+    db = tmp_path / "t.duckdb"
+    code, out = load_json(db, log, other)
+    assert code == 0
+    first = out["details"][0]
+    assert first["quarantined"] == 1 and 0 < first["loaded"] < 3000
+    assert out["details"][1]["loaded"] == 1  # the next file still loads
+    (row,) = quarantine(db)
+    assert int(row["line_no"]) == first["loaded"] + 1
+    assert row["reason"].startswith("file cut off at this line: the gzip stream ends early or is corrupt")
+    assert "incomplete" in row["hint"]
+    # The copy completes: the next load reads on from the break, and the quarantine entry goes.
+    log.write_bytes(whole)
+    code, out = load_json(db, log)
+    assert code == 0
+    assert out["details"][0]["status"] == "grown"
+    assert out["details"][0]["loaded"] == 3000 - first["loaded"]
+    assert quarantine(db) == []
+    assert sorted(ids(db)) == sorted([f"t{i}" for i in range(3000)] + ["other"])
+
+
+def test_gzip_with_a_broken_header_is_unreadable_not_a_traceback(tmp_path: Path) -> None:
+    (tmp_path / "bad.jsonl.gz").write_bytes(b"\x1f\x8b\x08\x00garbage")
+    (tmp_path / "good.jsonl").write_text(line(tool_call_id="good"))
+    db = tmp_path / "t.duckdb"
+    result = invoke("load", "--db", str(db), "--format", "json", str(tmp_path))
+    assert result.exit_code == 1
+    out = json.loads(result.stdout)
+    assert [d["status"] for d in out["details"]] == ["unreadable", "new"]
+    assert "bad.jsonl.gz" in out["details"][0]["error"]
+    assert ids(db) == ["good"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
@@ -11,8 +11,11 @@ from loopscope.cli.app import command
 from loopscope.cli.options import DbOption, FormatOption, InputFormatOption
 from loopscope.cli.output import OutputFormat, fmt_number, inert, stdout_console, write_csv, write_json
 
+if TYPE_CHECKING:
+    from loopscope.analyses.loader import LoadSummary
+
 MESSAGES_PANEL = "Conversation message arrays (--input-format messages, docs/inputs.md)"
-SUMMARY_COLUMNS = ("files", "loaded", "skipped", "quarantined", "tool_calls", "loop_exits", "protocol_violations")
+SUMMARY_COLUMNS = ("files", "loaded", "skipped", "quarantined", "tool_calls", "loop_exits", "protocol_violations", "unreadable")
 
 
 @command("load")
@@ -71,7 +74,7 @@ def load(
     line and reason (see [b]loopscope quarantine[/b]).
     """
     from loopscope.analyses.store import connect
-    from loopscope.cli.common import load_with_progress, shown_path
+    from loopscope.cli.common import load_with_progress
 
     con = connect(db)
     reader_options = {
@@ -82,10 +85,18 @@ def load(
     summary = load_with_progress(con, paths, input_format, reader_options)
     if fmt is OutputFormat.json:
         write_json(summary.as_dict())
-        return
-    if fmt is OutputFormat.csv:
+    elif fmt is OutputFormat.csv:
         write_csv([{c: getattr(summary, c) for c in SUMMARY_COLUMNS}], SUMMARY_COLUMNS)
-        return
+    else:
+        _render_table(summary, db)
+    if summary.unreadable:
+        # The other files are loaded; exit 1 so a script notices the ones that were not.
+        con.close()
+        raise typer.Exit(1)
+
+
+def _render_table(summary: LoadSummary, db: str | None) -> None:
+    from loopscope.cli.common import shown_path
     from rich.table import Table
 
     out = stdout_console()
@@ -103,6 +114,7 @@ def load(
         f"({summary.tool_calls} tool calls, {summary.loop_exits} loop exits), "
         f"{summary.skipped} skipped as already loaded, {summary.quarantined} quarantined"
         + (f", {summary.protocol_violations} protocol violations" if summary.protocol_violations else "")
+        + (f", {summary.unreadable} unreadable (not loaded)" if summary.unreadable else "")
     )
     if summary.quarantined:
         out.print("See the bad lines with: [b]loopscope quarantine[/b]" + (f" --db {inert(db)}" if db else ""))
