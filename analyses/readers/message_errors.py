@@ -42,17 +42,6 @@ class ErrorRules:
     json_error_key: bool = False
     patterns: tuple[re.Pattern[str], ...] = ()
 
-    @property
-    def names(self) -> tuple[str, ...]:
-        """The conventions in force, for display and record extras."""
-        names = ["flag"]
-        if self.prefix:
-            names.append("prefix")
-        if self.json_error_key:
-            names.append("json-error-key")
-        names.extend(f"regex:{p.pattern}" for p in self.patterns)
-        return tuple(names)
-
 
 def parse_error_when(values: Union[str, Sequence[str], None]) -> ErrorRules:
     """Parse ``--error-when`` values (one string, several, or None for the default ``flag``).

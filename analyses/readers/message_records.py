@@ -62,7 +62,6 @@ from loopscope.analyses.readers.message_turns import (
 from loopscope.collectors.redact import clean_error_text
 from loopscope.collectors.shape import shape_and_fingerprint
 
-ERROR_MESSAGE_CAP = 2000  # the collector's MAX_ERROR_CHARS
 # Where the messages reader puts the time of the log line a message came in (per-turn logs).
 LINE_TIME_KEY = "_loopscope_line_time"
 SYNTHETIC_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -268,7 +267,7 @@ class _Deriver:
         reads_as_error = verdict.is_error or verdict.text_reports_error
         # An error with an empty result (Anthropic allows a tool_result with no content) has no text.
         # Redacted and capped as the collector does: a log keeps no secret the tool echoed.
-        message = clean_error_text(result.text, limit=ERROR_MESSAGE_CAP) if reads_as_error and result.text.strip() else None
+        message = clean_error_text(result.text) if reads_as_error and result.text.strip() else None
         # The collector's own shape and digest, so a call logged by both has one fingerprint.
         shape, fingerprint = _shape(call.request)
         record.update(

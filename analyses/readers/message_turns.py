@@ -257,6 +257,17 @@ def _error_flag(container: dict[str, Any]) -> Optional[bool]:
     return None
 
 
+def _result(container: dict[str, Any], call_id: Any, index: int, ts: Optional[datetime]) -> ToolResult:
+    """A result from an Anthropic ``tool_result`` block or a ``role: "tool"`` message (ids may be ints)."""
+    return ToolResult(
+        index=index,
+        ts=ts,
+        call_id=str(call_id) if call_id is not None else None,
+        text=content_text(container.get("content")),
+        flag=_error_flag(container),
+    )
+
+
 def _user(message: dict[str, Any], index: int, ts: Optional[datetime]) -> list[Turn]:
     if message.get("tool_calls"):  # tau2: the simulated user running its own tools
         return []
@@ -268,16 +279,7 @@ def _user(message: dict[str, Any], index: int, ts: Optional[datetime]) -> list[T
     elif isinstance(content, list):
         for block in content:
             if isinstance(block, dict) and block.get("type") == "tool_result":
-                call_id = block.get("tool_use_id")
-                turns.append(
-                    ToolResult(
-                        index=index,
-                        ts=ts,
-                        call_id=str(call_id) if call_id is not None else None,
-                        text=content_text(block.get("content")),
-                        flag=_error_flag(block),
-                    )
-                )
+                turns.append(_result(block, block.get("tool_use_id"), index, ts))
             elif isinstance(block, str):
                 carries_content = carries_content or bool(block.strip())
             elif isinstance(block, dict):
@@ -293,16 +295,7 @@ def _user(message: dict[str, Any], index: int, ts: Optional[datetime]) -> list[T
 def _tool(message: dict[str, Any], index: int, ts: Optional[datetime]) -> list[Turn]:
     if message.get("requestor") == "user":  # tau2: result of a simulated user's tool
         return []
-    call_id = message.get("tool_call_id", message.get("id"))
-    return [
-        ToolResult(
-            index=index,
-            ts=ts,
-            call_id=str(call_id) if call_id is not None else None,
-            text=content_text(message.get("content")),
-            flag=_error_flag(message),
-        )
-    ]
+    return [_result(message, message.get("tool_call_id", message.get("id")), index, ts)]
 
 
 def message_turns(message: Any, index: int) -> list[Turn]:

@@ -18,7 +18,6 @@ from typing import Any
 from loopscope.analyses.readers.otlp import Span
 from loopscope.collectors.redact import clean_error_text
 
-MESSAGE_CAP = 2_000
 MAX_LITERAL = 100_000  # longest Python-literal argument text worth parsing
 TAG_PREFIX = "loopscope.tag."
 STATUS_ERROR = 2
@@ -82,37 +81,33 @@ def first(attrs: dict[str, Any], keys: tuple[str, ...]) -> Any:
     return None
 
 
-def is_tool_span(span: Span) -> bool:
-    """A tool execution span, in any of the three conventions (or by its name alone)."""
+def _marked(span: Span, operations: tuple[str, ...], openinference: str, traceloop: tuple[str, ...]) -> bool:
+    """Whether the span's attributes say it is of a kind, in any of the three conventions."""
     a = span.attrs
     return (
-        a.get("gen_ai.operation.name") in TOOL_OPERATIONS
-        or str(a.get("openinference.span.kind", "")).upper() == "TOOL"
-        or a.get("traceloop.span.kind") == "tool"
+        a.get("gen_ai.operation.name") in operations
+        or str(a.get("openinference.span.kind", "")).upper() == openinference
+        or a.get("traceloop.span.kind") in traceloop
+    )
+
+
+def is_tool_span(span: Span) -> bool:
+    """A tool execution span, in any of the three conventions (or by its name alone)."""
+    return (
+        _marked(span, TOOL_OPERATIONS, "TOOL", ("tool",))
         or span.name.startswith("execute_tool ")
-        or (span.name.endswith(".tool") and "openinference.span.kind" not in a)
+        or (span.name.endswith(".tool") and "openinference.span.kind" not in span.attrs)
     )
 
 
 def is_agent_span(span: Span) -> bool:
     """An agent (or agent workflow) span: the loop that answers one user prompt."""
-    a = span.attrs
-    return (
-        a.get("gen_ai.operation.name") in AGENT_OPERATIONS
-        or str(a.get("openinference.span.kind", "")).upper() == "AGENT"
-        or a.get("traceloop.span.kind") in ("agent", "workflow")
-        or span.name.startswith("invoke_agent")
-    )
+    return _marked(span, AGENT_OPERATIONS, "AGENT", ("agent", "workflow")) or span.name.startswith("invoke_agent")
 
 
 def is_llm_span(span: Span) -> bool:
-    """A model call (one step of the loop)."""
-    a = span.attrs
-    return (
-        a.get("gen_ai.operation.name") in LLM_OPERATIONS
-        or str(a.get("openinference.span.kind", "")).upper() == "LLM"
-        or a.get("llm.request.type") in ("chat", "completion")
-    )
+    """A model call (one step of the loop); OpenLLMetry marks these with ``llm.request.type``."""
+    return _marked(span, LLM_OPERATIONS, "LLM", ()) or span.attrs.get("llm.request.type") in ("chat", "completion")
 
 
 def format_ts(ns: int) -> str:
@@ -162,8 +157,8 @@ def error_of(span: Span, tool: bool = False) -> tuple[bool, str | None, str | No
     return (
         True,
         str(error_type) if error_type else None,
-        clean_error_text(message, limit=MESSAGE_CAP) if message else None,
-        clean_error_text(detail, limit=MESSAGE_CAP) if detail else None,
+        clean_error_text(message) if message else None,
+        clean_error_text(detail) if detail else None,
     )
 
 
