@@ -67,23 +67,33 @@ ORDER BY {_ORDER_KEY}
 LIMIT 1
 """
 
-# Earlier records with the same tool and fingerprint (or, without one, the
-# same error message) as the error at (prompt_first_ts, prompt_first_seq,
-# step, ts, seq) in conversation ?.
-PREVIOUS_ATTEMPTS_SQL = """
+# A previous attempt at an error: an earlier record (t, its prompt q) of the
+# same conversation, tool and fingerprint or, when the error has no
+# fingerprint, with none and the same error message. The slots name the
+# error's values: bound parameters for one error, columns for many.
+_PREVIOUS_ATTEMPT_CONDITION = """
+    t.conversation_id = {conversation_id}
+    AND t.tool_name = {tool_name}
+    AND CASE WHEN {fingerprint} IS NULL
+             THEN t.args_fingerprint IS NULL AND t.error_message IS NOT DISTINCT FROM {error_message}
+             ELSE t.args_fingerprint = {fingerprint} END
+    AND (q.first_ts, q.first_seq, t.step, t.ts, t.seq)
+        < ({prompt_first_ts}, {prompt_first_seq}, {step}, {ts}, {seq})
+"""
+
+# The previous attempts at one error, in conversation order.
+PREVIOUS_ATTEMPTS_SQL = f"""
 SELECT
     t.prompt_id, t.step, t.tool_call_id, t.tool_name, t.ts, t.outcome, t.is_error,
     t.attempts, t.latency_ms, t.error_type, t.error_message, t.is_replay
 FROM tool_calls_v t
-JOIN prompts_v p USING (conversation_id, prompt_id)
-WHERE t.conversation_id = $conversation_id
-  AND t.tool_name = $tool_name
-  AND CASE WHEN $fingerprint IS NULL
-           THEN t.args_fingerprint IS NULL AND t.error_message IS NOT DISTINCT FROM $error_message
-           ELSE t.args_fingerprint = $fingerprint END
-  AND (p.first_ts, p.first_seq, t.step, t.ts, t.seq)
-      < ($prompt_first_ts, $prompt_first_seq, $step, $ts, $seq)
-ORDER BY p.first_ts, p.first_seq, t.step, t.ts, t.seq
+JOIN prompts_v q USING (conversation_id, prompt_id)
+WHERE {_PREVIOUS_ATTEMPT_CONDITION.format(
+    conversation_id="$conversation_id", tool_name="$tool_name", fingerprint="$fingerprint",
+    error_message="$error_message", prompt_first_ts="$prompt_first_ts", prompt_first_seq="$prompt_first_seq",
+    step="$step", ts="$ts", seq="$seq",
+)}
+ORDER BY q.first_ts, q.first_seq, t.step, t.ts, t.seq
 """
 
 # First unrecovered error per conversation among the selected prompts, then
@@ -135,19 +145,21 @@ SELECT
         SELECT count(*)
         FROM tool_calls_v t
         JOIN prompts_v q USING (conversation_id, prompt_id)
-        WHERE t.conversation_id = f.conversation_id
-          AND t.tool_name = f.tool_name
-          AND CASE WHEN f.args_fingerprint IS NULL
-                   THEN t.args_fingerprint IS NULL AND t.error_message IS NOT DISTINCT FROM f.error_message
-                   ELSE t.args_fingerprint = f.args_fingerprint END
-          AND (q.first_ts, q.first_seq, t.step, t.ts, t.seq)
-              < (f.prompt_first_ts, f.prompt_first_seq, f.step, f.ts, f.seq)
+        WHERE {previous_attempt}
     ) AS previous_attempts
 FROM firsts f
 JOIN convs c USING (conversation_id)
 ORDER BY c.last_ts DESC, f.conversation_id
 LIMIT ?
 """
+
+
+# The condition for the rows f of FIRST_UNRECOVERED_ALL_SQL.
+_PREVIOUS_ATTEMPT_OF_ROW = _PREVIOUS_ATTEMPT_CONDITION.format(
+    conversation_id="f.conversation_id", tool_name="f.tool_name", fingerprint="f.args_fingerprint",
+    error_message="f.error_message", prompt_first_ts="f.prompt_first_ts", prompt_first_seq="f.prompt_first_seq",
+    step="f.step", ts="f.ts", seq="f.seq",
+)
 
 
 @dataclass(frozen=True)
@@ -351,5 +363,5 @@ def first_unrecovered_all(
     where, params = selection.where("p")
     tool_list, class_list = list(tools), list(classes)
     params = [*params, tool_list, tool_list, class_list, class_list, limit]
-    sql = FIRST_UNRECOVERED_ALL_SQL.format(where=where)
+    sql = FIRST_UNRECOVERED_ALL_SQL.format(where=where, previous_attempt=_PREVIOUS_ATTEMPT_OF_ROW)
     return [UnrecoveredRow(**r) for r in _rows(con.execute(sql, params))]
