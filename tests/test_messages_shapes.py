@@ -114,3 +114,18 @@ def test_through_load_and_metrics(options: list[str], errors: int, recovered: in
     assert res.exit_code == 0, res.output
     m = json.loads(res.stdout)
     assert (m["prompts"], m["open_prompts"], m["tool_calls"], m["errors"], m["recovered_errors"]) == (4, 0, 7, errors, recovered)
+
+
+def test_messages_key_and_id_key_example_of_the_docs() -> None:
+    """docs/inputs.md's example: conversations under runs[].chat.history, ids in run_id."""
+    runs = SHAPES.parent / "runs.json"
+    res = runner.invoke(app, ["load", "--db", "r.duckdb", "--format", "json", "--input-format", "messages",
+                              "--messages-key", "runs[].chat.history", "--id-key", "run_id", "--error-when", "prefix", str(runs)])
+    assert res.exit_code == 0, res.output
+    summary = json.loads(res.stdout)
+    assert (summary["tool_calls"], summary["loop_exits"], summary["quarantined"]) == (3, 2, 0)
+    m = json.loads(runner.invoke(app, ["metrics", "--db", "r.duckdb", "--format", "json"]).stdout)
+    # run-1: refund fails, refund_gift_card succeeds next step (recovered); run-2: gives up
+    assert (m["prompts"], m["errors"], m["recovered_errors"]) == (2, 2, 1)
+    rows = json.loads(runner.invoke(app, ["unrecovered", "--db", "r.duckdb", "--format", "json"]).stdout)
+    assert [(r["conversation_id"], r["tool_call_id"], r["class"]) for r in rows] == [("run-2", "call_r3", "gave_up")]
