@@ -80,6 +80,10 @@ class Collector:
         sink: Where records go: a :class:`Sink` (or any object with ``emit(record)``), a path
             (shorthand for ``JsonlSink(path)``), or None for ``JsonlSink("loopscope.jsonl")``.
         tracer_provider: OpenTelemetry provider; None uses the global one (no-op without an SDK).
+        logger_provider: OpenTelemetry logger provider for the ``loopscope.tool_call`` /
+            ``loopscope.agent_exit`` log records; None uses the global one (no-op without an SDK).
+        provider: Default ``gen_ai.provider.name`` (``anthropic``, ``openai``, ...) of every
+            prompt's span; :meth:`prompt` can override it.
         redact: Redact secrets from error text (default True). Error text is always capped.
         wall_clock: Epoch seconds for record timestamps.
         perf_clock: Monotonic seconds for latencies and durations.
@@ -97,6 +101,8 @@ class Collector:
         sink: Sink | str | os.PathLike[str] | None = None,
         *,
         tracer_provider: Any = None,
+        logger_provider: Any = None,
+        provider: str | None = None,
         redact: bool = True,
         wall_clock: Callable[[], float] = time.time,
         perf_clock: Callable[[], float] = time.perf_counter,
@@ -124,6 +130,11 @@ class Collector:
         self._submit = submit
         self._guard = Guard(strict)
         self._tracer = otel.get_tracer(tracer_provider)
+        try:
+            self._logger = otel.get_logger(logger_provider)
+        except Exception as exc:
+            raise CollectorConfigError(f"logger_provider.get_logger() failed: {exc!r}") from exc
+        self._provider = None if provider is None else str(provider)
         self._redact = bool(redact)
         self._limit = max_error_chars
         self._wall = wall_clock
@@ -173,7 +184,8 @@ class Collector:
             prompt_id: Unique within the conversation; generated with ``new_id`` when None.
             agent: Agent type (``"default"`` when None).
             max_tool_calls: The tool-call budget in force, if any.
-            provider: ``gen_ai.provider.name`` for the span (``anthropic``, ``openai``, ...).
+            provider: ``gen_ai.provider.name`` for the span (``anthropic``, ``openai``, ...);
+                default: the collector's ``provider``.
             model: ``gen_ai.request.model`` for the span.
             tags: String labels copied into every record of this prompt.
 

@@ -53,15 +53,82 @@ TOOL_REPLAYED = "loopscope.tool.replayed"
 TAG_PREFIX = "loopscope.tag."
 
 
-def get_tracer(tracer_provider: Any = None) -> trace.Tracer:
-    """The collector's tracer: from ``tracer_provider``, else the global (proxy) provider."""
+SCOPE = "loopscope.collectors"
+# Log records (Logs API, event_name) emitted next to the spans.
+TOOL_CALL_EVENT = "loopscope.tool_call"
+AGENT_EXIT_EVENT = "loopscope.agent_exit"
+try:  # the Logs API is still Development: tolerate an API without it
+    from opentelemetry._logs import SeverityNumber
+
+    SEV_INFO, SEV_WARN, SEV_ERROR = SeverityNumber.INFO, SeverityNumber.WARN, SeverityNumber.ERROR
+except ImportError:  # pragma: no cover
+    SEV_INFO, SEV_WARN, SEV_ERROR = 9, 13, 17
+TOOL_SEVERITY = {"ok": (SEV_INFO, "INFO"), "retried": (SEV_WARN, "WARN")}
+_SEV_ERROR = (SEV_ERROR, "ERROR")
+
+
+def _version() -> str:
     try:
         from importlib.metadata import version
 
-        ver = version("loopscope")
+        return version("loopscope")
     except Exception:  # noqa: BLE001 - running from a checkout without metadata
-        ver = ""
-    return trace.get_tracer("loopscope.collectors", ver, tracer_provider=tracer_provider)
+        return ""
+
+
+def get_tracer(tracer_provider: Any = None) -> trace.Tracer:
+    """The collector's tracer: from ``tracer_provider``, else the global (proxy) provider."""
+    return trace.get_tracer(SCOPE, _version(), tracer_provider=tracer_provider)
+
+
+def get_logger(logger_provider: Any = None) -> Any:
+    """The collector's OpenTelemetry logger: from ``logger_provider``, else the global (proxy) one.
+
+    The Logs API is still Development (``opentelemetry._logs``): None when this API version
+    does not have it.
+    """
+    try:
+        from opentelemetry import _logs
+    except ImportError:  # pragma: no cover - opentelemetry-api without the Logs API
+        return None
+    if logger_provider is not None:
+        return logger_provider.get_logger(SCOPE, _version())
+    return _logs.get_logger(SCOPE, _version())
+
+
+def logs_enabled(logger: Any) -> bool:
+    """Whether ``logger`` would record anything (False for the no-op logger of an API without SDK)."""
+    if logger is None:
+        return False
+    enabled = getattr(logger, "enabled", None)
+    if enabled is None:  # an API older than Logger.enabled(): emit, the SDK decides
+        return True
+    return bool(enabled(event_name=TOOL_CALL_EVENT))
+
+
+def tool_severity(outcome: str) -> tuple[int, str]:
+    """INFO for ``ok``, WARN for ``retried`` (a transient error was retried), ERROR for failures."""
+    return TOOL_SEVERITY.get(outcome, _SEV_ERROR)
+
+
+def exit_severity(reason: str) -> tuple[int, str]:
+    """INFO for a normal exit, ERROR for ``error``, WARN for every other abnormal exit."""
+    if reason in ("end_turn", "stop_sequence"):
+        return (SEV_INFO, "INFO")
+    return _SEV_ERROR if reason == "error" else (SEV_WARN, "WARN")
+
+
+def emit_log(logger: Any, event: str, severity: tuple[int, str], ts: float, ctx: Any, attrs: dict, body: dict) -> None:
+    """One log record in the given span context (its trace_id/span_id link it to the span)."""
+    logger.emit(
+        timestamp=int(ts * 1e9),
+        context=ctx,
+        severity_number=severity[0],
+        severity_text=severity[1],
+        body={k: v for k, v in body.items() if v is not None},
+        attributes=attrs,
+        event_name=event,
+    )
 
 
 _SHAPE_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode

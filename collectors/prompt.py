@@ -13,12 +13,28 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from loopscope.collectors import otel
 from loopscope.collectors.records import LOOP_EXIT, OUTCOMES, PENDING, TOOL_CALL
+from loopscope.collectors.shape import input_shape
 from loopscope.collectors.tool_call import ToolCall
 
 if TYPE_CHECKING:
     from loopscope.collectors.core import Collector
 
 _FAILS = ("transient_fail", "permanent_fail")
+_EXIT_BODY = (
+    "conversation_id",
+    "prompt_id",
+    "agent",
+    "exit_reason",
+    "steps",
+    "tool_calls",
+    "tool_errors",
+    "max_tool_calls",
+    "input_tokens",
+    "output_tokens",
+    "duration_ms",
+    "error_type",
+    "error_message",
+)
 
 
 def _uuid_hex() -> str:
@@ -61,6 +77,9 @@ class PromptLoop:
         "_wall",
         "_submit",
         "_tmpl",
+        "_logs",
+        "_plain",
+        "_provider",
         "__weakref__",
     )
 
@@ -79,7 +98,9 @@ class PromptLoop:
         self._perf, self._wall, self._submit = col._perf, col._wall, col._submit
         self.steps = self.tool_calls = self.tool_errors = self._started = self._step = 0
         self._last_stop = self.input_tokens = self.output_tokens = None
-        self._span = self._ctx = self._token = None
+        self._span = self._ctx = self._token = self._logs = None
+        self._plain = True
+        self._provider = provider = provider or col._provider
         self.closed = False
         self.exit_reason: str | None = None
         self.conversation_id = self.prompt_id = self.agent = ""
@@ -134,8 +155,23 @@ class PromptLoop:
             if span.is_recording():
                 self._span = span
                 self._ctx = otel.set_span_in_context(span)
+                if not provider:
+                    guard.once(
+                        "no-provider",
+                        30,
+                        "loopscope: no provider given: spans lack gen_ai.provider.name (required by the GenAI "
+                        "conventions); pass provider= to Collector() or prompt()",
+                    )
         except Exception as exc:  # noqa: BLE001
             guard.internal_error("prompt.span", exc)
+        try:
+            # Checked once per prompt: with no Logs SDK the proxy logger says no, and tool calls
+            # keep the plain (no span, no log) path.
+            if otel.logs_enabled(col._logger):
+                self._logs = col._logger
+        except Exception as exc:  # noqa: BLE001
+            guard.internal_error("prompt.logs", exc)
+        self._plain = self._ctx is None and self._logs is None
 
     # -- context manager --
 
@@ -362,7 +398,7 @@ class PromptLoop:
         self.tool_calls += 1
         if is_error:
             self.tool_errors += 1
-        rec["ts"] = self._wall()
+        rec["ts"] = ts = self._wall()
         rec["tool_call_id"] = tool_call_id
         rec["tool_name"] = tool_name
         rec["step"] = step
@@ -375,6 +411,37 @@ class PromptLoop:
         rec["error_message"] = message
         rec["replayed"] = replayed
         self._col._emit(rec)
+        if self._logs is not None:
+            try:
+                body = {
+                    "conversation_id": self.conversation_id,
+                    "prompt_id": self.prompt_id,
+                    "agent": self.agent,
+                    "tool_call_id": str(tool_call_id),
+                    "tool_name": str(tool_name),
+                    "step": step,
+                    "input_shape": input_shape(args),
+                    "outcome": outcome,
+                    "is_error": is_error,
+                    "attempts": attempts,
+                    "latency_ms": round(latency_ms, 3),
+                    "error_type": error_type,
+                    "error_message": message,
+                    "replayed": replayed,
+                }
+                attrs = {
+                    otel.OPERATION: "execute_tool",
+                    otel.TOOL_NAME: str(tool_name),
+                    otel.TOOL_CALL_ID: str(tool_call_id),
+                    otel.TOOL_TYPE: "function",
+                    otel.CONVERSATION_ID: self.conversation_id,
+                }
+                if is_error:
+                    attrs[otel.ERROR_TYPE] = error_type or "_OTHER"
+                ctx = otel.set_span_in_context(span) if span is not None else self._ctx
+                otel.emit_log(self._logs, otel.TOOL_CALL_EVENT, otel.tool_severity(outcome), ts, ctx, attrs, body)
+            except Exception as exc:  # noqa: BLE001
+                self._col._guard.internal_error("tool_call.log", exc)
 
     def exit(self, reason: str, error: BaseException | str | None = None, *, error_type: str | None = None) -> None:
         """Write ``loop_exit`` now with an explicit reason; later exits/closes are no-ops.
@@ -428,10 +495,11 @@ class PromptLoop:
                 ctx = span.get_span_context()
                 tid, sid = ctx.trace_id, ctx.span_id
                 span.end()
+            ts = col._wall()
             rec: dict[str, Any] = {
                 "v": 1,
                 "kind": LOOP_EXIT,
-                "ts": col._wall(),
+                "ts": ts,
                 "conversation_id": self.conversation_id,
                 "prompt_id": self.prompt_id,
                 "agent": self.agent,
@@ -452,9 +520,26 @@ class PromptLoop:
                 error_type=error_type if (error_type or message) else None,
                 error_message=message,
             )
+            body = {k: rec[k] for k in _EXIT_BODY}  # before the sink completes rec in place
             col._emit(rec)
         except Exception as exc:  # noqa: BLE001
             col._guard.internal_error("exit", exc)
+            return
+        if self._logs is not None:
+            try:
+                attrs = {
+                    otel.OPERATION: "invoke_agent",
+                    otel.AGENT_NAME: self.agent,
+                    otel.CONVERSATION_ID: self.conversation_id,
+                }
+                if self._provider:
+                    attrs[otel.PROVIDER] = str(self._provider)
+                if reason == "error":
+                    attrs[otel.ERROR_TYPE] = error_type or "_OTHER"
+                body["duration_ms"] = round(duration_ms, 3)
+                otel.emit_log(self._logs, otel.AGENT_EXIT_EVENT, otel.exit_severity(reason), ts, self._ctx, attrs, body)
+            except Exception as exc:  # noqa: BLE001
+                col._guard.internal_error("exit.log", exc)
 
     def close(self) -> None:
         """Write ``loop_exit`` with the last stop reason (``unknown`` if no model call was reported).

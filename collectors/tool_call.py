@@ -101,8 +101,8 @@ class ToolCall:
             t1 = self._t0
             loop._col._guard.internal_error("tool_call.end", exc)
         try:
-            if ev is None and not self.is_error and self._span is None:
-                # The common case, inlined: no error, no span.
+            if loop._plain and ev is None and not self.is_error:
+                # The common case, inlined: no error, no span, no log record.
                 self.latency_ms = latency = (t1 - self._t0) * 1000.0
                 rec = loop._tmpl.copy()
                 rec["ts"] = loop._wall()

@@ -192,3 +192,27 @@ print(json.dumps([sink.records[0]["trace_id"], sink.records[1]["trace_id"] is no
 def test_global_provider_is_used_when_installed_later() -> None:
     out = subprocess.run([sys.executable, "-c", GLOBAL], capture_output=True, text=True, timeout=60, check=True)
     assert json.loads(out.stdout) == [None, True, ["invoke_agent"]]
+
+
+def test_provider_name_default_override_and_missing(caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    col = Collector(MemorySink(), tracer_provider=provider, provider="openai")
+    col.prompt(conversation_id="c", agent="a").close()
+    col.prompt(conversation_id="c", agent="b", provider="anthropic").close()
+    bare = Collector(MemorySink(), tracer_provider=provider)
+    with caplog.at_level(logging.WARNING, logger="loopscope"):
+        bare.prompt(conversation_id="c", agent="c").close()
+        bare.prompt(conversation_id="c", agent="d").close()
+    got = {s.name: s.attributes.get("gen_ai.provider.name") for s in exporter.get_finished_spans()}
+    assert got == {
+        "invoke_agent a": "openai",
+        "invoke_agent b": "anthropic",
+        "invoke_agent c": None,  # never invented: a warning says how to set it
+        "invoke_agent d": None,
+    }
+    assert sum("gen_ai.provider.name" in r.getMessage() for r in caplog.records) == 1
+    provider.shutdown()
