@@ -179,3 +179,31 @@ def test_help_teaches(command: str, expected: list[str]) -> None:
     out = invoke([command, "--help"], 100)
     for text in expected:
         assert text in out, text
+
+
+class TestTriageErrors:
+    """triage with an id that is not there: a panel with a hint that leads somewhere, exit 1."""
+
+    def _run(self, *args: str) -> object:
+        return CliRunner().invoke(app, ["triage", *args], catch_exceptions=False)
+
+    def test_typo_suggests_the_closest_ids(self, db: str) -> None:
+        result = self._run("c02-date-blnd", "--db", db)
+        assert result.exit_code == 1 and "Traceback" not in result.output
+        assert "did you mean 'c02-date-blind'" in result.output
+
+    def test_empty_store_says_load_first(self, tmp_path: Path) -> None:
+        result = self._run("c02-date-blind", "--db", str(tmp_path / "new.duckdb"))
+        assert result.exit_code == 1 and "holds no records" in result.output and "loopscope load PATH" in result.output
+
+    def test_paths_without_logs_say_so(self, tmp_path: Path) -> None:
+        folder = tmp_path / "logs"
+        folder.mkdir()
+        (folder / "notes.txt").write_text("not a log\n", encoding="utf-8")
+        result = self._run("c02-date-blind", str(folder), "--db", ":memory:")
+        assert result.exit_code == 1
+        assert "the PATHs hold no log file loopscope reads" in " ".join(result.output.replace("│", " ").split())
+
+    def test_paths_are_loaded_first(self) -> None:
+        result = self._run("c02-date-blind", str(SAMPLE_LOGS / "concierge.jsonl"), "--db", ":memory:")
+        assert result.exit_code == 0 and "first unrecovered" in result.stdout

@@ -61,9 +61,20 @@ def triage_command(
 
     # The PATHs are loaded into --db first; triage then reads the whole
     # conversation from the store, wherever its records came from.
-    con, _selection, _summary = open_store(db, paths, input_format)
+    from loopscope.analyses.errors import UnknownConversation
+
+    con, _selection, summary = open_store(db, paths, input_format)
     try:
         result = triage(con, conversation_id)
+    except UnknownConversation as exc:
+        if summary is not None and summary.files == 0:
+            # The store's hint ("load logs first") would send the user in a circle.
+            raise UnknownConversation(
+                exc.message,
+                hint="the PATHs hold no log file loopscope reads (*.jsonl, *.ndjson, *.json, .gz, rotated .1); "
+                "check them with: loopscope load PATH",
+            ) from None
+        raise
     finally:
         con.close()
     if output is OutputFormat.json:
