@@ -12,7 +12,7 @@ import uuid
 from typing import TYPE_CHECKING, Any, Mapping
 
 from loopscope.collectors import otel
-from loopscope.collectors.records import LOOP_EXIT, OUTCOMES, PENDING, TOOL_CALL
+from loopscope.collectors.records import COMMON_FIELDS, LOOP_EXIT, LOOP_EXIT_FIELDS, OUTCOMES, PENDING, TOOL_CALL
 from loopscope.collectors.shape import input_shape
 from loopscope.collectors.tool_call import ToolCall
 
@@ -20,21 +20,8 @@ if TYPE_CHECKING:
     from loopscope.collectors.core import Collector
 
 _FAILS = ("transient_fail", "permanent_fail")
-_EXIT_BODY = (
-    "conversation_id",
-    "prompt_id",
-    "agent",
-    "exit_reason",
-    "steps",
-    "tool_calls",
-    "tool_errors",
-    "max_tool_calls",
-    "input_tokens",
-    "output_tokens",
-    "duration_ms",
-    "error_type",
-    "error_message",
-)
+# The loop_exit fields that make the agent_exit log record's body (no ids, no envelope).
+_EXIT_BODY = ("conversation_id", "prompt_id", "agent") + LOOP_EXIT_FIELDS[len(COMMON_FIELDS) :]
 
 
 def _uuid_hex() -> str:

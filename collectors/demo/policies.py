@@ -10,7 +10,7 @@ seed write-up describes blind mode.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 
 from loopscope.collectors.demo.model import Move, Moves, Policy, ToolResult
 
@@ -46,44 +46,66 @@ def book_natural_date(
     With the corrective hint the model converts the date to ``iso``. Without
     it, it tries ``blind_guesses`` in turn and gives up when they run out.
     """
-
-    def policy(m: Moves) -> Script:
-        guesses = iter(blind_guesses)
-        check_in: str | None = said
-        while True:
-            [r] = yield [m.call("check_availability", check_in=check_in, check_out=check_out, room_type=room_type)]
-            if not r.is_error:
-                break
-            check_in = iso if r.hint else next(guesses, None)
-            if check_in is None:
-                yield m.say("Sorry, I could not check that date. Could you give me the exact check-in date?")
-                return
-        room = r.data["rooms"][0]
-        yield [m.call("create_reservation", guest_name=guest, room=room, check_in=check_in, check_out=check_out)]
-        yield m.say(f"Booked {room} for {guest} from {check_in}.")
-
-    return policy
+    return _book_after_fixing(
+        "check_in",
+        said,
+        iso,
+        blind_guesses,
+        {"check_in": said, "check_out": check_out, "room_type": room_type},
+        guest,
+        "Sorry, I could not check that date. Could you give me the exact check-in date?",
+        lambda room, check_in: f"Booked {room} for {guest} from {check_in}.",
+    )
 
 
 def book_room_wording(
     said: str, meant: str, check_in: str, check_out: str, guest: str, blind_guesses: Sequence[str]
 ) -> Policy:
-    """The guest asked for a room type the hotel does not sell under that name."""
+    """The guest asked for a room type the hotel does not sell under that name (same fixing as above)."""
+    return _book_after_fixing(
+        "room_type",
+        said,
+        meant,
+        blind_guesses,
+        {"check_in": check_in, "check_out": check_out, "room_type": said},
+        guest,
+        "Sorry, I could not find that kind of room.",
+        lambda room, room_type: f"Booked {room} ({room_type}) for {guest}.",
+    )
+
+
+def _book_after_fixing(
+    name: str,
+    said: str,
+    meant: str,
+    blind_guesses: Sequence[str],
+    args: dict[str, str],
+    guest: str,
+    give_up: str,
+    booked: Callable[[str, str], str],
+) -> Policy:
+    """Check availability with the guest's wording of argument ``name``, fix it, then book.
+
+    A rejected value is replaced by ``meant`` when the error carries a hint, else by the next of
+    ``blind_guesses``; when those run out the model says ``give_up`` and ends its turn.
+    """
 
     def policy(m: Moves) -> Script:
         guesses = iter(blind_guesses)
-        room_type: str | None = said
+        value: str | None = said
         while True:
-            [r] = yield [m.call("check_availability", check_in=check_in, check_out=check_out, room_type=room_type)]
+            call = {**args, name: value}  # key order kept: it is the recorded input_shape's order
+            [r] = yield [m.call("check_availability", **call)]
             if not r.is_error:
                 break
-            room_type = meant if r.hint else next(guesses, None)
-            if room_type is None:
-                yield m.say("Sorry, I could not find that kind of room.")
+            value = meant if r.hint else next(guesses, None)
+            if value is None:
+                yield m.say(give_up)
                 return
         room = r.data["rooms"][0]
+        check_in, check_out = call["check_in"], call["check_out"]
         yield [m.call("create_reservation", guest_name=guest, room=room, check_in=check_in, check_out=check_out)]
-        yield m.say(f"Booked {room} ({room_type}) for {guest}.")
+        yield m.say(booked(room, value))
 
     return policy
 
