@@ -132,6 +132,8 @@ class LoadSummary:
     loop_exits: int = 0
     protocol_violations: int = 0
     unreadable: int = 0
+    ignored: list[str] = field(default_factory=list)
+    """Files inside the named folders not loaded because their names are not log names (README.md, ...)."""
     source_ids: tuple[int, ...] = ()
     details: list[FileResult] = field(default_factory=list)
 
@@ -146,6 +148,7 @@ class LoadSummary:
             "loop_exits": self.loop_exits,
             "protocol_violations": self.protocol_violations,
             "unreadable": self.unreadable,
+            "ignored": list(self.ignored),
             "source_ids": list(self.source_ids),
             "details": [vars(d) for d in self.details],
         }
@@ -183,14 +186,17 @@ def load_paths(
     """
     if input_format not in INPUT_FORMATS:
         raise LoopscopeError(f"unknown input format {input_format!r}", hint="use auto, records, messages or otlp")
-    files = expand_paths(list(paths))
+    ignored: list[Path] = []
+    files = expand_paths(list(paths), ignored)
     # DuckDB would use up to 80% of RAM before spilling to disk; a load keeps
     # its working set (and the facts rebuild) under LOAD_MEMORY_LIMIT instead.
     con.execute(SET_MEMORY_LIMIT_SQL)
     try:
-        return _load_files(con, files, input_format, dict(reader_options or {}), progress)
+        summary = _load_files(con, files, input_format, dict(reader_options or {}), progress)
     finally:
         con.execute(RESET_MEMORY_LIMIT_SQL)
+    summary.ignored = [_display(p) for p in ignored]
+    return summary
 
 
 def _load_files(

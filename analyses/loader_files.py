@@ -55,8 +55,26 @@ def is_gzip(path: Path) -> bool:
         raise UnreadableFile(f"cannot read {path}: {exc.strerror or exc}", hint="check the file's permissions") from None
 
 
-def expand_paths(paths: list[str | os.PathLike[str]]) -> list[Path]:
+def _scan(folder: Path, ignored: list[Path] | None) -> list[Path]:
+    """Log files under ``folder`` (recursively, not following links to folders); others go to ``ignored``."""
+    files = []
+    for p in sorted(folder.rglob("*")):
+        if not p.is_file():
+            continue
+        if is_log_name(p.name):
+            files.append(p)
+        elif ignored is not None:
+            ignored.append(p)
+    return files
+
+
+def expand_paths(paths: list[str | os.PathLike[str]], ignored: list[Path] | None = None) -> list[Path]:
     """Files named by ``paths``, in a stable order, each once.
+
+    Args:
+        paths: files, directories and glob patterns.
+        ignored: if given, receives the files inside scanned directories that
+            were left out because their names are not log names.
 
     Raises:
         InputNotFound: a path does not exist or a glob matches nothing.
@@ -66,8 +84,7 @@ def expand_paths(paths: list[str | os.PathLike[str]]) -> list[Path]:
         text = os.fspath(item)
         path = Path(text).expanduser()
         if path.is_dir():
-            files = sorted(p for p in path.rglob("*") if p.is_file() and is_log_name(p.name))
-            found.extend(files)
+            found.extend(_scan(path, ignored))
         elif path.is_file():
             found.append(path)
         elif _GLOB_CHARS & set(text):
@@ -75,7 +92,7 @@ def expand_paths(paths: list[str | os.PathLike[str]]) -> list[Path]:
             files = [m for m in matches if m.is_file()]
             for m in matches:
                 if m.is_dir():
-                    files.extend(sorted(p for p in m.rglob("*") if p.is_file() and is_log_name(p.name)))
+                    files.extend(_scan(m, ignored))
             if not files:
                 raise InputNotFound(f"no file matches {text}", hint="check the pattern; quote it so the shell leaves it to loopscope")
             found.extend(files)

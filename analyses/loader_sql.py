@@ -163,7 +163,7 @@ def _reason_sql() -> str:
     """The first thing wrong with a line that failed the fast check, in words."""
     kind_text = "json_extract_string(kind, '$')"
     whens = [
-        "WHEN unparsed AND trim(line) = '' THEN NULL",  # blank line: nothing to keep
+        "WHEN unparsed AND trim(line, ' ' || chr(9) || chr(13)) = '' THEN NULL",  # blank line (JSON whitespace): nothing to keep
         f"WHEN strlen(line) > {MAX_LINE_BYTES} THEN 'line too long (over {MAX_LINE_BYTES} bytes)'",
         "WHEN unparsed AND is_last_unterminated THEN 'truncated last line (no newline at the end, not valid JSON)'",
         "WHEN unparsed THEN 'malformed JSON'",
@@ -280,7 +280,7 @@ CHECK_SQL = {name: _CHECK_TEMPLATE.replace("{lines}", lines) for name, lines in 
 
 QUARANTINE_CHECKED_SQL = f"""
 INSERT INTO quarantine (source_id, path, line_no, reason, raw)
-SELECT ?, ?, line_no, reason, left(line, {RAW_CAP})
+SELECT ?, ?, line_no, reason, left(CASE WHEN suffix(line, chr(13)) THEN line[:-2] ELSE line END, {RAW_CAP})
 FROM (SELECT line_no, line, {_reason_sql()} AS reason FROM _ls_checked WHERE NOT ok)
 WHERE reason IS NOT NULL
 ORDER BY line_no

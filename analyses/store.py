@@ -26,6 +26,19 @@ def default_db_path() -> str:
     return os.environ.get(DB_ENV) or DEFAULT_DB
 
 
+def _open_hint(error: str) -> str:
+    """What to do about a database DuckDB would not open, by the cause it names."""
+    if "lock" in error:
+        return "another loopscope (or DuckDB) process has it open: wait for it to finish, or pass another --db FILE"
+    if "Is a directory" in error:
+        return "--db takes a file: name one inside that folder, e.g. --db FOLDER/loopscope.duckdb"
+    if "not a valid DuckDB database" in error:
+        return "that file is not a loopscope database (loopscope never overwrites it): pass another --db FILE"
+    if "ermission denied" in error or "read-only" in error:
+        return "the file or its folder is not writable: fix the permissions, or pass another --db FILE"
+    return "pass another --db FILE, or --db :memory:"
+
+
 def connect(path: str | os.PathLike[str] | None = None, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
     """Open the store at ``path`` (default: ``default_db_path()``) and migrate it.
 
@@ -44,10 +57,7 @@ def connect(path: str | os.PathLike[str] | None = None, *, read_only: bool = Fal
     try:
         con = duckdb.connect(target, read_only=read_only)
     except (duckdb.IOException, duckdb.InvalidInputException, duckdb.SerializationException) as exc:
-        raise DatabaseError(
-            f"cannot open the database {target}: {exc}",
-            hint="is another loopscope process using it? Otherwise pass another --db FILE, or --db :memory:",
-        ) from None
+        raise DatabaseError(f"cannot open the database {target}: {exc}", hint=_open_hint(str(exc))) from None
     con.execute("SET TimeZone = 'UTC'")
     if not read_only:
         migrate(con)

@@ -24,7 +24,10 @@ from rich.console import Console
 from rich.markup import escape
 
 # C0 controls except tab and newline, DEL, and C1 controls.
-_CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# Bidirectional controls (U+061C, U+200E/F, U+202A-E, U+2066-9) reorder what a
+# terminal shows ("Trojan Source"), so log text cannot use them to disguise itself.
+_BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+_CONTROL_RE = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_BIDI}]")
 # Leading characters a spreadsheet would run as a formula.
 _CSV_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
@@ -48,7 +51,8 @@ def stderr_console() -> Console:
 
 
 def _visible_control(match: re.Match[str]) -> str:
-    return f"\\x{ord(match.group(0)):02x}"
+    code = ord(match.group(0))
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
 
 
 def plain(text: object) -> str:
@@ -96,7 +100,7 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"cannot serialise {type(value).__name__}")
 
 
-_C1_OR_DEL_RE = re.compile(r"[\x7f-\x9f]")
+_C1_OR_DEL_RE = re.compile(f"[\x7f-\x9f{_BIDI}]")
 
 
 def _escape_c1(match: re.Match[str]) -> str:

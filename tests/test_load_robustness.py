@@ -171,3 +171,161 @@ def test_gzip_with_a_broken_header_is_unreadable_not_a_traceback(tmp_path: Path)
     assert [d["status"] for d in out["details"]] == ["unreadable", "new"]
     assert "bad.jsonl.gz" in out["details"][0]["error"]
     assert ids(db) == ["good"]
+
+
+def test_bom_crlf_empty_and_blank_files(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "a_bom.jsonl").write_bytes(b"\xef\xbb\xbf" + (line(tool_call_id="bom1") + line(tool_call_id="bom2")).encode())
+    (logs / "b_crlf.jsonl").write_bytes((line(tool_call_id="crlf1") + "{oops}\n" + line(tool_call_id="crlf2")).replace("\n", "\r\n").encode())
+    (logs / "c_empty.jsonl").write_bytes(b"")
+    (logs / "d_blank.jsonl").write_text("\n\n   \n\t\n")
+    db = tmp_path / "t.duckdb"
+    code, out = load_json(db, logs)
+    assert code == 0
+    assert [(d["path"].rsplit("/", 1)[1], d["status"], d["loaded"], d["quarantined"]) for d in out["details"]] == [
+        ("a_bom.jsonl", "new", 2, 0),
+        ("b_crlf.jsonl", "new", 2, 1),
+        ("c_empty.jsonl", "empty", 0, 0),
+        ("d_blank.jsonl", "new", 0, 0),
+    ]
+    assert ids(db) == ["bom1", "bom2", "crlf1", "crlf2"]
+    (row,) = quarantine(db)
+    assert (row["path"].rsplit("/", 1)[1], row["line_no"], row["reason"], row["raw"]) == ("b_crlf.jsonl", "2", "malformed JSON", "{oops}")
+    # Loading again adds nothing, blank and empty files included.
+    code, out = load_json(db, logs)
+    assert (out["loaded"], out["quarantined"]) == (0, 0) or (out["loaded"], out["quarantined"]) == (0, 1)
+    assert len(ids(db)) == 4 and len(quarantine(db)) == 1
+
+
+def test_folder_with_other_files_and_a_symlink_loop(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    (logs / "sub").mkdir(parents=True)
+    (logs / "app.jsonl").write_text(line(tool_call_id="app"))
+    (logs / "README.md").write_text("# notes\n")
+    (logs / ".DS_Store").write_bytes(b"\x00\x00\x00\x01Bud1\x00")
+    (logs / "blob.json").write_bytes(bytes(range(256)) * 4)  # binary, but named like a log
+    (logs / "sub" / "loop").symlink_to("..")  # logs/sub/loop -> logs: a cycle
+    (logs / "sub" / "dangling.jsonl").symlink_to(tmp_path / "missing.jsonl")
+    db = tmp_path / "t.duckdb"
+    result = invoke("load", "--db", str(db), str(logs))
+    assert result.exit_code == 0, result.output
+    flat = " ".join(result.output.split())
+    assert "2 other files in the folders were not loaded: their names are not log names" in flat
+    assert ".DS_Store" in flat and "README.md" in flat
+    assert ids(db) == ["app"]  # once, although the loop leads back to it
+    rows = quarantine(db)
+    assert rows and all(r["path"].endswith("blob.json") for r in rows)
+    assert all(r["reason"].startswith(("not UTF-8", "malformed JSON", "not a JSON object")) for r in rows)
+    code, out = load_json(db, logs)
+    assert sorted(Path(p).name for p in out["ignored"]) == [".DS_Store", "README.md"]
+
+
+def test_a_50mb_line_and_a_10000_deep_unknown_field(tmp_path: Path) -> None:
+    log = tmp_path / "big.jsonl"
+    deep = '{"a":' * 10_000 + "1" + "}" * 10_000
+    with open(log, "w") as f:
+        f.write(line(tool_call_id="before"))
+        f.write(line(tool_call_id="huge", error_message="x" * 50_000_000))
+        f.write(line(tool_call_id="deep")[:-2] + ', "junk": ' + deep + "}\n")
+        f.write(line(tool_call_id="after"))
+    db = tmp_path / "t.duckdb"
+    code, out = load_json(db, log)
+    assert code == 0
+    (row,) = quarantine(db)
+    assert (row["line_no"], row["reason"]) == ("2", "line too long (over 1048576 bytes)")
+    assert len(row["raw"]) == 2000
+    assert ids(db) == ["before", "deep", "after"]
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        (extra,) = con.execute("SELECT extra FROM tool_calls WHERE tool_call_id = 'deep'").fetchone()
+    finally:
+        con.close()
+    assert extra.replace(" ", "") == '{"junk":' + deep + "}"  # the unknown field is kept whole
+
+
+def test_hostile_text_is_inert_in_quarantine_and_load_output(tmp_path: Path) -> None:
+    hostile = "\x1b[31mRED\x1b]8;;http://evil\x07[bold]x[/bold]\u202e"
+    log = tmp_path / "evil\x1b[2J.jsonl"
+    raw = lambda **f: json.dumps(rec(**f), ensure_ascii=False) + "\n"  # noqa: E731 (control characters unescaped)
+    log.write_text(
+        raw(tool_call_id="h1", conversation_id=hostile, is_error=True, outcome="permanent_fail", error_message="=cmd|'/C calc'!A0")
+        + raw(tool_call_id="h2", conversation_id=hostile, step="1\x1b[31m")
+        + "=HYPERLINK(\"http://evil\")\n"
+    )
+    db = tmp_path / "t.duckdb"
+    for args in ((), ("--format", "json"), ("--format", "csv")):
+        result = invoke("load", "--db", str(db), *args, str(log))
+        assert result.exit_code == 0
+        assert "\x1b" not in result.stdout and "\u202e" not in result.stdout
+    for args in ((), ("--format", "json"), ("--format", "csv")):
+        result = invoke("quarantine", "--db", str(db), *args)
+        assert result.exit_code == 0
+        assert "\x1b" not in result.stdout and "\x07" not in result.stdout and "\u202e" not in result.stdout, args
+    table = invoke("quarantine", "--db", str(db)).stdout
+    assert "[bold]" in table or "\\u001b" in table  # markup shown as text, not applied
+    rows = quarantine(db)
+    assert [r["line_no"] for r in rows] == ["2", "3"]
+    assert rows[1]["raw"] == "'=HYPERLINK(\"http://evil\")"  # a spreadsheet formula, defused
+    # The stored record keeps the text exactly; only output neutralises it.
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        assert con.execute("SELECT conversation_id FROM tool_calls").fetchall() == [(hostile,)]
+    finally:
+        con.close()
+
+
+def test_db_is_a_folder_or_not_a_duckdb_file(tmp_path: Path) -> None:
+    log = tmp_path / "app.jsonl"
+    log.write_text(line())
+    folder = tmp_path / "dbdir"
+    folder.mkdir()
+    result = invoke("load", "--db", str(folder), str(log))
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert "--db takes a file" in " ".join(result.output.split())
+    other = tmp_path / "notes.duckdb"
+    other.write_text("hello, not a database\n")
+    result = invoke("load", "--db", str(other), str(log))
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert "not a loopscope database" in " ".join(result.output.split())
+    assert other.read_text() == "hello, not a database\n"  # left alone
+
+
+def test_read_only_db_file(tmp_path: Path) -> None:
+    import os
+
+    import pytest
+
+    if os.geteuid() == 0:
+        pytest.skip("root writes read-only files")
+    log = tmp_path / "app.jsonl"
+    log.write_text(line())
+    db = tmp_path / "t.duckdb"
+    assert invoke("load", "--db", str(db), str(log)).exit_code == 0
+    db.chmod(0o444)
+    result = invoke("load", "--db", str(db), str(log))
+    assert result.exit_code == 1 and "Traceback" not in result.output
+
+
+def test_two_loads_on_one_db_at_once(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    log = tmp_path / "app.jsonl"
+    log.write_text(line())
+    db = tmp_path / "t.duckdb"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import duckdb, sys; c = duckdb.connect(sys.argv[1]); print('ready', flush=True); sys.stdin.read()", str(db)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        result = subprocess.run(
+            [sys.executable, "-c", "from loopscope.cli import main; main()", "load", "--db", str(db), str(log)], capture_output=True, text=True
+        )
+    finally:
+        holder.communicate("")
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    text = " ".join(result.stderr.split())
+    assert "Could not set lock" in text and "another loopscope (or DuckDB) process has it open" in text

@@ -116,5 +116,11 @@ def _render_table(summary: LoadSummary, db: str | None) -> None:
         + (f", {summary.protocol_violations} protocol violations" if summary.protocol_violations else "")
         + (f", {summary.unreadable} unreadable (not loaded)" if summary.unreadable else "")
     )
+    if summary.ignored:
+        names = ", ".join(inert(shown_path(p)) for p in summary.ignored[:3]) + (", ..." if len(summary.ignored) > 3 else "")
+        out.print(
+            f"{len(summary.ignored)} other files in the folders were not loaded: their names are not log names "
+            f"(*.jsonl, *.ndjson, *.json, .gz, rotated .1): {names}"
+        )
     if summary.quarantined:
         out.print("See the bad lines with: [b]loopscope quarantine[/b]" + (f" --db {inert(db)}" if db else ""))
