@@ -121,7 +121,7 @@ def exit_severity(reason: str) -> tuple[int, str]:
 def emit_log(logger: Any, event: str, severity: tuple[int, str], ts: float, ctx: Any, attrs: dict, body: dict) -> None:
     """One log record in the given span context (its trace_id/span_id link it to the span)."""
     logger.emit(
-        timestamp=int(ts * 1e9),
+        timestamp=round(ts * 1_000_000) * 1000,  # the microsecond the record's ts shows
         context=ctx,
         severity_number=severity[0],
         severity_text=severity[1],
