@@ -4,7 +4,7 @@ Imports only the standard library and ``opentelemetry-api``. See docs/collector.
 
     from loopscope.collectors import Collector, JsonlSink
 
-    collector = Collector(JsonlSink("logs/loopscope.jsonl"))
+    collector = Collector(JsonlSink("logs/loopscope.jsonl"), provider="anthropic")
     with collector.prompt(conversation_id="c-1", agent="support", max_tool_calls=25) as loop:
         ...
         loop.model_response(stop_reason=response.stop_reason)
