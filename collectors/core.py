@@ -41,7 +41,7 @@ class CollectorStats:
     Attributes:
         emitted: Records handed to the sink.
         written: Records the sink wrote (JSONL lines, MemorySink entries).
-        dropped: Records lost in the sink: queue full, sink closed, or a failed write.
+        dropped: Records lost in the sink: queue full, sink closed, unserialisable, or a failed write.
         queued: Records waiting for the writer thread.
         sink_errors: Sink failures (a raising sink, a failed write, an unserialisable record).
         internal_errors: Collector failures swallowed by the guard.

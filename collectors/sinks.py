@@ -256,6 +256,7 @@ class JsonlSink(Sink):
                     lines.append((encode(finish(rec)) + "\n").encode("utf-8", "surrogatepass"))
                 except Exception as exc:  # noqa: BLE001 - one bad record must not stop the writer
                     self.errors += 1
+                    self.dropped += 1
                     self._guard.once(
                         f"encode:{type(exc).__name__}", 40, "loopscope: cannot serialise a record", exc_info=exc
                     )
@@ -366,5 +367,5 @@ class JsonlSink(Sink):
         atexit.unregister(self._atexit)
 
     def stats(self) -> dict[str, int]:
-        """``written`` lines, ``dropped`` records (queue full, closed, or write failed), ``errors``."""
+        """``written`` lines, ``dropped`` records (queue full, closed, unserialisable, or write failed), ``errors``."""
         return {"written": self.written, "dropped": self.dropped, "errors": self.errors, "queued": len(self._queue)}

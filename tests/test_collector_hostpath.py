@@ -198,3 +198,24 @@ def test_huge_arguments_are_not_copied_and_not_kept_after_writing(tmp_path: Path
     col.close()
     rec = json.loads((tmp_path / "l.jsonl").read_text().splitlines()[0])
     assert rec["input_shape"] == {"blob": "array", "n": "integer"} and len(rec["args_fingerprint"]) == 64
+
+
+def test_every_record_is_written_or_counted_as_dropped(tmp_path: Path) -> None:
+    class BadKey:
+        def __hash__(self) -> int:
+            return 1
+
+        def __str__(self) -> str:
+            raise RuntimeError("no str")
+
+    col = Collector(JsonlSink(tmp_path / "l.jsonl", flush_interval=0.02))
+    with col.prompt(conversation_id="c") as loop:
+        loop.model_response(stop_reason="tool_use")
+        with loop.tool_call("t1", "x", {BadKey(): 1}):  # cannot be shaped: the writer drops it
+            pass
+        with loop.tool_call("t2", "x", {"a": 1}):
+            pass
+    col.close()
+    st = col.stats
+    assert (st.emitted, st.written, st.dropped, st.sink_errors) == (3, 2, 1, 1)
+    assert st.written + st.dropped == st.emitted
