@@ -70,8 +70,13 @@ def test_openai_fixture_auto_detected() -> None:
 
 
 def test_text_errors_need_error_when() -> None:
-    load(MESSAGES / "openai_text_errors.jsonl", "--input-format", "messages")
+    summary = load(MESSAGES / "openai_text_errors.jsonl", "--input-format", "messages")
     assert metrics()["errors"] == 0  # no flag, default convention: no errors ...
+    # ... which the load points out, once for the file
+    assert summary["protocol_violations"] == 1
+    audit = json.loads(invoke("audit", "--db", "store.duckdb", "--format", "json").stdout)
+    assert "unflagged_error_text" in json.dumps(audit["protocol_violations"])
+    assert "3 tool result(s) carry no error flag" in json.dumps(audit["protocol_violations"])
     # ... but the texts are kept, and the lint's silent-error rule sees them
     rows = json.loads(invoke("lint", "--db", "store.duckdb", "--format", "json").stdout)
     silent = sorted((r["tool_name"], r["occurrences"]) for r in rows if r["kind"] == "silent" and "LS130" in r["rules"])

@@ -120,6 +120,8 @@ class ConversationResult:
 
     records: list[dict[str, Any]]
     violations: list[dict[str, Any]]
+    # Results with no stored flag whose text reads like an error, counted as successes.
+    unflagged_error_texts: int = 0
 
 
 class _Deriver:
@@ -147,6 +149,7 @@ class _Deriver:
         self.violations: list[dict[str, Any]] = []
         self.keyed: list[tuple[tuple[int, int, int], dict[str, Any]]] = []
         self.times: dict[int, tuple[datetime, Optional[str]]] = {}
+        self.unflagged_error_texts = 0
 
     # -- helpers ---------------------------------------------------------
     def violation(self, kind: str, detail: str, prompt_id: Optional[str] = None, call_id: Optional[str] = None) -> None:
@@ -293,6 +296,8 @@ class _Deriver:
             record["error_source"] = verdict.source
         elif verdict.text_reports_error:
             record["text_reports_error"] = True
+            if result.flag is None:
+                self.unflagged_error_texts += 1
         return record
 
     def exit_for(self, prompt: _Prompt, is_last: bool) -> Optional[tuple[str, str, Optional[str]]]:
@@ -387,7 +392,7 @@ class _Deriver:
         for position, prompt in enumerate(self.prompts):
             self.loop_exit_record(prompt, is_last=position == len(self.prompts) - 1)
         self.keyed.sort(key=lambda item: item[0])
-        return ConversationResult([record for _, record in self.keyed], self.violations)
+        return ConversationResult([record for _, record in self.keyed], self.violations, self.unflagged_error_texts)
 
 
 def conversation_records(

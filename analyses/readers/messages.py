@@ -372,6 +372,7 @@ def read(path: Path, options: Mapping[str, Any]) -> ReaderOutput:
         _gather(root, None, selector, coll, out, text, jsonl=False)
     agent_default = options.get("agent_name") or _file_agent(root) or "default"
     tags = options.get("tags") or None
+    unflagged = 0
     for conv in coll.conversations:
         agent = options.get("agent_name") or (conv.obj.get("agent") if isinstance(conv.obj.get("agent"), str) else None) or agent_default
         termination = conv.obj.get("termination_reason")
@@ -390,4 +391,20 @@ def read(path: Path, options: Mapping[str, Any]) -> ReaderOutput:
             continue
         out.records.extend(result.records)
         out.violations.extend(result.violations)
+        unflagged += result.unflagged_error_texts
+    if unflagged:
+        # The likeliest silent mistake: a log that marks errors only in the text, loaded with the
+        # default convention, shows no errors at all. Say so once per file.
+        out.violations.append(
+            {
+                "conversation_id": None,
+                "prompt_id": None,
+                "tool_call_id": None,
+                "kind": "unflagged_error_text",
+                "detail": f"{path.name}: {unflagged} tool result(s) carry no error flag but their text reads like "
+                "an error ('Error: ...' or a JSON \"error\" key); they were counted as successes. If this log "
+                "marks errors only in the text, load it with --error-when prefix or json-error-key "
+                "(docs/inputs.md)",
+            }
+        )
     return out
