@@ -11,13 +11,15 @@ validation path.
 
 from __future__ import annotations
 
+import mmap
+import os
 from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
 
 from loopscope.analyses import loader_sql as sql
-from loopscope.analyses.loader_files import CHUNK_BYTES, Chunk, OverlongLine, StreamBreak, UnreadableFile, is_gzip, iter_chunks
+from loopscope.analyses.loader_files import Chunk, OverlongLine, StreamBreak, UnreadableFile, is_gzip, iter_chunks
 
 
 def read_whole_file(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[int, bool, int] | None:
@@ -25,39 +27,39 @@ def read_whole_file(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[int, bo
 
     Returns (lines, last line unterminated, bytes of that last line), or None
     when the file needs the block path: compressed, a byte-order mark, not
-    UTF-8, or a line the reader splits or drops differently from '\n' (so its
-    row count would not give exact line numbers).
+    UTF-8, or a byte the CSV reader treats differently from the line splitter
+    (so its row numbers would not be line numbers).
+
+    Exact line numbers rest on two checks. Before the read, the file is
+    searched (memory-mapped, no copy) for the bytes that make rows differ
+    from lines: CR is a line break to the CSV reader, and \x01 its column
+    separator. After it, the rows' bytes plus one newline each must add up to
+    the file's size, so a row the reader split, merged or cut short shows.
     """
-    if is_gzip(path):
-        return None
-    newlines = 0
-    last = b""
-    first = True
     try:
+        if is_gzip(path):
+            return None
         with open(path, "rb") as f:
-            while block := f.read(CHUNK_BYTES):
-                if first and block.startswith(b"\xef\xbb\xbf"):
+            size = os.fstat(f.fileno()).st_size
+            if size == 0:
+                return None
+            with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+                if mm[:3] == b"\xef\xbb\xbf" or mm.find(b"\r") != -1 or mm.find(b"\x01") != -1:
                     return None
-                first = False
-                newlines += block.count(b"\n")
-                if b"\r" in block or b"\x01" in block:
-                    # CR is a line break to the CSV reader, and \x01 its column
-                    # separator (a line starting with it would read as blank).
-                    return None
-                last = block
-    except OSError as exc:
-        raise UnreadableFile(f"cannot read {path}: {exc.strerror or exc}", hint="check the file's permissions") from None
-    unterminated = bool(last) and not last.endswith(b"\n")
-    expected = newlines + (1 if unterminated else 0)
+                unterminated = mm[size - 1 : size] != b"\n"
+    except (OSError, ValueError) as exc:
+        raise UnreadableFile(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}", hint="check the file's permissions") from None
     try:
         con.execute(sql.READ_LINES_SQL, [str(path)])
         row = con.execute(sql.COUNT_LINES_SQL).fetchone()
     except duckdb.Error:
         return None  # not UTF-8, a line over the limit, ...: the block path says which line
-    if not row or int(row[0]) != expected:
+    if not row:
         return None
-    tail = len(last) - (last.rfind(b"\n") + 1) if unterminated else 0
-    return expected, unterminated, tail
+    lines, text_bytes, last_bytes = int(row[0]), int(row[1] or 0), int(row[2] or 0)
+    if text_bytes + lines - (1 if unterminated else 0) != size:
+        return None
+    return lines, unterminated, (last_bytes if unterminated else 0)
 
 
 def read_in_blocks(

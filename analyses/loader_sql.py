@@ -223,7 +223,7 @@ SELECT ? + generate_subscripts(s, 1) - 1 AS line_no, unnest(s) AS line
 FROM (SELECT string_split(?, chr(10)) AS s)
 """
 # ?1 a plain (not compressed) file. One row per line, blank lines as NULL;
-# the caller checks the row count against the file's newlines. Run outside a
+# the caller checks the rows' bytes against the file's size. Run outside a
 # transaction: committed rows have rowids 0..n-1 in file order (the line
 # number is rowid + 1); rows of an open transaction do not.
 READ_LINES_SQL = """
@@ -233,7 +233,10 @@ SELECT line FROM read_csv(
     auto_detect = false, strict_mode = false, max_line_size = 1048577
 )
 """
-COUNT_LINES_SQL = "SELECT count(*) FROM _ls_raw"
+# Rows, their bytes (blank lines are NULL: 0), and the bytes of the last row.
+COUNT_LINES_SQL = """
+SELECT count(*), sum(coalesce(strlen(line), 0)), arg_max(coalesce(strlen(line), 0), rowid) FROM _ls_raw
+"""
 _LINE_SOURCES = {
     "block": "SELECT line_no, line FROM _ls_lines",
     "file": "SELECT rowid + 1 AS line_no, line FROM _ls_raw",
