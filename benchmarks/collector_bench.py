@@ -22,6 +22,9 @@ the same way around an empty statement, is subtracted; p50/p99 in ns):
    exporter (its queue also drained between batches, untimed): the collector (span + record) next
    to a bare SDK span with the same name and attributes (``start_as_current_span`` + the
    end-of-call attributes), and a bare span with no attributes.
+5. The collector with tracing and a Logs SDK (``LoggerProvider`` + ``BatchLogRecordProcessor``
+   to a no-op exporter): the added cost of the ``loopscope.tool_call`` log record, next to a bare
+   SDK log record with the same body and attributes.
 """
 
 from __future__ import annotations
@@ -38,12 +41,26 @@ from pathlib import Path
 from loopscope.collectors import Collector, JsonlSink
 from loopscope.collectors.records import finish
 from loopscope.collectors.shape import shape_and_fingerprint
+from opentelemetry._logs import SeverityNumber
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, LogRecordExporter, LogRecordExportResult
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.trace import SpanKind
 
 ARGS = {"check_in": "2026-12-01", "nights": 3, "room_type": "double", "guests": 2}
 pc = time.perf_counter_ns
+
+
+class NoopLogExporter(LogRecordExporter):
+    def export(self, batch):  # noqa: ANN001, ANN201
+        return LogRecordExportResult.SUCCESS
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
+
+    def shutdown(self) -> None:
+        pass
 
 
 class NoopExporter(SpanExporter):
@@ -225,6 +242,69 @@ def bench_tracing(calls: int, batch: int, tmp: Path) -> dict[str, list[int]]:
     col.close()
     provider.shutdown()
     assert st.dropped == 0 and st.sink_errors == 0, st
+
+    # Bare SDK log record with the body and attributes the collector's tool_call record has.
+    log_provider = LoggerProvider(shutdown_on_exit=False)
+    blp = BatchLogRecordProcessor(NoopLogExporter(), max_queue_size=batch + 1024)
+    log_provider.add_log_record_processor(blp)
+    logger = log_provider.get_logger("bare")
+    body = {
+        "conversation_id": "bench",
+        "prompt_id": "p",
+        "agent": "bench",
+        "tool_call_id": "toolu_00000000",
+        "tool_name": "book_room",
+        "step": 0,
+        "input_shape": {"check_in": "string", "nights": "integer", "room_type": "string", "guests": "integer"},
+        "outcome": "ok",
+        "is_error": False,
+        "attempts": 1,
+        "latency_ms": 0.001,
+        "replayed": False,
+    }
+
+    def bare_log(i: int) -> None:
+        logger.emit(
+            timestamp=time.time_ns(),
+            severity_number=SeverityNumber.INFO,
+            severity_text="INFO",
+            body=body,
+            attributes={
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": "book_room",
+                "gen_ai.tool.call.id": ids[i % nid],
+                "gen_ai.tool.type": "function",
+                "gen_ai.conversation.id": "bench",
+            },
+            event_name="loopscope.tool_call",
+        )
+
+    out["bare SDK log record, same body"], _ = run_batched(calls, batch, bare_log, blp.force_flush)
+    log_provider.shutdown()
+
+    # The collector with tracing, plus a Logs SDK: one loopscope.tool_call log record per call.
+    provider, bsp = sdk_provider(batch)
+    log_provider = LoggerProvider(shutdown_on_exit=False)
+    blp = BatchLogRecordProcessor(NoopLogExporter(), max_queue_size=batch + 1024)
+    log_provider.add_log_record_processor(blp)
+    sink = JsonlSink(tmp / "logged.jsonl", max_queue=batch + 10, flush_interval=3600, max_bytes=None)
+    col = Collector(sink, tracer_provider=provider, logger_provider=log_provider, strict=False)
+    loop = col.prompt(conversation_id="bench", prompt_id="p", agent="bench")
+    loop.model_response(stop_reason="tool_use")
+    tool_call = loop.tool_call
+
+    def drain_all() -> None:
+        sink.flush()
+        bsp.force_flush()
+        blp.force_flush()
+
+    out["collector+jsonl, tracing + logs on"], _ = run_batched(calls, batch, traced, drain_all)
+    loop.close()
+    st = col.stats
+    col.close()
+    provider.shutdown()
+    log_provider.shutdown()
+    assert st.dropped == 0 and st.sink_errors == 0 and st.internal_errors == 0, st
     return out
 
 
@@ -273,6 +353,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"tracing on vs {base}, p50: {r:.2f}x")
         r = t[0] / by["bare SDK span, same attributes"][0]
         print(f"(target: <= 1.2x a bare SDK span with the same attributes: {'met' if r <= 1.2 else 'NOT met'})")
+        added = by["collector+jsonl, tracing + logs on"][0] - t[0]
+        r = added / by["bare SDK log record, same body"][0]
+        print(f"logs on adds {added:.0f} ns p50 per call: {r:.2f}x a bare SDK log record with the same body")
     print(f"total {total_s:.1f} s")
     return 0
 
