@@ -207,3 +207,51 @@ class TestTriageErrors:
     def test_paths_are_loaded_first(self) -> None:
         result = self._run("c02-date-blind", str(SAMPLE_LOGS / "concierge.jsonl"), "--db", ":memory:")
         assert result.exit_code == 0 and "first unrecovered" in result.stdout
+
+
+def test_fix_first_says_what_the_message_lacks() -> None:
+    """The checklist under "Fix first" is about this message, not the rule in general."""
+    import json
+
+    tau2 = HERE / "fixtures" / "tau2"
+    rows = json.loads(invoke(["lint", str(tau2), "--db", ":memory:", "-f", "json"], 200))
+    top = rows[0]
+    assert top["template"] == "Error: Patient not found with provided name and date of birth"
+    assert top["checklist"] == {"names_value": False, "remedy": False, "retry_guidance": False}
+    out = invoke(["lint", str(tau2), "--db", ":memory:"], 200)
+    assert "this message: ✗ names the value · ✗ says what is expected or what to do · ✗ says whether to retry" in out
+
+
+def test_checklist_reads_each_part() -> None:
+    from loopscope.analyses.lint.engine import checklist
+
+    assert checklist("Failed") == {"names_value": False, "remedy": False, "retry_guidance": False}
+    assert checklist("check_in '12/03/2026' is not a valid date") == {
+        "names_value": True, "remedy": False, "retry_guidance": False,
+    }
+    assert checklist("Rate limit exceeded for key k_12. Retry after 60 seconds.") == {
+        "names_value": True, "remedy": True, "retry_guidance": True,
+    }
+    body = '{"error": "invalid_date", "message": "bad date", "hint": "use YYYY-MM-DD", "is_retriable": true}'
+    assert checklist(body)["remedy"] and checklist(body)["retry_guidance"]
+
+
+def test_ranking_example_is_deterministic_on_ties(tmp_path: Path) -> None:
+    """Two texts of one template, once each: the example is the smaller, on every run."""
+    import json
+
+    def call(i: int, message: str) -> dict[str, object]:
+        return {
+            "v": 1, "kind": "tool_call", "ts": f"2026-11-02T10:00:0{i}Z", "conversation_id": f"c{i}", "prompt_id": "p",
+            "agent": "a", "trace_id": None, "span_id": None, "tool_call_id": f"t{i}", "tool_name": "book", "step": 0,
+            "input_shape": {}, "args_fingerprint": None, "outcome": "permanent_fail", "is_error": True, "attempts": 1,
+            "latency_ms": 1.0, "error_type": f"E{i}", "error_message": message, "replayed": False,
+        }
+
+    for order in ((1, 2), (2, 1)):
+        texts = {1: "Room 'B-7' not found", 2: "Room 'A-3' not found"}
+        path = tmp_path / f"logs{order[0]}.jsonl"
+        path.write_text("".join(json.dumps(call(i, texts[i])) + "\n" for i in order), encoding="utf-8")
+        rows = json.loads(invoke(["lint", str(path), "--db", ":memory:", "-f", "json"], 200))
+        assert len(rows) == 1 and rows[0]["variants"] == 2
+        assert rows[0]["example"] == "Room 'A-3' not found" and rows[0]["error_type"] == "E1"

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 
 from loopscope.analyses.hints import Hint, match
 from loopscope.analyses.lint.rules import FALLBACK_RULES, RULES, Context
+from loopscope.analyses.lint.checks import RETRY_GUIDANCE_RE
 from loopscope.analyses.lint.text import read_message
 
 
@@ -89,3 +90,26 @@ def lint_message(text: str, *, is_error: bool = True, outcome: str | None = None
         Finding(rule.id, rule.severity, rule.reason, _rewrite(rule.id, rule.rewrite, family)) for rule in fired
     ]
     return LintResult(message=text, generic=any(rule.generic for rule in fired), findings=findings)
+
+
+CHECKLIST_ITEMS = {
+    "names_value": "names the value",
+    "remedy": "says what is expected or what to do",
+    "retry_guidance": "says whether to retry",
+}
+
+
+def checklist(text: str) -> dict[str, bool]:
+    """What an error text already gives the model, after seed 003's rewrite checklist.
+
+    The rewrite direction of a finding is general; this says which parts this
+    particular text has and which it lacks, as the rules read it: the value or
+    field it failed on (``names_value``), the expected form or a next step
+    (``remedy``), and whether or when to retry (``retry_guidance``).
+    """
+    view = read_message(text or "")
+    return {
+        "names_value": bool(view.specifics),
+        "remedy": view.has_remedy,
+        "retry_guidance": bool(RETRY_GUIDANCE_RE.search(view.raw)),
+    }

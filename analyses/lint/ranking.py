@@ -28,7 +28,7 @@ from typing import Any
 
 import duckdb
 
-from loopscope.analyses.lint.engine import lint_message
+from loopscope.analyses.lint.engine import checklist, lint_message
 from loopscope.analyses.lint.rules import RULES_BY_ID
 from loopscope.analyses.lint.templates import template_of
 from loopscope.analyses.selection import Selection
@@ -60,10 +60,22 @@ WITH calls AS (
       AND (t.is_error OR t.error_message IS NOT NULL OR t.outcome IN ('transient_fail', 'permanent_fail'))
       AND ({where})
       AND (CAST(? AS VARCHAR) IS NULL OR t.tool_name = ?)
+),
+-- Ties between equally common texts (types, outcomes) go to the smallest, so
+-- the example is the same on every run (mode() picks any of them).
+counted AS (
+    SELECT
+        c.*,
+        m.template,
+        count(*) OVER (PARTITION BY c.tool_name, m.template, c.is_error, c.message) AS n_message,
+        count(*) OVER (PARTITION BY c.tool_name, m.template, c.is_error, c.error_type) AS n_type,
+        count(*) OVER (PARTITION BY c.tool_name, m.template, c.is_error, c.outcome) AS n_outcome
+    FROM calls c
+    JOIN {table} m ON m.tool_name = c.tool_name AND m.message = c.message
 )
 SELECT
     c.tool_name,
-    m.template,
+    c.template,
     c.is_error,
     count(*) AS occurrences,
     count(*) FILTER (WHERE c.error_class = 'recovered') AS recovered,
@@ -72,12 +84,11 @@ SELECT
     count(*) FILTER (WHERE c.error_class = 'gave_up') AS gave_up,
     count(DISTINCT c.conversation_id) AS conversations,
     count(DISTINCT c.message) AS variants,
-    mode(c.message) AS example,
-    mode(c.error_type) AS error_type,
-    mode(c.outcome) AS outcome
-FROM calls c
-JOIN {table} m ON m.tool_name = c.tool_name AND m.message = c.message
-GROUP BY c.tool_name, m.template, c.is_error
+    arg_min(c.message, (-c.n_message, c.message)) AS example,
+    arg_min(c.error_type, (-c.n_type, c.error_type)) FILTER (WHERE c.error_type IS NOT NULL) AS error_type,
+    arg_min(c.outcome, (-c.n_outcome, c.outcome)) AS outcome
+FROM counted c
+GROUP BY c.tool_name, c.template, c.is_error
 HAVING count(*) >= ?
 """
 
@@ -105,6 +116,7 @@ class TemplateImpact:
     example: str
     error_type: str | None = None
     outcome: str | None = None
+    checklist: dict[str, bool] = field(default_factory=dict)  # engine.checklist(example)
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def as_dict(self) -> dict[str, Any]:
@@ -185,4 +197,5 @@ def _impact(row: tuple[Any, ...]) -> TemplateImpact:
         example=example,
         error_type=error_type,
         outcome=outcome,
+        checklist=checklist(example),
     )

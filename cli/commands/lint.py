@@ -170,6 +170,14 @@ def _template_label(row: Any, width: int) -> str:
     return "[yellow](silent)[/yellow] " + template if row.kind == "silent" else template
 
 
+def _checklist_line(items: dict[str, bool]) -> str:
+    from loopscope.analyses.lint.engine import CHECKLIST_ITEMS
+
+    return " · ".join(
+        f"[green]✓[/green] {label}" if items.get(key) else f"[red]✗[/red] {label}" for key, label in CHECKLIST_ITEMS.items()
+    )
+
+
 def _render_ranking(ranked: list[Any]) -> None:
     console = stdout_console()
     if not ranked:
@@ -183,6 +191,7 @@ def _render_ranking(ranked: list[Any]) -> None:
     if top is not None and top.rewrite:
         console.print(f"\n[b]Fix first:[/b] {inert(top.tool_name)}: {inert(_shorten(top.example, 100))}")
         console.print(f"[dim]rewrite:[/dim] {inert(top.rewrite)}")
+        console.print(f"[dim]this message:[/dim] {_checklist_line(top.checklist)}")
     console.print("[dim]Check a rewrite before it ships: loopscope lint --message 'TEXT'. Rules: loopscope lint --rules[/dim]")
 
 
