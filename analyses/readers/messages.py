@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import gzip
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Optional
 
@@ -182,9 +182,19 @@ def _decode(data: bytes, where: str) -> tuple[Optional[str], str]:
         return None, f"not UTF-8 (byte 0x{data[exc.start]:02x} at byte {exc.start + 1} of the {where})"
 
 
-def _lines(data: bytes) -> list[tuple[int, bytes]]:
+def _lines(data: bytes) -> Iterator[tuple[int, bytes]]:
+    """Non-blank lines with their numbers, one at a time (no second copy of a big file)."""
     # split on \n only: JSON strings may hold U+2028 and other separators str.splitlines() breaks on
-    return [(n, line) for n, line in enumerate(data.lstrip(b"\xef\xbb\xbf").split(b"\n"), start=1) if line.strip()]
+    start = 3 if data.startswith(b"\xef\xbb\xbf") else 0
+    line_no = 0
+    while start <= len(data):
+        end = data.find(b"\n", start)
+        end = len(data) if end < 0 else end
+        line_no += 1
+        line = data[start:end]
+        if line.strip():
+            yield line_no, line
+        start = end + 1
 
 
 def _explicit_id(obj: Any, id_key: Optional[str]) -> Optional[str]:
@@ -346,12 +356,13 @@ def read(path: Path, options: Mapping[str, Any]) -> ReaderOutput:
             raise ValueError(why)
         root = json.loads(text)
     except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
-        lines = _lines(data)
-        if not lines or not _is_json_line(lines[0][1]):  # a broken JSON document, not JSON Lines
+        text = None  # memory: the lines are read from the bytes
+        first = next(_lines(data), None)
+        if first is None or not _is_json_line(first[1]):  # a broken JSON document, not JSON Lines
             reason = why or (TOO_DEEP if isinstance(exc, RecursionError) else f"not JSON: {exc}")
             out.bad.append(BadLine(getattr(exc, "lineno", None), reason, data[:RAW_CAP].decode("utf-8", "replace")))
             return out
-        for line_no, raw in lines:
+        for line_no, raw in _lines(data):
             line, line_why = _decode(raw, "line")
             if line is None:
                 out.bad.append(BadLine(line_no, line_why, raw[:RAW_CAP].decode("utf-8", "replace")))
@@ -369,7 +380,8 @@ def read(path: Path, options: Mapping[str, Any]) -> ReaderOutput:
             except RecursionError:
                 out.bad.append(BadLine(line_no, TOO_DEEP, line[:RAW_CAP]))
     else:
-        _gather(root, None, selector, coll, out, text, jsonl=False)
+        head, data, text = text[:RAW_CAP], b"", None  # memory: only the parsed document is needed now
+        _gather(root, None, selector, coll, out, head, jsonl=False)
     agent_default = options.get("agent_name") or _file_agent(root) or "default"
     tags = options.get("tags") or None
     unflagged = 0
