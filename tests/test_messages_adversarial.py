@@ -153,3 +153,16 @@ def test_non_object_messages_and_odd_values_are_skipped(tmp_path: Path) -> None:
     assert (summary["tool_calls"], summary["loop_exits"], summary["quarantined"]) == (2, 1, 0)
     rows = json.loads(run("unrecovered", "--db", "s.duckdb", "--format", "json").stdout)
     assert [(r["conversation_id"], r["tool_call_id"]) for r in rows] == [("12345", "1.5")]
+
+
+def test_per_message_lines_group_by_text_or_integer_ids_not_booleans(tmp_path: Path) -> None:
+    lines = [
+        {"session_id": 5, "role": "user", "content": "hi"},
+        {"session_id": True, "role": "user", "content": "no id: a boolean is not one"},
+        {"session_id": 5, "role": "assistant", "content": "hello"},
+        {"session_id": "", "role": "assistant", "content": "no id either"},
+    ]
+    path = tmp_path / "log.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    out = messages.read(path, {})
+    assert sorted({r["conversation_id"] for r in out.records}) == ["5", f"{tmp_path.name}/log.jsonl#2"]

@@ -197,13 +197,18 @@ def _lines(data: bytes) -> Iterator[tuple[int, bytes]]:
         start = end + 1
 
 
+def _is_id(value: Any) -> bool:
+    """A usable conversation id: text or an integer (not a boolean, which is an int in Python)."""
+    return isinstance(value, (str, int)) and not isinstance(value, bool) and value != ""
+
+
 def _explicit_id(obj: Any, id_key: Optional[str]) -> Optional[str]:
     """The conversation id stored in ``obj`` (``id_key``, a dotted path, or the usual keys)."""
     if not isinstance(obj, dict):
         return None
     for key in (id_key,) if id_key else ID_KEYS:
         found = _walk(obj, [(k, False) for k in key.split(".")])
-        if found and isinstance(found[0], (str, int)) and not isinstance(found[0], bool):
+        if found and _is_id(found[0]):
             return str(found[0])
     return None
 
@@ -277,7 +282,7 @@ class _Collector:
     def add_message_line(self, message: dict[str, Any], line_no: Optional[int] = None) -> None:
         """A per-message log line: group by the conversation id it carries (or one per file)."""
         keys = (self.id_key,) if self.id_key else ID_KEYS[:1] + ID_KEYS[2:]
-        cid = next((str(message[k]) for k in keys if isinstance(message.get(k), (str, int))), None)
+        cid = next((str(message[k]) for k in keys if _is_id(message.get(k))), None)
         if cid is None:
             if self.anonymous_log is None:
                 self.anonymous_log = _Conversation([], {}, len(self.conversations) + 1, line_no)
