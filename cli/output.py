@@ -67,6 +67,15 @@ def inert(text: object) -> str:
     return escape(plain(text))
 
 
+def one_line(text: object, limit: int) -> str:
+    """Untrusted text on one line (whitespace runs collapsed, controls visible), cut to ``limit`` with "…".
+
+    Not markup-safe on its own: pass the result through ``inert`` before rich.
+    """
+    flat = " ".join(plain(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
 def fmt_number(value: float | int | None, digits: int = 3) -> str:
     """A number for a table cell: ``-`` for null, ints as ints, floats rounded."""
     if value is None or (isinstance(value, float) and math.isnan(value)):

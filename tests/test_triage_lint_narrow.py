@@ -255,3 +255,12 @@ def test_ranking_example_is_deterministic_on_ties(tmp_path: Path) -> None:
         rows = json.loads(invoke(["lint", str(path), "--db", ":memory:", "-f", "json"], 200))
         assert len(rows) == 1 and rows[0]["variants"] == 2
         assert rows[0]["example"] == "Room 'A-3' not found" and rows[0]["error_type"] == "E1"
+
+
+def test_one_line_flattens_cuts_and_shows_controls() -> None:
+    from loopscope.cli.output import one_line
+
+    assert one_line("a\n  b\tc", 10) == "a b c"
+    assert one_line("abcdefghij", 5) == "abcd…" and len(one_line("x" * 500, 80)) == 80
+    assert one_line("red\x1b[31m", 40) == "red\\x1b[31m"
+    assert one_line(None, 5) == ""

@@ -19,7 +19,7 @@ from loopscope.cli.options import (
     TagOption,
     UntilOption,
 )
-from loopscope.cli.output import OutputFormat, fmt_number, fmt_rate, inert, plain, stdout_console, write_csv, write_json
+from loopscope.cli.output import OutputFormat, fmt_number, fmt_rate, inert, one_line, stdout_console, write_csv, write_json
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -150,11 +150,6 @@ def _lint_texts(texts: list[str], file: Path | None, fmt: OutputFormat, *, stric
         raise typer.Exit(1)
 
 
-def _shorten(text: str, width: int) -> str:
-    one_line = " ".join(plain(text).split())
-    return one_line if len(one_line) <= width else one_line[: width - 1] + "…"
-
-
 def _rule_labels(row: Any) -> str:
     from loopscope.analyses.lint import RULES_BY_ID
 
@@ -166,7 +161,7 @@ def _rule_labels(row: Any) -> str:
 
 
 def _template_label(row: Any, width: int) -> str:
-    template = inert(_shorten(row.template, width))
+    template = inert(one_line(row.template, width))
     return "[yellow](silent)[/yellow] " + template if row.kind == "silent" else template
 
 
@@ -189,7 +184,7 @@ def _render_ranking(ranked: list[Any]) -> None:
         _ranking_table(console, ranked)
     top = next((row for row in ranked if row.generic), None)
     if top is not None and top.rewrite:
-        console.print(f"\n[b]Fix first:[/b] {inert(top.tool_name)}: {inert(_shorten(top.example, 100))}")
+        console.print(f"\n[b]Fix first:[/b] {inert(top.tool_name)}: {inert(one_line(top.example, 100))}")
         console.print(f"[dim]rewrite:[/dim] {inert(top.rewrite)}")
         console.print(f"[dim]this message:[/dim] {_checklist_line(top.checklist)}")
     console.print("[dim]Check a rewrite before it ships: loopscope lint --message 'TEXT'. Rules: loopscope lint --rules[/dim]")
@@ -254,7 +249,7 @@ def _render_findings(results: list[tuple[str | None, Any]]) -> None:
         if i:
             console.print()
         verdict = "[red]generic[/red]" if result.generic else "[green]ok[/green]"
-        label = (f"[b]{inert(tool_name)}[/b]: " if tool_name else "") + inert(_shorten(result.message, 200))
+        label = (f"[b]{inert(tool_name)}[/b]: " if tool_name else "") + inert(one_line(result.message, 200))
         console.print(Text.from_markup(f"{verdict}  {label}"))
         for f in result.findings:
             color = "red" if f.severity == "error" else "yellow" if f.severity == "warning" else "dim"

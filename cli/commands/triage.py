@@ -13,6 +13,7 @@ from loopscope.cli.output import (
     OutputFormat,
     fmt_number,
     inert,
+    one_line,
     stdout_console,
     write_csv,
     write_json,
@@ -112,8 +113,7 @@ def _plural(n: int | None, noun: str) -> str:
 
 
 def _short(text: str | None, limit: int = TIMELINE_MESSAGE_CHARS) -> str:
-    flat = " ".join((text or "").split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    return one_line(text, limit)
 
 
 def _call_label(call: ToolCallEntry) -> str:

@@ -18,7 +18,7 @@ from loopscope.cli.options import (
     TagOption,
     UntilOption,
 )
-from loopscope.cli.output import OutputFormat, inert, stdout_console, write_csv, write_json
+from loopscope.cli.output import OutputFormat, inert, one_line, stdout_console, write_csv, write_json
 
 if TYPE_CHECKING:  # imported inside the command body: the analyses pull in duckdb
     from rich.console import Console
@@ -104,8 +104,7 @@ def _render(rows: list[UnrecoveredRow]) -> None:
 
 
 def _message(r: UnrecoveredRow, limit: int) -> str:
-    message = " ".join((r.error_message or "").split())
-    return message if len(message) <= limit else message[: limit - 1] + "…"
+    return one_line(r.error_message, limit)
 
 
 def _render_table(console: Console, title: str, rows: list[UnrecoveredRow]) -> None:
