@@ -120,3 +120,25 @@ def test_long_result_is_capped_and_a_start_time_alone_places_the_span(tmp_path: 
     assert failing["tool_name"] == HOSTILE and failing["is_error"] is True
     assert len(failing["error_message"]) == 2000 and failing["error_message"].endswith("... [truncated]")
     assert (calls["5"]["latency_ms"], calls["5"]["ts"]) == (0.0, "2026-09-21T14:13:20.000000Z")
+
+
+def test_odd_numbers_in_times_enums_and_token_counts(tmp_path: Path) -> None:
+    from loopscope.analyses.readers import otlp
+
+    agent = span("aa00000000000001", "invoke_agent", 0, 100, [
+        kv("gen_ai.operation.name", {"stringValue": "invoke_agent"}),
+        kv("gen_ai.usage.input_tokens", {"doubleValue": "Infinity"}),  # no token count, not a crash
+    ], status={"code": "bogus"}, parent="")  # an unreadable status code counts as unset
+    odd_kind = dict(span("bb00000000000001", "execute_tool a", 1, 2, [TOOL]), kind="SPAN_KIND_BOGUS",
+                    events=[{"name": "exception", "timeUnixNano": "soon", "attributes": []}])
+    far_future = span("bb00000000000002", "execute_tool b", 3, 4, [TOOL])
+    far_future["endTimeUnixNano"] = "99999999999999999999999"
+    path = tmp_path / "odd.jsonl"
+    path.write_text(line(agent, odd_kind, far_future) + "\n", encoding="utf-8")
+    out = otlp.read(path, {})
+    kinds = [(r["kind"], r.get("tool_call_id")) for r in out.records]
+    assert kinds == [("tool_call", "bb00000000000001"), ("loop_exit", None)]
+    call, exit_ = out.records
+    assert call["is_error"] is True  # the exception event still counts, whatever its time
+    assert (exit_["exit_reason"], exit_["input_tokens"]) == ("end_turn", None)
+    assert [(b.line_no, "not nanoseconds between 1970 and 9999" in b.reason) for b in out.bad] == [(1, True)]

@@ -225,6 +225,35 @@ def _int(value: Any, default: int | None = None) -> int | None:
     return int(value)
 
 
+def _enum(value: Any) -> int:
+    """An enum field (span kind, status code, severity); an unreadable one counts as unset (0)."""
+    try:
+        return _int(value, 0) or 0
+    except (TypeError, ValueError):
+        return 0
+
+
+def _event_time(value: Any) -> int | None:
+    try:
+        return _time(value)
+    except (TypeError, ValueError):
+        return None  # an event's time is not used; a bad one must not cost the span
+
+
+# Nanoseconds at 9999-12-31T23:59:59Z: a later (or negative) time is not one a record can carry.
+MAX_TIME_NS = 253_402_300_799 * 10**9
+
+
+def _time(value: Any) -> int | None:
+    """A ``...TimeUnixNano`` field: None when unset (absent or 0), ValueError when not a time."""
+    ns = _int(value)
+    if not ns:
+        return None
+    if not 0 < ns <= MAX_TIME_NS:
+        raise ValueError(f"time {value!r} is not nanoseconds between 1970 and 9999")
+    return ns
+
+
 def _camel(obj: Any) -> Any:
     """snake_case proto field names -> OTLP/JSON's lowerCamelCase, recursively (dict keys only)."""
     if isinstance(obj, dict):
@@ -236,8 +265,8 @@ def _camel(obj: Any) -> Any:
 
 def _span(raw: Mapping[str, Any], resource: dict[str, Any], scope: str | None, line_no: int) -> Span:
     status = raw.get("status") or {}
-    start = _int(raw.get("startTimeUnixNano")) or None  # 0 means unset, as for log times
-    end = _int(raw.get("endTimeUnixNano")) or None
+    start = _time(raw.get("startTimeUnixNano"))  # 0 means unset, as for log times
+    end = _time(raw.get("endTimeUnixNano"))
     if start is None and end is None:
         raise ValueError("span has no startTimeUnixNano/endTimeUnixNano")
     # One of the two is enough to place the span (a span cut short still happened then);
@@ -251,16 +280,16 @@ def _span(raw: Mapping[str, Any], resource: dict[str, Any], scope: str | None, l
         span_id=span_id,
         parent_id=hex_id(raw.get("parentSpanId")),
         name=str(raw.get("name") or ""),
-        kind=_int(raw.get("kind"), 0) or 0,
+        kind=_enum(raw.get("kind")),
         start_ns=start,
         end_ns=end,
         attrs=attributes(raw.get("attributes")),
         events=[
-            (str(e.get("name") or ""), _int(e.get("timeUnixNano")), attributes(e.get("attributes")))
+            (str(e.get("name") or ""), _event_time(e.get("timeUnixNano")), attributes(e.get("attributes")))
             for e in raw.get("events") or []
             if isinstance(e, Mapping)
         ],
-        status_code=_int(status.get("code"), 0) or 0,
+        status_code=_enum(status.get("code")),
         status_message=status.get("message") or None,
         resource=resource,
         scope=scope,
@@ -271,7 +300,7 @@ def _span(raw: Mapping[str, Any], resource: dict[str, Any], scope: str | None, l
 def _log(raw: Mapping[str, Any], resource: dict[str, Any], scope: str | None, line_no: int) -> LogRecord:
     attrs = attributes(raw.get("attributes"))
     # timeUnixNano is optional (0/absent = unknown); the SDK often only sets observedTimeUnixNano.
-    time_ns = _int(raw.get("timeUnixNano"), 0) or _int(raw.get("observedTimeUnixNano"), 0) or None
+    time_ns = _time(raw.get("timeUnixNano")) or _time(raw.get("observedTimeUnixNano"))
     # Older SDKs put the event name in the attribute ``event.name``.
     event_name = raw.get("eventName") or attrs.get("event.name") or None
     return LogRecord(
@@ -279,7 +308,7 @@ def _log(raw: Mapping[str, Any], resource: dict[str, Any], scope: str | None, li
         trace_id=hex_id(raw.get("traceId")),
         span_id=hex_id(raw.get("spanId")),
         event_name=event_name,
-        severity=_int(raw.get("severityNumber"), 0) or 0,
+        severity=_enum(raw.get("severityNumber")),
         body=any_value(raw.get("body")),
         attrs=attrs,
         resource=resource,

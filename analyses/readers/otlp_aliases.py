@@ -68,7 +68,7 @@ def as_int(value: Any, default: int | None = None) -> int | None:
         return default
     try:
         return int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an infinite double
         return default
 
 
@@ -143,8 +143,10 @@ def error_of(span: Span, tool: bool = False) -> tuple[bool, str | None, str | No
     something else, is kept as ``error_detail``. Both are redacted and capped like the
     collector's error text.
     """
-    exc = next((attrs for name, _, attrs in span.events if name == "exception"), None) or {}
-    is_error = span.status_code == STATUS_ERROR or bool(span.attrs.get("error.type")) or bool(exc)
+    event = next((attrs for name, _, attrs in span.events if name == "exception"), None)
+    exc = event or {}
+    # an exception event counts even with no attributes (the SDK may drop them past its limits)
+    is_error = span.status_code == STATUS_ERROR or bool(span.attrs.get("error.type")) or event is not None
     if not is_error:
         return False, None, None, None
     error_type = span.attrs.get("error.type") or exc.get("exception.type")
