@@ -207,8 +207,8 @@ class Attempt:
 
 
 @dataclass(frozen=True)
-class UnrecoveredError:
-    """The first unrecovered error of a conversation and what led up to it."""
+class ErrorAt:
+    """Where an unrecovered error happened, what class it has and what it said."""
 
     conversation_id: str
     prompt_id: str
@@ -218,6 +218,16 @@ class UnrecoveredError:
     error_class: str
     error_type: str | None
     error_message: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict for JSON/CSV (``class`` is the error class)."""
+        return class_dict(self)
+
+
+@dataclass(frozen=True)
+class UnrecoveredError(ErrorAt):
+    """The first unrecovered error of a conversation and what led up to it."""
+
     args_fingerprint: str | None
     ts: dt.datetime
     agent: str
@@ -235,17 +245,9 @@ class UnrecoveredError:
 
 
 @dataclass(frozen=True)
-class UnrecoveredRow:
+class UnrecoveredRow(ErrorAt):
     """One conversation in ``loopscope unrecovered``."""
 
-    conversation_id: str
-    prompt_id: str
-    step: int
-    tool_call_id: str
-    tool_name: str
-    error_class: str
-    error_type: str | None
-    error_message: str | None
     exit_reason: str | None
     agent: str
     error_ts: dt.datetime
@@ -254,10 +256,6 @@ class UnrecoveredRow:
     first_ts: dt.datetime
     last_ts: dt.datetime
     previous_attempts: int
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain dict for JSON/CSV (``class`` is the error class)."""
-        return class_dict(self)
 
 
 UNRECOVERED_COLUMNS = (
