@@ -264,3 +264,17 @@ def test_one_line_flattens_cuts_and_shows_controls() -> None:
     assert one_line("abcdefghij", 5) == "abcd…" and len(one_line("x" * 500, 80)) == 80
     assert one_line("red\x1b[31m", 40) == "red\\x1b[31m"
     assert one_line(None, 5) == ""
+
+
+def test_plain_mapping_catalog(tmp_path: Path) -> None:
+    import json
+
+    path = tmp_path / "catalog.json"
+    path.write_text(json.dumps({"book": ["Failed"], "search": ["No flight 'HAT999'. Use search_flights(origin, date)."]}),
+                    encoding="utf-8")
+    result = CliRunner().invoke(app, ["lint", "--messages", str(path), "-f", "json"], catch_exceptions=False)
+    rows = json.loads(result.stdout)
+    assert [(r["tool"], r["generic"]) for r in rows] == [("book", True), ("search", False)]
+    assert result.exit_code == 1  # LS101 on "Failed" is severity error
+    table = invoke(["lint", "--messages", str(path)], 80)
+    assert "generic  book: Failed" in table
