@@ -20,7 +20,6 @@ The SQL text is built once, at import, from the fixed field table below
 
 from __future__ import annotations
 
-import json
 
 RAW_CAP = 2000
 """Characters of a bad line kept in ``quarantine.raw``."""
@@ -92,7 +91,13 @@ _TYPE_WORD = {"str": "a string", "int": "an integer", "num": "a number", "bool":
 # fragments are kept as VARCHAR columns named after the field: the JSON type
 # of a value shows in its first character, so the common case is checked with
 # cheap string tests and no second parse.
-_STRUCTURE = json.dumps({name: "JSON" for name in KNOWN_FIELDS})
+# One parse per line: json_extract with the list of every known field's path
+# gives each value as a JSON fragment, 'null' for a JSON null and SQL NULL
+# for an absent key (json_transform cannot tell those two apart, which the
+# key count below needs).
+_PATHS = "[" + ", ".join(f"'$.\"{k}\"'" for k in KNOWN_FIELDS) + "]"
+_TC_INDEXES = "[" + ", ".join(str(KNOWN_FIELDS.index(k) + 1) for k in TOOL_CALL_FIELDS) + "]"
+_LE_INDEXES = "[" + ", ".join(str(KNOWN_FIELDS.index(k) + 1) for k in LOOP_EXIT_FIELDS) + "]"
 _LIST = "[" + ", ".join(f"'{k}'" for k in KNOWN_FIELDS) + "]"
 _TC_LIST = "[" + ", ".join(f"'{k}'" for k in TOOL_CALL_FIELDS) + "]"
 _LE_LIST = "[" + ", ".join(f"'{k}'" for k in LOOP_EXIT_FIELDS) + "]"
@@ -242,7 +247,7 @@ _LINE_SOURCES = {
     "file": "SELECT rowid + 1 AS line_no, line FROM _ls_raw",
 }
 
-_FRAGMENTS = ",\n        ".join(f"j.{name}::VARCHAR AS {name}" for name in KNOWN_FIELDS)
+_FRAGMENTS = ",\n        ".join(f"nullif(f[{i}], 'null')::VARCHAR AS {name}" for i, name in enumerate(KNOWN_FIELDS, 1))
 
 # ?1 line number of an unterminated last line (or -1).
 _CHECK_TEMPLATE = f"""
@@ -250,12 +255,15 @@ CREATE OR REPLACE TEMP TABLE _ls_checked AS
 WITH lines AS ({{lines}}),
 parsed AS (
     SELECT line_no, line,
-           CASE WHEN strlen(line) <= {MAX_LINE_BYTES} THEN try(json_transform(line, '{_STRUCTURE}')) END AS j
+           CASE WHEN strlen(line) <= {MAX_LINE_BYTES} THEN try(json_extract(line, {_PATHS})) END AS f
     FROM lines
     WHERE line IS NOT NULL AND line <> ''
 ),
 flat AS (
-    SELECT line_no, line, j IS NULL AS unparsed, line_no = ? AS is_last_unterminated,
+    SELECT line_no, line, f IS NULL AS unparsed, line_no = ? AS is_last_unterminated,
+        -- keys of the record's kind that are present (a JSON null included)
+        CASE WHEN f[2] = '"tool_call"' THEN list_count(list_select(f, {_TC_INDEXES}))
+             ELSE list_count(list_select(f, {_LE_INDEXES})) END AS n_known,
         {_FRAGMENTS}
     FROM parsed
 ),
@@ -269,14 +277,17 @@ checked AS (
 -- quarantine) and lines with unknown fields (for extra).
 -- A line with a key twice fails (dup_key): JSON parsers disagree on which
 -- value wins, so loading either would be a guess.
-SELECT * EXCLUDE (line, keys, ok), ok AND dup_key IS NULL AS ok,
+-- Fast path: a good line whose key count equals the number of its kind's
+-- known keys present has neither unknown nor repeated keys. Only the others
+-- (usually a few percent) have their key list examined.
+SELECT * EXCLUDE (line, keys, ok, n_known), ok AND dup_key IS NULL AS ok,
        CASE WHEN NOT ok OR dup_key IS NOT NULL OR has_extra THEN line END AS line
 FROM (
     SELECT *,
         CASE WHEN len(keys) > len(list_distinct(keys))
              THEN list_filter(keys, lambda k, i: list_position(keys, k) < i)[1] END AS dup_key,
         coalesce(len(list_filter(keys, lambda k: NOT list_contains({_KIND_KEYS}, k))) > 0, false) AS has_extra
-    FROM (SELECT *, CASE WHEN ok THEN json_keys(line) END AS keys FROM checked)
+    FROM (SELECT *, CASE WHEN ok AND len(json_keys(line)) <> n_known THEN json_keys(line) END AS keys FROM checked)
 )
 """
 CHECK_SQL = {name: _CHECK_TEMPLATE.replace("{lines}", lines) for name, lines in _LINE_SOURCES.items()}
