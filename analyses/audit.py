@@ -35,8 +35,9 @@ from typing import Any
 import duckdb
 
 from loopscope.analyses import incidents, recovery, stats
-from loopscope.analyses.cohorts import Figures, figures, figures_by, tool_call_counts, week_selection
+from loopscope.analyses.cohorts import Figures, figures, figures_by, tool_call_counts_by
 from loopscope.analyses.compare import compare_figures
+from loopscope.analyses.loader_facts import ensure_facts
 from loopscope.analyses.review import agreement
 from loopscope.analyses.selection import Selection
 
@@ -53,7 +54,7 @@ PROTOCOL_VIOLATIONS_BY_KIND_SQL = """
 SELECT v.kind, count(*) AS violations, count(DISTINCT v.conversation_id) AS conversations
 FROM protocol_violations v
 WHERE v.conversation_id IS NULL
-   OR v.conversation_id IN (SELECT p.conversation_id FROM prompts_v p WHERE {where})
+   OR v.conversation_id IN (SELECT p.conversation_id FROM {prompts} p WHERE {where})
 GROUP BY v.kind
 ORDER BY violations DESC, v.kind
 """
@@ -63,12 +64,14 @@ SELECT v.conversation_id, v.prompt_id, v.tool_call_id, v.kind, v.detail, s.path
 FROM protocol_violations v
 LEFT JOIN sources s USING (source_id)
 WHERE v.conversation_id IS NULL
-   OR v.conversation_id IN (SELECT p.conversation_id FROM prompts_v p WHERE {where})
+   OR v.conversation_id IN (SELECT p.conversation_id FROM {prompts} p WHERE {where})
 ORDER BY v.conversation_id, v.prompt_id, v.tool_call_id, v.kind
 LIMIT ?
 """
 # Distinct conversations of the selection.
-SELECTED_CONVERSATIONS_SQL = "SELECT DISTINCT p.conversation_id FROM prompts_v p WHERE {where}"
+SELECTED_CONVERSATIONS_SQL = "SELECT DISTINCT p.conversation_id FROM {prompts} p WHERE {where}"
+# {prompts}: prompt_facts when it matches the records (one row per prompt, the
+# columns of prompts_v, materialised by loader_facts), else prompts_v itself.
 
 
 def _rows(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
@@ -90,8 +93,9 @@ def weekly_series(con: duckdb.DuckDBPyConnection, selection: Selection, *, alpha
     """Figures per ISO week, each with its change against the previous week in the data."""
     series: list[dict[str, Any]] = []
     prev: tuple[str, Figures, list[int]] | None = None
+    counts_by_week = tool_call_counts_by(con, selection, "week")
     for week, fig in figures_by(con, selection, "week"):
-        counts = tool_call_counts(con, week_selection(selection, week))
+        counts = counts_by_week.get(week, [])
         row: dict[str, Any] = {"week": week, **fig.to_dict(), "previous_week": None, "changes": {}}
         if prev is not None:
             pweek, pfig, pcounts = prev
@@ -129,8 +133,9 @@ def audit(
     from loopscope.analyses.lint.ranking import rank_templates
 
     where, params = selection.where("p")
+    prompts = "prompt_facts" if ensure_facts(con) else "prompts_v"
     overall = figures(con, selection)
-    selected = {r[0] for r in con.execute(SELECTED_CONVERSATIONS_SQL.format(where=where), params).fetchall()}
+    selected = {r[0] for r in con.execute(SELECTED_CONVERSATIONS_SQL.format(prompts=prompts, where=where), params).fetchall()}
 
     agents = []
     for agent, fig in figures_by(con, selection, "agent"):
@@ -143,8 +148,8 @@ def audit(
     dups = incidents.duplicate_executions(con, selection)
     unrecovered = recovery.first_unrecovered_all(con, selection)
     unrecovered.sort(key=lambda r: (-r.n_unrecovered, -r.previous_attempts, -r.last_ts.timestamp(), r.conversation_id))
-    violations_by_kind = _rows(con.execute(PROTOCOL_VIOLATIONS_BY_KIND_SQL.format(where=where), params))
-    violations = _rows(con.execute(PROTOCOL_VIOLATIONS_SQL.format(where=where), [*params, limit]))
+    violations_by_kind = _rows(con.execute(PROTOCOL_VIOLATIONS_BY_KIND_SQL.format(prompts=prompts, where=where), params))
+    violations = _rows(con.execute(PROTOCOL_VIOLATIONS_SQL.format(prompts=prompts, where=where), [*params, limit]))
     reviews = agreement(con, conversation_ids=selected)
 
     return {

@@ -15,12 +15,19 @@ from typing import Any
 
 import duckdb
 
-from loopscope.analyses.metrics import Metrics, compute_metrics, metrics_by
+from loopscope.analyses.loader_facts import ensure_facts
+from loopscope.analyses.metrics import GROUP_KEYS, Metrics, compute_metrics, metrics_by
 from loopscope.analyses.selection import Selection, parse_iso_week
 
-# The sample for the rank test: tool calls of every selected prompt.
+# The sample for the rank test: tool calls of every selected prompt, per group.
+# {table} is prompt_facts (the per-prompt materialisation of prompts_v, when
+# fresh) or prompts_v itself; {group_key} is one of metrics.GROUP_KEYS.
 TOOL_CALL_COUNTS_SQL = """
-SELECT p.n_tool_calls FROM prompts_v p WHERE {where} ORDER BY p.n_tool_calls
+SELECT {group_key} AS grp, list(p.n_tool_calls ORDER BY p.n_tool_calls) AS counts
+FROM {table} p
+WHERE {where}
+GROUP BY grp
+ORDER BY grp
 """
 
 
@@ -63,11 +70,6 @@ class Figures:
         return {**asdict(self), "recovery_rate": self.recovery_rate, "replay_rate": self.replay_rate}
 
 
-def _column(con: duckdb.DuckDBPyConnection, sql: str, selection: Selection) -> list[Any]:
-    where, params = selection.where("p")
-    return [r[0] for r in con.execute(sql.format(where=where), params).fetchall()]
-
-
 def from_metrics(m: Metrics) -> Figures:
     """``Figures`` from the metrics module's result."""
     return Figures(
@@ -92,9 +94,21 @@ def figures_by(con: duckdb.DuckDBPyConnection, selection: Selection, by: str) ->
     return sorted(((str(m.group), from_metrics(m)) for m in metrics_by(con, selection, by)), key=lambda kv: kv[0])
 
 
+def tool_call_counts_by(con: duckdb.DuckDBPyConnection, selection: Selection, by: str | None) -> dict[str, list[int]]:
+    """Tool calls per selected prompt, ascending (the rank test's sample), per ``week``/``day``/``agent`` group.
+
+    One query for every group; it reads ``prompt_facts`` when it matches the
+    records (``loader_facts``), else the view ``prompts_v`` (same rows).
+    """
+    where, params = selection.where("p")
+    table = "prompt_facts" if ensure_facts(con) else "prompts_v"
+    sql = TOOL_CALL_COUNTS_SQL.format(group_key=GROUP_KEYS[by], table=table, where=where)
+    return {str(grp): [int(v) for v in counts] for grp, counts in con.execute(sql, params).fetchall()}
+
+
 def tool_call_counts(con: duckdb.DuckDBPyConnection, selection: Selection) -> list[int]:
     """Tool calls per selected prompt, ascending (the rank test's sample)."""
-    return [int(v) for v in _column(con, TOOL_CALL_COUNTS_SQL, selection)]
+    return tool_call_counts_by(con, selection, None).get("all", [])
 
 
 def week_selection(selection: Selection, week: str) -> Selection:
