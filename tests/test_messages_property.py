@@ -107,3 +107,65 @@ def test_any_json_document_loads_or_is_reported(tmp_path_factory: Any, value: An
         assert [b.reason for b in out.bad] == [
             "no conversation found (no messages list at a known place); pass --messages-key, e.g. simulations[].messages"
         ]
+
+
+# --- any value anywhere in real fixtures -------------------------------------------------------
+FIXTURES = Path(__file__).parent / "fixtures" / "messages"
+DOCS = [
+    json.loads(line)
+    for name in ("anthropic.jsonl", "per_turn.jsonl", "shapes.jsonl")
+    for line in (FIXTURES / name).read_text(encoding="utf-8").splitlines()
+    if line.strip()
+] + [json.loads((FIXTURES / "openai_responses.json").read_text(encoding="utf-8"))]
+ANY_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats() | st.text(max_size=6)
+    | st.sampled_from(["", "Error: x", '{"error": 1}', "tool_use", "tool_result", "assistant", "user", "tool", "function"]),
+    lambda c: st.lists(c, max_size=3) | st.dictionaries(
+        st.sampled_from(["role", "content", "type", "id", "tool_use_id", "tool_call_id", "tool_calls", "function_call",
+                         "name", "arguments", "input", "is_error", "messages", "timestamp", "stop_reason"]), c, max_size=3),
+    max_leaves=8,
+)
+
+
+def _places(node: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [path]
+    if isinstance(node, dict):
+        for key, value in node.items():
+            out += _places(value, path + (key,))
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            out += _places(value, path + (i,))
+    return out
+
+
+PLACES = [(n, p) for n, doc in enumerate(DOCS) for p in _places(doc) if p]
+
+
+def _replaced(node: Any, path: tuple[Any, ...], value: Any) -> Any:
+    if not path:
+        return value
+    copy = dict(node) if isinstance(node, dict) else list(node)
+    copy[path[0]] = _replaced(node[path[0]], path[1:], value)
+    return copy
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(PLACES), ANY_JSON), min_size=1, max_size=4), st.sampled_from([None, "prefix", "json-error-key"]))
+def test_any_value_anywhere_in_real_fixtures(tmp_path_factory: Any, edits: list[Any], error_when: Any) -> None:
+    """Found 'tool_calls': true crashing the reader (8,000 examples pass locally now)."""
+    docs = list(DOCS)
+    for (n, path), value in edits:
+        try:
+            docs[n] = _replaced(docs[n], path, value)
+        except (KeyError, IndexError, TypeError):
+            continue  # an earlier edit removed that place
+    path = tmp_path_factory.mktemp("fuzz") / "log.jsonl"
+    path.write_text("".join(json.dumps(doc) + "\n" for doc in docs), encoding="utf-8")
+    out = read(path, {"error_when": error_when} if error_when else {})  # never raises
+    json.dumps(out.records)
+
+
+def test_tool_calls_that_are_not_a_list_are_ignored() -> None:
+    messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello", "tool_calls": True}]
+    out = conversation_records(messages, conversation_id="c")
+    assert [(r["kind"], r["exit_reason"]) for r in out.records] == [("loop_exit", "end_turn")]

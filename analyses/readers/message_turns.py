@@ -243,7 +243,8 @@ def _assistant(message: dict[str, Any], index: int, ts: Optional[datetime]) -> A
                     )
                 elif kind in ("text", "output_text") and str(block.get("text") or "").strip():
                     turn.has_text = True
-    for call in message.get("tool_calls") or []:
+    calls = message.get("tool_calls")
+    for call in calls if isinstance(calls, list) else []:
         request = _openai_or_tau2_call(call)
         if request is not None:
             turn.calls.append(request)
