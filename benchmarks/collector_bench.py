@@ -41,6 +41,7 @@ from pathlib import Path
 from loopscope.collectors import Collector, JsonlSink
 from loopscope.collectors.records import finish
 from loopscope.collectors.shape import shape_and_fingerprint
+from opentelemetry import trace
 from opentelemetry._logs import SeverityNumber
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, LogRecordExporter, LogRecordExportResult
@@ -248,6 +249,9 @@ def bench_tracing(calls: int, batch: int, tmp: Path) -> dict[str, list[int]]:
     blp = BatchLogRecordProcessor(NoopLogExporter(), max_queue_size=batch + 1024)
     log_provider.add_log_record_processor(blp)
     logger = log_provider.get_logger("bare")
+    # Emitted in a live span's context, as the collector does (the SDK then copies the span's ids).
+    span_provider, _ = sdk_provider(batch)
+    span_ctx = trace.set_span_in_context(span_provider.get_tracer("bare").start_span("execute_tool book_room"))
     body = {
         "conversation_id": "bench",
         "prompt_id": "p",
@@ -266,6 +270,7 @@ def bench_tracing(calls: int, batch: int, tmp: Path) -> dict[str, list[int]]:
     def bare_log(i: int) -> None:
         logger.emit(
             timestamp=time.time_ns(),
+            context=span_ctx,
             severity_number=SeverityNumber.INFO,
             severity_text="INFO",
             body=body,
@@ -281,6 +286,7 @@ def bench_tracing(calls: int, batch: int, tmp: Path) -> dict[str, list[int]]:
 
     out["bare SDK log record, same body"], _ = run_batched(calls, batch, bare_log, blp.force_flush)
     log_provider.shutdown()
+    span_provider.shutdown()
 
     # The collector with tracing, plus a Logs SDK: one loopscope.tool_call log record per call.
     provider, bsp = sdk_provider(batch)

@@ -153,6 +153,25 @@ def shape_attribute(arguments: Any) -> str:
     return _SHAPE_JSON(input_shape(arguments))
 
 
+_map_cache: dict[tuple[Any, ...], dict[str, str]] = {}
+
+
+def shape_map(arguments: Any) -> dict[str, str]:
+    """The arguments' ``input_shape`` as a map (log record bodies), cached like :func:`shape_attribute`.
+
+    The cached map is shared: callers must not modify it.
+    """
+    if type(arguments) is dict:
+        key = (*arguments, *map(type, arguments.values()))
+        shape = _map_cache.get(key)
+        if shape is None:
+            if len(_map_cache) > 4096:
+                _map_cache.clear()
+            shape = _map_cache[key] = input_shape(arguments)
+        return shape
+    return input_shape(arguments)
+
+
 def error_status(message: str | None) -> Status:
     """Status ERROR with the (already redacted) error text as description."""
     return Status(STATUS_ERROR, message or None)

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from loopscope.collectors import otel
 from loopscope.collectors.records import COMMON_FIELDS, LOOP_EXIT, LOOP_EXIT_FIELDS, OUTCOMES, PENDING, TOOL_CALL
-from loopscope.collectors.shape import input_shape
 from loopscope.collectors.tool_call import ToolCall
 
 if TYPE_CHECKING:
@@ -67,6 +66,7 @@ class PromptLoop:
         "_logs",
         "_plain",
         "_provider",
+        "_span_named",
         "__weakref__",
     )
 
@@ -87,6 +87,7 @@ class PromptLoop:
         self._last_stop = self.input_tokens = self.output_tokens = None
         self._span = self._ctx = self._token = self._logs = None
         self._plain = True
+        self._span_named = bool(agent)
         self._provider = provider = provider or col._provider
         self.closed = False
         self.exit_reason: str | None = None
@@ -124,10 +125,11 @@ class PromptLoop:
         try:
             attrs: dict[str, Any] = {
                 otel.OPERATION: "invoke_agent",
-                otel.AGENT_NAME: self.agent,
                 otel.CONVERSATION_ID: self.conversation_id,
                 otel.PROMPT_ID: self.prompt_id,
             }
+            if agent:  # no invented name: the record says "default", the span stays unnamed
+                attrs[otel.AGENT_NAME] = self.agent
             if provider:
                 attrs[otel.PROVIDER] = str(provider)
             if model:
@@ -137,7 +139,7 @@ class PromptLoop:
             if self.tags:
                 for k, v in self.tags.items():
                     attrs[otel.TAG_PREFIX + k] = v
-            name = "invoke_agent" if agent is None else f"invoke_agent {self.agent}"
+            name = f"invoke_agent {self.agent}" if agent else "invoke_agent"
             span = col._tracer.start_span(name, kind=otel.INTERNAL, attributes=attrs)
             if span.is_recording():
                 self._span = span
@@ -407,7 +409,7 @@ class PromptLoop:
                     "tool_call_id": str(tool_call_id),
                     "tool_name": str(tool_name),
                     "step": step,
-                    "input_shape": input_shape(args),
+                    "input_shape": otel.shape_map(args),
                     "outcome": outcome,
                     "is_error": is_error,
                     "attempts": attempts,
@@ -514,11 +516,9 @@ class PromptLoop:
             return
         if self._logs is not None:
             try:
-                attrs = {
-                    otel.OPERATION: "invoke_agent",
-                    otel.AGENT_NAME: self.agent,
-                    otel.CONVERSATION_ID: self.conversation_id,
-                }
+                attrs = {otel.OPERATION: "invoke_agent", otel.CONVERSATION_ID: self.conversation_id}
+                if self._span_named:
+                    attrs[otel.AGENT_NAME] = self.agent
                 if self._provider:
                     attrs[otel.PROVIDER] = str(self._provider)
                 if reason == "error":

@@ -133,6 +133,8 @@ def test_error_exit_sets_error_status_and_spans_nest_under_current(otel) -> None
     assert agent.attributes["error.type"] == "TimeoutError"
     assert agent.attributes["loopscope.agent.exit_reason"] == "error"
     assert "gen_ai.provider.name" not in agent.attributes
+    assert "gen_ai.agent.name" not in agent.attributes  # not invented; the record says "default"
+    assert [r["agent"] for r in sink.records] == ["default", "default"]
 
 
 def test_tool_exception_is_error_status_with_class_name(otel) -> None:  # noqa: ANN001
