@@ -118,9 +118,7 @@ def _render_table(summary: LoadSummary, db: str | None) -> None:
     )
     if summary.ignored:
         names = ", ".join(inert(shown_path(p)) for p in summary.ignored[:3]) + (", ..." if len(summary.ignored) > 3 else "")
-        out.print(
-            f"{len(summary.ignored)} other files in the folders were not loaded: their names are not log names "
-            f"(*.jsonl, *.ndjson, *.json, .gz, rotated .1): {names}"
-        )
+        n = len(summary.ignored)
+        out.print(f"Not log files (not *.jsonl, *.ndjson, *.json or .gz), left out: {n} file{'s' if n != 1 else ''}, {names}")
     if summary.quarantined:
         out.print("See the bad lines with: [b]loopscope quarantine[/b]" + (f" --db {inert(db)}" if db else ""))
