@@ -22,6 +22,7 @@ Thresholds (each ``None`` = not checked):
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Callable
 
@@ -52,6 +53,8 @@ class Thresholds:
             if value is None:
                 continue
             option = "--" + f.name.replace("_", "-")
+            if not math.isfinite(value):  # nan compares false with everything: it would always pass
+                raise LoopscopeError(f"{option} {value} is not a finite number", hint="give a finite value, e.g. 0.8 or 25")
             if value < 0:
                 raise LoopscopeError(f"{option} {value} is negative", hint="thresholds are counts or rates >= 0")
             if f.name.endswith("_rate") and value > 1:

@@ -129,10 +129,15 @@ def import_reviews(con: duckdb.DuckDBPyConnection, path: str | Path) -> ImportRe
     """Validate and store the verdicts of a filled-in reviews.csv.
 
     Raises:
-        InputNotFound: the file does not exist.
+        InputNotFound: the file does not exist (a pack folder stands for its reviews.csv).
         LoopscopeError: it is not UTF-8 CSV with the verdict columns.
     """
     path = Path(path)
+    if path.is_dir() and (path / "reviews.csv").is_file():  # the pack's folder: its reviews.csv
+        path = path / "reviews.csv"
+    if path.is_dir():
+        raise InputNotFound(f"{path} is a folder with no reviews.csv",
+                            hint="give the reviews.csv of a pack written by loopscope sample --out DIR")
     if not path.is_file():
         raise InputNotFound(f"{path} does not exist", hint="give the reviews.csv of a pack written by loopscope sample --out DIR")
     try:

@@ -10,7 +10,9 @@ reports on exactly those logs even when the database holds more.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -133,3 +135,47 @@ def selection_from_options(
         tags=tuple(parse_tag(t) for t in (tags or ())),
         source_ids=source_ids,
     )
+
+
+def window_selection(
+    since: str | None = None,
+    until: str | None = None,
+    agents: Sequence[str] | None = None,
+    tags: Sequence[str] | None = None,
+    week: str | None = None,
+) -> Selection:
+    """``selection_from_options`` plus ``--week`` (an ISO week as the window).
+
+    Call it before loading anything, so a typo fails fast.
+
+    Raises:
+        LoopscopeError: a bad date, week or tag, or --week given with --since/--until.
+    """
+    from loopscope.analyses.errors import LoopscopeError
+    from loopscope.analyses.selection import parse_iso_week
+
+    selection = selection_from_options(since, until, agents, tags)
+    if week:
+        if since or until:
+            raise LoopscopeError("--week and --since/--until both set a window", hint="give --week, or --since/--until")
+        start, end = parse_iso_week(week)
+        selection = replace(selection, since=start, until=end)
+    return selection
+
+
+@contextmanager
+def analysis_store(
+    db: str | None,
+    paths: Sequence[str | os.PathLike[str] | Path] | None,
+    input_format: str = "auto",
+    selection: Selection | None = None,
+) -> Iterator[tuple[duckdb.DuckDBPyConnection, Selection]]:
+    """Open the store, loading ``paths`` first; yield it with ``selection`` limited to those files; close it.
+
+    Without PATHs the selection covers the whole store.
+    """
+    con, loaded, _summary = open_store(db, paths, input_format)
+    try:
+        yield con, replace(selection or Selection(), source_ids=loaded.source_ids)
+    finally:
+        con.close()

@@ -55,3 +55,8 @@ InputFormatOption = Annotated[
         "[b]messages[/b] (conversation message arrays), [b]otlp[/b] (OpenTelemetry JSON Lines).",
     ),
 ]
+WeekOption = Annotated[
+    Optional[str],
+    typer.Option("--week", help="Only prompts that started in this ISO week (UTC), e.g. 2026-W47. "
+                 "Instead of --since/--until.", show_default=False),
+]

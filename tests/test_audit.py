@@ -197,6 +197,7 @@ def test_audit_on_sample_logs_terminal_and_html(tmp_path: Path) -> None:
         (["--format", "csv"], "no csv output"),
         (["--since", "2030-01-01"], "no prompt to audit"),
         (["--html", "/nonexistent-dir/x.html"], "cannot write"),
+        (["--html", "."], "it is a folder"),
     ],
 )
 def test_audit_user_errors(db: Path, args: list[str], message: str) -> None:

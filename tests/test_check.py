@@ -87,6 +87,10 @@ def test_check_window_and_skipped_metric(tmp_path: Path) -> None:
         ([], "no threshold given"),
         (["--min-recovery-rate", "1.5"], "is above 1"),
         (["--max-open-prompts", "-1"], "is negative"),
+        (["--min-recovery-rate", "-0.5"], "is negative"),
+        (["--max-p99-tool-calls", "-3"], "is negative"),
+        (["--max-replay-rate", "nan"], "is not a finite number"),
+        (["--max-p99-tool-calls", "inf"], "is not a finite number"),
         (["--min-recovery-rate", "0.5", "--since", "2030-01-01"], "no prompt to check"),
     ],
 )

@@ -266,3 +266,44 @@ def test_sample_csv_and_reported_seed(db: Path) -> None:
     assert f"seed {seed} (pass --seed {seed} to draw this sample again)" in res.stderr
     again = _sample(db, "--n", "3", "--seed", str(seed))
     assert again["conversations"] == json.loads(res.stdout)["conversations"]
+
+
+def test_review_import_bom_extra_columns_and_pack_folder(db: Path, tmp_path: Path) -> None:
+    """A sheet saved with a BOM and an added column still imports; the pack folder stands for its reviews.csv."""
+    out = tmp_path / "pack"
+    res = runner.invoke(app, ["sample", "--db", str(db), "--week", "2026-W46", "--n", "3", "--seed", "2", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    reviews = out / "reviews.csv"
+    rows = list(csv.reader(reviews.open(encoding="utf-8")))
+    header = rows[0] + ["reviewer"]
+    body = [r + ["ann"] for r in rows[1:]]
+    body[0][header.index("spun")] = "yes"
+    body[1][header.index("gave_up")] = "perhaps"
+    with reviews.open("w", encoding="utf-8-sig", newline="") as f:  # Excel's "CSV UTF-8" writes a BOM
+        csv.writer(f).writerows([header, *body])
+    res = runner.invoke(app, ["review", "import", str(out), "--db", str(db), "--format", "json"])
+    assert res.exit_code == 1, res.output
+    result = json.loads(res.stdout)
+    assert result["imported"] == 1 and result["unreviewed"] == 1
+    assert [e["line"] for e in result["errors"]] == [3] and "gave_up is 'perhaps'" in result["errors"][0]["reason"]
+    con = connect(db)
+    assert con.execute("SELECT conversation_id, spun FROM reviews").fetchall() == [(body[0][0], True)]
+    con.close()
+
+
+def test_review_import_folder_without_csv_and_broken_quotes(db: Path, tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    res = runner.invoke(app, ["review", "import", str(empty), "--db", str(db)])
+    assert res.exit_code == 1 and "is a folder with no reviews.csv" in " ".join(res.output.split())
+    broken = tmp_path / "broken.csv"
+    broken.write_text("conversation_id,recovered_cleanly,spun,gave_up,generic_apology,notes\n"
+                      'x,yes,no,no,no,"unterminated note\n')
+    res = runner.invoke(app, ["review", "import", str(broken), "--db", str(db)])
+    assert res.exit_code == 1 and "line 2:" in res.output and "Traceback" not in res.output
+
+
+def test_sample_bad_week_fails_before_loading(tmp_path: Path) -> None:
+    """Options are parsed before PATHs are loaded: a typo costs nothing and names the option."""
+    res = runner.invoke(app, ["sample", str(tmp_path / "missing.jsonl"), "--db", ":memory:", "--week", "2026-W60"])
+    assert res.exit_code == 1 and "--week '2026-W60' does not exist" in res.output

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from loopscope.cli.app import command
-from loopscope.cli.audit_common import open_for_analysis, window_selection
+from loopscope.cli.common import analysis_store, window_selection
 from loopscope.cli.options import (
     AgentOption,
     DbOption,
@@ -18,6 +18,7 @@ from loopscope.cli.options import (
     SinceOption,
     TagOption,
     UntilOption,
+    WeekOption,
 )
 from loopscope.cli.output import OutputFormat, inert, stderr_console, stdout_console, write_json
 
@@ -27,7 +28,7 @@ def audit_command(
     paths: PathsArgument = None,
     html: Annotated[Optional[Path], typer.Option("--html", help="Also write the report as one self-contained HTML page (opens offline).", show_default=False)] = None,
     limit: Annotated[int, typer.Option("--limit", help="Rows per list (loops, replays, templates, triage...). Totals are always complete.")] = 10,
-    week: Annotated[Optional[str], typer.Option("--week", help="Only this ISO week, e.g. 2026-W47.", show_default=False)] = None,
+    week: WeekOption = None,
     since: SinceOption = None,
     until: UntilOption = None,
     agent: AgentOption = None,
@@ -51,8 +52,11 @@ def audit_command(
         raise LoopscopeError(f"--limit {limit} must be at least 1", hint="for example --limit 20")
     if output is OutputFormat.csv:
         raise LoopscopeError("audit has no csv output: it is many tables", hint="use --format json, or --html FILE")
-    with open_for_analysis(db, paths, input_format) as (con, base):
-        selection = window_selection(base, since=since, until=until, agent=agent, tag=tag, week=week)
+    if html is not None and (html.is_dir() or not html.parent.is_dir()):  # fail before the work, not after
+        raise LoopscopeError(f"cannot write {html}: " + ("it is a folder" if html.is_dir() else f"no folder {html.parent}"),
+                             hint="give a file path in an existing folder, e.g. --html audit.html")
+    window = window_selection(since, until, agent, tag, week)
+    with analysis_store(db, paths, input_format, window) as (con, selection):
         report = audit(con, selection, limit=limit)
     if report["overall"]["prompts"] == 0:
         raise LoopscopeError("the selection has no prompt to audit",

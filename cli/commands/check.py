@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from loopscope.cli.app import command
-from loopscope.cli.audit_common import open_for_analysis, window_selection
+from loopscope.cli.common import analysis_store, window_selection
 from loopscope.cli.options import (
     AgentOption,
     DbOption,
@@ -62,8 +62,8 @@ def check_command(
         max_retry_loops=max_retry_loops,
         max_double_executions=max_double_executions,
     )
-    with open_for_analysis(db, paths, input_format) as (con, base):
-        selection = window_selection(base, since=since, until=until, agent=agent, tag=tag)
+    window = window_selection(since, until, agent, tag)
+    with analysis_store(db, paths, input_format, window) as (con, selection):
         result = check(con, selection, thresholds)
     if output is OutputFormat.json:
         write_json(result.to_dict())

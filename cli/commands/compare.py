@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from loopscope.cli.app import command
+from loopscope.cli.common import analysis_store
 from loopscope.cli.options import DbOption, FormatOption, InputFormatOption, PathsArgument
 from loopscope.cli.output import (
     OutputFormat,
@@ -18,7 +19,6 @@ from loopscope.cli.output import (
     write_csv,
     write_json,
 )
-from loopscope.cli.audit_common import open_for_analysis
 
 CohortA = Annotated[
     list[str],
@@ -50,7 +50,7 @@ def compare_command(
     """
     from loopscope.analyses.compare import compare, parse_cohort
 
-    with open_for_analysis(db, paths, input_format) as (con, base):
+    with analysis_store(db, paths, input_format) as (con, base):
         sel_a = parse_cohort(a, con, option="--a", within=base)
         sel_b = parse_cohort(b, con, option="--b", within=base)
         result = compare(con, sel_a, sel_b, label_a=sel_a.extra["spec"], label_b=sel_b.extra["spec"])

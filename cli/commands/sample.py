@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from loopscope.cli.app import command
-from loopscope.cli.audit_common import open_for_analysis, window_selection
+from loopscope.cli.common import analysis_store, window_selection
 from loopscope.cli.options import (
     AgentOption,
     DbOption,
@@ -18,6 +18,7 @@ from loopscope.cli.options import (
     SinceOption,
     TagOption,
     UntilOption,
+    WeekOption,
 )
 from loopscope.cli.output import OutputFormat, inert, stderr_console, stdout_console, write_csv, write_json
 
@@ -29,7 +30,7 @@ CSV_COLUMNS = ("conversation_id", "stratum", "computed_class", "agent", "first_t
 def sample_command(
     paths: PathsArgument = None,
     n: Annotated[int, typer.Option("--n", help="How many conversations to draw.")] = 50,
-    week: Annotated[Optional[str], typer.Option("--week", help="ISO week to draw from, e.g. 2026-W47 (UTC).", show_default=False)] = None,
+    week: WeekOption = None,
     seed: Annotated[Optional[int], typer.Option("--seed", help="Random seed: the same seed draws the same sample. Default: a new one, printed.", show_default=False)] = None,
     out: Annotated[Optional[Path], typer.Option("--out", help="Write the review pack here: index.md, one Markdown file per conversation, reviews.csv.", show_default=False)] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite a pack (and its reviews.csv) already in --out.")] = False,
@@ -51,8 +52,8 @@ def sample_command(
     from loopscope.analyses.review_pack import write_pack
     from loopscope.analyses.sampling import draw_sample
 
-    with open_for_analysis(db, paths, input_format) as (con, base):
-        selection = window_selection(base, since=since, until=until, agent=agent, tag=tag, week=week)
+    window_sel = window_selection(since, until, agent, tag, week)
+    with analysis_store(db, paths, input_format, window_sel) as (con, selection):
         sample = draw_sample(con, selection, n=n, seed=seed)
         window = week or (f"{since or '…'} to {until or '…'}" if since or until else "all loaded prompts")
         pack = write_pack(con, sample, out, window=window, force=force) if out is not None else None
