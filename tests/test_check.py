@@ -117,3 +117,16 @@ def test_check_on_sample_logs_either_side(option: str, passing: str, failing: st
     bad = runner.invoke(app, ["check", str(SAMPLE_LOGS), "--db", ":memory:", option, failing, "--format", "json"])
     assert bad.exit_code == 1, bad.output
     assert json.loads(bad.stdout)["violations"] == 1
+
+
+@pytest.mark.parametrize("verb", [["audit"], ["sample"], ["review", "import"], ["compare"], ["check"]])
+def test_help_teaches_with_examples(verb: list[str]) -> None:
+    res = runner.invoke(app, [*verb, "--help"], env={"COLUMNS": "100"})
+    assert res.exit_code == 0
+    assert "Examples:" in res.output and f"loopscope {' '.join(verb)} " in res.output
+
+
+def test_check_help_explains_exit_codes() -> None:
+    res = runner.invoke(app, ["check", "--help"], env={"COLUMNS": "100"})
+    text = " ".join(res.output.split())
+    assert "Exit codes: 0 every threshold met (or skipped) 1 a threshold violated" in text

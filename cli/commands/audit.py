@@ -39,11 +39,18 @@ def audit_command(
 ) -> None:
     """The audit report: the four metrics per week and agent with significant changes flagged, and every incident list.
 
+    Week-over-week changes are tested (two-proportion z-test for the rates,
+    Mann-Whitney U for tool calls per prompt) and flagged at p < 0.05. Then error
+    classes per tool, costliest generic error messages, retry loops, replays and
+    double executions, budget pressure, protocol violations, the conversations to
+    triage first, and reviewer verdicts next to the computed classes.
+
     \b
     Examples:
       loopscope audit sample_logs/
       loopscope audit sample_logs/ --html audit.html
       loopscope audit --since 2026-11-01 --format json
+      loopscope audit --week 2026-W47 --limit 25
     """
     from loopscope.analyses.audit import audit
     from loopscope.analyses.errors import LoopscopeError

@@ -46,9 +46,20 @@ def check_command(
 ) -> None:
     """Gate CI or alerting on the metrics: exit 1 with one line per violated threshold, 0 otherwise.
 
+    Each threshold you set prints one line: OK, VIOLATED, or SKIPPED when the
+    figure has no value (no error to compute a recovery rate from: never a failure).
+    Rates are fractions (0.8 = 80%).
+
     \b
-    Example:
+    Exit codes:
+      0  every threshold met (or skipped)
+      1  a threshold violated, or a user error (no threshold, a rate above 1, an empty window)
+      2  an internal error (a bug in loopscope)
+
+    \b
+    Examples:
       loopscope check sample_logs/ --min-recovery-rate 0.5 --max-p99-tool-calls 25
+      loopscope check --since 2026-11-16 --max-replay-rate 0.02 --max-double-executions 0 --format json
     """
     from loopscope.analyses.check import Thresholds, check
 

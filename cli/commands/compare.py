@@ -43,10 +43,15 @@ def compare_command(
 ) -> None:
     """Compare two cohorts: every metric, B minus A, and whether the difference is significant.
 
+    A cohort is KEY:VALUE terms that must all hold. Rates are compared with a
+    two-proportion z-test, tool calls per prompt with Mann-Whitney U, at alpha 0.05.
+
     \b
     Examples:
       loopscope compare sample_logs/ --a tag:mode=blind --b tag:mode=corrective
       loopscope compare --a week:2026-W46 --b week:2026-W47 --format json
+      loopscope compare --a agent:concierge,since:2026-11-01 --b agent:back_office,since:2026-11-01
+      loopscope compare --a file:logs/before.jsonl --b file:logs/after.jsonl
     """
     from loopscope.analyses.compare import compare, parse_cohort
 

@@ -22,13 +22,24 @@ app.add_typer(review_app, name="review", rich_help_panel=PANELS["review"])
 @review_app.command("import")
 @handle_errors
 def import_command(
-    file: Annotated[Path, typer.Argument(help="The filled-in reviews.csv of a pack from loopscope sample --out.", show_default=False)],
+    file: Annotated[Path, typer.Argument(help="The filled-in reviews.csv of a pack from loopscope sample --out (or the pack's folder).", show_default=False)],
     db: DbOption = None,
     output: FormatOption = OutputFormat.table,
 ) -> None:
     """Load filled-in verdicts; bad rows are listed by line and skipped, good rows kept; re-import replaces.
 
-    Exit code 1 when any row was rejected (the good rows are stored anyway).
+    Verdicts are yes/no (y, n, true, false, 1, 0, x) or blank; a row with no
+    verdict and no note is "not reviewed yet". Then loopscope audit shows the
+    verdicts next to the computed classes.
+
+    \b
+    Exit codes:
+      0  every filled-in row imported
+      1  some row rejected (listed by line; the good rows are stored anyway), or a bad file
+    \b
+    Examples:
+      loopscope review import review-w47/reviews.csv
+      loopscope review import review-w47/
     """
     from loopscope.analyses.review import import_reviews
     from loopscope.analyses.store import connect

@@ -44,6 +44,11 @@ def sample_command(
 ) -> None:
     """Draw the weekly review sample: stratified over unrecovered / recovered / no-error conversations.
 
+    Equal thirds of --n; a stratum smaller than its share is taken whole and the
+    others fill in. The same store, window, --n and --seed draw the same sample.
+    With --out, writes a review pack: one Markdown timeline per conversation,
+    an index.md, and reviews.csv with blank verdict columns to fill in.
+
     \b
     Examples:
       loopscope sample sample_logs/ --week 2026-W47 --seed 1 --out review-w47/
