@@ -107,10 +107,14 @@ def test_file_above_the_size_bound_is_a_clear_error(tmp_path: Path, monkeypatch:
         path.write_bytes(gzip.compress(text.encode()))
     else:
         path.write_text(text, encoding="utf-8")
+    other = tmp_path / "small.jsonl"
+    other.write_text(json.dumps(GOOD) + "\n", encoding="utf-8")
     monkeypatch.setattr(messages, "MAX_FILE_BYTES", len(text) - 1)
-    res = run("load", "--db", "s.duckdb", "--input-format", "messages", str(path))
-    assert res.exit_code == 1
-    assert "big.jsonl" in res.output and "split" in res.output and "Traceback" not in res.output
+    res = run("load", "--db", "s.duckdb", "--format", "json", "--input-format", "messages", str(path), str(other))
+    assert res.exit_code == 1  # the big file is skipped and named, the other one loads
+    assert "big.jsonl" in res.stderr and "split it" in res.stderr and "Traceback" not in res.output
+    summary = json.loads(res.stdout)
+    assert (summary["unreadable"], summary["tool_calls"]) == (1, 1)
     monkeypatch.setattr(messages, "MAX_FILE_BYTES", len(text))
     assert load(path)["tool_calls"] == 50
 

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from loopscope.analyses.errors import LoopscopeError
+from loopscope.analyses.loader_files import UnreadableFile
 from loopscope.analyses.readers import BadLine, ReaderOutput
 from loopscope.analyses.readers.message_errors import ErrorRules, parse_error_when
 from loopscope.analyses.readers.message_records import LINE_TIME_KEY, conversation_records
@@ -149,10 +150,11 @@ def _auto(root: Any) -> Optional[list[tuple[Any, Any]]]:
     return None
 
 
-def _too_big(path: Path) -> LoopscopeError:
-    return LoopscopeError(
-        f"{path}: more than {MAX_FILE_BYTES / 2**20:g} MiB of conversations in one file; the messages "
-        "reader holds a whole file in memory (about 10 times its size), so it stops here",
+def _too_big(path: Path) -> UnreadableFile:
+    # UnreadableFile: the load skips this file, names it, loads the others and exits 1.
+    return UnreadableFile(
+        f"{path}: more than the messages reader's {MAX_FILE_BYTES / 2**20:g} MiB per file (it holds a whole "
+        "file in memory, about 10 times its size); split it into smaller files and load those",
         "Split it into smaller files and load them together, e.g. for JSON Lines: "
         "split -l 10000 FILE part- ; for one JSON document: jq -c '.simulations[]' FILE | split -l 1000 - part-",
     )
