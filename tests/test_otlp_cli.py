@@ -64,7 +64,13 @@ def test_proto_file_is_a_clear_error(tmp_path: Path) -> None:
     res = _invoke("load", "--db", "t.duckdb", str(path))
     assert res.exit_code == 1
     assert "traces.binpb: line 1: not OTLP JSON Lines" in " ".join(res.output.split())
+    assert "format: json" in " ".join(res.output.split())
     assert "Traceback" not in res.output
+    # the binary file is skipped and named; a good file of the same load still loads
+    res = _invoke("load", "--db", "t2.duckdb", "--format", "json", str(path), str(CAPTURED))
+    assert res.exit_code == 1
+    summary = json.loads(res.stdout)
+    assert (summary["unreadable"], summary["tool_calls"], summary["loop_exits"]) == (1, 4, 2)
 
 
 def test_logs_file_of_loopscope_events_loads(tmp_path: Path) -> None:

@@ -22,7 +22,8 @@ Per line:
 
 A binary file (the Collector's ``proto`` / ``zstd`` formats, which put a
 4-byte length before each message) is refused as a whole with a
-``LoopscopeError`` naming the file, since no line of it can be read.
+``UnreadableFile`` (a ``LoopscopeError``) naming the file, since no line of it can be read:
+the load skips it and goes on with the other files.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from loopscope.analyses.errors import LoopscopeError
+from loopscope.analyses.loader_files import UnreadableFile
 
 if TYPE_CHECKING:  # the package __init__ is imported lazily by read(); see there
     from loopscope.analyses.readers import ReaderOutput
@@ -377,8 +378,9 @@ def _whole_document(path: Path, lines_out: Decoded) -> Decoded:
                 out.bad += part.bad
             return out
         if '"context": {' in text[:4096] and '"trace_id": "0x' in text[:4096]:
-            raise LoopscopeError(
-                f"{path}: line 1: not OTLP: this is the OpenTelemetry SDK's console exporter output",
+            raise UnreadableFile(  # skipped and named; the other files of the load still load
+                f"{path}: line 1: not OTLP: this is the OpenTelemetry SDK's console exporter output "
+                "(export with FileSpanExporter instead)",
                 hint="export with opentelemetry-exporter-otlp-json-file (FileSpanExporter) or an OTLP "
                 "Collector's file exporter instead of ConsoleSpanExporter.",
             )
@@ -400,7 +402,7 @@ def decode_file(path: Path) -> Decoded:
         Spans, log records and bad lines, in file order.
 
     Raises:
-        LoopscopeError: the file is binary (e.g. the Collector's proto format).
+        UnreadableFile: the file is binary (e.g. the Collector's proto format).
     """
     out = Decoded()
     lines_read = 0
@@ -409,8 +411,8 @@ def decode_file(path: Path) -> Decoded:
         if line_no == 1:
             reason = binary_reason(data[:64])
             if reason:
-                raise LoopscopeError(
-                    f"{path}: line 1: not OTLP JSON Lines: {reason}",
+                raise UnreadableFile(  # skipped and named; the other files of the load still load
+                    f"{path}: line 1: not OTLP JSON Lines: {reason} (configure the exporter with format: json)",
                     hint="loopscope reads OTLP JSON Lines only; configure the Collector's file exporter "
                     "with 'format: json' (and no compression), or use opentelemetry-exporter-otlp-json-file.",
                 )
@@ -464,7 +466,7 @@ def read(path: Path, options: Mapping[str, Any]) -> ReaderOutput:
         tool or agent span (so an empty load is explained, not silent).
 
     Raises:
-        LoopscopeError: the file is binary (the Collector's proto / zstd formats).
+        UnreadableFile: the file is binary (the Collector's proto / zstd formats).
     """
     # Deferred: the package __init__ and the conversion module import this one.
     from loopscope.analyses.readers import BadLine, ReaderOutput
