@@ -96,18 +96,38 @@ def fmt_change(metric: str, change: dict[str, Any] | None) -> str:
     return f'<span class="{css}">{esc(text)}{esc(ptxt)}{flag}</span>'
 
 
+Y_AXIS_LABELS = {
+    "median_tool_calls": "tool calls",
+    "p99_tool_calls": "tool calls",
+    "recovery_rate": "% of errors",
+    "replay_rate": "% of tool calls",
+}
+
+
+def nice_step(span: float, ticks: int = 4) -> float:
+    """A round tick step (1, 2, 2.5 or 5 times a power of ten) giving about ``ticks`` intervals over ``span``."""
+    raw = span / ticks if span > 0 else 1.0
+    power = 10 ** math.floor(math.log10(raw))
+    return next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw - 1e-12)
+
+
 def svg_chart(weeks: Sequence[str], series: Sequence[tuple[str, Sequence[float | None], Sequence[bool]]],
               metric: str, width: int = 520, height: int = 230) -> str:
     """An inline SVG line chart: one line per series over the weeks; ringed points are significant changes."""
-    left, right, top, bottom = 52, 12, 12, 44
+    left, right, top, bottom = 62, 12, 18, 44
     pw, ph = width - left - right, height - top - bottom
     values = [v for _, vals, _ in series for v in vals if v is not None]
+    top_value = max(values, default=0.0)
     if metric == "recovery_rate":
-        lo, hi = 0.0, 1.0
+        step = 0.25
     elif metric in RATES:
-        lo, hi = 0.0, min(1.0, max(0.05, max(values, default=0.0) * 1.1))
+        step = nice_step(min(1.0, max(0.04, top_value)))
     else:
-        lo, hi = 0.0, max(1.0, max(values, default=0.0) * 1.15)
+        step = nice_step(max(4.0, top_value))
+    # Round ticks up to the first one above every value (a whole axis, never a cut-off point).
+    lo, hi = 0.0, step * max(1, math.ceil(top_value / step - 1e-9) if top_value > 0 else 4)
+    if metric in RATES:
+        hi = min(hi, 1.0) if top_value <= 1.0 else hi
     n = len(weeks)
 
     def x(i: int) -> float:
@@ -118,12 +138,15 @@ def svg_chart(weeks: Sequence[str], series: Sequence[tuple[str, Sequence[float |
 
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
              f'role="img" class="chart" data-metric="{esc(metric)}" aria-label="{esc(METRIC_TITLES.get(metric, metric))}">']
-    for k in range(5):
-        v = lo + (hi - lo) * k / 4
+    for k in range(round((hi - lo) / step) + 1):
+        v = lo + step * k
         parts.append(f'<line x1="{left}" x2="{width - right}" y1="{y(v):.1f}" y2="{y(v):.1f}" stroke="#e3e7ec"/>')
         parts.append(f'<text x="{left - 6}" y="{y(v) + 4:.1f}" font-size="10" text-anchor="end" fill="#56606b">{esc(fmt(metric, v))}</text>')
     for i, w in enumerate(weeks):
         parts.append(f'<text x="{x(i):.1f}" y="{height - bottom + 16}" font-size="10" text-anchor="middle" fill="#56606b">{esc(w)}</text>')
+    parts.append(f'<text x="{left + pw / 2:.1f}" y="{height - 6}" font-size="10" text-anchor="middle" fill="#56606b">ISO week</text>')
+    parts.append(f'<text x="12" y="{top + ph / 2:.1f}" font-size="10" text-anchor="middle" fill="#56606b" '
+                 f'transform="rotate(-90 12 {top + ph / 2:.1f})">{esc(Y_AXIS_LABELS.get(metric, ""))}</text>')
     # The first series (all prompts) is drawn last, so it stays on top of the agents' lines.
     for si, (label, vals, flags) in reversed(list(enumerate(series))):
         color = PALETTE[si % len(PALETTE)]
@@ -136,6 +159,9 @@ def svg_chart(weeks: Sequence[str], series: Sequence[tuple[str, Sequence[float |
             if v is None:
                 continue
             parts.append(f'<circle cx="{x(i):.1f}" cy="{y(v):.1f}" r="3.5" fill="{color}"><title>{esc(label)} {esc(weeks[i])}: {esc(fmt(metric, v))}</title></circle>')
+            if si == 0:  # the all-prompts value, written above its point
+                parts.append(f'<text x="{x(i):.1f}" y="{y(v) - 9:.1f}" font-size="10" font-weight="600" '
+                             f'text-anchor="middle" fill="{color}" class="value">{esc(fmt(metric, v))}</text>')
             if i < len(flags) and flags[i]:
                 parts.append(f'<circle cx="{x(i):.1f}" cy="{y(v):.1f}" r="8" fill="none" stroke="#b91c1c" stroke-width="2" class="flag"/>')
     parts.append(f'<line x1="{left}" x2="{left}" y1="{top}" y2="{top + ph}" stroke="#9aa4af"/>')
@@ -271,7 +297,7 @@ def render_html(report: dict[str, Any]) -> str:
              ("calls", "calls"), ("error_message", "message"), ("exit_reason", "exit")], rl["items"], msg_cell,
             "No retry loop."), "loops"),
         _section(f"Replays ({rp['total']}: {rp['short_circuited']} short-circuited, {rp['double_executions']} double "
-                 f"executions) and duplicate executions ({de['total']})", _table(
+                 f"execution{'s' if rp['double_executions'] != 1 else ''}) and duplicate executions ({de['total']})", _table(
             [("conversation_id", "conversation"), ("tool_call_id", "tool_call_id"), ("tool_name", "tool"),
              ("prompt_id", "prompt"), ("kind", "kind"), ("first_run_prompt_id", "first run in")], rp["items"],
             empty="No replay.") + _table(

@@ -9,10 +9,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from loopscope.cli.output import fmt_number, fmt_rate, inert
+from loopscope.cli.output import fmt_number, fmt_rate, inert, one_line
 
 SPARK = "▁▂▃▄▅▆▇█"
 METRICS = (
@@ -22,6 +23,22 @@ METRICS = (
     ("replay_rate", "replay rate"),
 )
 RATES = {"recovery_rate", "replay_rate"}
+# Ids stay whole on one line (copy-pasteable); long texts are cut to one line
+# here (JSON and HTML keep them whole); the message column takes what is left.
+ID_KEYS = {"conversation_id", "prompt_id", "tool_call_id", "where", "week"}
+LONG_TEXT_KEYS = {"template", "error_message", "notes"}
+LONG_TEXT_CHARS = 90
+
+
+def _new_table(title: str) -> Table:
+    # No vertical rules: 100 columns then hold the weekly table without cutting headers.
+    return Table(title=title, title_justify="left", title_style="bold", box=box.SIMPLE_HEAD, padding=(0, 1),
+                 collapse_padding=True, pad_edge=False)
+
+
+def _where(row: dict[str, Any]) -> str:
+    """Conversation and, dimmed below it, the prompt: two short lines instead of two wide columns."""
+    return f"{inert(row['conversation_id'])}\n[dim]{inert(row['prompt_id'])}[/dim]"
 
 
 def sparkline(values: Sequence[float | None]) -> str:
@@ -71,14 +88,25 @@ def _table(title: str, columns: Sequence[tuple[str, str]], rows: Sequence[dict[s
     if not rows:
         console.print(f"[bold]{title}[/bold]: [dim]{empty}[/dim]")
         return
-    table = Table(title=title, title_justify="left", title_style="bold")
+    table = _new_table(title)
     for key, header in columns:
-        table.add_column(header, justify="left" if key in texts or key.endswith("id") else "right",
-                         overflow="fold", max_width=60 if key in ("template", "error_message", "notes") else None)
+        if key in LONG_TEXT_KEYS:
+            table.add_column(header, justify="left", ratio=1, min_width=24, overflow="fold")
+        elif key in ID_KEYS:
+            table.add_column(header, justify="left", no_wrap=True)
+        elif key in texts:  # tool and agent names, rules, kinds: may wrap
+            table.add_column(header, justify="left", overflow="fold")
+        else:  # figures
+            table.add_column(header, justify="right", no_wrap=True)
     for r in rows:
         cells = []
         for key, _ in columns:
             v = r.get(key)
+            if key == "where":
+                cells.append(_where(r))
+                continue
+            if key in LONG_TEXT_KEYS and isinstance(v, str):
+                v = one_line(v, LONG_TEXT_CHARS)
             if isinstance(v, list):
                 v = ", ".join(map(str, v))
             if isinstance(v, bool):
@@ -100,7 +128,7 @@ def render(report: dict[str, Any], console: Console) -> None:
                   f"({o['recovered']} recovered), {o['replays']} replays; weeks "
                   f"{inert(weeks[0]['week']) if weeks else '-'} to {inert(weeks[-1]['week']) if weeks else '-'}")
     last = weeks[-1] if weeks else None
-    t = Table(title="The four metrics", title_justify="left", title_style="bold")
+    t = _new_table("The four metrics")
     for header, justify in (("metric", "left"), ("overall", "right"), ("weekly trend", "left"),
                             (f"last week {last['week'] if last else ''}", "right"),
                             (f"change vs {last['previous_week'] or '-' if last else '-'}", "left"), ("test", "left")):
@@ -112,11 +140,11 @@ def render(report: dict[str, Any], console: Console) -> None:
     console.print(t)
 
     def week_table(title: str, rows: list[dict[str, Any]]) -> None:
-        wt = Table(title=title, title_justify="left", title_style="bold")
+        wt = _new_table(title)
         # Δ p99 has no column: it shares the median's rank test (see docs/audit.md).
         for header in ("week", "prompts", "open", "median", "p99", "errors", "recovery", "replay",
                        "Δ median", "Δ recovery", "Δ replay"):
-            wt.add_column(header, justify="left" if header == "week" else "right", no_wrap=header == "week")
+            wt.add_column(header, justify="left" if header == "week" else "right", no_wrap=header in ("week", "prompts", "errors"))
         for w in rows:
             wt.add_row(inert(w["week"]), str(w["prompts"]), str(w["open_prompts"]),
                        *(fmt(m, w[m]) for m in ("median_tool_calls", "p99_tool_calls")), str(w["errors"]),
@@ -125,14 +153,20 @@ def render(report: dict[str, Any], console: Console) -> None:
         console.print(wt)
 
     week_table("Per ISO week (Δ vs the previous week; ◆ significant at alpha " + str(report["alpha"]) + ")", weeks)
-    at = Table(title="Per agent", title_justify="left", title_style="bold")
-    for header in ("agent", "prompts", "median", "p99", "recovery", "replay", "recovery trend", "flags"):
-        at.add_column(header, justify="left" if header in ("agent", "recovery trend", "flags") else "right")
+    at = _new_table("Per agent (Δ: the agent's last week vs its previous one; ◆ significant; "
+                    "every week's changes in --format json and --html)")
+    for header in ("agent", "prompts", "median", "p99", "recovery", "replay", "recovery trend", "Δ recovery",
+                   "Δ replay", "significant in"):
+        at.add_column(header, justify="left" if header in ("agent", "recovery trend", "significant in") else "right",
+                      no_wrap=header in ("agent", "prompts", "median", "p99", "recovery", "replay"))
     for a in report["agents"]:
         flags = [f"{w['week']} {m}" for w in a["weeks"] for m, ch in w["changes"].items() if ch.get("significant")]
+        alast = a["weeks"][-1] if a["weeks"] else {"changes": {}}
         at.add_row(inert(a["agent"]), str(a["prompts"]), fmt("median_tool_calls", a["median_tool_calls"]),
                    fmt("p99_tool_calls", a["p99_tool_calls"]), fmt("recovery_rate", a["recovery_rate"]),
                    fmt("replay_rate", a["replay_rate"]), sparkline([w["recovery_rate"] for w in a["weeks"]]),
+                   fmt_change("recovery_rate", alast["changes"].get("recovery_rate")),
+                   fmt_change("replay_rate", alast["changes"].get("replay_rate")),
                    inert(", ".join(flags)) or "[dim]-[/dim]")
     console.print(at)
     _table("Error classes per tool", [("key", "tool"), ("errors", "errors"), ("recovered", "recovered"),
@@ -145,15 +179,17 @@ def render(report: dict[str, Any], console: Console) -> None:
            texts=("tool_name", "template", "rules"), empty="no generic error message")
     rl = report["retry_loops"]
     _table(f"Retry loops ({rl['total']}, {rl['redundant_calls']} redundant calls)",
-           [("conversation_id", "conversation"), ("prompt_id", "prompt"), ("tool_name", "tool"), ("calls", "calls"),
-            ("error_message", "message"), ("exit_reason", "exit")], rl["items"], console,
+           [("where", "conversation / prompt"), ("tool_name", "tool"), ("calls", "calls"),
+            ("exit_reason", "exit"), ("error_message", "message")], rl["items"], console,
            texts=("tool_name", "error_message", "exit_reason"), empty="none")
     rp, de = report["replays"], report["duplicate_executions"]
-    _table(f"Replays ({rp['total']}: {rp['short_circuited']} short-circuited, {rp['double_executions']} double executions)",
-           [("conversation_id", "conversation"), ("tool_call_id", "tool_call_id"), ("tool_name", "tool"),
-            ("prompt_id", "prompt"), ("kind", "kind")], rp["items"], console, texts=("tool_name", "kind"), empty="none")
+    _table(f"Replays ({rp['total']}: {rp['short_circuited']} short-circuited, {rp['double_executions']} "
+           f"double execution{'s' if rp['double_executions'] != 1 else ''})",
+           [("where", "conversation / prompt"), ("tool_call_id", "tool_call_id"), ("tool_name", "tool"),
+            ("kind", "kind")], [{**r, "kind": r["kind"].replace("_", " ")} for r in rp["items"]], console,
+           texts=("tool_name", "kind"), empty="none")
     _table(f"Duplicate executions ({de['total']})",
-           [("conversation_id", "conversation"), ("prompt_id", "prompt"), ("tool_name", "tool"),
+           [("where", "conversation / prompt"), ("tool_name", "tool"),
             ("duplicates", "duplicates")], de["items"], console, texts=("tool_name",), empty="none")
     _table("Budget pressure per agent",
            [("agent", "agent"), ("prompts", "prompts"), ("p99_tool_calls", "p99"), ("max_tool_calls_seen", "max seen"),
@@ -165,7 +201,7 @@ def render(report: dict[str, Any], console: Console) -> None:
     tf = report["triage_first"]
     _table(f"Conversations to triage first ({tf['total']})",
            [("conversation_id", "conversation"), ("class", "class"), ("tool_name", "tool"),
-            ("n_unrecovered", "unrecovered"), ("previous_attempts", "earlier attempts"),
+            ("n_unrecovered", "unrec."), ("previous_attempts", "earlier tries"),
             ("error_message", "first unrecovered error")], tf["items"], console,
            texts=("class", "tool_name", "error_message"), empty="no unrecovered error")
     rv = report["reviews"]

@@ -183,11 +183,11 @@ def test_audit_on_sample_logs_terminal_and_html(tmp_path: Path) -> None:
     assert "weeks 2026-W44 to 2026-W47" in out
     line = next(l for l in out.splitlines() if "recovery rate" in l)
     assert "53.8%" in line and "83.3%" in line and "+26.2pt" in line and "◆" not in line
-    assert "Replays (3: 2 short-circuited, 1 double executions)" in out
+    assert "Replays (3: 2 short-circuited, 1 double execution)" in out
     assert "Conversations to triage first (7)" in out and "c24-died-corrective" in out
     html = page.read_text()
     assert "53.8%" in html and "16.6" in html and "c05-date-crash" in html
-    assert "Replays (3: 2 short-circuited, 1 double executions)" in html
+    assert "Replays (3: 2 short-circuited, 1 double execution)" in html
 
 
 @pytest.mark.parametrize(
@@ -216,3 +216,14 @@ def test_audit_reports_protocol_violations_of_conversation_logs(tmp_path: Path) 
     assert {(k["kind"], k["violations"]) for k in pv["by_kind"]} == {("missing_result", 1), ("unknown_result_id", 1)}
     assert {i["kind"] for i in pv["items"]} == {"missing_result", "unknown_result_id"}
     assert "Protocol violations (2)" in page.read_text()
+
+
+def test_html_charts_have_round_ticks_axis_labels_and_values() -> None:
+    from loopscope.analyses.report_html import nice_step, svg_chart
+
+    assert [nice_step(s) for s in (4, 27.2, 0.275, 0.05, 100)] == [1, 10, 0.1, 0.02, 25]
+    svg = svg_chart(["2026-W46", "2026-W47"], [("all prompts", [3.0, 23.11], [False, True])], "p99_tool_calls")
+    ticks = [t for t in ("0", "10", "20", "30") if f">{t}</text>" in svg]
+    assert ticks == ["0", "10", "20", "30"]  # whole axis up to the first round tick above 23.11
+    assert ">ISO week</text>" in svg and ">tool calls</text>" in svg
+    assert 'class="value">23.11</text>' in svg and 'class="flag"' in svg
