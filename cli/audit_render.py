@@ -30,7 +30,8 @@ LONG_TEXT_KEYS = {"template", "error_message", "notes"}
 LONG_TEXT_CHARS = 90
 
 
-def _new_table(title: str) -> Table:
+def new_table(title: str | None = None) -> Table:
+    """A table in the audit family's style (also used by ``sample``)."""
     # No vertical rules: 100 columns then hold the weekly table without cutting headers.
     return Table(title=title, title_justify="left", title_style="bold", box=box.SIMPLE_HEAD, padding=(0, 1),
                  collapse_padding=True, pad_edge=False)
@@ -88,7 +89,7 @@ def _table(title: str, columns: Sequence[tuple[str, str]], rows: Sequence[dict[s
     if not rows:
         console.print(f"[bold]{title}[/bold]: [dim]{empty}[/dim]")
         return
-    table = _new_table(title)
+    table = new_table(title)
     for key, header in columns:
         if key in LONG_TEXT_KEYS:
             table.add_column(header, justify="left", ratio=1, min_width=24, overflow="fold")
@@ -128,11 +129,11 @@ def render(report: dict[str, Any], console: Console) -> None:
                   f"({o['recovered']} recovered), {o['replays']} replays; weeks "
                   f"{inert(weeks[0]['week']) if weeks else '-'} to {inert(weeks[-1]['week']) if weeks else '-'}")
     last = weeks[-1] if weeks else None
-    t = _new_table("The four metrics")
+    t = new_table("The four metrics")
     for header, justify in (("metric", "left"), ("overall", "right"), ("weekly trend", "left"),
                             (f"last week {last['week'] if last else ''}", "right"),
                             (f"change vs {last['previous_week'] or '-' if last else '-'}", "left"), ("test", "left")):
-        t.add_column(inert(header), justify=justify)  # type: ignore[arg-type]
+        t.add_column(inert(header), justify=justify, no_wrap=header in ("metric", "test", "overall"))  # type: ignore[arg-type]
     for metric, label in METRICS:
         t.add_row(label, fmt(metric, o[metric]), sparkline([w[metric] for w in weeks]),
                   fmt(metric, last[metric]) if last else "-",
@@ -140,7 +141,7 @@ def render(report: dict[str, Any], console: Console) -> None:
     console.print(t)
 
     def week_table(title: str, rows: list[dict[str, Any]]) -> None:
-        wt = _new_table(title)
+        wt = new_table(title)
         # Δ p99 has no column: it shares the median's rank test (see docs/audit.md).
         for header in ("week", "prompts", "open", "median", "p99", "errors", "recovery", "replay",
                        "Δ median", "Δ recovery", "Δ replay"):
@@ -153,7 +154,7 @@ def render(report: dict[str, Any], console: Console) -> None:
         console.print(wt)
 
     week_table("Per ISO week (Δ vs the previous week; ◆ significant at alpha " + str(report["alpha"]) + ")", weeks)
-    at = _new_table("Per agent (Δ: the agent's last week vs its previous one; ◆ significant; "
+    at = new_table("Per agent (Δ: the agent's last week vs its previous one; ◆ significant; "
                     "every week's changes in --format json and --html)")
     for header in ("agent", "prompts", "median", "p99", "recovery", "replay", "recovery trend", "Δ recovery",
                    "Δ replay", "significant in"):

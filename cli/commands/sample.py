@@ -80,16 +80,17 @@ def sample_command(
 
 
 def _render(sample, rows) -> None:  # noqa: ANN001 - internal
-    from rich.table import Table
+    from loopscope.cli.audit_render import new_table
 
     console = stdout_console()
     strata = "; ".join(f"{s} {sample.available[s]} → {sample.allocation[s]}" for s in sample.available)
     console.print(f"{len(rows)} of {sum(sample.available.values())} conversations · seed {sample.seed} · "
                   f"strata (available → drawn): {strata}")
-    table = Table()
+    table = new_table()
+    # Ids and times stay whole; the stratum (class) wraps when the terminal is narrow.
     for col, justify in (("conversation", "left"), ("stratum (class)", "left"), ("agent", "left"),
-                         ("started", "left"), ("calls", "right"), ("errors", "right")):
-        table.add_column(col, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+                         ("started (UTC)", "left"), ("calls", "right"), ("errors", "right")):
+        table.add_column(col, justify=justify, no_wrap=col != "stratum (class)")  # type: ignore[arg-type]
     for r in rows:
         stratum = r["stratum"] if r["computed_class"] == r["stratum"] else f"{r['stratum']} ({r['computed_class']})"
         table.add_row(inert(r["conversation_id"]), stratum, inert(r["agent"]), f"{r['first_ts']:%Y-%m-%d %H:%M}",
