@@ -96,8 +96,9 @@ _TYPE_WORD = {"str": "a string", "int": "an integer", "num": "a number", "bool":
 # for an absent key (json_transform cannot tell those two apart, which the
 # key count below needs).
 _PATHS = "[" + ", ".join(f"'$.\"{k}\"'" for k in KNOWN_FIELDS) + "]"
-_TC_INDEXES = "[" + ", ".join(str(KNOWN_FIELDS.index(k) + 1) for k in TOOL_CALL_FIELDS) + "]"
-_LE_INDEXES = "[" + ", ".join(str(KNOWN_FIELDS.index(k) + 1) for k in LOOP_EXIT_FIELDS) + "]"
+# A field of the other kind present (a tool_call with exit_reason, ...): an unknown field here.
+_TC_FOREIGN = " OR ".join(f"f[{i}] IS NOT NULL" for i, k in enumerate(KNOWN_FIELDS, 1) if k not in TOOL_CALL_FIELDS)
+_LE_FOREIGN = " OR ".join(f"f[{i}] IS NOT NULL" for i, k in enumerate(KNOWN_FIELDS, 1) if k not in LOOP_EXIT_FIELDS)
 _LIST = "[" + ", ".join(f"'{k}'" for k in KNOWN_FIELDS) + "]"
 _TC_LIST = "[" + ", ".join(f"'{k}'" for k in TOOL_CALL_FIELDS) + "]"
 _LE_LIST = "[" + ", ".join(f"'{k}'" for k in LOOP_EXIT_FIELDS) + "]"
@@ -261,9 +262,9 @@ parsed AS (
 ),
 flat AS (
     SELECT line_no, line, f IS NULL AS unparsed, line_no = ? AS is_last_unterminated,
-        -- keys of the record's kind that are present (a JSON null included)
-        CASE WHEN f[2] = '"tool_call"' THEN list_count(list_select(f, {_TC_INDEXES}))
-             ELSE list_count(list_select(f, {_LE_INDEXES})) END AS n_known,
+        -- known keys present (a JSON null included), and whether one belongs to the other kind
+        list_count(f) AS n_known,
+        CASE WHEN f[2] = '"tool_call"' THEN {_TC_FOREIGN} ELSE {_LE_FOREIGN} END AS foreign_key,
         {_FRAGMENTS}
     FROM parsed
 ),
@@ -277,17 +278,23 @@ checked AS (
 -- quarantine) and lines with unknown fields (for extra).
 -- A line with a key twice fails (dup_key): JSON parsers disagree on which
 -- value wins, so loading either would be a guess.
--- Fast path: a good line whose key count equals the number of its kind's
--- known keys present has neither unknown nor repeated keys. Only the others
--- (usually a few percent) have their key list examined.
-SELECT * EXCLUDE (line, keys, ok, n_known), ok AND dup_key IS NULL AS ok,
+-- Fast path: a good line whose key count equals the number of known keys
+-- present, none of them of the other kind, has neither unknown nor repeated
+-- keys. Only the others (usually a few percent) have their key list examined.
+SELECT * EXCLUDE (line, keys, ok, n_known, foreign_key), ok AND dup_key IS NULL AS ok,
        CASE WHEN NOT ok OR dup_key IS NOT NULL OR has_extra THEN line END AS line
 FROM (
     SELECT *,
-        CASE WHEN len(keys) > len(list_distinct(keys))
+        -- CASE guards: the kind's key list is built only for the lines examined.
+        CASE WHEN keys IS NOT NULL AND len(keys) > len(list_distinct(keys))
              THEN list_filter(keys, lambda k, i: list_position(keys, k) < i)[1] END AS dup_key,
-        coalesce(len(list_filter(keys, lambda k: NOT list_contains({_KIND_KEYS}, k))) > 0, false) AS has_extra
-    FROM (SELECT *, CASE WHEN ok AND len(json_keys(line)) <> n_known THEN json_keys(line) END AS keys FROM checked)
+        CASE WHEN keys IS NOT NULL
+             THEN len(list_filter(keys, lambda k: NOT list_contains({_KIND_KEYS}, k))) > 0
+             ELSE false END AS has_extra
+    FROM (
+        SELECT *, CASE WHEN ok AND (foreign_key OR len(json_keys(line)) <> n_known) THEN json_keys(line) END AS keys
+        FROM checked
+    )
 )
 """
 CHECK_SQL = {name: _CHECK_TEMPLATE.replace("{lines}", lines) for name, lines in _LINE_SOURCES.items()}

@@ -329,3 +329,30 @@ def test_two_loads_on_one_db_at_once(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
     text = " ".join(result.stderr.split())
     assert "Could not set lock" in text and "another loopscope (or DuckDB) process has it open" in text
+
+
+def test_unknown_fields_are_kept_even_when_null_or_of_the_other_kind(tmp_path: Path) -> None:
+    # The fast path counts keys; these lines must still reach the key list and keep their extras.
+    log = tmp_path / "extra.jsonl"
+    log.write_text(
+        line(tool_call_id="plain")
+        + line(tool_call_id="foreign_null", exit_reason=None)
+        + line(tool_call_id="foreign", steps=3, note=None)
+        + json.dumps({"v": 1, "kind": "loop_exit", "ts": "2026-11-20T10:00:01Z", "conversation_id": "c1",
+                      "prompt_id": "p1", "exit_reason": "end_turn", "tool_name": None, "error_type": None}) + "\n"
+    )
+    db = tmp_path / "t.duckdb"
+    code, out = load_json(db, log)
+    assert code == 0 and (out["loaded"], out["quarantined"]) == (4, 0)
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        tc = con.execute("SELECT tool_call_id, extra FROM tool_calls ORDER BY line_no").fetchall()
+        le = con.execute("SELECT extra FROM loop_exits").fetchall()
+    finally:
+        con.close()
+    assert [(i, json.loads(e) if e else None) for i, e in tc] == [
+        ("plain", None),
+        ("foreign_null", {"exit_reason": None}),
+        ("foreign", {"steps": 3, "note": None}),
+    ]
+    assert [json.loads(e) for (e,) in le] == [{"tool_name": None}]
