@@ -200,6 +200,13 @@ def _section(title: str, body: str, sid: str) -> str:
     return f'<section id="{sid}"><h2>{esc(title)}</h2>{body}</section>'
 
 
+def _weeks_text(weeks: Sequence[dict[str, Any]]) -> str:
+    if not weeks:
+        return ""
+    first, last = weeks[0]["week"], weeks[-1]["week"]
+    return f" · ISO week {first}" if first == last else f" · ISO weeks {first} to {last}"
+
+
 def _window_text(sel: dict[str, Any]) -> str:
     parts = []
     if sel.get("since") or sel.get("until"):
@@ -332,6 +339,6 @@ def render_html(report: dict[str, Any]) -> str:
         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
         "script-src 'unsafe-inline'; img-src data:\">"
         f"<title>loopscope audit</title><style>{CSS}</style></head><body>"
-        f"<header><h1>loopscope audit</h1><p>{esc(_window_text(report['selection']))} · alpha {esc(report['alpha'])}</p></header>"
+        f"<header><h1>loopscope audit</h1><p>{esc(_window_text(report['selection']))}{esc(_weeks_text(report['weeks']))} · alpha {esc(report['alpha'])}</p></header>"
         f"<main>{''.join(body)}</main><script>{SCRIPT}</script></body></html>\n"
     )

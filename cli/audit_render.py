@@ -120,14 +120,19 @@ def _table(title: str, columns: Sequence[tuple[str, str]], rows: Sequence[dict[s
     console.print(table)
 
 
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def render(report: dict[str, Any], console: Console) -> None:
     """Print the whole report."""
     o = report["overall"]
     weeks = report["weeks"]
-    console.print(f"[bold]loopscope audit[/bold]: {o['prompts']} prompts ({o['open_prompts']} open) in "
-                  f"{o['conversations']} conversations, {o['tool_calls']} tool calls, {o['errors']} errors "
-                  f"({o['recovered']} recovered), {o['replays']} replays; weeks "
-                  f"{inert(weeks[0]['week']) if weeks else '-'} to {inert(weeks[-1]['week']) if weeks else '-'}")
+    span = (f"week {inert(weeks[0]['week'])}" if len(weeks) == 1 else
+            f"weeks {inert(weeks[0]['week'])} to {inert(weeks[-1]['week'])}" if weeks else "no week")
+    console.print(f"[bold]loopscope audit[/bold]: {_n(o['prompts'], 'prompt')} ({o['open_prompts']} open) in "
+                  f"{_n(o['conversations'], 'conversation')}, {_n(o['tool_calls'], 'tool call')}, "
+                  f"{_n(o['errors'], 'error')} ({o['recovered']} recovered), {_n(o['replays'], 'replay')}; {span}")
     last = weeks[-1] if weeks else None
     t = new_table("The four metrics")
     for header, justify in (("metric", "left"), ("overall", "right"), ("weekly trend", "left"),
