@@ -184,13 +184,19 @@ def write_pack(con: duckdb.DuckDBPyConnection, sample: Sample, out_dir: Path, *,
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise LoopscopeError(f"--out {out_dir} is a file", hint="give a folder for the review pack")
+    if not out_dir.exists() and out_dir.parent.exists() and not out_dir.parent.is_dir():
+        raise LoopscopeError(f"--out {out_dir}: {out_dir.parent} is a file", hint="give a folder for the review pack")
     if (out_dir / "reviews.csv").exists() and not force:
         raise LoopscopeError(
             f"{out_dir / 'reviews.csv'} already exists; writing the pack would overwrite its verdicts",
             hint="import it first (loopscope review import), choose another --out, or pass --force",
         )
     conv_dir = out_dir / "conversations"
-    conv_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        conv_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise LoopscopeError(f"cannot create --out {out_dir}: {exc.strerror}",
+                             hint="give a folder you can write to, e.g. --out review-w47/") from None
     files: list[Path] = []
     rows: list[dict[str, Any]] = []
     for i, c in enumerate(sample.conversations, 1):

@@ -307,3 +307,13 @@ def test_sample_bad_week_fails_before_loading(tmp_path: Path) -> None:
     """Options are parsed before PATHs are loaded: a typo costs nothing and names the option."""
     res = runner.invoke(app, ["sample", str(tmp_path / "missing.jsonl"), "--db", ":memory:", "--week", "2026-W60"])
     assert res.exit_code == 1 and "--week '2026-W60' does not exist" in res.output
+
+
+def test_sample_out_that_cannot_be_a_folder(db: Path, tmp_path: Path) -> None:
+    blocker = tmp_path / "blocker"
+    blocker.write_text("not a folder")
+    for out, message in ((blocker, "is a file"), (blocker / "pack", "blocker is a file")):
+        res = runner.invoke(app, ["sample", "--db", str(db), "--n", "3", "--seed", "1", "--out", str(out)])
+        assert res.exit_code == 1, res.output
+        assert message in " ".join(res.output.split()) and "Traceback" not in res.output
+    assert blocker.read_text() == "not a folder"  # nothing lost
