@@ -212,6 +212,10 @@ def _load_files(
         progress(0, total)
     summary = LoadSummary()
     ids: list[int] = []
+    # Facts fresh now can be brought up to date for the conversations this load touches only.
+    seq_row = con.execute(sql.MAX_SEQ_SQL).fetchone()
+    seq_before = int(seq_row[0]) if seq_row else 0
+    was_fresh = facts_fresh(con)
     for path in files:
 
         def tick(n: int, _base: int = done) -> None:
@@ -234,10 +238,13 @@ def _load_files(
         if result.source_id is not None and result.source_id not in ids:
             ids.append(result.source_id)
     summary.source_ids = tuple(ids)
-    if any(d.loaded or d.status == "replaced" for d in summary.details) or not facts_fresh(con):
+    replaced = any(d.status == "replaced" for d in summary.details)
+    if replaced or any(d.loaded for d in summary.details) or not facts_fresh(con):
         con.execute("BEGIN TRANSACTION")
         try:
-            refresh_facts(con)
+            # A replaced source deleted records: their conversations are not
+            # among the new records' ones, so only a full rebuild is right.
+            refresh_facts(con, since_seq=seq_before if was_fresh and not replaced else None)
             con.execute("COMMIT")
         except BaseException:
             con.execute("ROLLBACK")

@@ -9,31 +9,56 @@ load. ``facts_fresh`` says whether the table still matches the records (same
 row counts and highest ``seq``); the metrics read ``prompt_facts`` only then,
 and fall back to the views otherwise (e.g. a read-only database changed by
 something other than the loader).
+
+Incremental refresh. Everything a prompt's facts depend on lies inside its
+conversation (prompts are keyed by conversation and prompt id, replays by
+conversation and tool_call id), so after a load that added records to a few
+conversations only those conversations' facts are recomputed: the views are
+filtered by a bound list of conversation ids, which DuckDB pushes below their
+windows and groupings. A load that touches many conversations rebuilds all.
 """
 
 from __future__ import annotations
 
 import duckdb
 
-REFRESH_FACTS_SQL = """
+_REFRESH_TEMPLATE = """
 CREATE OR REPLACE TEMP TABLE _ls_prompt_facts AS
 WITH replays AS (
     SELECT conversation_id, prompt_id, count(*) AS n_replays
-    FROM tool_calls_v WHERE is_replay GROUP BY conversation_id, prompt_id
+    FROM tool_calls_v WHERE is_replay AND {scope} GROUP BY conversation_id, prompt_id
 ),
 errors AS (
     SELECT conversation_id, prompt_id, count(*) AS n_errors,
            count(*) FILTER (WHERE error_class = 'recovered') AS n_recovered
-    FROM errors_v GROUP BY conversation_id, prompt_id
+    FROM errors_v WHERE {scope} GROUP BY conversation_id, prompt_id
 )
 SELECT p.conversation_id, p.prompt_id, p.first_ts, p.last_ts, p.first_seq, p.agent, p.tags, p.n_tool_calls,
        p.is_open, p.exit_reason, p.normal_exit,
        coalesce(r.n_replays, 0) AS n_replays, coalesce(e.n_errors, 0) AS n_errors,
        coalesce(e.n_recovered, 0) AS n_recovered
-FROM prompts_v p
+FROM (SELECT * FROM prompts_v WHERE {scope}) p
 LEFT JOIN replays r USING (conversation_id, prompt_id)
 LEFT JOIN errors e USING (conversation_id, prompt_id)
 """
+REFRESH_FACTS_SQL = _REFRESH_TEMPLATE.replace("{scope}", "TRUE")
+# $1: the conversation ids to recompute.
+REFRESH_SOME_FACTS_SQL = _REFRESH_TEMPLATE.replace("{scope}", "list_contains($1::VARCHAR[], conversation_id)")
+TOUCHED_SQL = """
+SELECT DISTINCT conversation_id FROM (
+    SELECT conversation_id FROM tool_calls WHERE seq > $1
+    UNION ALL
+    SELECT conversation_id FROM loop_exits WHERE seq > $1
+)
+"""
+REPLACE_SOME_FACTS_SQL = "DELETE FROM prompt_facts WHERE list_contains($1::VARCHAR[], conversation_id)"
+INSERT_SOME_FACTS_SQL = """
+INSERT INTO prompt_facts SELECT * FROM _ls_prompt_facts;
+DROP TABLE _ls_prompt_facts;
+DELETE FROM prompt_facts_state;
+"""
+INCREMENTAL_MAX_CONVERSATIONS = 5000
+"""Above this many touched conversations, one full rebuild is cheaper than a filtered one."""
 REPLACE_FACTS_SQL = """
 DELETE FROM prompt_facts;
 INSERT INTO prompt_facts SELECT * FROM _ls_prompt_facts;
@@ -53,13 +78,32 @@ def _state(con: duckdb.DuckDBPyConnection) -> tuple[int, int, int]:
     return (int(row[0]), int(row[1]), int(row[2])) if row else (0, 0, 0)
 
 
-def refresh_facts(con: duckdb.DuckDBPyConnection) -> None:
-    """Rebuild ``prompt_facts`` from the views (in the caller's transaction, if any)."""
+def refresh_facts(con: duckdb.DuckDBPyConnection, since_seq: int | None = None) -> None:
+    """Bring ``prompt_facts`` up to date from the views (in the caller's transaction, if any).
+
+    Args:
+        con: the store.
+        since_seq: if the facts were fresh when the records up to this ``seq``
+            were all there, recompute only the conversations of the records
+            added after it; None rebuilds everything.
+    """
+    if since_seq is not None:
+        touched = [row[0] for row in con.execute(TOUCHED_SQL, [since_seq]).fetchall()]
+        if len(touched) <= INCREMENTAL_MAX_CONVERSATIONS:
+            con.execute(REFRESH_SOME_FACTS_SQL, [touched])
+            con.execute(REPLACE_SOME_FACTS_SQL, [touched])
+            _run_each(con, INSERT_SOME_FACTS_SQL)
+            con.execute(SAVE_STATE_SQL, list(_state(con)))
+            return
     con.execute(REFRESH_FACTS_SQL)
-    for statement in REPLACE_FACTS_SQL.split(";"):
+    _run_each(con, REPLACE_FACTS_SQL)
+    con.execute(SAVE_STATE_SQL, list(_state(con)))
+
+
+def _run_each(con: duckdb.DuckDBPyConnection, script: str) -> None:
+    for statement in script.split(";"):
         if statement.strip():
             con.execute(statement)
-    con.execute(SAVE_STATE_SQL, list(_state(con)))
 
 
 def facts_fresh(con: duckdb.DuckDBPyConnection) -> bool:

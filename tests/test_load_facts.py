@@ -1,0 +1,100 @@
+"""Incremental ``prompt_facts``: after a load, only the touched conversations are recomputed.
+
+Every check compares the incrementally maintained table with a full rebuild
+from the views, and the CLI's metrics with a fresh in-memory load.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import duckdb
+from typer.testing import CliRunner
+
+from loopscope.analyses.loader_facts import REFRESH_FACTS_SQL, facts_fresh
+from loopscope.cli.app import app
+
+runner = CliRunner()
+SAMPLE_LOGS = Path(__file__).resolve().parent.parent / "sample_logs"
+DIFF_SQL = """
+SELECT (SELECT count(*) FROM (SELECT * FROM prompt_facts EXCEPT ALL SELECT * FROM _ls_prompt_facts)),
+       (SELECT count(*) FROM (SELECT * FROM _ls_prompt_facts EXCEPT ALL SELECT * FROM prompt_facts)),
+       (SELECT count(*) FROM prompt_facts)
+"""
+
+
+def assert_facts_match_a_full_rebuild(db: Path) -> int:
+    con = duckdb.connect(str(db))
+    try:
+        assert facts_fresh(con)
+        con.execute(REFRESH_FACTS_SQL)
+        only_kept, only_full, n = con.execute(DIFF_SQL).fetchone()  # type: ignore[misc]
+    finally:
+        con.close()
+    assert (only_kept, only_full) == (0, 0)
+    return int(n)
+
+
+def metrics(*args: str) -> dict[str, Any]:
+    result = runner.invoke(app, ["metrics", "--format", "json", *args], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_growing_files_keep_facts_equal_to_a_full_rebuild(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    sources = {p.name: p.read_text().splitlines(keepends=True) for p in sorted(SAMPLE_LOGS.glob("*.jsonl"))}
+    db = tmp_path / "t.duckdb"
+    for part in range(1, 5):  # each load appends the next quarter of every file (status grown)
+        for name, lines in sources.items():
+            (logs / name).write_text("".join(lines[: len(lines) * part // 4]))
+        result = runner.invoke(app, ["load", "--db", str(db), str(logs)], catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        assert assert_facts_match_a_full_rebuild(db) > 0
+    assert metrics("--db", str(db)) == metrics("--db", ":memory:", str(logs))
+
+
+def test_a_late_record_turns_an_older_one_into_a_replay_and_recovers_an_error(tmp_path: Path, monkeypatch: Any) -> None:
+    from loopscope.analyses import loader, loader_facts
+
+    calls: list[int | None] = []
+
+    def spy(con: Any, since_seq: int | None = None) -> None:
+        calls.append(since_seq)
+        loader_facts.refresh_facts(con, since_seq)
+
+    monkeypatch.setattr(loader, "refresh_facts", spy)
+    def rec(kind: str, conv: str, ts: str, **fields: Any) -> str:
+        base = {"v": 1, "kind": kind, "ts": ts, "conversation_id": conv, "prompt_id": "p1"}
+        if kind == "tool_call":
+            base.update(tool_name="search", outcome="ok", is_error=False, step=0)
+        else:
+            base.update(exit_reason="end_turn")
+        base.update(fields)
+        return json.dumps(base) + "\n"
+
+    first = tmp_path / "a.jsonl"
+    first.write_text(
+        rec("tool_call", "c1", "2026-11-20T10:00:05Z", tool_call_id="t1", is_error=True, outcome="permanent_fail")
+        + rec("tool_call", "c2", "2026-11-20T11:00:00Z", tool_call_id="t1")
+        + rec("loop_exit", "c2", "2026-11-20T11:00:01Z")
+    )
+    second = tmp_path / "b.jsonl"
+    second.write_text(
+        rec("tool_call", "c1", "2026-11-20T10:00:01Z", tool_call_id="t1", is_error=True, outcome="permanent_fail")
+        + rec("tool_call", "c1", "2026-11-20T10:00:06Z", tool_call_id="t2", step=1)
+        + rec("loop_exit", "c1", "2026-11-20T10:00:07Z")
+    )
+    db = tmp_path / "t.duckdb"
+    assert runner.invoke(app, ["load", "--db", str(db), str(first)]).exit_code == 0
+    assert_facts_match_a_full_rebuild(db)
+    assert runner.invoke(app, ["load", "--db", str(db), str(second)]).exit_code == 0
+    assert calls == [None, 3]  # a full build of the new store, then only c1 (records after seq 3)
+    assert_facts_match_a_full_rebuild(db)
+    m = metrics("--db", str(db))
+    assert m == metrics("--db", ":memory:", str(first), str(second))
+    # c1's t1 at 10:00:05 is now the replay of the one at 10:00:01; that earlier error is recovered at step 1.
+    assert (m["replays"], m["errors"], m["recovered_errors"], m["open_prompts"]) == (1, 1, 1, 0)
