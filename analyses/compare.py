@@ -65,6 +65,7 @@ def parse_cohort(
     *,
     option: str = "--a",
     within: Selection | None = None,
+    resolve_files: bool = True,
 ) -> Selection:
     """Turn cohort spec strings (one or several ``--a`` values) into a Selection.
 
@@ -74,6 +75,9 @@ def parse_cohort(
         option: the option name, for error messages.
         within: only these files count (its ``source_ids``, e.g. the PATHs
             just loaded); a ``file:`` term narrows it further.
+        resolve_files: False checks the spec's syntax only (``file:`` terms
+            are not looked up, no store needed): the CLI does this before
+            loading PATHs, so a typo fails at once.
 
     Raises:
         LoopscopeError: an empty spec, an unknown key, a malformed value, a
@@ -117,7 +121,7 @@ def parse_cohort(
             sel = _window(sel, option, term, since=parse_instant(value, option=f"{option} since:"))
         elif key == "until":
             sel = _window(sel, option, term, until=parse_instant(value, option=f"{option} until:"))
-        elif key == "file":
+        elif key == "file" and resolve_files:
             sources = [*(sources or []), *_sources_for(con, value, option)]
     return replace(
         sel,

@@ -128,3 +128,10 @@ def test_compare_demo_blind_vs_corrective_on_sample_logs() -> None:
     # the demo is small: the difference is real in the data but not significant at 0.05
     assert rec["test"]["p_value"] == pytest.approx(stats.two_proportion_test(7, 15, 7, 9).p_value)
     assert rec["significant"] is False
+
+
+def test_compare_bad_spec_fails_before_loading(tmp_path: Path) -> None:
+    """The cohort syntax is checked before PATHs are loaded: the error names the term, not the missing file."""
+    res = runner.invoke(app, ["compare", str(tmp_path / "missing.jsonl"), "--db", ":memory:",
+                              "--a", "colour:red", "--b", "tag:mode=blind"])
+    assert res.exit_code == 1 and "is not a cohort term" in " ".join(res.output.split())

@@ -55,6 +55,8 @@ def compare_command(
     """
     from loopscope.analyses.compare import compare, parse_cohort
 
+    parse_cohort(a, option="--a", resolve_files=False)  # syntax first: a typo fails before any loading
+    parse_cohort(b, option="--b", resolve_files=False)
     with analysis_store(db, paths, input_format) as (con, base):
         sel_a = parse_cohort(a, con, option="--a", within=base)
         sel_b = parse_cohort(b, con, option="--b", within=base)
