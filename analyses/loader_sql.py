@@ -1,13 +1,16 @@
 """The SQL that turns lines of loopscope JSONL into rows, or quarantines them.
 
-One validation path for every input: lines go into the temp table
-``_ls_lines``, DuckDB parses each line once into a struct whose fields are
-JSON fragments (``json_transform`` with ``JSON`` types); a cheap test on the
-fragments accepts the good lines, and for the others a ``CASE`` names the
-first thing wrong with the line (malformed JSON, not an object, missing required field, wrong type, value not
-in the spec's set, unknown ``v`` / ``kind``, unparseable timestamp). Good
-lines are cast and inserted into ``tool_calls`` / ``loop_exits``; the others
-go to ``quarantine`` with their reason and the raw text, capped.
+One validation path for every input: DuckDB parses each line once into the
+list of its known fields' values as JSON fragments (``json_extract`` with a
+list of paths); a cheap test on the fragments accepts the good lines, a key
+count (``json_keys``) against the known keys present sends lines with
+unknown or repeated keys to a closer look, and for the bad lines a ``CASE``
+names the first thing wrong (malformed JSON, not an object, a repeated key,
+missing required field, wrong type, value out of range or not in the spec's
+set, unknown ``v`` / ``kind``, unparseable timestamp). Good lines are cast
+and inserted into ``tool_calls`` / ``loop_exits`` (unknown fields into
+``extra``); the others go to ``quarantine`` with their reason and the raw
+text, capped.
 
 Lines come either straight from the file (``read_csv`` with one VARCHAR
 column, no quoting: DuckDB's parallel reader) or, for compressed files,
@@ -26,7 +29,8 @@ RAW_CAP = 2000
 MAX_LINE_BYTES = 1024 * 1024
 """Lines longer than this are quarantined as over-long (records are small)."""
 
-# (field, type class, required, kinds it belongs to, extra check or None, what the check wants)
+# (field, type class, required, kinds it belongs to, extra check or None, what the check wants).
+# Checks: TS_OK (parses as a timestamp), RANGE (_INT_RANGE), SET (_VALUE_SETS).
 # Type classes: str, int, num, bool, obj. A JSON null counts as absent.
 _COMMON = ("tool_call", "loop_exit")
 _TC = ("tool_call",)
@@ -41,7 +45,7 @@ FIELDS: tuple[tuple[str, str, bool, tuple[str, ...], str | None, str | None], ..
     ("tags", "obj", False, _COMMON, None, None),
     ("tool_call_id", "str", True, _TC, None, None),
     ("tool_name", "str", True, _TC, None, None),
-    ("step", "int", True, _TC, "try_cast(j.step AS HUGEINT) BETWEEN 0 AND 2147483647", "an integer >= 0"),
+    ("step", "int", True, _TC, "RANGE", "an integer >= 0"),
     ("input_shape", "obj", False, _TC, None, None),
     ("args_fingerprint", "str", False, _TC, None, None),
     (
@@ -49,29 +53,29 @@ FIELDS: tuple[tuple[str, str, bool, tuple[str, ...], str | None, str | None], ..
         "str",
         True,
         _TC,
-        "json_extract_string(j.outcome, '$') IN ('ok', 'retried', 'transient_fail', 'permanent_fail')",
+        "SET",
         "one of ok, retried, transient_fail, permanent_fail",
     ),
     ("is_error", "bool", True, _TC, None, None),
-    ("attempts", "int", False, _TC, "try_cast(j.attempts AS HUGEINT) BETWEEN 1 AND 2147483647", "an integer >= 1"),
+    ("attempts", "int", False, _TC, "RANGE", "an integer >= 1"),
     ("latency_ms", "num", False, _TC, None, None),
     ("error_type", "str", False, _COMMON, None, None),
     ("error_message", "str", False, _COMMON, None, None),
     ("replayed", "bool", False, _TC, None, None),
     ("exit_reason", "str", True, _LE, None, None),
-    ("steps", "int", False, _LE, "try_cast(j.steps AS HUGEINT) BETWEEN 0 AND 2147483647", "an integer >= 0"),
-    ("tool_calls", "int", False, _LE, "try_cast(j.tool_calls AS HUGEINT) BETWEEN 0 AND 2147483647", "an integer >= 0"),
-    ("tool_errors", "int", False, _LE, "try_cast(j.tool_errors AS HUGEINT) BETWEEN 0 AND 2147483647", "an integer >= 0"),
+    ("steps", "int", False, _LE, "RANGE", "an integer >= 0"),
+    ("tool_calls", "int", False, _LE, "RANGE", "an integer >= 0"),
+    ("tool_errors", "int", False, _LE, "RANGE", "an integer >= 0"),
     (
         "max_tool_calls",
         "int",
         False,
         _LE,
-        "try_cast(j.max_tool_calls AS HUGEINT) BETWEEN 0 AND 2147483647",
+        "RANGE",
         "an integer >= 0",
     ),
-    ("input_tokens", "int", False, _LE, "try_cast(j.input_tokens AS HUGEINT) BETWEEN 0 AND 9223372036854775807", "an integer >= 0"),
-    ("output_tokens", "int", False, _LE, "try_cast(j.output_tokens AS HUGEINT) BETWEEN 0 AND 9223372036854775807", "an integer >= 0"),
+    ("input_tokens", "int", False, _LE, "RANGE", "an integer >= 0"),
+    ("output_tokens", "int", False, _LE, "RANGE", "an integer >= 0"),
     ("duration_ms", "num", False, _LE, None, None),
 )
 KNOWN_FIELDS: tuple[str, ...] = ("v", "kind") + tuple(f[0] for f in FIELDS)
