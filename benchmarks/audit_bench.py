@@ -6,6 +6,11 @@ compared with ``metrics`` (one query) as the baseline: the ratio says what the
 whole report costs relative to the dashboard figures.
 
     python benchmarks/audit_bench.py 200000
+    python benchmarks/audit_bench.py 200000 --weeks 12   # conversations spread over 12 ISO weeks
+
+The generator writes every record within a few days; ``--weeks W`` then moves
+each conversation (all its records together) by 0..W-1 weeks in the store, so
+the weekly series have W points, as in a real quarter of logs.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from pathlib import Path
 
 from loopscope.analyses.audit import audit
 from loopscope.analyses.loader import load_paths
+from loopscope.analyses.loader_facts import refresh_facts
 from loopscope.analyses.metrics import compute_metrics
 from loopscope.analyses.report_html import render_html
 from loopscope.analyses.selection import Selection
@@ -31,6 +37,20 @@ def _gen_records():  # type: ignore[no-untyped-def]
     module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
     spec.loader.exec_module(module)  # type: ignore[union-attr]
     return module
+
+
+# Move each conversation by a stable pseudo-random number of weeks (whole conversations,
+# so prompts and replays stay together).
+SPREAD_SQL = """
+UPDATE {table} SET ts = ts + to_weeks(CAST(hash(conversation_id) % ? AS INTEGER))
+"""
+
+
+def spread_over_weeks(con, weeks: int) -> None:  # type: ignore[no-untyped-def]
+    """Spread the conversations over ``weeks`` ISO weeks and rebuild the per-prompt facts."""
+    for table in ("tool_calls", "loop_exits"):
+        con.execute(SPREAD_SQL.format(table=table), [weeks])
+    refresh_facts(con)  # the facts' freshness check counts rows, not timestamps
 
 
 def best_of(fn, repeat: int) -> float:  # type: ignore[no-untyped-def]
@@ -47,11 +67,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("n", type=int, nargs="?", default=200_000, help="records to generate (about)")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--weeks", type=int, default=1, help="spread the conversations over this many ISO weeks")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         paths = _gen_records().generate(args.n, Path(tmp) / "logs")
         con = connect(":memory:")
         load_paths(con, paths)
+        if args.weeks > 1:
+            spread_over_weeks(con, args.weeks)
         sel = Selection()
         report = audit(con, sel)
         o = report["overall"]
