@@ -135,12 +135,21 @@ _SHAPE_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_asc
 _shape_cache: dict[tuple[Any, ...], str] = {}
 
 
-def shape_attribute(arguments: Any) -> str:
+#: Arguments given as JSON text longer than this are not parsed on the host thread for a span
+#: attribute or log body (the record still gets their shape, from the writer thread).
+MAX_HOST_PARSE = 64 * 1024
+
+
+def _too_big(arguments: Any) -> bool:
+    return isinstance(arguments, (str, bytes, bytearray)) and len(arguments) > MAX_HOST_PARSE
+
+
+def shape_attribute(arguments: Any) -> str | None:
     """The arguments' ``input_shape`` as a span attribute: compact JSON object text, sorted keys.
 
     JSON text rather than a map attribute, because map-valued attributes are not accepted by
     every SDK version and exporter. Tools are called with few distinct shapes, so the text is
-    cached by (argument names, value types).
+    cached by (argument names, value types). None for JSON text over :data:`MAX_HOST_PARSE`.
     """
     if type(arguments) is dict:
         key = (*arguments, *map(type, arguments.values()))
@@ -150,16 +159,19 @@ def shape_attribute(arguments: Any) -> str:
                 _shape_cache.clear()
             text = _shape_cache[key] = _SHAPE_JSON(input_shape(arguments))
         return text
+    if _too_big(arguments):
+        return None
     return _SHAPE_JSON(input_shape(arguments))
 
 
 _map_cache: dict[tuple[Any, ...], dict[str, str]] = {}
 
 
-def shape_map(arguments: Any) -> dict[str, str]:
+def shape_map(arguments: Any) -> dict[str, str] | None:
     """The arguments' ``input_shape`` as a map (log record bodies), cached like :func:`shape_attribute`.
 
-    The cached map is shared: callers must not modify it.
+    The cached map is shared: callers must not modify it. None for JSON text over
+    :data:`MAX_HOST_PARSE`.
     """
     if type(arguments) is dict:
         key = (*arguments, *map(type, arguments.values()))
@@ -169,6 +181,8 @@ def shape_map(arguments: Any) -> dict[str, str]:
                 _map_cache.clear()
             shape = _map_cache[key] = input_shape(arguments)
         return shape
+    if _too_big(arguments):
+        return None
     return input_shape(arguments)
 
 

@@ -313,8 +313,10 @@ class PromptLoop:
             otel.CONVERSATION_ID: self.conversation_id,
             otel.PROMPT_ID: self.prompt_id,
             otel.TOOL_STEP: self.step if step is None else step,
-            otel.TOOL_INPUT_SHAPE: otel.shape_attribute(arguments),
         }
+        shape = otel.shape_attribute(arguments)
+        if shape is not None:
+            attrs[otel.TOOL_INPUT_SHAPE] = shape
         return self._col._tracer.start_span(
             f"execute_tool {tool_name}", context=self._ctx, kind=otel.INTERNAL, attributes=attrs, start_time=start_ns
         )

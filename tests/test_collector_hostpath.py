@@ -219,3 +219,29 @@ def test_every_record_is_written_or_counted_as_dropped(tmp_path: Path) -> None:
     st = col.stats
     assert (st.emitted, st.written, st.dropped, st.sink_errors) == (3, 2, 1, 1)
     assert st.written + st.dropped == st.emitted
+
+
+def test_huge_json_text_arguments_are_not_parsed_on_the_host_thread_for_spans(tmp_path: Path) -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    col = Collector(JsonlSink(tmp_path / "l.jsonl", flush_interval=0.02), tracer_provider=provider)
+    huge = json.dumps({"blob": "x" * (20 * 2**20), "n": 1})  # OpenAI-style arguments: JSON text
+    small = json.dumps({"q": "paris"})
+    with col.prompt(conversation_id="c", provider="openai") as loop:
+        loop.model_response(stop_reason="tool_calls")
+        t = time.perf_counter()
+        with loop.tool_call("big", "upload", huge):
+            pass
+        host_s = time.perf_counter() - t
+        with loop.tool_call("small", "search", small):
+            pass
+    col.close()
+    # Parsing 20 MB of JSON takes well over 50 ms; the host skipped it.
+    assert host_s < 0.05
+    spans = {s.attributes.get("gen_ai.tool.call.id"): s for s in exporter.get_finished_spans()}
+    assert "loopscope.tool.input_shape" not in spans["big"].attributes
+    assert spans["small"].attributes["loopscope.tool.input_shape"] == '{"q":"string"}'
+    recs = {r.get("tool_call_id"): r for r in map(json.loads, (tmp_path / "l.jsonl").read_text().splitlines())}
+    assert recs["big"]["input_shape"] == {"blob": "string", "n": "integer"}  # the writer parsed it
+    provider.shutdown()
