@@ -356,3 +356,12 @@ def test_unknown_fields_are_kept_even_when_null_or_of_the_other_kind(tmp_path: P
         ("foreign", {"steps": 3, "note": None}),
     ]
     assert [json.loads(e) for (e,) in le] == [{"tool_name": None}]
+
+
+def test_metrics_on_paths_names_an_unreadable_file_and_reports_the_rest(tmp_path: Path) -> None:
+    (tmp_path / "bad.jsonl.gz").write_bytes(b"\x1f\x8b\x08\x00garbage")
+    (tmp_path / "good.jsonl").write_text(line(tool_call_id="good"))
+    result = invoke("metrics", "--db", ":memory:", "--format", "json", str(tmp_path))
+    assert result.exit_code == 0
+    assert "skipped" in result.output and "bad.jsonl.gz" in result.output
+    assert json.loads(result.stdout)["tool_calls"] == 1
