@@ -25,6 +25,7 @@ which breaks ``ts`` ties in the replay definition.
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from collections.abc import Callable, Mapping
@@ -393,6 +394,10 @@ def _load_reader_file(con: duckdb.DuckDBPyConnection, path: Path, fmt: str, opti
     display = _display(path)
     result = FileResult(path=display, input_format=fmt, status="new")
     digest, _ = content_hash(path)
+    if options:
+        # The same bytes read with other options (--error-when, --messages-key...)
+        # are other records: the file is replaced, not skipped as unchanged.
+        digest += "+options:" + sha256(json.dumps(options, sort_keys=True, default=str).encode("utf-8"))[:16]
     known = con.execute(SOURCES_SQL, [fmt]).fetchall()
     same = [r for r in known if r[2] == digest]
     if same:
@@ -414,8 +419,6 @@ def _load_reader_file(con: duckdb.DuckDBPyConnection, path: Path, fmt: str, opti
     seq_row = con.execute(sql.MAX_SEQ_SQL).fetchone()
     seq_base = int(seq_row[0]) if seq_row else 0
     if output.records:
-        import json
-
         text = "\n".join(json.dumps(r, ensure_ascii=False, default=str) for r in output.records) + "\n"
         with tempfile.TemporaryDirectory(prefix="loopscope-") as tmp:
             staged = Path(tmp) / "records.jsonl"

@@ -95,6 +95,17 @@ def test_text_errors_with_prefix() -> None:
     ]
 
 
+def test_reloading_with_other_options_replaces_the_records() -> None:
+    load(MESSAGES / "openai_text_errors.jsonl", "--input-format", "messages")
+    assert metrics()["errors"] == 0
+    summary = load(MESSAGES / "openai_text_errors.jsonl", "--input-format", "messages", "--error-when", "prefix")
+    assert [f["status"] for f in summary["details"]] == ["replaced"]
+    m = metrics()
+    assert (m["tool_calls"], m["errors"], m["recovered_errors"]) == (5, 3, 1)  # replaced, not added twice
+    again = load(MESSAGES / "openai_text_errors.jsonl", "--input-format", "messages", "--error-when", "prefix")
+    assert [f["status"] for f in again["details"]] == ["unchanged"]
+
+
 def test_openai_responses_items() -> None:
     load(MESSAGES / "openai_responses.json", "--error-when", "prefix")  # detected as messages
     m = metrics()
