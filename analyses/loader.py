@@ -327,7 +327,7 @@ def _load_records_file(
     path: Path,
     head: bytes,
     known: tuple[Any, ...] | None,
-    fast: tuple[int, bool, int] | None,
+    fast: tuple[int, bool, int, int] | None,
     tick: Callable[[int], None],
 ) -> FileResult:
     display = _display(path)
@@ -356,10 +356,11 @@ def _load_records_file(
     seq_row = con.execute(sql.MAX_SEQ_SQL).fetchone()
     seq_base = int(seq_row[0]) if seq_row else 0
     if fast is not None:
-        n_lines, unterminated, tail = fast
+        n_lines, unterminated, tail, content_bytes = fast
         counts = check_and_insert(con, "file", 1, n_lines, unterminated, source_id, display, seq_base)
         _add_counts(result, counts)
-        end_offset, last_line = _size(path), n_lines
+        # Offsets count content bytes (decompressed for .gz), as the block path does.
+        end_offset, last_line = content_bytes, n_lines
         if unterminated and not counts[3]:
             end_offset, last_line = end_offset - tail, n_lines - 1
         tick(end_offset)

@@ -189,7 +189,7 @@ class StreamBreak:
     end_offset: int
 
 
-def _read_some(f, size: int, gz: bool) -> tuple[bytes, Exception | None]:  # type: ignore[no-untyped-def]
+def read_some(f, size: int, gz: bool) -> tuple[bytes, Exception | None]:  # type: ignore[no-untyped-def]
     """Up to ``size`` bytes, and the error that ended a gzip stream early (the bytes before it are kept)."""
     if not gz:
         return f.read(size), None
@@ -235,7 +235,7 @@ def iter_chunks(
             carry = b""
             skipping: OverlongLine | None = None
             while broken is None:
-                block, broken = _read_some(f, chunk_bytes, gz)
+                block, broken = read_some(f, chunk_bytes, gz)
                 if not block:
                     break
                 if offset == 0 and not carry and skipping is None and block.startswith(b"\xef\xbb\xbf"):

@@ -365,3 +365,41 @@ def test_metrics_on_paths_names_an_unreadable_file_and_reports_the_rest(tmp_path
     assert result.exit_code == 0
     assert "skipped" in result.output and "bad.jsonl.gz" in result.output
     assert json.loads(result.stdout)["tool_calls"] == 1
+
+
+def test_gzip_file_loads_exactly_like_the_plain_file(tmp_path: Path, monkeypatch: Any) -> None:
+    import gzip
+
+    from loopscope.analyses import loader_records
+
+    body = (
+        "".join(line(tool_call_id=f"t{i}", step=i % 7) for i in range(500))
+        + "\n{oops}\n"
+        + line(tool_call_id="x", step="1")
+        + line(tool_call_id="last")[:-1]  # a complete last record without its newline
+    )
+    plain_dir, gz_dir = tmp_path / "plain", tmp_path / "gz"
+    plain_dir.mkdir()
+    gz_dir.mkdir()
+    (plain_dir / "app.jsonl").write_text(body)
+    (gz_dir / "app.jsonl.gz").write_bytes(gzip.compress(body.encode()))
+    read: list[str] = []
+    real = loader_records._read_plain
+    monkeypatch.setattr(loader_records, "_read_plain", lambda con, p: read.append(p.name) or real(con, p))
+    tables = {}
+    for name, folder in (("plain", plain_dir), ("gz", gz_dir)):
+        db = tmp_path / f"{name}.duckdb"
+        code, out = load_json(db, folder)
+        assert code == 0 and (out["loaded"], out["quarantined"]) == (501, 2)
+        con = duckdb.connect(str(db), read_only=True)
+        try:
+            tables[name] = (
+                con.execute("SELECT * EXCLUDE (source_id) FROM tool_calls ORDER BY seq").fetchall(),
+                con.execute("SELECT line_no, reason, raw FROM quarantine ORDER BY line_no").fetchall(),
+                con.execute("SELECT bytes_loaded, lines_loaded FROM sources").fetchall(),
+            )
+        finally:
+            con.close()
+    assert tables["gz"] == tables["plain"]
+    assert [q[0] for q in tables["gz"][1]] == [502, 503]
+    assert read == ["app.jsonl", "content.jsonl"]  # both took the parallel reader (the .gz via a temporary copy)
