@@ -67,6 +67,15 @@ def read_whole_file(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[int, bo
 
 def _decompress(path: Path, target: Path) -> bool:
     """Write ``path``'s gzip content to ``target``; False if the stream is broken or too big."""
+    # The trailer's ISIZE (content size mod 4 GiB) tells most big files apart
+    # before any work; the running count below catches the rest.
+    try:
+        with open(path, "rb") as f:
+            f.seek(-4, os.SEEK_END)
+            if int.from_bytes(f.read(4), "little") > GZIP_FAST_MAX_BYTES:
+                return False
+    except OSError:
+        return False  # shorter than a trailer: a broken stream, for the block path to report
     with open_bytes(path) as src:
         try:
             dst = open(target, "wb")
