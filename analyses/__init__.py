@@ -1,13 +1,8 @@
 """loopscope analyses: readers -> one DuckDB store -> one module per analysis.
 
-Modules (one guess each):
-
-- ``store``: open a DuckDB file and migrate its schema (``migrations``).
-- ``model``: the normative derived views (replays, prompts, error classes).
-- ``selection``: which prompts an analysis looks at (time, agent, tags, files).
-- ``loader``: JSON Lines (and gz) -> tables, with quarantine and idempotency.
-- ``metrics``: the four dashboard metrics.
-- further analysis modules sit beside these.
-
-Nothing here imports ``loopscope.cli``.
+``store`` opens and migrates the DuckDB file, ``model`` defines the normative
+views, ``loader`` and ``readers`` bring files in, and each analysis
+(``metrics``, ``recovery``, ``incidents``, ``triage``, ``lint``, ``audit``,
+``sampling``, ``compare``, ``check``) reads the views through a ``Selection``.
+docs/architecture.md maps every module. Nothing here imports ``loopscope.cli``.
 """
