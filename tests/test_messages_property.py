@@ -163,6 +163,10 @@ def test_any_value_anywhere_in_real_fixtures(tmp_path_factory: Any, edits: list[
     path.write_text("".join(json.dumps(doc) + "\n" for doc in docs), encoding="utf-8")
     out = read(path, {"error_when": error_when} if error_when else {})  # never raises
     json.dumps(out.records)
+    for record in out.records:  # whatever survives is a well-formed v1 record
+        assert record["v"] == 1 and record["kind"] in ("tool_call", "loop_exit")
+        assert isinstance(record["conversation_id"], str) and isinstance(record["prompt_id"], str)
+    assert all(bad.line_no is None or bad.line_no >= 1 for bad in out.bad)
 
 
 def test_tool_calls_that_are_not_a_list_are_ignored() -> None:
