@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from collections import Counter
 from pathlib import Path
@@ -12,6 +13,11 @@ from hypothesis import strategies as st
 
 from loopscope.analyses.readers.message_records import conversation_records
 from loopscope.analyses.readers.messages import read
+
+_spec = importlib.util.spec_from_file_location("loopscope_test_json_mutation", Path(__file__).parent / "json_mutation.py")
+assert _spec and _spec.loader
+mutation = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(mutation)
 
 IDS = st.sampled_from(["a", "b", "c", "d"])
 TEXT = st.sampled_from(["", "ok", "Error: no", '{"error": "x"}', "  "])
@@ -117,36 +123,14 @@ DOCS = [
     for line in (FIXTURES / name).read_text(encoding="utf-8").splitlines()
     if line.strip()
 ] + [json.loads((FIXTURES / "openai_responses.json").read_text(encoding="utf-8"))]
-ANY_JSON = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats() | st.text(max_size=6)
-    | st.sampled_from(["", "Error: x", '{"error": 1}', "tool_use", "tool_result", "assistant", "user", "tool", "function"]),
-    lambda c: st.lists(c, max_size=3) | st.dictionaries(
-        st.sampled_from(["role", "content", "type", "id", "tool_use_id", "tool_call_id", "tool_calls", "function_call",
-                         "name", "arguments", "input", "is_error", "messages", "timestamp", "stop_reason"]), c, max_size=3),
-    max_leaves=8,
+ANY_JSON = mutation.json_values(
+    ["", "Error: x", '{"error": 1}', "tool_use", "tool_result", "assistant", "user", "tool", "function"],
+    ["role", "content", "type", "id", "tool_use_id", "tool_call_id", "tool_calls", "function_call",
+     "name", "arguments", "input", "is_error", "messages", "timestamp", "stop_reason"],
 )
 
 
-def _places(node: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [path]
-    if isinstance(node, dict):
-        for key, value in node.items():
-            out += _places(value, path + (key,))
-    elif isinstance(node, list):
-        for i, value in enumerate(node):
-            out += _places(value, path + (i,))
-    return out
-
-
-PLACES = [(n, p) for n, doc in enumerate(DOCS) for p in _places(doc) if p]
-
-
-def _replaced(node: Any, path: tuple[Any, ...], value: Any) -> Any:
-    if not path:
-        return value
-    copy = dict(node) if isinstance(node, dict) else list(node)
-    copy[path[0]] = _replaced(node[path[0]], path[1:], value)
-    return copy
+PLACES = mutation.places(DOCS)
 
 
 @settings(max_examples=80, deadline=None)
@@ -156,7 +140,7 @@ def test_any_value_anywhere_in_real_fixtures(tmp_path_factory: Any, edits: list[
     docs = list(DOCS)
     for (n, path), value in edits:
         try:
-            docs[n] = _replaced(docs[n], path, value)
+            docs[n] = mutation.replaced(docs[n], path, value)
         except (KeyError, IndexError, TypeError):
             continue  # an earlier edit removed that place
     path = tmp_path_factory.mktemp("fuzz") / "log.jsonl"

@@ -8,6 +8,7 @@ numbers), it never raises.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 from typing import Any
@@ -17,39 +18,21 @@ from hypothesis import strategies as st
 
 from loopscope.analyses.readers import otlp
 
+_spec = importlib.util.spec_from_file_location("loopscope_test_json_mutation", Path(__file__).parent / "json_mutation.py")
+assert _spec and _spec.loader
+mutation = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(mutation)
+
 CAPTURED = Path(__file__).parent / "fixtures" / "otlp" / "openai_agents_openinference.jsonl"
 LINES = [json.loads(line) for line in CAPTURED.read_text(encoding="utf-8").splitlines() if line.strip()]
 
-JSON = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats() | st.text(max_size=6)
-    | st.sampled_from(["", "0", "2", "NaN", "Infinity", "-1", "99999999999999999999999", "STATUS_CODE_ERROR", "zz"]),
-    lambda c: st.lists(c, max_size=3) | st.dictionaries(
-        st.sampled_from(["stringValue", "intValue", "doubleValue", "kvlistValue", "arrayValue", "values", "key", "value", "x"]),
-        c, max_size=3),
-    max_leaves=8,
+JSON = mutation.json_values(
+    ["", "0", "2", "NaN", "Infinity", "-1", "99999999999999999999999", "STATUS_CODE_ERROR", "zz"],
+    ["stringValue", "intValue", "doubleValue", "kvlistValue", "arrayValue", "values", "key", "value", "x"],
 )
 
 
-def _places(node: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [path]
-    if isinstance(node, dict):
-        for key, value in node.items():
-            out += _places(value, path + (key,))
-    elif isinstance(node, list):
-        for i, value in enumerate(node):
-            out += _places(value, path + (i,))
-    return out
-
-
-PLACES = [(n, p) for n, line in enumerate(LINES) for p in _places(line) if p]
-
-
-def _replaced(node: Any, path: tuple[Any, ...], value: Any) -> Any:
-    if not path:
-        return value
-    copy = dict(node) if isinstance(node, dict) else list(node)
-    copy[path[0]] = _replaced(node[path[0]], path[1:], value)
-    return copy
+PLACES = mutation.places(LINES)
 
 
 @settings(max_examples=80, deadline=None)
@@ -58,7 +41,7 @@ def test_any_value_anywhere_is_read_or_reported(tmp_path_factory: Any, edits: li
     lines = list(LINES)
     for (n, path), value in edits:
         try:
-            lines[n] = _replaced(lines[n], path, value)
+            lines[n] = mutation.replaced(lines[n], path, value)
         except (KeyError, IndexError, TypeError):
             continue  # an earlier edit removed that place
     file = tmp_path_factory.mktemp("otlp") / "spans.jsonl"
