@@ -30,7 +30,7 @@ MAX_LINE_BYTES = 1024 * 1024
 """Lines longer than this are quarantined as over-long (records are small)."""
 
 # (field, type class, required, kinds it belongs to, extra check or None, what the check wants).
-# Checks: TS_OK (parses as a timestamp), RANGE (_INT_RANGE), SET (_VALUE_SETS).
+# Checks: TS_OK (parses as a timestamp), RANGE (_INT_RANGE), SET (VALUE_SETS).
 # Type classes: str, int, num, bool, obj. A JSON null counts as absent.
 _COMMON = ("tool_call", "loop_exit")
 _TC = ("tool_call",)
@@ -126,15 +126,15 @@ _INT_RANGE = {
     "input_tokens": (0, 9223372036854775807),
     "output_tokens": (0, 9223372036854775807),
 }
-_VALUE_SETS = {"outcome": ("ok", "retried", "transient_fail", "permanent_fail")}
+VALUE_SETS = {"outcome": ("ok", "retried", "transient_fail", "permanent_fail")}
 
 
-def _fast_check(name: str, tclass: str, required: bool) -> str:
+def fast_check(name: str, tclass: str, required: bool) -> str:
     """A cheap test that the fragment ``name`` has the right type (and value)."""
     if tclass == "str":
         test = f"{name}[1] = '\"'"
-        if name in _VALUE_SETS:
-            test = f"{name} IN (" + ", ".join(f"'\"{v}\"'" for v in _VALUE_SETS[name]) + ")"
+        if name in VALUE_SETS:
+            test = f"{name} IN (" + ", ".join(f"'\"{v}\"'" for v in VALUE_SETS[name]) + ")"
     elif tclass == "int":
         lo, hi = _INT_RANGE[name]
         # try_cast accepts 1.0 and 1e2 as integers: refuse '.', 'e', 'E'.
@@ -158,7 +158,7 @@ def _ok_sql() -> str:
     tc: list[str] = []
     le: list[str] = []
     for name, tclass, required, kinds, _check, _wants in FIELDS:
-        test = _fast_check(name, tclass, required)
+        test = fast_check(name, tclass, required)
         if len(kinds) == 2:
             common.append(test)
         elif kinds == ("tool_call",):
@@ -198,7 +198,7 @@ def _reason_sql() -> str:
             )
         if tclass == "int":
             whens.append(
-                f"WHEN {applies} AND regexp_full_match({name}, '-?[0-9]+') AND NOT {_fast_check(name, tclass, True)} "
+                f"WHEN {applies} AND regexp_full_match({name}, '-?[0-9]+') AND NOT {fast_check(name, tclass, True)} "
                 f"THEN 'bad value for {name}: ' || left({name}, 60) || ', expected {wants or 'an integer'}'"
             )
         whens.append(
@@ -211,12 +211,12 @@ def _reason_sql() -> str:
             )
         elif check:
             whens.append(
-                f"WHEN {applies} AND {name} IS NOT NULL AND NOT {_fast_check(name, tclass, True)} "
+                f"WHEN {applies} AND {name} IS NOT NULL AND NOT {fast_check(name, tclass, True)} "
                 f"THEN 'bad value for {name}: ' || left({name}, 60) || ', expected {wants}'"
             )
         elif tclass == "num":
             whens.append(
-                f"WHEN {applies} AND {name} IS NOT NULL AND NOT {_fast_check(name, tclass, True)} "
+                f"WHEN {applies} AND {name} IS NOT NULL AND NOT {fast_check(name, tclass, True)} "
                 f"THEN 'bad value for {name}: ' || left({name}, 60) || ', expected a finite number'"
             )
     # Never drop a line silently, even if the two checks ever disagree.
@@ -250,6 +250,8 @@ SELECT count(*), sum(coalesce(strlen(line), 0)), arg_max(coalesce(strlen(line), 
 _LINE_SOURCES = {
     "block": "SELECT line_no, line FROM _ls_lines",
     "file": "SELECT rowid + 1 AS line_no, line FROM _ls_raw",
+    # the lines the fast path (loader_fast_sql) left over
+    "rest": "SELECT line_no, line FROM _ls_rest",
 }
 
 _FRAGMENTS = ",\n        ".join(f"nullif(f[{i}], 'null')::VARCHAR AS {name}" for i, name in enumerate(KNOWN_FIELDS, 1))
@@ -392,6 +394,7 @@ DROP TABLE IF EXISTS _ls_lines;
 DROP TABLE IF EXISTS _ls_raw;
 DROP TABLE IF EXISTS _ls_checked;
 DROP TABLE IF EXISTS _ls_extra;
+DROP TABLE IF EXISTS _ls_rest;
 """
 
 MAX_SEQ_SQL = """

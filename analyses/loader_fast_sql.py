@@ -1,0 +1,173 @@
+"""The fast path of the records loader: lines that are exactly what the collector writes.
+
+The collector (``collectors/sinks.py``) writes every record the same way:
+compact JSON, every field of its kind present (``null`` when it has no
+value), in the field order of docs/records.md. For such a line one typed
+parse is enough, and a single comparison proves it valid:
+
+1. ``from_json`` parses the line once into the kind's fields, each as text
+   (strings decoded, numbers and booleans as written, objects as compact
+   JSON).
+2. The fields are rendered back into the canonical line: keys in order,
+   strings quoted (re-escaped with ``to_json`` when the line has a
+   backslash), everything else as its text, ``null`` for no value.
+3. The line is accepted only if it is byte for byte that rendering, and
+   the values pass the spec's checks (types of the non-string fields,
+   ranges, the outcome set, a parseable ``ts``, required fields present).
+
+Equality with the rendering is the proof: a line that equals the canonical
+text of its own values has exactly the known keys, once each, in order,
+with strings where strings belong, so there is nothing the full validation
+(``loader_sql``) could find. Everything else (unknown fields, other key
+orders, whitespace, missing keys, wrong types, bad JSON) is left for that
+full validation, which names the problem; the two paths store the same row
+for a line both accept (tests/test_loader_fast_path.py checks it).
+
+Accepted lines are inserted straight into ``tool_calls`` / ``loop_exits``;
+the lines left over are collected by line number for the full validation.
+The SQL is built once, at import, from the fixed field table of
+``loader_sql``; no value is ever formatted into it.
+"""
+
+from __future__ import annotations
+
+import json
+
+from loopscope.analyses.loader_sql import FIELDS, LOOP_EXIT_FIELDS, MAX_LINE_BYTES, TOOL_CALL_FIELDS, VALUE_SETS, fast_check
+
+# The order the collector writes each kind's fields in (docs/records.md's
+# tables); tests/test_loader_fast_path.py checks it against a real collector.
+_COMMON_ORDER = ("v", "kind", "ts", "conversation_id", "prompt_id", "agent", "trace_id", "span_id", "tags")
+TOOL_CALL_ORDER: tuple[str, ...] = _COMMON_ORDER + (
+    "tool_call_id", "tool_name", "step", "input_shape", "args_fingerprint", "outcome", "is_error", "attempts",
+    "latency_ms", "error_type", "error_message", "replayed",
+)
+LOOP_EXIT_ORDER: tuple[str, ...] = _COMMON_ORDER + (
+    "exit_reason", "steps", "tool_calls", "tool_errors", "max_tool_calls", "input_tokens", "output_tokens",
+    "duration_ms", "error_type", "error_message",
+)
+assert sorted(TOOL_CALL_ORDER) == sorted(TOOL_CALL_FIELDS) and sorted(LOOP_EXIT_ORDER) == sorted(LOOP_EXIT_FIELDS)
+
+_CLASS = {name: tclass for name, tclass, *_ in FIELDS} | {"v": "int", "kind": "str"}
+_REQUIRED = {name for name, _t, required, *_ in FIELDS if required}
+
+# Where a chunk's lines come from: the file read by DuckDB's CSV reader (line
+# number = rowid + 1) or a block of lines sent from Python.
+_LINE_SOURCES = {
+    "file": "SELECT rowid + 1 AS line_no, line FROM _ls_raw",
+    "block": "SELECT line_no, line FROM _ls_lines",
+}
+
+# An RFC 3339 timestamp to UTC, as loader_sql reads it (DuckDB's cast wants upper case).
+_TS_VALUE = (
+    "CAST(try_cast(CASE WHEN contains(ts, 't') OR contains(ts, 'z') THEN upper(ts) ELSE ts END "
+    "AS TIMESTAMPTZ) AS TIMESTAMP)"
+)
+
+
+def _structure(fields: tuple[str, ...]) -> str:
+    # Objects as JSON (compact text), everything else as text: the type of a
+    # non-string value is checked on its text, a string's by the quotes.
+    return json.dumps({k: ("JSON" if _CLASS[k] == "obj" else "VARCHAR") for k in fields})
+
+
+def _rendering(fields: tuple[str, ...], escaped: bool) -> str:
+    parts: list[str] = []
+    for i, name in enumerate(fields):
+        key = ("{" if i == 0 else ",") + json.dumps(name) + ":"
+        parts.append(f"'{key}'")
+        if _CLASS[name] != "str":
+            parts.append(f"coalesce({name}::VARCHAR, 'null')")
+        elif escaped:
+            parts.append(f"coalesce(to_json({name})::VARCHAR, 'null')")
+        else:
+            # No backslash in the line: no string in it has an escape, so its
+            # text is its value between quotes.
+            parts.append(f"""CASE WHEN {name} IS NULL THEN 'null' ELSE concat('"', {name}, '"') END""")
+    parts.append("'}'")
+    return "concat(" + ", ".join(parts) + ")"
+
+
+def _value_checks(fields: tuple[str, ...]) -> str:
+    tests = ["ts_value IS NOT NULL", f"strlen(_line) <= {MAX_LINE_BYTES}"]
+    for name, tclass, required, _kinds, _check, _wants in FIELDS:
+        if name not in fields:
+            continue
+        if tclass == "str":
+            if name in VALUE_SETS:
+                values = ", ".join(f"'{v}'" for v in VALUE_SETS[name])
+                tests.append(f"{name} IN ({values})" if required else f"({name} IS NULL OR {name} IN ({values}))")
+            elif required:
+                tests.append(f"{name} IS NOT NULL")
+        elif tclass == "obj":
+            tests.append(f"starts_with({name}::VARCHAR, '{{')" if required else f"({name} IS NULL OR starts_with({name}::VARCHAR, '{{'))")
+        else:
+            # loader_sql's checks read JSON fragments; for numbers and
+            # booleans the text here is the same fragment.
+            tests.append(fast_check(name, tclass, required))
+    return " AND ".join(tests)
+
+
+def _insert_sql(kind: str, fields: tuple[str, ...], lines: str, columns: str) -> str:
+    prefix = '{"v":1,"kind":"' + kind + '",'
+    return f"""
+INSERT INTO {kind}s
+SELECT $1::BIGINT + line_no AS seq, $2::INTEGER AS source_id, line_no, 1 AS v, ts_value AS ts, {columns}, NULL AS extra
+FROM (
+    SELECT *, {_TS_VALUE} AS ts_value
+    FROM (
+        SELECT line_no, line AS _line, unnest(try(from_json(line, '{_structure(fields)}')))
+        FROM ({lines}) WHERE starts_with(line, '{prefix}')
+    )
+)
+-- One CASE: DuckDB keeps one copy of the parsed fields for a single
+-- expression, where separate conditions would each parse again.
+WHERE CASE WHEN _line = CASE WHEN contains(_line, chr(92)) THEN {_rendering(fields, True)}
+                              ELSE {_rendering(fields, False)} END
+            AND {_value_checks(fields)}
+      THEN true ELSE false END
+"""
+
+
+_COMMON_COLUMNS = "conversation_id, prompt_id, coalesce(agent, 'default') AS agent, trace_id, span_id, tags"
+_TOOL_CALL_COLUMNS = (
+    _COMMON_COLUMNS
+    + ", tool_call_id, tool_name, step::INTEGER AS step, input_shape, args_fingerprint, outcome, "
+    "is_error = 'true' AS is_error, coalesce(attempts::INTEGER, 1) AS attempts, latency_ms::DOUBLE AS latency_ms, "
+    "error_type, error_message, coalesce(replayed = 'true', false) AS replayed"
+)
+_LOOP_EXIT_COLUMNS = (
+    _COMMON_COLUMNS
+    + ", exit_reason, steps::INTEGER AS steps, tool_calls::INTEGER AS tool_calls, tool_errors::INTEGER AS tool_errors, "
+    "max_tool_calls::INTEGER AS max_tool_calls, input_tokens::BIGINT AS input_tokens, "
+    "output_tokens::BIGINT AS output_tokens, duration_ms::DOUBLE AS duration_ms, error_type, error_message"
+)
+
+# ?1 seq base (seq = base + line_no), ?2 source_id. Returns the rows inserted.
+FAST_INSERT_SQL: dict[str, tuple[str, str]] = {
+    name: (
+        _insert_sql("tool_call", TOOL_CALL_ORDER, lines, _TOOL_CALL_COLUMNS),
+        _insert_sql("loop_exit", LOOP_EXIT_ORDER, lines, _LOOP_EXIT_COLUMNS),
+    )
+    for name, lines in _LINE_SOURCES.items()
+}
+
+# The lines the fast path did not take, for the full validation.
+# ?1 source_id, ?2 first line number, ?3 last line number of the chunk.
+REST_SQL: dict[str, str] = {
+    name: f"""
+CREATE OR REPLACE TEMP TABLE _ls_rest AS
+SELECT l.line_no, l.line FROM ({lines}) l
+ANTI JOIN (
+    SELECT line_no FROM tool_calls WHERE source_id = $1 AND line_no BETWEEN $2 AND $3
+    UNION ALL
+    SELECT line_no FROM loop_exits WHERE source_id = $1 AND line_no BETWEEN $2 AND $3
+) done ON l.line_no = done.line_no
+"""
+    for name, lines in _LINE_SOURCES.items()
+}
+
+# DuckDB keeps the rows of an INSERT in input order unless told not to; the
+# fast inserts carry their own seq and line_no, so order costs time for nothing.
+UNORDERED_SQL = "SET preserve_insertion_order = false"
+ORDERED_SQL = "RESET preserve_insertion_order"
