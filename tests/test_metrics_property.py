@@ -26,6 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from loopscope.analyses.loader import load_paths
+from loopscope.analyses.loader_facts import VIEWS_FACTS_SQL
 from loopscope.analyses.metrics import compute_metrics
 from loopscope.analyses.selection import Selection
 from loopscope.analyses.store import connect
@@ -40,6 +41,10 @@ BASE = dt.datetime(2026, 11, 16, 23, 59, 59)
 EXITS = [None, "end_turn", "stop_sequence", "max_tokens", "error", "refusal", "budget_exceeded", "pause_turn"]
 SHARED_IDS = ["toolu_a", "toolu_b", "call_1"]
 _RUNS = itertools.count()
+FACTS_DIFF_SQL = """
+SELECT (SELECT count(*) FROM (SELECT * FROM prompt_facts EXCEPT ALL SELECT * FROM _ls_prompt_facts)),
+       (SELECT count(*) FROM (SELECT * FROM _ls_prompt_facts EXCEPT ALL SELECT * FROM prompt_facts))
+"""
 
 
 def spell(ms: int, style: int) -> str:
@@ -58,6 +63,15 @@ def spell(ms: int, style: int) -> str:
         local = t - dt.timedelta(hours=5, minutes=30)
         return local.strftime("%Y-%m-%dt%H:%M:%S.%f").rstrip("0").rstrip(".") + "-05:30"
     return t.strftime("%Y-%m-%d %H:%M:%S.%f") + "z"
+
+
+def _vary_agent_and_tags(draw: st.DrawFn, rec: dict[str, Any]) -> None:
+    """Now and then a record of the prompt names another agent or carries (other) tags: the prompt's come from its exit, else its first record."""
+    if draw(st.integers(0, 4)) == 0:
+        rec["agent"] = draw(st.sampled_from(["support", "billing"]))
+    tags = draw(st.sampled_from([None, None, {"mode": "a"}, {"mode": "b"}]))
+    if tags is not None:
+        rec["tags"] = tags
 
 
 @st.composite
@@ -90,6 +104,7 @@ def record_sets(draw: st.DrawFn) -> tuple[list[list[Any]], int]:
                     is_error = draw(st.booleans())
                     clock += draw(st.integers(-2, 3))  # ties and small steps back
                     rec = dict(common, kind="tool_call", ts=spell(clock, draw(st.integers(0, 5))))
+                    _vary_agent_and_tags(draw, rec)
                     rec.update(
                         tool_call_id=call_id,
                         tool_name=draw(st.sampled_from(["search", "refund"])),
@@ -111,8 +126,15 @@ def record_sets(draw: st.DrawFn) -> tuple[list[list[Any]], int]:
             if exit_reason is not None:
                 clock += draw(st.integers(0, 3))
                 rec = dict(common, kind="loop_exit", ts=spell(clock, draw(st.integers(0, 5))), exit_reason=exit_reason)
+                _vary_agent_and_tags(draw, rec)
                 rec.update(steps=1, tool_calls=0, tool_errors=0, max_tool_calls=None, duration_ms=3.0)
                 files[draw(st.integers(0, n_files - 1))].append(rec)
+                if draw(st.integers(0, 4)) == 0:  # logged twice: the last one (ts, then input order) counts
+                    clock += draw(st.integers(-1, 2))
+                    again = dict(rec, ts=spell(clock, draw(st.integers(0, 5))), exit_reason=draw(st.sampled_from(EXITS[1:])))
+                    again.pop("tags", None)
+                    _vary_agent_and_tags(draw, again)
+                    files[draw(st.integers(0, n_files - 1))].append(again)
             if draw(st.integers(0, 6)) == 0:
                 counter += 1
                 bad = draw(st.sampled_from(['{"v": 1, "kind": "tool_call", "n": %d', '{"v": 2, "kind": "tool_call", "n": %d}', "[%d]"])) % counter
@@ -162,6 +184,9 @@ def test_sql_agrees_with_reference(tmp_path: Path, data: tuple[list[list[Any]], 
     want = reference.metrics(records)
     _check_metrics(compute_metrics(con).as_dict(), want)  # from prompt_facts
     _check_metrics(compute_metrics(con, source="views").as_dict(), want)
+    # prompt_facts (built by the load's grouping query) row for row equals the views' per-prompt facts.
+    con.execute(VIEWS_FACTS_SQL)
+    assert con.execute(FACTS_DIFF_SQL).fetchone() == (0, 0)
 
     # Replay flag of every tool_call row, located by (file, line).
     source_of = {Path(d.path).name: d.source_id for d in summary.details}
