@@ -2,7 +2,8 @@
 
 Conversations of 1-4 prompts; each prompt runs 0-8 steps of 1-3 (parallel)
 tool calls, ends with a loop_exit (about 2% die open), about 10% of calls
-are errors with a real-looking error message, about 1% are replays (half
+are errors with a real-looking error message (some a JSON body, so the line
+has escaped quotes), about 1% are replays (half
 flagged ``replayed: true``, half a repeated id), timestamps in a few RFC
 3339 spellings, a few unknown fields. Records are written as JSON Lines,
 split over several files, by string templates (json.dumps per record would
@@ -19,6 +20,9 @@ import json
 import random
 from pathlib import Path
 
+GENERATOR_VERSION = "2"
+"""Bumped when the records change, so benchmarks regenerate their data."""
+
 TOOLS = ["search_flights", "check_availability", "create_reservation", "charge_deposit", "send_confirmation", "lookup_customer"]
 SHAPES = [
     '{"origin":"string","destination":"string","date":"string"}',
@@ -31,6 +35,8 @@ ERRORS = [
     ("reservation_conflict", "room 204 is already booked for 2026-11-27..2026-11-29; pick another room or dates"),
     ("service_unavailable", "payment service returned 503 after 3 attempts; retry later or ask the user to pay at check-in"),
     ("missing_required_field", "guest_name is required: ask the user for the guest's full name"),
+    # a JSON error body, as tools often return it: quotes escaped in the line
+    ("rate_limited", '{"error": "rate_limited", "message": "too many requests", "retry_after_s": 30}'),
 ]
 EXITS = ["end_turn"] * 90 + ["stop_sequence"] * 3 + ["max_tokens"] * 3 + ["budget_exceeded"] * 2 + ["error"] * 2
 AGENTS = ["concierge", "back_office", "support"]
@@ -116,7 +122,7 @@ def generate(n: int, out: Path, files: int = 4, seed: int = 7) -> list[Path]:
                         ts=spell(t, rng), conv=conv, prompt=prompt, agent=agent, trace=trace,
                         span="".join(rng.choices(hexd, k=16)), deploy=deploy, mode=mode,
                         reason=rng.choice(EXITS), steps=steps + 1, calls=calls, errors=errors,
-                        tin=rng.randint(500, 20000), tout=rng.randint(50, 2000), dur=rng.randint(300, 60000),
+                        tin=rng.randint(500, 20000), tout=rng.randint(50, 2000), dur=round(rng.uniform(300, 60000), 1),
                     )
                 )
             handle.write("".join(chunk))

@@ -32,7 +32,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from gen_records import generate  # noqa: E402
+from gen_records import GENERATOR_VERSION, generate  # noqa: E402
 
 BARE_COLUMNS = {
     "v": "INTEGER", "kind": "VARCHAR", "ts": "TIMESTAMPTZ", "conversation_id": "VARCHAR",
@@ -104,10 +104,13 @@ def _size(text: str) -> int:
 
 def _dataset(n: int, folder: Path) -> list[str]:
     marker = folder / "DONE"
-    if not marker.exists():
+    stamp = f"{n} {GENERATOR_VERSION}"
+    if not marker.exists() or marker.read_text() != stamp:
         print(f"generating {n:,} records in {folder} ...", flush=True)
+        for old in folder.glob("records-*.jsonl"):
+            old.unlink()
         generate(n, folder, files=max(1, n // 1_000_000))
-        marker.write_text(str(n))
+        marker.write_text(stamp)
     return sorted(str(p) for p in folder.glob("records-*.jsonl"))
 
 
