@@ -2,7 +2,7 @@
 
 The collector (``collectors/sinks.py``) writes every record the same way:
 compact JSON, every field of its kind present (``null`` when it has no
-value), in the field order of docs/records.md. For such a line one typed
+value; ``tags`` only when set), in the field order of docs/records.md. For such a line one typed
 parse is enough, and a single comparison proves it valid:
 
 1. ``from_json`` parses the line once into the kind's fields, each as text
@@ -10,7 +10,8 @@ parse is enough, and a single comparison proves it valid:
    JSON).
 2. The fields are rendered back into the canonical line: keys in order,
    strings quoted (re-escaped with ``to_json`` when the line has a
-   backslash), everything else as its text, ``null`` for no value.
+   backslash), everything else as its text, ``null`` for no value (``tags``
+   left out instead, as the collector does).
 3. The line is accepted only if it is byte for byte that rendering, and
    the values pass the spec's checks (types of the non-string fields,
    ranges, the outcome set, a parseable ``ts``, required fields present).
@@ -47,6 +48,8 @@ LOOP_EXIT_ORDER: tuple[str, ...] = _COMMON_ORDER + (
     "duration_ms", "error_type", "error_message",
 )
 assert sorted(TOOL_CALL_ORDER) == sorted(TOOL_CALL_FIELDS) and sorted(LOOP_EXIT_ORDER) == sorted(LOOP_EXIT_FIELDS)
+OMITTED_WHEN_NULL = frozenset({"tags"})
+"""Fields the collector leaves out when they have no value (every other field is written, ``null`` if empty)."""
 
 _CLASS = {name: tclass for name, tclass, *_ in FIELDS} | {"v": "int", "kind": "str"}
 _REQUIRED = {name for name, _t, required, *_ in FIELDS if required}
@@ -75,6 +78,9 @@ def _rendering(fields: tuple[str, ...], escaped: bool) -> str:
     parts: list[str] = []
     for i, name in enumerate(fields):
         key = ("{" if i == 0 else ",") + json.dumps(name) + ":"
+        if name in OMITTED_WHEN_NULL:
+            parts.append(f"CASE WHEN {name} IS NULL THEN '' ELSE concat('{key}', {name}::VARCHAR) END")
+            continue
         parts.append(f"'{key}'")
         if _CLASS[name] != "str":
             parts.append(f"coalesce({name}::VARCHAR, 'null')")
@@ -153,15 +159,18 @@ FAST_INSERT_SQL: dict[str, tuple[str, str]] = {
 }
 
 # The lines the fast path did not take, for the full validation.
-# ?1 source_id, ?2 first line number, ?3 last line number of the chunk.
+# ?1 source_id, ?2 first line number, ?3 last line number of the chunk, ?4
+# the seq just below this chunk's (seq base + first line - 1): rows of earlier
+# loads can share a line number with this chunk's first line (a record
+# completed on the line an earlier load read up to), and must not hide it.
 REST_SQL: dict[str, str] = {
     name: f"""
 CREATE OR REPLACE TEMP TABLE _ls_rest AS
 SELECT l.line_no, l.line FROM ({lines}) l
 ANTI JOIN (
-    SELECT line_no FROM tool_calls WHERE source_id = $1 AND line_no BETWEEN $2 AND $3
+    SELECT line_no FROM tool_calls WHERE source_id = $1 AND line_no BETWEEN $2 AND $3 AND seq > $4
     UNION ALL
-    SELECT line_no FROM loop_exits WHERE source_id = $1 AND line_no BETWEEN $2 AND $3
+    SELECT line_no FROM loop_exits WHERE source_id = $1 AND line_no BETWEEN $2 AND $3 AND seq > $4
 ) done ON l.line_no = done.line_no
 """
     for name, lines in _LINE_SOURCES.items()

@@ -219,7 +219,7 @@ def check_and_insert(
                 fast[i] = int(row[0]) if row else 0
         finally:
             con.execute(fast_sql.ORDERED_SQL)
-        rest = con.execute(fast_sql.REST_SQL[lines], [source_id, first_line, last_line]).fetchone()
+        rest = con.execute(fast_sql.REST_SQL[lines], [source_id, first_line, last_line, seq_base + first_line - 1]).fetchone()
         if not (rest and rest[0]):
             return fast[0], fast[1], 0, True  # every line went in (a blank or bad line would be left over)
         lines = "rest"
