@@ -7,7 +7,8 @@ result in ``prompt_facts`` (one row per prompt: the prompt's columns plus its
 replay, error and recovered-error counts), and the load calls it after every
 load. It computes those rows with one query of groupings instead of the
 views' windows (about 25% faster); ``VIEWS_FACTS_SQL`` computes them from the
-views, and tests/test_load_facts.py checks both give the same rows. ``facts_fresh`` says whether the table still matches the records (same
+views, and tests/test_metrics_property.py checks both give the same rows.
+``facts_fresh`` says whether the table still matches the records (same
 row counts and highest ``seq``); the metrics read ``prompt_facts`` only then,
 and fall back to the views otherwise (e.g. a read-only database changed by
 something other than the loader).
@@ -16,7 +17,8 @@ Incremental refresh. Everything a prompt's facts depend on lies inside its
 conversation (prompts are keyed by conversation and prompt id, replays by
 conversation and tool_call id), so after a load that added records to a few
 conversations only those conversations' facts are recomputed: the records are
-filtered by a bound list of conversation ids before any grouping. A load that touches many conversations rebuilds all.
+filtered by a bound list of conversation ids before any grouping. A load that
+touches many conversations rebuilds all.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import duckdb
 
 # The meaning of every column, straight from the normative views. The load
 # computes the same rows with _REFRESH_TEMPLATE below (no windows, one pass
-# per table); tests/test_load_facts.py checks the two agree on random stores.
+# per table); tests/test_metrics_property.py checks the two agree on random stores.
 _VIEWS_TEMPLATE = """
 CREATE OR REPLACE TEMP TABLE _ls_prompt_facts AS
 WITH replays AS (
@@ -94,7 +96,8 @@ p AS (
            least(c.first_seq, x.first_seq) AS first_seq,
            coalesce(x.last_exit.agent, c.first_agent) AS agent,  -- agent is never NULL: an exit's wins
            coalesce(x.last_exit.tags,
-                    CASE WHEN x.tags_pos IS NULL OR c.tags_pos < x.tags_pos THEN c.first_tags ELSE x.first_tags END) AS tags,
+                    CASE WHEN x.tags_pos IS NULL OR c.tags_pos < x.tags_pos THEN c.first_tags
+                         ELSE x.first_tags END) AS tags,
            coalesce(c.n_tool_calls, 0) AS n_tool_calls, c.max_ok_step,
            x.conversation_id IS NULL AS is_open, x.last_exit.exit_reason AS exit_reason,
            coalesce(x.last_exit.exit_reason IN ('end_turn', 'stop_sequence'), false) AS normal_exit

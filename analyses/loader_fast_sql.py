@@ -34,7 +34,14 @@ from __future__ import annotations
 
 import json
 
-from loopscope.analyses.loader_sql import FIELDS, LOOP_EXIT_FIELDS, MAX_LINE_BYTES, TOOL_CALL_FIELDS, VALUE_SETS, fast_check
+from loopscope.analyses.loader_sql import (
+    FIELDS,
+    LOOP_EXIT_FIELDS,
+    MAX_LINE_BYTES,
+    TOOL_CALL_FIELDS,
+    VALUE_SETS,
+    fast_check,
+)
 
 # The order the collector writes each kind's fields in (docs/records.md's
 # tables); tests/test_loader_fast_path.py checks it against a real collector.
@@ -106,7 +113,8 @@ def _value_checks(fields: tuple[str, ...]) -> str:
             elif required:
                 tests.append(f"{name} IS NOT NULL")
         elif tclass == "obj":
-            tests.append(f"starts_with({name}::VARCHAR, '{{')" if required else f"({name} IS NULL OR starts_with({name}::VARCHAR, '{{'))")
+            test = f"starts_with({name}::VARCHAR, '{{')"
+            tests.append(test if required else f"({name} IS NULL OR {test})")
         else:
             # loader_sql's checks read JSON fragments; for numbers and
             # booleans the text here is the same fragment.
