@@ -50,13 +50,15 @@ LEFT JOIN errors e USING (conversation_id, prompt_id)
 VIEWS_FACTS_SQL = _VIEWS_TEMPLATE.replace("{scope}", "TRUE")
 
 # The same rows without the views' windows. ``pos`` orders records by (ts,
-# seq) as one number (seq is unique and below 2^64). Only the first call of
-# a tool_call_id in its conversation can be a non-replay, so one grouping by
-# id finds every non-replay: a prompt's replays are its calls minus the
-# first calls it holds that are not flagged ``replayed``, and its errors are
-# those first calls with ``is_error``, recovered when the exit is normal and
-# a later step succeeded. Agent and tags are the last loop_exit's, else the
-# earliest record's (tags: the earliest that has tags, as arg_min skips NULLs).
+# seq) as one number (seq is unique and below 2^64). A call is a non-replay
+# when it is not flagged ``replayed`` and is the first of its tool_call_id in
+# its conversation; ids used once (nearly all) are first by definition, so
+# only the repeated ones are ordered (``firsts``), which keeps the big
+# grouping down to keys and a count. A prompt's replays are its calls minus
+# its non-replays; its errors are the non-replays with ``is_error``, recovered
+# when the exit is normal and a later step succeeded. Agent and tags are the
+# last loop_exit's, else the earliest record's (tags: the earliest that has
+# tags, as arg_min skips NULLs).
 _FACTS_QUERY = """
 WITH calls AS NOT MATERIALIZED (
     SELECT conversation_id, prompt_id, tool_call_id, ts, seq, step, is_error, replayed, agent, tags,
@@ -68,14 +70,23 @@ exits AS NOT MATERIALIZED (
            epoch_us(ts)::HUGEINT * 18446744073709551616 + seq AS pos
     FROM loop_exits WHERE {scope}
 ),
+repeated AS (
+    SELECT conversation_id, tool_call_id FROM calls GROUP BY conversation_id, tool_call_id HAVING count(*) > 1
+),
 firsts AS (
     SELECT conversation_id, arg_min(struct_pack(prompt_id, replayed, is_error, step), pos) AS f
-    FROM calls GROUP BY conversation_id, tool_call_id
+    FROM calls SEMI JOIN repeated USING (conversation_id, tool_call_id)
+    GROUP BY conversation_id, tool_call_id
 ),
 clean AS (
-    SELECT conversation_id, f.prompt_id AS prompt_id, count(*) AS n_clean,
-           list(f.step) FILTER (WHERE f.is_error) AS error_steps
-    FROM firsts WHERE NOT f.replayed GROUP BY conversation_id, f.prompt_id
+    SELECT conversation_id, prompt_id, count(*) AS n_clean, list(step) FILTER (WHERE is_error) AS error_steps
+    FROM (
+        SELECT conversation_id, prompt_id, step, is_error
+        FROM calls ANTI JOIN repeated USING (conversation_id, tool_call_id) WHERE NOT replayed
+        UNION ALL
+        SELECT conversation_id, f.prompt_id, f.step, f.is_error FROM firsts WHERE NOT f.replayed
+    )
+    GROUP BY conversation_id, prompt_id
 ),
 c AS (
     SELECT conversation_id, prompt_id, count(*) AS n_tool_calls, max(step) FILTER (WHERE NOT is_error) AS max_ok_step,
