@@ -106,7 +106,6 @@ _LE_FOREIGN = " OR ".join(f"f[{i}] IS NOT NULL" for i, k in enumerate(KNOWN_FIEL
 _LIST = "[" + ", ".join(f"'{k}'" for k in KNOWN_FIELDS) + "]"
 _TC_LIST = "[" + ", ".join(f"'{k}'" for k in TOOL_CALL_FIELDS) + "]"
 _LE_LIST = "[" + ", ".join(f"'{k}'" for k in LOOP_EXIT_FIELDS) + "]"
-_KIND_KEYS = f"""CASE kind WHEN '"tool_call"' THEN {_TC_LIST} ELSE {_LE_LIST} END"""
 
 # An RFC 3339 timestamp: 'T', 't' or ' ' between date and time, 'Z'/'z' or an
 # offset; DuckDB's cast needs upper case. Timestamps without an offset are read as UTC.
@@ -295,7 +294,8 @@ FROM (
         CASE WHEN keys IS NOT NULL AND len(keys) > len(list_distinct(keys))
              THEN list_filter(keys, lambda k, i: list_position(keys, k) < i)[1] END AS dup_key,
         CASE WHEN keys IS NOT NULL
-             THEN len(list_filter(keys, lambda k: NOT list_contains({_KIND_KEYS}, k))) > 0
+             THEN CASE WHEN kind = '"tool_call"' THEN NOT list_has_all({_TC_LIST}, keys)
+                       ELSE NOT list_has_all({_LE_LIST}, keys) END
              ELSE false END AS has_extra
     FROM (
         SELECT *, CASE WHEN ok AND (foreign_key OR len(json_keys(line)) <> n_known) THEN json_keys(line) END AS keys
@@ -314,12 +314,16 @@ ORDER BY line_no
 """
 QUARANTINE_ONE_SQL = "INSERT INTO quarantine (source_id, path, line_no, reason, raw) VALUES (?, ?, ?, ?, ?)"
 
+# Unknown fields: the line with its kind's known keys removed. A JSON merge
+# patch (RFC 7396) that sets a key to null deletes it and leaves everything
+# else as it is (nested values and unknown fields that are null included).
+_TC_PATCH = "{" + ",".join(f'"{k}":null' for k in TOOL_CALL_FIELDS) + "}"
+_LE_PATCH = "{" + ",".join(f'"{k}":null' for k in LOOP_EXIT_FIELDS) + "}"
 EXTRA_SQL = f"""
 CREATE OR REPLACE TEMP TABLE _ls_extra AS
-SELECT c.line_no, json_group_object(e.key, e.value) AS extra
-FROM _ls_checked c, json_each(c.line) e
-WHERE c.ok AND c.has_extra AND NOT list_contains(CASE c.kind WHEN '"tool_call"' THEN {_TC_LIST} ELSE {_LE_LIST} END, e.key)
-GROUP BY c.line_no
+SELECT line_no, json_merge_patch(line, CASE WHEN kind = '"tool_call"' THEN '{_TC_PATCH}' ELSE '{_LE_PATCH}' END) AS extra
+FROM _ls_checked
+WHERE ok AND has_extra
 """
 
 
