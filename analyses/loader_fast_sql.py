@@ -81,10 +81,12 @@ def _structure(fields: tuple[str, ...]) -> str:
     return json.dumps({k: ("JSON" if _CLASS[k] == "obj" else "VARCHAR") for k in fields})
 
 
-def _rendering(fields: tuple[str, ...], escaped: bool) -> str:
-    parts: list[str] = []
-    for i, name in enumerate(fields):
-        key = ("{" if i == 0 else ",") + json.dumps(name) + ":"
+def _rendering(head: str, fields: tuple[str, ...], escaped: bool) -> str:
+    # ``head``: the line's fixed start ('{"v":1,"kind":"tool_call"'), checked
+    # with starts_with before the parse; ``fields``: the fields after it.
+    parts: list[str] = [f"'{head}'"]
+    for name in fields:
+        key = "," + json.dumps(name) + ":"
         if name in OMITTED_WHEN_NULL:
             parts.append(f"CASE WHEN {name} IS NULL THEN '' ELSE concat('{key}', {name}::VARCHAR) END")
             continue
@@ -122,8 +124,10 @@ def _value_checks(fields: tuple[str, ...]) -> str:
     return " AND ".join(tests)
 
 
-def _insert_sql(kind: str, fields: tuple[str, ...], lines: str, columns: str) -> str:
-    prefix = '{"v":1,"kind":"' + kind + '",'
+def _insert_sql(kind: str, order: tuple[str, ...], lines: str, columns: str) -> str:
+    head = '{"v":1,"kind":"' + kind + '"'
+    assert order[:2] == ("v", "kind")
+    fields = order[2:]  # v and kind are the fixed start
     return f"""
 INSERT INTO {kind}s
 SELECT $1::BIGINT + line_no AS seq, $2::INTEGER AS source_id, line_no, 1 AS v, ts_value AS ts, {columns}, NULL AS extra
@@ -131,13 +135,13 @@ FROM (
     SELECT *, {_TS_VALUE} AS ts_value
     FROM (
         SELECT line_no, line AS _line, unnest(try(from_json(line, '{_structure(fields)}')))
-        FROM ({lines}) WHERE starts_with(line, '{prefix}')
+        FROM ({lines}) WHERE starts_with(line, '{head},')
     )
 )
 -- One CASE: DuckDB keeps one copy of the parsed fields for a single
 -- expression, where separate conditions would each parse again.
-WHERE CASE WHEN _line = CASE WHEN contains(_line, chr(92)) THEN {_rendering(fields, True)}
-                              ELSE {_rendering(fields, False)} END
+WHERE CASE WHEN _line = CASE WHEN contains(_line, chr(92)) THEN {_rendering(head, fields, True)}
+                              ELSE {_rendering(head, fields, False)} END
             AND {_value_checks(fields)}
       THEN true ELSE false END
 """
