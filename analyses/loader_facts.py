@@ -62,12 +62,12 @@ VIEWS_FACTS_SQL = _VIEWS_TEMPLATE.replace("{scope}", "TRUE")
 _FACTS_QUERY = """
 WITH calls AS NOT MATERIALIZED (
     SELECT conversation_id, prompt_id, tool_call_id, ts, seq, step, is_error, replayed, agent, tags,
-           epoch_us(ts)::HUGEINT * 18446744073709551616 + seq AS pos
+           {POS} AS pos
     FROM tool_calls WHERE {scope}
 ),
 exits AS NOT MATERIALIZED (
     SELECT conversation_id, prompt_id, ts, seq, agent, tags, exit_reason,
-           epoch_us(ts)::HUGEINT * 18446744073709551616 + seq AS pos
+           {POS} AS pos
     FROM loop_exits WHERE {scope}
 ),
 repeated AS (
@@ -122,6 +122,13 @@ SELECT p.conversation_id, p.prompt_id, p.first_ts, p.last_ts, p.first_seq, p.age
            AS n_recovered
 FROM p LEFT JOIN clean k USING (conversation_id, prompt_id)
 """
+# (ts, seq) as one number. epoch_us of +-infinity is NULL (the load refuses
+# such timestamps; a store loaded before it did may hold them): put them last / first.
+_POS = (
+    "coalesce(epoch_us(ts), CASE WHEN ts > TIMESTAMP 'epoch' THEN 9223372036854775807 ELSE -9223372036854775807 END)"
+    "::HUGEINT * 18446744073709551616 + seq"
+)
+_FACTS_QUERY = _FACTS_QUERY.replace("{POS}", _POS)
 _REFRESH_TEMPLATE = "CREATE OR REPLACE TEMP TABLE _ls_prompt_facts AS " + _FACTS_QUERY
 REFRESH_FACTS_SQL = _REFRESH_TEMPLATE.replace("{scope}", "TRUE")
 # $1: the conversation ids to recompute.

@@ -41,6 +41,7 @@ from loopscope.analyses.loader_sql import (
     TOOL_CALL_FIELDS,
     VALUE_SETS,
     fast_check,
+    ts_value_sql,
 )
 
 # The order the collector writes each kind's fields in (docs/records.md's
@@ -68,11 +69,8 @@ _LINE_SOURCES = {
     "block": "SELECT line_no, line FROM _ls_lines",
 }
 
-# An RFC 3339 timestamp to UTC, as loader_sql reads it (DuckDB's cast wants upper case).
-_TS_VALUE = (
-    "CAST(try_cast(CASE WHEN contains(ts, 't') OR contains(ts, 'z') THEN upper(ts) ELSE ts END "
-    "AS TIMESTAMPTZ) AS TIMESTAMP)"
-)
+# An RFC 3339 timestamp to UTC, as loader_sql reads it.
+_TS_VALUE = ts_value_sql("ts")
 
 
 def _structure(fields: tuple[str, ...]) -> str:

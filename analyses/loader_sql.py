@@ -110,10 +110,21 @@ _LE_LIST = "[" + ", ".join(f"'{k}'" for k in LOOP_EXIT_FIELDS) + "]"
 # An RFC 3339 timestamp: 'T', 't' or ' ' between date and time, 'Z'/'z' or an
 # offset; DuckDB's cast needs upper case. Timestamps without an offset are read as UTC.
 _TS_STR = "CASE WHEN contains(ts, chr(92)) THEN json_extract_string(ts, '$') ELSE ts[2:-2] END"
-_TS_VALUE = (
-    f"CAST(try_cast(CASE WHEN contains({_TS_STR}, 't') OR contains({_TS_STR}, 'z') "
-    f"THEN upper({_TS_STR}) ELSE {_TS_STR} END AS TIMESTAMPTZ) AS TIMESTAMP)"
-)
+# Only the RFC 3339 shape is cast (DuckDB's cast would also take 'epoch',
+# 'infinity', a bare date or single-digit fields).
+TS_PATTERN = r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})?"
+
+
+def ts_value_sql(ts: str) -> str:
+    """SQL for the timestamp string ``ts`` as a UTC TIMESTAMP, NULL unless it is an RFC 3339 timestamp."""
+    return (
+        f"CASE WHEN regexp_full_match({ts}, '{TS_PATTERN}') THEN CAST(try_cast("
+        f"CASE WHEN contains({ts}, 't') OR contains({ts}, 'z') THEN upper({ts}) ELSE {ts} END "
+        f"AS TIMESTAMPTZ) AS TIMESTAMP) END"
+    )
+
+
+_TS_VALUE = ts_value_sql(f"({_TS_STR})")
 
 _INT_RANGE = {
     "step": (0, 2147483647),

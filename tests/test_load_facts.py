@@ -98,3 +98,29 @@ def test_a_late_record_turns_an_older_one_into_a_replay_and_recovers_an_error(tm
     assert m == metrics("--db", ":memory:", str(first), str(second))
     # c1's t1 at 10:00:05 is now the replay of the one at 10:00:01; that earlier error is recovered at step 1.
     assert (m["replays"], m["errors"], m["recovered_errors"], m["open_prompts"]) == (1, 1, 1, 0)
+
+
+def test_facts_match_the_views_for_infinite_timestamps_in_an_older_store(tmp_path: Path) -> None:
+    """The load now refuses ts 'infinity', but a store loaded before may hold it: facts still equal the views."""
+    from loopscope.analyses.loader_facts import VIEWS_FACTS_SQL, refresh_facts
+    from loopscope.analyses.store import connect
+
+    con = connect(str(tmp_path / "old.duckdb"))
+    call = "INSERT INTO tool_calls (seq, v, ts, conversation_id, prompt_id, agent, tool_call_id, tool_name, step, outcome, is_error, attempts, replayed) VALUES (?, 1, ?::TIMESTAMP, 'c', 'p', 'a', ?, 'n', ?, 'ok', ?, 1, false)"  # noqa: E501
+    for seq, ts, call_id, step, is_error in [
+        (1, "2026-11-20 10:00:00", "t1", 0, True),
+        (2, "infinity", "t2", 1, False),
+        (3, "infinity", "t2", 2, False),  # same id, same ts: the later seq is the replay
+        (4, "-infinity", "t3", 0, True),
+    ]:
+        con.execute(call, [seq, ts, call_id, step, is_error])
+    con.execute(
+        "INSERT INTO loop_exits (seq, v, ts, conversation_id, prompt_id, agent, exit_reason) "
+        "VALUES (5, 1, 'infinity'::TIMESTAMP, 'c', 'p', 'a', 'end_turn')"
+    )
+    refresh_facts(con)
+    con.execute(VIEWS_FACTS_SQL)
+    only_kept, only_views, n = con.execute(DIFF_SQL).fetchone()  # type: ignore[misc]
+    assert (only_kept, only_views, n) == (0, 0, 1)
+    row = con.execute("SELECT n_replays, n_errors, n_recovered, exit_reason FROM prompt_facts").fetchone()
+    assert row == (1, 2, 2, "end_turn")

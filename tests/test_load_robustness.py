@@ -403,3 +403,31 @@ def test_gzip_file_loads_exactly_like_the_plain_file(tmp_path: Path, monkeypatch
     assert tables["gz"] == tables["plain"]
     assert [q[0] for q in tables["gz"][1]] == [502, 503]
     assert read == ["app.jsonl", "content.jsonl"]  # both took the parallel reader (the .gz via a temporary copy)
+
+
+def test_timestamps_that_are_not_rfc_3339_are_quarantined_on_both_paths(tmp_path: Path) -> None:
+    """DuckDB's timestamp cast takes 'infinity', 'epoch', a bare date or single-digit fields; the loader does not.
+
+    Each value once in a line as the collector writes it (the fast path) and once as json.dumps writes it.
+    """
+    from loopscope.analyses.loader_fast_sql import TOOL_CALL_ORDER
+
+    def collector_line(ts: str, call_id: str) -> str:
+        rec = dict.fromkeys(TOOL_CALL_ORDER) | rec_fields(ts=ts, tool_call_id=call_id)
+        del rec["tags"]  # the collector leaves out empty tags
+        return json.dumps(rec, separators=(",", ":")) + "\n"
+
+    def rec_fields(**fields: Any) -> dict[str, Any]:
+        return rec(**fields) | {"attempts": 1, "replayed": False}
+
+    bad_ts = ["infinity", "-infinity", "epoch", "2026-11-20", "2026-11-20 10:00", "2026-1-2T3:4:5Z", " 2026-11-20T10:00:00Z"]
+    good = collector_line("2026-11-20T10:00:00.123456Z", "good-fast") + line(tool_call_id="good-slow", ts="2026-11-20t11:00:00+01:00")
+    body = "".join(collector_line(ts, f"fast-{i}") + line(tool_call_id=f"slow-{i}", ts=ts) for i, ts in enumerate(bad_ts))
+    log = tmp_path / "ts.jsonl"
+    log.write_text(good + body)
+    code, out = load_json(tmp_path / "t.duckdb", log)
+    assert code == 0
+    assert (out["loaded"], out["quarantined"]) == (2, 2 * len(bad_ts))
+    assert ids(tmp_path / "t.duckdb") == ["good-fast", "good-slow"]
+    reasons = [r["reason"] for r in quarantine(tmp_path / "t.duckdb")]
+    assert reasons == [f"bad timestamp ts: {json.dumps(ts)} is not RFC 3339" for ts in bad_ts for _ in (1, 2)]
