@@ -60,7 +60,6 @@ OMITTED_WHEN_NULL = frozenset({"tags"})
 """Fields the collector leaves out when they have no value (every other field is written, ``null`` if empty)."""
 
 _CLASS = {name: tclass for name, tclass, *_ in FIELDS} | {"v": "int", "kind": "str"}
-_REQUIRED = {name for name, _t, required, *_ in FIELDS if required}
 
 # Where a chunk's lines come from: the file read by DuckDB's CSV reader (line
 # number = rowid + 1) or a block of lines sent from Python.
