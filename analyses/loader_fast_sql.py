@@ -15,14 +15,18 @@ parse is enough, and a single comparison proves it valid:
 3. The line is accepted only if it is byte for byte that rendering, and
    the values pass the spec's checks (types of the non-string fields,
    ranges, the outcome set, a parseable ``ts``, required fields present).
+   Unknown fields written after the known ones (a newer writer's) are
+   accepted too when their keys are neither known keys nor repeated; they
+   go to ``extra`` exactly as the full validation puts them there.
 
 Equality with the rendering is the proof: a line that equals the canonical
 text of its own values has exactly the known keys, once each, in order,
 with strings where strings belong, so there is nothing the full validation
-(``loader_sql``) could find. Everything else (unknown fields, other key
-orders, whitespace, missing keys, wrong types, bad JSON) is left for that
-full validation, which names the problem; the two paths store the same row
-for a line both accept (tests/test_loader_fast_path.py checks it).
+(``loader_sql``) could find. Everything else (unknown fields among the
+known ones, other key orders, whitespace, missing keys, wrong types, bad
+JSON) is left for that full validation, which names the problem; the two
+paths store the same row for any line (tests/test_loader_fast_path.py
+checks it).
 
 Accepted lines are inserted straight into ``tool_calls`` / ``loop_exits``;
 the lines left over are collected by line number for the full validation.
@@ -39,6 +43,7 @@ from loopscope.analyses.loader_sql import (
     LOOP_EXIT_FIELDS,
     MAX_LINE_BYTES,
     TOOL_CALL_FIELDS,
+    EXTRA_PATCH,
     VALUE_SETS,
     fast_check,
     ts_value_sql,
@@ -96,7 +101,7 @@ def _rendering(head: str, fields: tuple[str, ...], escaped: bool) -> str:
             # No backslash in the line: no string in it has an escape, so its
             # text is its value between quotes.
             parts.append(f"""CASE WHEN {name} IS NULL THEN 'null' ELSE concat('"', {name}, '"') END""")
-    parts.append("'}'")
+    # No closing brace: the line is this and '}', or this, ',' and unknown fields.
     return "concat(" + ", ".join(parts) + ")"
 
 
@@ -125,11 +130,24 @@ def _insert_sql(kind: str, order: tuple[str, ...], lines: str, columns: str) -> 
     head = '{"v":1,"kind":"' + kind + '"'
     assert order[:2] == ("v", "kind")
     fields = order[2:]  # v and kind are the fixed start
+    known = "[" + ", ".join(f"'{k}'" for k in order) + "]"
+    patch = EXTRA_PATCH[kind]
+    # Unknown fields after the known ones: at least one, their keys unknown
+    # (not a known key again) and distinct. try(): on a line that does not parse,
+    # the tail may be no JSON at all (the line is refused anyway).
+    tail_keys = "try(json_keys(concat('{', substr(_line, length(_body) + 2))))"
+    tail_ok = (
+        f"starts_with(_line, concat(_body, ',')) AND NOT list_has_any({tail_keys}, {known}) "
+        f"AND len({tail_keys}) = len(list_distinct({tail_keys})) AND len({tail_keys}) > 0"
+    )
     return f"""
 INSERT INTO {kind}s
-SELECT $1::BIGINT + line_no AS seq, $2::INTEGER AS source_id, line_no, 1 AS v, ts_value AS ts, {columns}, NULL AS extra
+SELECT $1::BIGINT + line_no AS seq, $2::INTEGER AS source_id, line_no, 1 AS v, ts_value AS ts, {columns},
+       CASE WHEN strlen(_line) > strlen(_body) + 1 THEN json_merge_patch(_line, '{patch}') END AS extra
 FROM (
-    SELECT *, {_TS_VALUE} AS ts_value
+    SELECT *, {_TS_VALUE} AS ts_value,
+           CASE WHEN contains(_line, chr(92)) THEN {_rendering(head, fields, True)}
+                ELSE {_rendering(head, fields, False)} END AS _body
     FROM (
         SELECT line_no, line AS _line, unnest(try(from_json(line, '{_structure(fields)}')))
         FROM ({lines}) WHERE starts_with(line, '{head},')
@@ -137,9 +155,7 @@ FROM (
 )
 -- One CASE: DuckDB keeps one copy of the parsed fields for a single
 -- expression, where separate conditions would each parse again.
-WHERE CASE WHEN _line = CASE WHEN contains(_line, chr(92)) THEN {_rendering(head, fields, True)}
-                              ELSE {_rendering(head, fields, False)} END
-            AND {_value_checks(fields)}
+WHERE CASE WHEN (_line = concat(_body, '}}') OR ({tail_ok})) AND {_value_checks(fields)}
       THEN true ELSE false END
 """
 

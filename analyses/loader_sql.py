@@ -328,8 +328,12 @@ QUARANTINE_ONE_SQL = "INSERT INTO quarantine (source_id, path, line_no, reason, 
 # Unknown fields: the line with its kind's known keys removed. A JSON merge
 # patch (RFC 7396) that sets a key to null deletes it and leaves everything
 # else as it is (nested values and unknown fields that are null included).
-_TC_PATCH = "{" + ",".join(f'"{k}":null' for k in TOOL_CALL_FIELDS) + "}"
-_LE_PATCH = "{" + ",".join(f'"{k}":null' for k in LOOP_EXIT_FIELDS) + "}"
+EXTRA_PATCH = {
+    kind: "{" + ",".join(f'"{k}":null' for k in fields) + "}"
+    for kind, fields in (("tool_call", TOOL_CALL_FIELDS), ("loop_exit", LOOP_EXIT_FIELDS))
+}
+"""Per kind, the JSON merge patch that removes the known keys from a record, leaving its unknown fields."""
+_TC_PATCH, _LE_PATCH = EXTRA_PATCH["tool_call"], EXTRA_PATCH["loop_exit"]
 EXTRA_SQL = f"""
 CREATE OR REPLACE TEMP TABLE _ls_extra AS
 SELECT line_no, json_merge_patch(line, CASE WHEN kind = '"tool_call"' THEN '{_TC_PATCH}' ELSE '{_LE_PATCH}' END) AS extra

@@ -210,6 +210,7 @@ RAW_VALUES = [
     '"\\u001F"', '"\\u001f"', '"\\/"', '"\\ud800"', '"a\\udc00b"', '"\\u0000"', '"\\ud83d\\ude00"',
 ]  # fmt: skip
 UNKNOWN_KEYS = ["extra_field", "exit_reason", "tool_name", "steps", "replayed", "", "V", "kind "]
+TAIL_KEYS = ["x_region", "x_region", "x_model", "ts", "step", "tags", "exit_reason"]
 
 
 def escape_one(raw: str, at: int) -> str:
@@ -233,7 +234,7 @@ def escape_one(raw: str, at: int) -> str:
 def mutated_pairs(draw: st.DrawFn, pairs: list[Pair]) -> list[Pair]:
     pairs = list(pairs)
     for _ in range(draw(st.integers(1, 2))):
-        what = draw(st.sampled_from(["retype", "drop", "unknown", "duplicate", "swap", "kind", "v", "escape"]))
+        what = draw(st.sampled_from(["retype", "drop", "unknown", "append", "duplicate", "swap", "kind", "v", "escape"]))
         i = draw(st.integers(0, len(pairs) - 1)) if pairs else 0
         if what == "retype" and pairs:
             pairs[i] = (pairs[i][0], draw(st.sampled_from(RAW_VALUES) | JSON_VALUE.map(canonical)))
@@ -241,6 +242,11 @@ def mutated_pairs(draw: st.DrawFn, pairs: list[Pair]) -> list[Pair]:
             del pairs[i]
         elif what == "unknown":
             pairs.insert(i, (draw(st.sampled_from(UNKNOWN_KEYS)), draw(st.sampled_from(RAW_VALUES))))
+        elif what == "append":
+            # After the known fields, as a newer writer would add them (the fast path takes unknown
+            # ones there; a known key again, or an unknown one twice, is for the full validation).
+            for _ in range(draw(st.integers(1, 3))):
+                pairs.append((draw(st.sampled_from(UNKNOWN_KEYS + TAIL_KEYS)), draw(st.sampled_from(RAW_VALUES))))
         elif what == "duplicate" and pairs:
             same = draw(st.booleans())
             pairs.insert(
@@ -683,3 +689,31 @@ def test_sample_logs_take_the_fast_path_and_give_the_same_metrics(tmp_path: Path
     assert json.dumps(metrics[True], sort_keys=True, default=str) == json.dumps(
         metrics[False], sort_keys=True, default=str
     )
+
+
+def test_unknown_fields_after_the_known_ones_take_the_fast_path_and_match() -> None:
+    """A newer writer's extra fields at the end keep the fast path; anything doubtful goes to the full validation."""
+    rec = edge_records()[0]
+    base = line_of(rec)[:-1]
+    taken = [
+        ',"x_region":"eu-west-1"}',
+        ',"x_model":{"name":null,"v":[1,2]},"x_n":1.5}',
+        ',"exit_reason":"stop"}',  # the other kind's field: unknown here
+        ',"":null}',
+        # What DuckDB's parser takes, the full validation takes too: extra is the same either way.
+        ', "x_region" : "eu" }',
+        ',"x_region":"eu",}',
+        ',"x_region":NaN}',
+    ]
+    left = [
+        ',"x":1,"x":2}',  # an unknown key twice
+        f',"{TOOL_CALL_ORDER[3]}":"again"}}',  # a known key again
+        ',"st\\u0065p":1}',  # a known key again, escaped
+        ',x}',  # not JSON
+        ",}",  # a trailing comma and no field (found by the property test: extra '{}' instead of none)
+    ]
+    text = "".join(base + tail + "\n" for tail in taken + left)
+    for container in ("plain", "gzip"):
+        counts: Counter[str] = Counter()
+        differential_load(Case(text, container), counts)
+        assert counts == Counter(fast=len(taken), rest=len(left)), container
