@@ -201,6 +201,9 @@ ANTI JOIN (
     for name, lines in _LINE_SOURCES.items()
 }
 
+EMPTY_REST_SQL = "CREATE OR REPLACE TEMP TABLE _ls_rest (line_no BIGINT, line VARCHAR)"
+"""Nothing left over (the fast path took every line): REST_SQL's table, empty, without the anti join."""
+
 # DuckDB keeps the rows of an INSERT in input order unless told not to; the
 # fast inserts carry their own seq and line_no, so order costs time for nothing.
 UNORDERED_SQL = "SET preserve_insertion_order = false"

@@ -219,6 +219,10 @@ def check_and_insert(
                 fast[i] = int(row[0]) if row else 0
         finally:
             con.execute(fast_sql.ORDERED_SQL)
+        if fast[0] + fast[1] == n_lines:
+            # A row for every line (one each: the two kinds' lines differ): nothing left over.
+            con.execute(fast_sql.EMPTY_REST_SQL)
+            return fast[0], fast[1], 0, True
         rest = con.execute(fast_sql.REST_SQL[lines], [source_id, first_line, last_line, seq_base + first_line - 1]).fetchone()
         if not (rest and rest[0]):
             return fast[0], fast[1], 0, True  # every line went in (a blank or bad line would be left over)
