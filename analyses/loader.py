@@ -5,7 +5,8 @@ reader per file and loads each file in its own transaction:
 
 - loopscope records (JSONL, optionally gzipped) are cut into large blocks of
   whole lines and handed to DuckDB, which splits, parses and validates them
-  (``loader_sql``). Bad lines go to ``quarantine`` with file, line number,
+  (``loader_fast_sql`` for lines as the collector writes them, ``loader_sql``
+  for the rest). Bad lines go to ``quarantine`` with file, line number,
   reason and the raw text; unknown fields are kept in ``extra``.
 - other formats (``messages``, ``otlp``) are read by their reader
   (``readers``); the records it returns are written to a temporary JSONL file

@@ -1,12 +1,13 @@
 """Records files into the store: the two ways lines reach the validating SQL.
 
-``read_whole_file`` (fast path): DuckDB's parallel CSV reader reads a plain
-file as one text column, one row per line; the row's position is the line
-number, which the newline count checked in Python guarantees. ``read_in_blocks``
+``read_whole_file``: DuckDB's parallel CSV reader reads a plain file as one
+text column, one row per line; the row's position is the line number, which
+the newline count checked in Python guarantees. ``read_in_blocks``
 (everything else: gzip, resumed files, CR or control bytes, invalid UTF-8,
 over-long lines): Python cuts the file into blocks of whole lines and DuckDB
-splits them. Both end in ``check_and_insert`` (``loader_sql``): one
-validation path.
+splits them. Both end in ``check_and_insert``: lines exactly as the
+collector writes them go straight in (``loader_fast_sql``), the rest through
+the full validation (``loader_sql``).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from loopscope.analyses.loader_files import (
 
 
 FAST_PATH = True
-"""Whether lines written exactly as the collector writes them skip the full validation (tests turn it off to compare)."""
+"""Whether lines exactly as the collector writes them skip the full validation (tests turn it off to compare)."""
 
 GZIP_FAST_MAX_BYTES = 1024 * 1024 * 1024
 """A new .gz file decompressing to at most this much takes the fast path via a temporary copy."""
@@ -223,7 +224,8 @@ def check_and_insert(
             # A row for every line (one each: the two kinds' lines differ): nothing left over.
             con.execute(fast_sql.EMPTY_REST_SQL)
             return fast[0], fast[1], 0, True
-        rest = con.execute(fast_sql.REST_SQL[lines], [source_id, first_line, last_line, seq_base + first_line - 1]).fetchone()
+        below = seq_base + first_line - 1  # the seq just below this chunk's rows
+        rest = con.execute(fast_sql.REST_SQL[lines], [source_id, first_line, last_line, below]).fetchone()
         if not (rest and rest[0]):
             return fast[0], fast[1], 0, True  # every line went in (a blank or bad line would be left over)
         lines = "rest"

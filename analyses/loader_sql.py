@@ -1,7 +1,8 @@
 """The SQL that turns lines of loopscope JSONL into rows, or quarantines them.
 
-One validation path for every input: DuckDB parses each line once into the
-list of its known fields' values as JSON fragments (``json_extract`` with a
+The full validation, for every line the fast path (``loader_fast_sql``:
+lines exactly as the collector writes them) did not take: DuckDB parses each
+line once into the list of its known fields' values as JSON fragments (``json_extract`` with a
 list of paths); a cheap test on the fragments accepts the good lines, a key
 count (``json_keys``) against the known keys present sends lines with
 unknown or repeated keys to a closer look, and for the bad lines a ``CASE``
@@ -336,7 +337,8 @@ EXTRA_PATCH = {
 _TC_PATCH, _LE_PATCH = EXTRA_PATCH["tool_call"], EXTRA_PATCH["loop_exit"]
 EXTRA_SQL = f"""
 CREATE OR REPLACE TEMP TABLE _ls_extra AS
-SELECT line_no, json_merge_patch(line, CASE WHEN kind = '"tool_call"' THEN '{_TC_PATCH}' ELSE '{_LE_PATCH}' END) AS extra
+SELECT line_no,
+       json_merge_patch(line, CASE WHEN kind = '"tool_call"' THEN '{_TC_PATCH}' ELSE '{_LE_PATCH}' END) AS extra
 FROM _ls_checked
 WHERE ok AND has_extra
 """
