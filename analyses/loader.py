@@ -51,7 +51,8 @@ from loopscope.analyses.loader_files import (
     read_head,
     sha256,
 )
-from loopscope.analyses.loader_records import check_and_insert, ingest_chunk, read_in_blocks, read_whole_file
+from loopscope.analyses import loader_records
+from loopscope.analyses.loader_records import check_and_insert, ingest_chunk, read_in_blocks, read_native, read_whole_file
 from loopscope.analyses.readers import INPUT_FORMATS, ReaderOutput, detect_format, reader_module
 
 LOAD_MEMORY_LIMIT = "3GB"
@@ -269,7 +270,7 @@ def _load_one(
         known = _find_source(con, path, head)
         # The fast reader runs before the transaction: a file it cannot
         # read fails its statement only, and the block path takes over.
-        if known is None and head.lstrip(b"\xef\xbb\xbf"):
+        if known is None and head.lstrip(b"\xef\xbb\xbf") and not _native():
             fast = read_whole_file(con, path)
     con.execute("BEGIN TRANSACTION")
     try:
@@ -366,9 +367,12 @@ def _load_records_file(
             end_offset, last_line = end_offset - tail, n_lines - 1
         tick(end_offset)
     else:
-        end_offset, last_line, totals = read_in_blocks(
-            con, path, start_offset, lines_before, source_id, display, seq_base, tick
-        )
+        read = None
+        if _native():
+            read = read_native(con, path, start_offset, lines_before, source_id, display, seq_base, tick)
+        if read is None:
+            read = read_in_blocks(con, path, start_offset, lines_before, source_id, display, seq_base, tick)
+        end_offset, last_line, totals = read
         _add_counts(result, (totals[0], totals[1], totals[2], True))
     con.execute(sql.DROP_TEMP_SQL)
     result.loaded = result.tool_calls + result.loop_exits
@@ -377,6 +381,11 @@ def _load_records_file(
     new_len = min(len(head), HEAD_BYTES)
     con.execute(UPDATE_SOURCE_SQL, [display, sha256(head[:new_len]), new_len, end_offset, last_line, source_id])
     return result
+
+
+def _native() -> bool:
+    # Read at call time: tests switch the paths.
+    return loader_records.FAST_PATH and loader_records.NATIVE
 
 
 def _add_counts(result: FileResult, counts: tuple[int, int, int, bool]) -> None:

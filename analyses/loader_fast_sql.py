@@ -105,8 +105,13 @@ def _rendering(head: str, fields: tuple[str, ...], escaped: bool) -> str:
     return "concat(" + ", ".join(parts) + ")"
 
 
-def _value_checks(fields: tuple[str, ...]) -> str:
-    tests = ["ts_value IS NOT NULL", f"strlen(_line) <= {MAX_LINE_BYTES}"]
+def value_checks(fields: tuple[str, ...], line_length: bool = True) -> str:
+    """The spec's value checks on the text of each field (``ts_value`` the parsed ``ts``), as one SQL condition.
+
+    ``line_length``: also check ``_line`` against ``MAX_LINE_BYTES`` (the
+    native scanner checks the length itself).
+    """
+    tests = ["ts_value IS NOT NULL"] + ([f"strlen(_line) <= {MAX_LINE_BYTES}"] if line_length else [])
     for name, tclass, required, _kinds, _check, _wants in FIELDS:
         if name not in fields:
             continue
@@ -155,7 +160,7 @@ FROM (
 )
 -- One CASE: DuckDB keeps one copy of the parsed fields for a single
 -- expression, where separate conditions would each parse again.
-WHERE CASE WHEN (_line = concat(_body, '}}') OR ({tail_ok})) AND {_value_checks(fields)}
+WHERE CASE WHEN (_line = concat(_body, '}}') OR ({tail_ok})) AND {value_checks(fields)}
       THEN true ELSE false END
 """
 

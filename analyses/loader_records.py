@@ -21,6 +21,7 @@ from pathlib import Path
 import duckdb
 
 from loopscope.analyses import loader_fast_sql as fast_sql
+from loopscope.analyses import loader_native as native
 from loopscope.analyses import loader_sql as sql
 from loopscope.analyses.loader_files import (
     CHUNK_BYTES,
@@ -37,6 +38,12 @@ from loopscope.analyses.loader_files import (
 
 FAST_PATH = True
 """Whether lines exactly as the collector writes them skip the full validation (tests turn it off to compare)."""
+
+NATIVE = native.available()
+"""Whether the fast path is the C scanner (``loader_native``) rather than the SQL one (tests switch it)."""
+
+NATIVE_CHUNK_BYTES = 256 * 1024 * 1024
+"""How much of a plain file one native scan and insert takes (whole lines; a longer line makes a longer chunk)."""
 
 GZIP_FAST_MAX_BYTES = 1024 * 1024 * 1024
 """A new .gz file decompressing to at most this much takes the fast path via a temporary copy."""
@@ -184,6 +191,8 @@ def ingest_chunk(
     con: duckdb.DuckDBPyConnection, piece: Chunk, source_id: int, display: str, seq_base: int
 ) -> tuple[int, int, int, bool]:
     """Validate and insert one block; returns (tool_calls, loop_exits, quarantined, last line whole)."""
+    if FAST_PATH and NATIVE:
+        return native_insert(con, piece.data, piece.first_line, piece.unterminated, source_id, display, seq_base)[:4]
     con.execute(sql.CREATE_LINES_SQL)
     try:
         text = piece.data.decode("utf-8")
@@ -229,6 +238,24 @@ def check_and_insert(
         if not (rest and rest[0]):
             return fast[0], fast[1], 0, True  # every line went in (a blank or bad line would be left over)
         lines = "rest"
+    tc, le, bad, last_ok = full_validation(con, lines, first_line, last_line, unterminated, source_id, display, seq_base)
+    return tc + fast[0], le + fast[1], bad, last_ok
+
+
+def full_validation(
+    con: duckdb.DuckDBPyConnection,
+    lines: str,
+    first_line: int,
+    last_line: int,
+    unterminated: bool,
+    source_id: int,
+    display: str,
+    seq_base: int,
+) -> tuple[int, int, int, bool]:
+    """Check every line of ``lines`` (``loader_sql``), store the good ones and quarantine the rest with a reason.
+
+    Returns (tool_calls, loop_exits, quarantined in the chunk's lines, last line whole).
+    """
     con.execute(sql.CHECK_SQL[lines], [last_line if unterminated else -1])
     con.execute(sql.EXTRA_SQL)
     con.execute(sql.QUARANTINE_CHECKED_SQL, [source_id, display])
@@ -236,7 +263,6 @@ def check_and_insert(
     con.execute(sql.INSERT_LOOP_EXITS_SQL, [seq_base, source_id])
     row = con.execute(sql.COUNT_CHECKED_SQL, [source_id, first_line, last_line]).fetchone()
     tc, le, bad = (int(x) for x in row) if row else (0, 0, 0)
-    tc, le = tc + fast[0], le + fast[1]
     last_ok = True
     if unterminated:
         flag = con.execute(sql.LAST_LINE_TRUNCATED_SQL, [last_line]).fetchone()
@@ -267,3 +293,125 @@ def _insert_lines_checking_utf8(con: duckdb.DuckDBPyConnection, piece: Chunk, so
                 ],
             )
     con.execute(sql.INSERT_CHUNK_SQL, [piece.first_line, "\n".join(good)])
+
+
+def native_insert(
+    con: duckdb.DuckDBPyConnection,
+    buf: bytes | memoryview,
+    first_line: int,
+    unterminated: bool,
+    source_id: int,
+    display: str,
+    seq_base: int,
+) -> tuple[int, int, int, bool, int]:
+    """Native fast path for whole lines in ``buf``, the full validation for what it leaves.
+
+    Returns (tool_calls, loop_exits, quarantined, last line whole, lines in ``buf``).
+    """
+    out = native.scan_and_insert(con, buf, first_line, source_id, seq_base)
+    last_line = first_line + out.lines - 1
+    tc, le, last_ok = out.tool_calls, out.loop_exits, True
+    if out.rest:
+        if len(out.rest) > native.REST_LIST_MAX and max(e - s for _, s, e in out.rest) <= sql.MAX_LINE_BYTES:
+            # Many lines left (another writer's format, a broken file): hand
+            # them over as one block, split in SQL, rather than a string each.
+            piece = Chunk(bytes(buf), first_line, unterminated, 0)
+            con.execute(sql.CREATE_LINES_SQL)
+            try:
+                con.execute(sql.INSERT_CHUNK_SQL, [first_line, piece.data.decode("utf-8")])
+            except UnicodeDecodeError:
+                _insert_lines_checking_utf8(con, piece, source_id, display)
+            below = seq_base + first_line - 1
+            con.execute(fast_sql.REST_SQL["block"], [source_id, first_line, last_line, below])
+            has_rest = True
+        else:
+            has_rest, last_ok = native.rest_to_table(con, buf, out.rest, last_line, unterminated, source_id, display)
+        if has_rest:
+            counts = full_validation(con, "rest", first_line, last_line, unterminated, source_id, display, seq_base)
+            tc, le, last_ok = tc + counts[0], le + counts[1], last_ok and counts[3]
+    bad = native.count_quarantined(con, source_id, first_line, last_line) if out.rest else 0
+    return tc, le, bad, last_ok, out.lines
+
+
+def read_native(
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    start_offset: int,
+    lines_before: int,
+    source_id: int,
+    display: str,
+    seq_base: int,
+    tick: Callable[[int], None],
+) -> tuple[int, int, list[int]] | None:
+    """Native path over a whole file from ``start_offset``: memory-mapped, in chunks of whole lines.
+
+    A gzip file is decompressed to a temporary file first (offsets count
+    content bytes, as everywhere). Returns what ``read_in_blocks`` returns,
+    or None for a gzip file that is broken or too big to copy (the block path
+    reports the break).
+    """
+    if not is_gzip(path):
+        return _read_native_plain(con, path, start_offset, lines_before, source_id, display, seq_base, tick)
+    with tempfile.TemporaryDirectory(prefix="loopscope-") as tmp:
+        plain = Path(tmp) / "content.jsonl"
+        if not _decompress(path, plain):
+            return None
+        return _read_native_plain(con, plain, start_offset, lines_before, source_id, display, seq_base, tick)
+
+
+def _read_native_plain(
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    start_offset: int,
+    lines_before: int,
+    source_id: int,
+    display: str,
+    seq_base: int,
+    tick: Callable[[int], None],
+) -> tuple[int, int, list[int]]:
+    totals = [0, 0, 0]
+    end_offset, last_line = start_offset, lines_before
+    try:
+        f = open(path, "rb")
+    except OSError as exc:
+        raise UnreadableFile(f"cannot read {path}: {exc.strerror or exc}", hint="check the file's permissions") from None
+    with f:
+        size = os.fstat(f.fileno()).st_size
+        if size <= start_offset:
+            return end_offset, last_line, totals
+        try:
+            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        except (OSError, ValueError) as exc:
+            raise UnreadableFile(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}", hint="check the file") from None
+        with mm:
+            pos = start_offset
+            if pos == 0 and mm[:3] == b"\xef\xbb\xbf":
+                pos = 3
+            view = memoryview(mm)
+            try:
+                while pos < size:
+                    end = min(size, pos + NATIVE_CHUNK_BYTES)
+                    if end < size:
+                        cut = mm.rfind(b"\n", pos, end)
+                        if cut == -1:
+                            cut = mm.find(b"\n", end)
+                        end = size if cut == -1 else cut + 1
+                    unterminated = mm[end - 1 : end] != b"\n"
+                    first = last_line + 1
+                    counts = native_insert(
+                        con, view[pos:end], first, unterminated, source_id, display, seq_base - lines_before
+                    )
+                    for i in range(3):
+                        totals[i] += counts[i]
+                    lines_here = counts[4]
+                    if not unterminated or counts[3]:
+                        end_offset, last_line = end, first + lines_here - 1
+                    else:
+                        # A truncated last line stays unconsumed (as in read_in_blocks).
+                        end_offset = mm.rfind(b"\n", pos, end) + 1 or pos
+                        last_line = first + lines_here - 2
+                    pos = end
+                    tick(end_offset - start_offset)
+            finally:
+                view.release()
+    return end_offset, last_line, totals

@@ -1,0 +1,1219 @@
+/*
+ * loopscope.analyses._linescan: the native fast path of the records loader.
+ *
+ * It splits a buffer of JSON Lines into lines, numbers them, and recognises
+ * the lines that are plain loopscope records: one JSON object with valid
+ * UTF-8, "v":1, a known "kind", each known field at most once and of its
+ * JSON type (string, number, true/false, object, or null), numbers within
+ * bounds, no escaped keys, nesting at most MAX_DEPTH deep. For those it
+ * hands DuckDB the values (strings decoded, numbers and booleans as written,
+ * objects as their JSON text) through the Arrow C stream interface; every
+ * other line is reported back ("rejected") for the full validation in SQL,
+ * which names the problem. The range and value checks (timestamps, integer
+ * ranges, the outcome set, required fields) stay in SQL, in
+ * analyses/loader_native.py, so there is one definition of them.
+ *
+ * Being strict is what makes this safe: a line is accepted only if it is
+ * valid RFC 8259 JSON that every JSON parser reads the same way, so the
+ * values given to DuckDB are the ones the full validation would have read.
+ * Anything unusual (lone surrogates, \u0000, huge numbers, duplicate keys,
+ * escaped keys, deep nesting, control bytes) is simply left to the full
+ * validation. tests/test_loader_fast_path.py compares both paths on fuzzed
+ * lines.
+ *
+ * The scan runs without the GIL on up to MAX_THREADS threads (the buffer is
+ * cut at newlines). The Arrow export owns no Python objects: the scanned
+ * columns are reference counted in C, so DuckDB may release arrays from any
+ * thread.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- Arrow C data interface (https://arrow.apache.org/docs/format/CDataInterface.html) ---- */
+#define ARROW_FLAG_NULLABLE 2
+struct ArrowSchema {
+    const char *format;
+    const char *name;
+    const char *metadata;
+    int64_t flags;
+    int64_t n_children;
+    struct ArrowSchema **children;
+    struct ArrowSchema *dictionary;
+    void (*release)(struct ArrowSchema *);
+    void *private_data;
+};
+struct ArrowArray {
+    int64_t length;
+    int64_t null_count;
+    int64_t offset;
+    int64_t n_buffers;
+    int64_t n_children;
+    const void **buffers;
+    struct ArrowArray **children;
+    struct ArrowArray *dictionary;
+    void (*release)(struct ArrowArray *);
+    void *private_data;
+};
+struct ArrowArrayStream {
+    int (*get_schema)(struct ArrowArrayStream *, struct ArrowSchema *out);
+    int (*get_next)(struct ArrowArrayStream *, struct ArrowArray *out);
+    const char *(*get_last_error)(struct ArrowArrayStream *);
+    void (*release)(struct ArrowArrayStream *);
+    void *private_data;
+};
+
+/* ---- limits ---- */
+#define MAX_FIELDS 64        /* known fields, v and kind excluded */
+#define MAX_KINDS 4
+#define MAX_UNKNOWN 32       /* unknown keys in one line */
+#define MAX_DEPTH 32         /* nesting of objects and arrays */
+#define MAX_INT_DIGITS 20    /* digits before the point */
+#define MAX_FRAC_DIGITS 40
+#define MAX_EXP_DIGITS 3
+#define MAX_DECIMAL_EXP 300 /* |value| < 1e301: no parser overflows to infinity */
+#define MAX_THREADS 8
+#define BATCH_ROWS 65536
+#define BATCH_BYTES (256 * 1024 * 1024) /* keeps int32 string offsets safe */
+
+enum { T_NONE = 0, T_NULL, T_TRUE, T_FALSE, T_NUM, T_STR, T_OBJ, T_ARR };
+
+/* ---- configuration (from Python, once) ---- */
+typedef struct {
+    int n_fields;
+    char *names[MAX_FIELDS];
+    size_t name_len[MAX_FIELDS];
+    char cls[MAX_FIELDS]; /* s str, i int, n num, b bool, o obj */
+    int n_kinds;
+    char *kind_names[MAX_KINDS];
+    size_t kind_len[MAX_KINDS];
+    int kind_n[MAX_KINDS];             /* fields emitted for the kind */
+    int kind_fields[MAX_KINDS][MAX_FIELDS];
+    uint64_t kind_mask[MAX_KINDS];     /* bit per field that belongs to the kind */
+    int64_t max_line;
+    signed char hash[256][4];          /* key hash -> field indices */
+} Config;
+
+static unsigned key_hash(const char *k, size_t n) {
+    return (unsigned)((n * 7u + (unsigned char)k[0] * 3u + (unsigned char)k[n - 1]) & 255u);
+}
+
+/* ---- growable byte buffer ---- */
+typedef struct {
+    char *p;
+    int64_t len, cap;
+} Bytes;
+
+static int bytes_reserve(Bytes *b, int64_t extra) {
+    if (b->len + extra <= b->cap) return 0;
+    int64_t cap = b->cap ? b->cap : 4096;
+    while (cap < b->len + extra) cap *= 2;
+    char *p = realloc(b->p, (size_t)cap);
+    if (!p) return -1;
+    b->p = p;
+    b->cap = cap;
+    return 0;
+}
+
+/* ---- scanned columns ---- */
+typedef struct {
+    uint8_t *validity; /* bit per row */
+    int32_t *offsets;  /* rows + 1 */
+    Bytes data;
+    int64_t nulls;
+} Column;
+
+typedef struct Batch {
+    int kind;
+    int64_t rows;
+    int64_t bytes;
+    int64_t *line_no;
+    int64_t *start; /* byte offset of the line in the buffer */
+    int32_t *length;
+    int n_cols; /* kind's fields + the line (for unknown fields) */
+    Column *cols;
+    struct Batch *next;
+} Batch;
+
+typedef struct {
+    int64_t line_no, start, end;
+} Span;
+
+typedef struct {
+    Span *p;
+    int64_t len, cap;
+} Spans;
+
+/* Everything a scan produced; shared by the Python result and the Arrow exports. */
+typedef struct {
+    int64_t refs;
+    int n_kinds;
+    int kind_n[MAX_KINDS];
+    char *col_names[MAX_KINDS][MAX_FIELDS + 2];
+    int64_t n_batches[MAX_KINDS];
+    Batch **batches[MAX_KINDS];
+} Shared;
+
+static void batch_free(Batch *b) {
+    if (!b) return;
+    for (int c = 0; c < b->n_cols; c++) {
+        free(b->cols[c].validity);
+        free(b->cols[c].offsets);
+        free(b->cols[c].data.p);
+    }
+    free(b->cols);
+    free(b->line_no);
+    free(b->start);
+    free(b->length);
+    free(b);
+}
+
+static void shared_decref(Shared *s) {
+    if (!s) return;
+    if (__atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
+    for (int k = 0; k < s->n_kinds; k++) {
+        for (int64_t i = 0; i < s->n_batches[k]; i++) batch_free(s->batches[k][i]);
+        free(s->batches[k]);
+        for (int c = 0; c < s->kind_n[k] + 2; c++) free(s->col_names[k][c]);
+    }
+    free(s);
+}
+
+static void shared_incref(Shared *s) { __atomic_add_fetch(&s->refs, 1, __ATOMIC_ACQ_REL); }
+
+static Batch *batch_new(int kind, int n_cols) {
+    Batch *b = calloc(1, sizeof(Batch));
+    if (!b) return NULL;
+    b->kind = kind;
+    b->n_cols = n_cols;
+    b->line_no = malloc(sizeof(int64_t) * BATCH_ROWS);
+    b->start = malloc(sizeof(int64_t) * BATCH_ROWS);
+    b->length = malloc(sizeof(int32_t) * BATCH_ROWS);
+    b->cols = calloc((size_t)n_cols, sizeof(Column));
+    if (!b->line_no || !b->start || !b->length || !b->cols) goto fail;
+    for (int c = 0; c < n_cols; c++) {
+        b->cols[c].validity = calloc(BATCH_ROWS / 8, 1);
+        b->cols[c].offsets = malloc(sizeof(int32_t) * (BATCH_ROWS + 1));
+        if (!b->cols[c].validity || !b->cols[c].offsets) goto fail;
+        b->cols[c].offsets[0] = 0;
+    }
+    return b;
+fail:
+    batch_free(b);
+    return NULL;
+}
+
+/* ---- JSON checks ---- */
+static inline const char *skip_ws(const char *p, const char *e) {
+    while (p < e && (*p == ' ' || *p == '\t' || *p == '\r')) p++;
+    return p;
+}
+
+static inline int hexval(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+static inline int read_hex4(const char *p, const char *e, unsigned *out) {
+    if (e - p < 4) return -1;
+    unsigned v = 0;
+    for (int i = 0; i < 4; i++) {
+        int h = hexval(p[i]);
+        if (h < 0) return -1;
+        v = (v << 4) | (unsigned)h;
+    }
+    *out = v;
+    return 0;
+}
+
+/* Length of the valid UTF-8 sequence at p (non-ASCII lead byte), or 0. */
+static inline int utf8_len(const unsigned char *p, const unsigned char *e) {
+    unsigned c = p[0];
+    if (c >= 0xC2 && c <= 0xDF) {
+        if (e - p >= 2 && (p[1] & 0xC0) == 0x80) return 2;
+        return 0;
+    }
+    if (c >= 0xE0 && c <= 0xEF) {
+        if (e - p < 3 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80) return 0;
+        if (c == 0xE0 && p[1] < 0xA0) return 0; /* overlong */
+        if (c == 0xED && p[1] > 0x9F) return 0; /* surrogate */
+        return 3;
+    }
+    if (c >= 0xF0 && c <= 0xF4) {
+        if (e - p < 4 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80 || (p[3] & 0xC0) != 0x80) return 0;
+        if (c == 0xF0 && p[1] < 0x90) return 0; /* overlong */
+        if (c == 0xF4 && p[1] > 0x8F) return 0; /* above U+10FFFF */
+        return 4;
+    }
+    return 0;
+}
+
+/* A JSON string starting at p ('"'); returns the byte after the closing quote
+ * or NULL. *escaped says whether it holds a backslash. */
+static const char *scan_string(const char *p, const char *e, int *escaped) {
+    const unsigned char *q = (const unsigned char *)p + 1, *end = (const unsigned char *)e;
+    int esc = 0;
+    while (q < end) {
+        unsigned c = *q;
+        if (c == '"') {
+            *escaped = esc;
+            return (const char *)q + 1;
+        }
+        if (c == '\\') {
+            esc = 1;
+            if (q + 1 >= end) return NULL;
+            unsigned n = q[1];
+            if (n == 'u') {
+                unsigned v;
+                if (read_hex4((const char *)q + 2, e, &v)) return NULL;
+                if (v >= 0xDC00 && v <= 0xDFFF) return NULL; /* lone low surrogate */
+                if (v >= 0xD800 && v <= 0xDBFF) {
+                    unsigned w;
+                    if (q + 12 > end || q[6] != '\\' || q[7] != 'u' || read_hex4((const char *)q + 8, e, &w) ||
+                        w < 0xDC00 || w > 0xDFFF)
+                        return NULL;
+                    q += 12;
+                } else {
+                    q += 6;
+                }
+                continue;
+            }
+            if (n == '"' || n == '\\' || n == '/' || n == 'b' || n == 'f' || n == 'n' || n == 'r' || n == 't') {
+                q += 2;
+                continue;
+            }
+            return NULL;
+        }
+        if (c < 0x20) return NULL;
+        if (c >= 0x80) {
+            int n = utf8_len(q, end);
+            if (!n) return NULL;
+            q += n;
+            continue;
+        }
+        q++;
+    }
+    return NULL;
+}
+
+/* Decode the JSON string literal [p, e) (quotes included, already checked). */
+static int decode_string(const char *p, const char *e, Bytes *out) {
+    if (bytes_reserve(out, e - p)) return -1;
+    char *w = out->p + out->len;
+    const char *q = p + 1, *end = e - 1;
+    while (q < end) {
+        const char *bs = memchr(q, '\\', (size_t)(end - q));
+        if (!bs) {
+            memcpy(w, q, (size_t)(end - q));
+            w += end - q;
+            break;
+        }
+        memcpy(w, q, (size_t)(bs - q));
+        w += bs - q;
+        char n = bs[1];
+        if (n == 'u') {
+            unsigned v = 0, lo = 0xDC00;
+            read_hex4(bs + 2, e, &v);
+            q = bs + 6;
+            if (v >= 0xD800 && v <= 0xDBFF) {
+                read_hex4(bs + 8, e, &lo);
+                v = 0x10000 + ((v - 0xD800) << 10) + (lo - 0xDC00);
+                q = bs + 12;
+            }
+            if (v < 0x80) {
+                *w++ = (char)v;
+            } else if (v < 0x800) {
+                *w++ = (char)(0xC0 | (v >> 6));
+                *w++ = (char)(0x80 | (v & 0x3F));
+            } else if (v < 0x10000) {
+                *w++ = (char)(0xE0 | (v >> 12));
+                *w++ = (char)(0x80 | ((v >> 6) & 0x3F));
+                *w++ = (char)(0x80 | (v & 0x3F));
+            } else {
+                *w++ = (char)(0xF0 | (v >> 18));
+                *w++ = (char)(0x80 | ((v >> 12) & 0x3F));
+                *w++ = (char)(0x80 | ((v >> 6) & 0x3F));
+                *w++ = (char)(0x80 | (v & 0x3F));
+            }
+            continue;
+        }
+        switch (n) {
+        case 'b': *w++ = '\b'; break;
+        case 'f': *w++ = '\f'; break;
+        case 'n': *w++ = '\n'; break;
+        case 'r': *w++ = '\r'; break;
+        case 't': *w++ = '\t'; break;
+        default: *w++ = n; break; /* " \ / */
+        }
+        q = bs + 2;
+    }
+    out->len = w - out->p;
+    return 0;
+}
+
+static const char *scan_number(const char *p, const char *e) {
+    const char *q = p;
+    int int_digits = 1;
+    if (q < e && *q == '-') q++;
+    if (q >= e) return NULL;
+    if (*q == '0') {
+        q++;
+    } else if (*q >= '1' && *q <= '9') {
+        const char *d = q;
+        while (q < e && *q >= '0' && *q <= '9') q++;
+        int_digits = (int)(q - d);
+        if (int_digits > MAX_INT_DIGITS) return NULL;
+    } else {
+        return NULL;
+    }
+    if (q < e && *q == '.') {
+        const char *d = ++q;
+        while (q < e && *q >= '0' && *q <= '9') q++;
+        if (q == d || q - d > MAX_FRAC_DIGITS) return NULL;
+    }
+    if (q < e && (*q == 'e' || *q == 'E')) {
+        q++;
+        int negative = 0;
+        if (q < e && (*q == '+' || *q == '-')) negative = *q++ == '-';
+        const char *d = q;
+        int exp = 0;
+        while (q < e && *q >= '0' && *q <= '9') exp = exp * 10 + (*q++ - '0');
+        if (q == d || q - d > MAX_EXP_DIGITS) return NULL;
+        if (!negative && int_digits - 1 + exp > MAX_DECIMAL_EXP) return NULL;
+    }
+    return q;
+}
+
+static const char *scan_value(const char *p, const char *e, int depth, int *type);
+
+static const char *scan_container(const char *p, const char *e, int depth, int object) {
+    if (depth >= MAX_DEPTH) return NULL;
+    char close = object ? '}' : ']';
+    const char *q = skip_ws(p + 1, e);
+    if (q < e && *q == close) return q + 1;
+    for (;;) {
+        int t, esc;
+        if (object) {
+            if (q >= e || *q != '"') return NULL;
+            q = scan_string(q, e, &esc);
+            if (!q) return NULL;
+            q = skip_ws(q, e);
+            if (q >= e || *q != ':') return NULL;
+            q = skip_ws(q + 1, e);
+        }
+        q = scan_value(q, e, depth + 1, &t);
+        if (!q) return NULL;
+        q = skip_ws(q, e);
+        if (q >= e) return NULL;
+        if (*q == close) return q + 1;
+        if (*q != ',') return NULL;
+        q = skip_ws(q + 1, e);
+    }
+}
+
+static const char *scan_value(const char *p, const char *e, int depth, int *type) {
+    if (p >= e) return NULL;
+    int esc;
+    switch (*p) {
+    case '"': *type = T_STR; return scan_string(p, e, &esc);
+    case '{': *type = T_OBJ; return scan_container(p, e, depth, 1);
+    case '[': *type = T_ARR; return scan_container(p, e, depth, 0);
+    case 't':
+        *type = T_TRUE;
+        return (e - p >= 4 && memcmp(p, "true", 4) == 0) ? p + 4 : NULL;
+    case 'f':
+        *type = T_FALSE;
+        return (e - p >= 5 && memcmp(p, "false", 5) == 0) ? p + 5 : NULL;
+    case 'n':
+        *type = T_NULL;
+        return (e - p >= 4 && memcmp(p, "null", 4) == 0) ? p + 4 : NULL;
+    default:
+        *type = T_NUM;
+        return scan_number(p, e);
+    }
+}
+
+/* ---- one line ---- */
+typedef struct {
+    const char *start[MAX_FIELDS];
+    const char *end[MAX_FIELDS];
+    int type[MAX_FIELDS];
+    int escaped[MAX_FIELDS];
+    uint64_t seen;
+    int kind;
+    int extra; /* unknown fields (or another kind's): the line goes to extra */
+} Parsed;
+
+static int type_ok(char cls, int t) {
+    if (t == T_NULL) return 1;
+    switch (cls) {
+    case 's': return t == T_STR;
+    case 'i':
+    case 'n': return t == T_NUM;
+    case 'b': return t == T_TRUE || t == T_FALSE;
+    case 'o': return t == T_OBJ;
+    }
+    return 0;
+}
+
+/* 0: a plain record (in *r); -1: leave the line to the full validation. */
+static int parse_line(const Config *cfg, const char *p, const char *e, Parsed *r) {
+    const char *unk[MAX_UNKNOWN];
+    size_t unk_len[MAX_UNKNOWN];
+    int n_unk = 0, seen_v = 0;
+    r->seen = 0;
+    r->kind = -1;
+    r->extra = 0;
+    const char *q = skip_ws(p, e);
+    if (q >= e || *q != '{') return -1;
+    q = skip_ws(q + 1, e);
+    if (q < e && *q == '}') return -1;
+    for (;;) {
+        int esc, t;
+        if (q >= e || *q != '"') return -1;
+        const char *ks = q + 1;
+        q = scan_string(q, e, &esc);
+        if (!q || esc) return -1; /* an escaped key could spell a known one */
+        size_t kl = (size_t)(q - 1 - ks);
+        q = skip_ws(q, e);
+        if (q >= e || *q != ':') return -1;
+        const char *vs = skip_ws(q + 1, e);
+        q = scan_value(vs, e, 0, &t);
+        if (!q) return -1;
+        const char *ve = q;
+        if (kl == 1 && ks[0] == 'v') {
+            if (seen_v || t != T_NUM || ve - vs != 1 || vs[0] != '1') return -1;
+            seen_v = 1;
+        } else if (kl == 4 && memcmp(ks, "kind", 4) == 0) {
+            if (r->kind >= 0 || t != T_STR) return -1;
+            for (int k = 0; k < cfg->n_kinds; k++)
+                if ((size_t)(ve - vs - 2) == cfg->kind_len[k] && memcmp(vs + 1, cfg->kind_names[k], cfg->kind_len[k]) == 0)
+                    r->kind = k;
+            if (r->kind < 0) return -1;
+        } else {
+            int f = -1;
+            if (kl > 0) {
+                const signed char *cands = cfg->hash[key_hash(ks, kl)];
+                for (int i = 0; i < 4 && cands[i] >= 0; i++)
+                    if (cfg->name_len[cands[i]] == kl && memcmp(cfg->names[cands[i]], ks, kl) == 0) {
+                        f = cands[i];
+                        break;
+                    }
+            }
+            if (f >= 0) {
+                if (r->seen & ((uint64_t)1 << f)) return -1; /* a key twice */
+                r->seen |= (uint64_t)1 << f;
+                r->start[f] = vs;
+                r->end[f] = ve;
+                r->type[f] = t;
+                r->escaped[f] = 0;
+                if (t == T_STR) r->escaped[f] = memchr(vs, '\\', (size_t)(ve - vs)) != NULL;
+            } else {
+                for (int i = 0; i < n_unk; i++)
+                    if (unk_len[i] == kl && memcmp(unk[i], ks, kl) == 0) return -1; /* a key twice */
+                if (n_unk == MAX_UNKNOWN) return -1;
+                unk[n_unk] = ks;
+                unk_len[n_unk++] = kl;
+            }
+        }
+        q = skip_ws(q, e);
+        if (q >= e) return -1;
+        if (*q == '}') break;
+        if (*q != ',') return -1;
+        q = skip_ws(q + 1, e);
+    }
+    q = skip_ws(q + 1, e);
+    if (q != e || !seen_v || r->kind < 0) return -1;
+    uint64_t mask = cfg->kind_mask[r->kind];
+    for (int i = 0; i < cfg->kind_n[r->kind]; i++) {
+        int f = cfg->kind_fields[r->kind][i];
+        if (!(r->seen & ((uint64_t)1 << f))) continue;
+        if (!type_ok(cfg->cls[f], r->type[f])) return -1;
+        if (cfg->cls[f] == 'i' && r->type[f] == T_NUM) {
+            /* Integers as plain digits only: parsers differ on -0, 1.0 and 1e2. */
+            if (r->start[f][0] == '-' && r->start[f][1] == '0') return -1;
+            for (const char *d = r->start[f]; d < r->end[f]; d++)
+                if (*d == '.' || *d == 'e' || *d == 'E') return -1;
+        }
+    }
+    r->extra = n_unk > 0 || (r->seen & ~mask) != 0;
+    return 0;
+}
+
+/* ---- per-thread scan ---- */
+typedef struct {
+    const Config *cfg;
+    const char *base; /* the whole buffer (offsets are relative to it) */
+    const char *p, *e; /* this segment */
+    int64_t lines;
+    Batch *head[MAX_KINDS], *tail[MAX_KINDS];
+    int64_t n_batches[MAX_KINDS];
+    int64_t accepted[MAX_KINDS];
+    Spans rejected;
+    int failed; /* out of memory */
+} Segment;
+
+static int reject(Segment *s, int64_t line, int64_t a, int64_t b) {
+    Spans *r = &s->rejected;
+    if (r->len == r->cap) {
+        int64_t cap = r->cap ? r->cap * 2 : 256;
+        Span *np = realloc(r->p, sizeof(Span) * (size_t)cap);
+        if (!np) return -1;
+        r->p = np;
+        r->cap = cap;
+    }
+    r->p[r->len].line_no = line;
+    r->p[r->len].start = a;
+    r->p[r->len].end = b;
+    r->len++;
+    return 0;
+}
+
+static int put(Column *c, int64_t row, const char *p, int64_t n) {
+    if (p) {
+        if (bytes_reserve(&c->data, n)) return -1;
+        memcpy(c->data.p + c->data.len, p, (size_t)n);
+        c->data.len += n;
+        c->validity[row >> 3] |= (uint8_t)(1u << (row & 7));
+    } else {
+        c->nulls++;
+    }
+    c->offsets[row + 1] = (int32_t)c->data.len;
+    return 0;
+}
+
+static int emit(Segment *s, const Parsed *r, int64_t line, const char *p, const char *e) {
+    const Config *cfg = s->cfg;
+    int k = r->kind;
+    int64_t len = e - p;
+    Batch *b = s->tail[k];
+    if (!b || b->rows == BATCH_ROWS || b->bytes + len > BATCH_BYTES) {
+        Batch *nb = batch_new(k, cfg->kind_n[k] + 1);
+        if (!nb) return -1;
+        if (b) b->next = nb; else s->head[k] = nb;
+        s->tail[k] = b = nb;
+        s->n_batches[k]++;
+    }
+    int64_t row = b->rows;
+    b->line_no[row] = line;
+    b->start[row] = p - s->base;
+    b->length[row] = (int32_t)len;
+    for (int i = 0; i < cfg->kind_n[k]; i++) {
+        int f = cfg->kind_fields[k][i];
+        Column *c = &b->cols[i];
+        if (!(r->seen & ((uint64_t)1 << f)) || r->type[f] == T_NULL) {
+            if (put(c, row, NULL, 0)) return -1;
+        } else if (r->type[f] == T_STR) {
+            if (r->escaped[f]) {
+                if (decode_string(r->start[f], r->end[f], &c->data)) return -1;
+                c->validity[row >> 3] |= (uint8_t)(1u << (row & 7));
+                c->offsets[row + 1] = (int32_t)c->data.len;
+            } else if (put(c, row, r->start[f] + 1, r->end[f] - r->start[f] - 2)) {
+                return -1;
+            }
+        } else if (put(c, row, r->start[f], r->end[f] - r->start[f])) {
+            return -1;
+        }
+    }
+    if (put(&b->cols[cfg->kind_n[k]], row, r->extra ? p : NULL, len)) return -1;
+    b->rows++;
+    b->bytes += len;
+    s->accepted[k]++;
+    return 0;
+}
+
+static void *scan_segment(void *arg) {
+    Segment *s = arg;
+    const char *p = s->p, *e = s->e;
+    int64_t line = 0;
+    Parsed r;
+    while (p < e) {
+        const char *nl = memchr(p, '\n', (size_t)(e - p));
+        const char *le = nl ? nl : e;
+        line++;
+        int ok = (le - p) <= s->cfg->max_line && parse_line(s->cfg, p, le, &r) == 0;
+        if (ok ? emit(s, &r, line, p, le) : reject(s, line, p - s->base, le - s->base)) {
+            s->failed = 1;
+            break;
+        }
+        p = nl ? nl + 1 : e;
+    }
+    s->lines = line;
+    return NULL;
+}
+
+/* ---- Arrow export ---- */
+typedef struct {
+    Shared *shared;
+    const void *buffers[3];
+} ChildPrivate;
+
+typedef struct {
+    Shared *shared;
+    int n;
+    const void *buffers[1]; /* the struct array's validity: none */
+    struct ArrowArray *child_ptrs[MAX_FIELDS + 2];
+    struct ArrowArray children[MAX_FIELDS + 2];
+} ParentPrivate;
+
+static void release_child(struct ArrowArray *a) {
+    ChildPrivate *cp = a->private_data;
+    shared_decref(cp->shared);
+    free(cp);
+    a->release = NULL;
+}
+
+static void release_parent(struct ArrowArray *a) {
+    ParentPrivate *pp = a->private_data;
+    for (int i = 0; i < pp->n; i++)
+        if (pp->children[i].release) pp->children[i].release(&pp->children[i]);
+    shared_decref(pp->shared);
+    free(pp);
+    a->release = NULL;
+}
+
+static int export_child(Shared *sh, struct ArrowArray *out, int64_t rows, int64_t nulls, const void *b0, const void *b1,
+                        const void *b2, int n_buffers) {
+    ChildPrivate *cp = malloc(sizeof(ChildPrivate));
+    if (!cp) return -1;
+    shared_incref(sh);
+    cp->shared = sh;
+    cp->buffers[0] = b0;
+    cp->buffers[1] = b1;
+    cp->buffers[2] = b2;
+    memset(out, 0, sizeof(*out));
+    out->length = rows;
+    out->null_count = nulls;
+    out->n_buffers = n_buffers;
+    out->buffers = cp->buffers;
+    out->release = release_child;
+    out->private_data = cp;
+    return 0;
+}
+
+static int export_batch(Shared *sh, const Batch *b, struct ArrowArray *out) {
+    ParentPrivate *pp = calloc(1, sizeof(ParentPrivate));
+    if (!pp) return -1;
+    shared_incref(sh);
+    pp->shared = sh;
+    pp->n = 1 + b->n_cols;
+    int bad = export_child(sh, &pp->children[0], b->rows, 0, NULL, b->line_no, NULL, 2);
+    for (int c = 0; c < b->n_cols && !bad; c++) {
+        const Column *col = &b->cols[c];
+        bad = export_child(sh, &pp->children[c + 1], b->rows, col->nulls, col->nulls ? col->validity : NULL,
+                           col->offsets, col->data.p ? col->data.p : "", 3);
+    }
+    for (int i = 0; i < pp->n; i++) pp->child_ptrs[i] = &pp->children[i];
+    memset(out, 0, sizeof(*out));
+    out->length = b->rows;
+    out->n_buffers = 1;
+    pp->buffers[0] = NULL;
+    out->buffers = pp->buffers;
+    out->n_children = pp->n;
+    out->children = pp->child_ptrs;
+    out->release = release_parent;
+    out->private_data = pp;
+    if (bad) {
+        release_parent(out);
+        return -1;
+    }
+    return 0;
+}
+
+static void release_schema(struct ArrowSchema *s) {
+    for (int64_t i = 0; i < s->n_children; i++) {
+        struct ArrowSchema *c = s->children[i];
+        if (c->release) c->release(c);
+    }
+    free(s->private_data); /* children array and structs */
+    s->release = NULL;
+}
+
+static void release_child_schema(struct ArrowSchema *s) { s->release = NULL; }
+
+static int export_schema(Shared *sh, int k, struct ArrowSchema *out) {
+    int n = sh->kind_n[k] + 2;
+    size_t size = sizeof(struct ArrowSchema *) * (size_t)n + sizeof(struct ArrowSchema) * (size_t)n;
+    void *block = calloc(1, size);
+    if (!block) return -1;
+    struct ArrowSchema **ptrs = block;
+    struct ArrowSchema *kids = (struct ArrowSchema *)(ptrs + n);
+    for (int i = 0; i < n; i++) {
+        ptrs[i] = &kids[i];
+        kids[i].format = i == 0 ? "l" : "u";
+        kids[i].name = sh->col_names[k][i];
+        kids[i].flags = ARROW_FLAG_NULLABLE;
+        kids[i].release = release_child_schema;
+    }
+    memset(out, 0, sizeof(*out));
+    out->format = "+s";
+    out->name = "";
+    out->n_children = n;
+    out->children = ptrs;
+    out->release = release_schema;
+    out->private_data = block;
+    return 0;
+}
+
+typedef struct {
+    Shared *shared;
+    int kind;
+    int64_t next;
+} StreamPrivate;
+
+static int stream_schema(struct ArrowArrayStream *st, struct ArrowSchema *out) {
+    StreamPrivate *sp = st->private_data;
+    return export_schema(sp->shared, sp->kind, out) ? 12 /* ENOMEM */ : 0;
+}
+
+static int stream_next(struct ArrowArrayStream *st, struct ArrowArray *out) {
+    StreamPrivate *sp = st->private_data;
+    if (sp->next >= sp->shared->n_batches[sp->kind]) {
+        memset(out, 0, sizeof(*out)); /* release == NULL: end of stream */
+        return 0;
+    }
+    return export_batch(sp->shared, sp->shared->batches[sp->kind][sp->next++], out) ? 12 : 0;
+}
+
+static const char *stream_error(struct ArrowArrayStream *st) {
+    (void)st;
+    return "out of memory";
+}
+
+static void stream_release(struct ArrowArrayStream *st) {
+    StreamPrivate *sp = st->private_data;
+    shared_decref(sp->shared);
+    free(sp);
+    st->release = NULL;
+}
+
+/* ---- Python objects ---- */
+typedef struct {
+    PyObject_HEAD
+    Config cfg;
+} ScannerObject;
+
+typedef struct {
+    PyObject_HEAD
+    Shared *shared;
+    int64_t lines;
+    int64_t accepted[MAX_KINDS];
+    PyObject *rejected; /* list of (line_no, start, end) */
+} ResultObject;
+
+typedef struct {
+    PyObject_HEAD
+    Shared *shared;
+    int kind;
+} StreamObject;
+
+static PyTypeObject ScannerType, ResultType, StreamType;
+
+static void capsule_free_stream(PyObject *cap) {
+    struct ArrowArrayStream *st = PyCapsule_GetPointer(cap, "arrow_array_stream");
+    if (st) {
+        if (st->release) st->release(st);
+        free(st);
+    }
+}
+
+static PyObject *stream_capsule(StreamObject *self, PyObject *args, PyObject *kwargs) {
+    static char *kwlist[] = {"requested_schema", NULL};
+    PyObject *requested = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O", kwlist, &requested)) return NULL;
+    struct ArrowArrayStream *st = calloc(1, sizeof(*st));
+    StreamPrivate *sp = calloc(1, sizeof(*sp));
+    if (!st || !sp) {
+        free(st);
+        free(sp);
+        return PyErr_NoMemory();
+    }
+    shared_incref(self->shared);
+    sp->shared = self->shared;
+    sp->kind = self->kind;
+    st->get_schema = stream_schema;
+    st->get_next = stream_next;
+    st->get_last_error = stream_error;
+    st->release = stream_release;
+    st->private_data = sp;
+    PyObject *cap = PyCapsule_New(st, "arrow_array_stream", capsule_free_stream);
+    if (!cap) {
+        stream_release(st);
+        free(st);
+    }
+    return cap;
+}
+
+static void stream_dealloc(StreamObject *self) {
+    shared_decref(self->shared);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMethodDef stream_methods[] = {
+    {"__arrow_c_stream__", (PyCFunction)(void (*)(void))stream_capsule, METH_VARARGS | METH_KEYWORDS,
+     "The scanned rows of one kind as an Arrow C stream (PyCapsule)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject StreamType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "loopscope.analyses._linescan.Rows",
+    .tp_basicsize = sizeof(StreamObject),
+    .tp_dealloc = (destructor)stream_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The accepted rows of one kind; DuckDB reads them through __arrow_c_stream__ (repeatably).",
+    .tp_methods = stream_methods,
+};
+
+static void result_dealloc(ResultObject *self) {
+    shared_decref(self->shared);
+    Py_XDECREF(self->rejected);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *result_rows(ResultObject *self, PyObject *arg) {
+    long k = PyLong_AsLong(arg);
+    if (k == -1 && PyErr_Occurred()) return NULL;
+    if (k < 0 || k >= self->shared->n_kinds) {
+        PyErr_SetString(PyExc_IndexError, "no such kind");
+        return NULL;
+    }
+    StreamObject *s = PyObject_New(StreamObject, &StreamType);
+    if (!s) return NULL;
+    shared_incref(self->shared);
+    s->shared = self->shared;
+    s->kind = (int)k;
+    return (PyObject *)s;
+}
+
+static PyObject *result_span(ResultObject *self, PyObject *arg) {
+    long long line = PyLong_AsLongLong(arg);
+    if (line == -1 && PyErr_Occurred()) return NULL;
+    Shared *sh = self->shared;
+    for (int k = 0; k < sh->n_kinds; k++)
+        for (int64_t i = 0; i < sh->n_batches[k]; i++) {
+            const Batch *b = sh->batches[k][i];
+            if (!b->rows || line < b->line_no[0] || line > b->line_no[b->rows - 1]) continue;
+            int64_t lo = 0, hi = b->rows - 1;
+            while (lo <= hi) {
+                int64_t mid = (lo + hi) / 2;
+                if (b->line_no[mid] == line) return Py_BuildValue("(LL)", (long long)b->start[mid], (long long)(b->start[mid] + b->length[mid]));
+                if (b->line_no[mid] < line) lo = mid + 1; else hi = mid - 1;
+            }
+        }
+    Py_RETURN_NONE;
+}
+
+static PyObject *result_get_lines(ResultObject *self, void *c) { (void)c; return PyLong_FromLongLong(self->lines); }
+static PyObject *result_get_rejected(ResultObject *self, void *c) { (void)c; Py_INCREF(self->rejected); return self->rejected; }
+static PyObject *result_get_accepted(ResultObject *self, void *c) {
+    (void)c;
+    PyObject *t = PyTuple_New(self->shared->n_kinds);
+    if (!t) return NULL;
+    for (int k = 0; k < self->shared->n_kinds; k++) PyTuple_SET_ITEM(t, k, PyLong_FromLongLong(self->accepted[k]));
+    return t;
+}
+
+static PyMethodDef result_methods[] = {
+    {"rows", (PyCFunction)result_rows, METH_O, "rows(kind) -> the accepted rows of that kind (an Arrow stream source)."},
+    {"span", (PyCFunction)result_span, METH_O, "span(line_no) -> (start, end) byte offsets of an accepted line, or None."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef result_getset[] = {
+    {"lines", (getter)result_get_lines, NULL, "lines scanned (a last line without newline included)", NULL},
+    {"accepted", (getter)result_get_accepted, NULL, "accepted rows per kind", NULL},
+    {"rejected", (getter)result_get_rejected, NULL, "[(line_no, start, end)] of the lines left to the full validation", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject ResultType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "loopscope.analyses._linescan.Scan",
+    .tp_basicsize = sizeof(ResultObject),
+    .tp_dealloc = (destructor)result_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "What one scan found.",
+    .tp_methods = result_methods,
+    .tp_getset = result_getset,
+};
+
+static char *dup_str(PyObject *s, size_t *len) {
+    Py_ssize_t n;
+    const char *u = PyUnicode_AsUTF8AndSize(s, &n);
+    if (!u) return NULL;
+    char *c = malloc((size_t)n + 1);
+    if (!c) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    memcpy(c, u, (size_t)n + 1);
+    if (len) *len = (size_t)n;
+    return c;
+}
+
+static void config_free(Config *c) {
+    for (int i = 0; i < c->n_fields; i++) free(c->names[i]);
+    for (int k = 0; k < c->n_kinds; k++) free(c->kind_names[k]);
+    memset(c, 0, sizeof(*c));
+}
+
+/* Scanner(fields, kinds, max_line): fields = ((name, class), ...) without v and
+ * kind; kinds = ((kind_name, (field index, ...)), ...). */
+static int scanner_init(ScannerObject *self, PyObject *args, PyObject *kwargs) {
+    static char *kwlist[] = {"fields", "kinds", "max_line", NULL};
+    PyObject *fields, *kinds;
+    long long max_line;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOL", kwlist, &fields, &kinds, &max_line)) return -1;
+    config_free(&self->cfg);
+    Config *c = &self->cfg;
+    memset(c->hash, -1, sizeof(c->hash));
+    c->max_line = max_line;
+    PyObject *fs = PySequence_Fast(fields, "fields must be a sequence");
+    if (!fs) return -1;
+    Py_ssize_t nf = PySequence_Fast_GET_SIZE(fs);
+    if (nf > MAX_FIELDS) {
+        Py_DECREF(fs);
+        PyErr_SetString(PyExc_ValueError, "too many fields");
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < nf; i++) {
+        PyObject *name, *cls;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(fs, i), "UU", &name, &cls)) goto fail_fs;
+        c->names[i] = dup_str(name, &c->name_len[i]);
+        if (!c->names[i]) goto fail_fs;
+        c->n_fields = (int)i + 1;
+        const char *cl = PyUnicode_AsUTF8(cls);
+        if (!cl || !strchr("sinbo", cl[0]) || !cl[0] || c->name_len[i] == 0) {
+            PyErr_SetString(PyExc_ValueError, "bad field");
+            goto fail_fs;
+        }
+        c->cls[i] = cl[0];
+        signed char *slot = c->hash[key_hash(c->names[i], c->name_len[i])];
+        int j = 0;
+        while (j < 4 && slot[j] >= 0) j++;
+        if (j == 4) {
+            PyErr_SetString(PyExc_ValueError, "field hash table full");
+            goto fail_fs;
+        }
+        slot[j] = (signed char)i;
+    }
+    Py_DECREF(fs);
+    PyObject *ks = PySequence_Fast(kinds, "kinds must be a sequence");
+    if (!ks) return -1;
+    Py_ssize_t nk = PySequence_Fast_GET_SIZE(ks);
+    if (nk > MAX_KINDS || nk == 0) {
+        Py_DECREF(ks);
+        PyErr_SetString(PyExc_ValueError, "bad number of kinds");
+        return -1;
+    }
+    for (Py_ssize_t k = 0; k < nk; k++) {
+        PyObject *name, *idx;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(ks, k), "UO", &name, &idx)) goto fail_ks;
+        c->kind_names[k] = dup_str(name, &c->kind_len[k]);
+        if (!c->kind_names[k]) goto fail_ks;
+        c->n_kinds = (int)k + 1;
+        PyObject *is = PySequence_Fast(idx, "field indices must be a sequence");
+        if (!is) goto fail_ks;
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(is);
+        for (Py_ssize_t j = 0; j < n && j < MAX_FIELDS; j++) {
+            long f = PyLong_AsLong(PySequence_Fast_GET_ITEM(is, j));
+            if (f < 0 || f >= c->n_fields) {
+                Py_DECREF(is);
+                if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "bad field index");
+                goto fail_ks;
+            }
+            c->kind_fields[k][j] = (int)f;
+            c->kind_mask[k] |= (uint64_t)1 << f;
+        }
+        c->kind_n[k] = (int)(n < MAX_FIELDS ? n : MAX_FIELDS);
+        Py_DECREF(is);
+    }
+    Py_DECREF(ks);
+    return 0;
+fail_fs:
+    Py_DECREF(fs);
+    return -1;
+fail_ks:
+    Py_DECREF(ks);
+    return -1;
+}
+
+static void scanner_dealloc(ScannerObject *self) {
+    config_free(&self->cfg);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static void segments_free(Segment *segs, int n) {
+    for (int t = 0; t < n; t++) {
+        for (int k = 0; k < MAX_KINDS; k++) {
+            Batch *b = segs[t].head[k];
+            while (b) {
+                Batch *nx = b->next;
+                batch_free(b);
+                b = nx;
+            }
+        }
+        free(segs[t].rejected.p);
+    }
+}
+
+/* scan(buffer, first_line, threads) -> Scan */
+static PyObject *scanner_scan(ScannerObject *self, PyObject *args) {
+    Py_buffer view;
+    long long first_line;
+    int threads;
+    if (!PyArg_ParseTuple(args, "y*Li", &view, &first_line, &threads)) return NULL;
+    const Config *cfg = &self->cfg;
+    if (cfg->n_kinds == 0) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "scanner not configured");
+        return NULL;
+    }
+    if (threads < 1) threads = 1;
+    if (threads > MAX_THREADS) threads = MAX_THREADS;
+    const char *base = view.buf, *end = base + view.len;
+    if (view.len < (Py_ssize_t)threads * 1024 * 1024) threads = 1;
+    Segment segs[MAX_THREADS];
+    memset(segs, 0, sizeof(segs));
+    int n = 0;
+    const char *p = base;
+    for (int t = 0; t < threads && p < end; t++) {
+        const char *e = end;
+        if (t < threads - 1) {
+            const char *cut = base + view.len / threads * (t + 1);
+            if (cut < p) cut = p;
+            const char *nl = cut < end ? memchr(cut, '\n', (size_t)(end - cut)) : NULL;
+            e = nl ? nl + 1 : end;
+        }
+        segs[n].cfg = cfg;
+        segs[n].base = base;
+        segs[n].p = p;
+        segs[n].e = e;
+        n++;
+        p = e;
+    }
+    pthread_t tids[MAX_THREADS];
+    int started[MAX_THREADS] = {0};
+    Py_BEGIN_ALLOW_THREADS
+    for (int t = 1; t < n; t++) started[t] = pthread_create(&tids[t], NULL, scan_segment, &segs[t]) == 0;
+    if (n > 0) scan_segment(&segs[0]);
+    for (int t = 1; t < n; t++) {
+        if (started[t]) pthread_join(tids[t], NULL);
+        else scan_segment(&segs[t]); /* no thread: scan it here */
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+
+    ResultObject *res = NULL;
+    Shared *sh = NULL;
+    int failed = 0;
+    for (int t = 0; t < n; t++) failed |= segs[t].failed;
+    if (failed) {
+        segments_free(segs, n);
+        return PyErr_NoMemory();
+    }
+    res = PyObject_New(ResultObject, &ResultType);
+    if (!res) goto fail;
+    res->shared = NULL;
+    res->rejected = NULL;
+    sh = calloc(1, sizeof(Shared));
+    if (!sh) goto nomem;
+    sh->refs = 1;
+    sh->n_kinds = cfg->n_kinds;
+    res->lines = 0;
+    for (int k = 0; k < cfg->n_kinds; k++) {
+        sh->kind_n[k] = cfg->kind_n[k];
+        sh->col_names[k][0] = strdup("line_no");
+        for (int i = 0; i < cfg->kind_n[k]; i++) sh->col_names[k][i + 1] = strdup(cfg->names[cfg->kind_fields[k][i]]);
+        sh->col_names[k][cfg->kind_n[k] + 1] = strdup("_line");
+        for (int i = 0; i < cfg->kind_n[k] + 2; i++)
+            if (!sh->col_names[k][i]) goto nomem;
+        int64_t total = 0;
+        for (int t = 0; t < n; t++) total += segs[t].n_batches[k];
+        sh->batches[k] = calloc((size_t)(total ? total : 1), sizeof(Batch *));
+        if (!sh->batches[k]) goto nomem;
+        res->accepted[k] = 0;
+    }
+    res->rejected = PyList_New(0);
+    if (!res->rejected) goto fail;
+    /* Number the lines over the segments; hand the batches over to Shared. */
+    int64_t before = first_line - 1;
+    for (int t = 0; t < n; t++) {
+        for (int k = 0; k < cfg->n_kinds; k++) {
+            for (Batch *b = segs[t].head[k]; b; b = b->next) {
+                for (int64_t i = 0; i < b->rows; i++) b->line_no[i] += before;
+                sh->batches[k][sh->n_batches[k]++] = b;
+            }
+            segs[t].head[k] = NULL;
+            res->accepted[k] += segs[t].accepted[k];
+        }
+        for (int64_t i = 0; i < segs[t].rejected.len; i++) {
+            Span *sp = &segs[t].rejected.p[i];
+            PyObject *item = Py_BuildValue("(LLL)", (long long)(sp->line_no + before), (long long)sp->start, (long long)sp->end);
+            if (!item || PyList_Append(res->rejected, item)) {
+                Py_XDECREF(item);
+                goto fail;
+            }
+            Py_DECREF(item);
+        }
+        before += segs[t].lines;
+        res->lines += segs[t].lines;
+    }
+    segments_free(segs, n);
+    res->shared = sh;
+    return (PyObject *)res;
+nomem:
+    PyErr_NoMemory();
+fail:
+    /* Batches not yet handed over are freed with the segments; the rest with sh. */
+    segments_free(segs, n);
+    if (sh) {
+        sh->refs = 1;
+        shared_decref(sh);
+    }
+    if (res) {
+        res->shared = NULL;
+        Py_XDECREF(res->rejected);
+        res->rejected = NULL;
+        Py_TYPE(res)->tp_free((PyObject *)res);
+    }
+    return NULL;
+}
+
+static PyMethodDef scanner_methods[] = {
+    {"scan", (PyCFunction)scanner_scan, METH_VARARGS,
+     "scan(buffer, first_line, threads) -> Scan: split, number and check the lines of a bytes-like buffer."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject ScannerType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "loopscope.analyses._linescan.Scanner",
+    .tp_basicsize = sizeof(ScannerObject),
+    .tp_dealloc = (destructor)scanner_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Scanner(fields, kinds, max_line): recognises plain loopscope records in JSON Lines.",
+    .tp_methods = scanner_methods,
+    .tp_init = (initproc)scanner_init,
+    .tp_new = PyType_GenericNew,
+};
+
+static struct PyModuleDef linescan_module = {
+    PyModuleDef_HEAD_INIT, "_linescan", "Native fast path of the loopscope records loader.", -1, NULL, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__linescan(void) {
+    if (PyType_Ready(&ScannerType) < 0 || PyType_Ready(&ResultType) < 0 || PyType_Ready(&StreamType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&linescan_module);
+    if (!m) return NULL;
+    Py_INCREF(&ScannerType);
+    if (PyModule_AddObject(m, "Scanner", (PyObject *)&ScannerType) < 0) {
+        Py_DECREF(&ScannerType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

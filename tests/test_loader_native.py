@@ -1,0 +1,246 @@
+"""The native scanner (analyses/native/linescan.c via loader_native) on what the property test cannot write.
+
+tests/test_loader_fast_path.py runs its differential tests on both fast paths
+(SQL and native). These add what its text-based generator does not reach:
+raw bytes (invalid UTF-8, NUL, CR), lines over the length limit, deep nesting,
+numbers that overflow, buffers big enough for the scan to run on several
+threads, chunk boundaries, and many left-over lines at once. Each loads the
+same bytes with the native path and with the full validation alone and
+compares everything stored, through ``loopscope load`` (the path a user
+takes) and the library.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+from loopscope.analyses import loader_native, loader_records
+from loopscope.analyses.loader import load_paths
+from loopscope.analyses.loader_sql import MAX_LINE_BYTES
+from loopscope.analyses.store import connect
+from loopscope.cli import app
+from typer.testing import CliRunner
+
+pytestmark = pytest.mark.skipif(not loader_native.available(), reason="the native scanner is not built")
+
+runner = CliRunner()
+
+
+def test_the_native_scanner_is_built_in_ci() -> None:
+    """CI installs with a C compiler: the native path must not silently fall back there."""
+    if os.environ.get("CI"):
+        assert loader_native.available()
+
+
+def tool_call(i: int, **over: Any) -> dict[str, Any]:
+    rec: dict[str, Any] = {
+        "v": 1, "kind": "tool_call", "ts": f"2026-11-22T00:{i // 60 % 60:02d}:{i % 60:02d}.5Z",
+        "conversation_id": f"c{i // 7}", "prompt_id": f"c{i // 7}-p{i // 3}", "agent": "a", "trace_id": None,
+        "span_id": None, "tool_call_id": f"t{i}", "tool_name": "search", "step": i % 5,
+        "input_shape": {"q": "string"}, "args_fingerprint": "ab" * 32, "outcome": "ok", "is_error": False,
+        "attempts": 1, "latency_ms": 12.5, "error_type": None, "error_message": None, "replayed": False,
+    }  # fmt: skip
+    rec.update(over)
+    return rec
+
+
+def loop_exit(i: int, **over: Any) -> dict[str, Any]:
+    rec: dict[str, Any] = {
+        "v": 1, "kind": "loop_exit", "ts": f"2026-11-22T01:{i // 60 % 60:02d}:{i % 60:02d}Z",
+        "conversation_id": f"c{i // 7}", "prompt_id": f"c{i // 7}-p{i // 3}", "agent": None, "trace_id": None,
+        "span_id": None, "exit_reason": "end_turn", "steps": 3, "tool_calls": 2, "tool_errors": 0,
+        "max_tool_calls": None, "input_tokens": 100, "output_tokens": 20, "duration_ms": 1500.0,
+        "error_type": None, "error_message": None,
+    }  # fmt: skip
+    rec.update(over)
+    return rec
+
+
+def compact(rec: dict[str, Any]) -> bytes:
+    return json.dumps(rec, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+@contextmanager
+def paths(native: bool) -> Iterator[None]:
+    saved = loader_records.FAST_PATH, loader_records.NATIVE
+    loader_records.FAST_PATH, loader_records.NATIVE = native, native
+    try:
+        yield
+    finally:
+        loader_records.FAST_PATH, loader_records.NATIVE = saved
+
+
+def stored(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+    def rows(query: str) -> list[tuple[Any, ...]]:
+        return [tuple(float.hex(v) if isinstance(v, float) else v for v in r) for r in con.execute(query).fetchall()]
+
+    return {
+        "tool_calls": rows(
+            "SELECT * REPLACE (tags::VARCHAR AS tags, input_shape::VARCHAR AS input_shape, extra::VARCHAR AS extra) "
+            "FROM tool_calls ORDER BY seq"
+        ),
+        "loop_exits": rows("SELECT * REPLACE (tags::VARCHAR AS tags, extra::VARCHAR AS extra) FROM loop_exits ORDER BY seq"),
+        "quarantine": rows("SELECT * EXCLUDE (quarantined_at) FROM quarantine ORDER BY line_no, reason, raw"),
+        "sources": rows(
+            "SELECT source_id, path, input_format, head_hash, head_len, bytes_loaded, lines_loaded "
+            "FROM sources ORDER BY source_id"
+        ),
+    }
+
+
+def load_both(tmp_path: Path, data: bytes, name: str = "log.jsonl", chunk: int | None = None) -> dict[str, Any]:
+    """Load ``data`` natively and with the full validation only; assert both store the same; return that."""
+    log = tmp_path / name
+    log.write_bytes(data)
+    results = {}
+    for native in (True, False):
+        con = connect(tmp_path / f"{'native' if native else 'full'}.duckdb")
+        saved = loader_records.NATIVE_CHUNK_BYTES
+        if chunk is not None:
+            loader_records.NATIVE_CHUNK_BYTES = chunk
+        try:
+            with paths(native):
+                summary = load_paths(con, [log]).as_dict()
+            results[native] = (summary, stored(con))
+        finally:
+            loader_records.NATIVE_CHUNK_BYTES = saved
+            con.close()
+    assert results[True][0] == results[False][0], "load summary: native (left) vs full validation (right)"
+    for table in results[False][1]:
+        assert results[True][1][table] == results[False][1][table], f"{table}: native (left) vs full validation (right)"
+    return results[True][1]
+
+
+HOSTILE_LINES: list[bytes] = [
+    compact(tool_call(1, error_message="bad \xff byte")).replace("\xff".encode(), b"\xff"),  # not UTF-8
+    compact(tool_call(2)).replace(b'"search"', b'"se\xc0\xafrch"'),  # overlong UTF-8 encoding
+    compact(tool_call(3)).replace(b'"search"', b'"se\x00rch"'),  # a raw NUL in a string
+    compact(tool_call(4, error_message="a\u2028b\U0001f600")),  # fine: must be taken
+    compact(tool_call(5, tags={"d": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]})),
+    compact(tool_call(6)).replace(b'"input_shape":{"q":"string"}', b'"input_shape":{"q":1e999}'),
+    compact(tool_call(7)).replace(b'"input_shape":{"q":"string"}', b'"input_shape":{"q":12345678901234567890123}'),
+    compact(tool_call(8)).replace(b'"search"', b'"\\ud800"'),  # a lone surrogate
+    compact(tool_call(9)).replace(b'"search"', b'"\\udc00\\ud800"'),
+    compact(tool_call(10)).replace(b'"step":0', b'"step":-0'),
+    compact(tool_call(11)).replace(b'"step":1', b'"step":1.0'),
+    compact(tool_call(12)).replace(b'"latency_ms":12.5', b'"latency_ms":1E+2'),
+    compact(tool_call(13)).replace(b'"latency_ms":12.5', b'"latency_ms":9.99e307'),
+    compact(tool_call(14)).replace(b'{"v":1,', b'{ "v" : 1 ,\t'),  # whitespace: taken
+    compact(tool_call(15)).replace(b"}", b",}"),  # a trailing comma (DuckDB reads it; JSON does not)
+    compact(tool_call(16)).replace(b'"step":1', b'"step":1,"step":2'),  # a key twice
+    compact(tool_call(17)) + b"\r",  # a CRLF line
+    b"   ",
+    b"",
+    b"\t{}",
+    b"[1,2]",
+    compact(tool_call(18, x_new={"deep": [1, {"a": None}]}, x_other="\u00e9")),  # unknown fields: taken
+    compact(tool_call(19, steps=4)),  # the other kind's field: extra
+    compact(loop_exit(20, error_message="x" * 1000)),
+    compact(tool_call(21, ts="2026-11-22T00:00:00+05:30")),
+    compact(tool_call(22, ts="infinity")),  # value check refuses: full validation names it
+    compact(tool_call(23, outcome="failed")),
+    compact(tool_call(24, attempts=0)),
+    compact(loop_exit(25, input_tokens=2**63)),
+    json.dumps(tool_call(26)).encode(),  # Python's default separators: taken
+    json.dumps(dict(reversed(list(tool_call(27).items())))).encode(),  # any key order: taken
+    compact(tool_call(28)).replace(b'"kind":"tool_call"', b'"kind":"tool\\u005fcall"'),  # escaped value
+    compact(tool_call(29)).replace(b'"step"', b'"st\\u0065p"'),  # escaped key
+]
+
+
+@pytest.mark.parametrize("ending", [b"\n", b""])
+def test_hostile_bytes_store_what_the_full_validation_stores(tmp_path: Path, ending: bytes) -> None:
+    data = b"\n".join(HOSTILE_LINES) + ending
+    got = load_both(tmp_path, data)
+    assert len(got["tool_calls"]) >= 15 and len(got["quarantine"]) >= 10  # both kinds of outcome happened
+
+
+def test_a_line_over_the_limit_is_quarantined_with_its_start_only(tmp_path: Path) -> None:
+    long = compact(tool_call(1, error_message="y" * (MAX_LINE_BYTES + 10)))
+    data = compact(tool_call(0)) + b"\n" + long + b"\n" + compact(tool_call(2)) + b"\n"
+    got = load_both(tmp_path, data)
+    assert [r[2] for r in got["tool_calls"]] == [1, 3]
+    (q,) = got["quarantine"]
+    assert q[2] == 2 and "line too long" in q[3]
+
+
+def test_an_over_long_unterminated_last_line_is_read_again_later(tmp_path: Path) -> None:
+    data = compact(tool_call(0)) + b"\n" + b'{"v":1,"kind":"tool_call","error_message":"' + b"z" * (MAX_LINE_BYTES + 5)
+    got = load_both(tmp_path, data)
+    (source,) = got["sources"]
+    assert source[5:] == (len(compact(tool_call(0))) + 1, 1)  # bytes and lines loaded stop before the long line
+    assert "line too long" in got["quarantine"][0][3]
+
+
+def big_log(n: int, seed: int) -> tuple[bytes, set[int]]:
+    """``n`` lines, mostly good, some bad at random places; returns the data and the bad line numbers."""
+    rnd = random.Random(seed)
+    lines, bad = [], set()
+    for i in range(n):
+        pick = rnd.random()
+        if pick < 0.01:
+            lines.append(b'{"v":1,"kind":"tool_call","ts":"nope"' + (b"}" if i % 2 else b""))
+            bad.add(i + 1)
+        elif pick < 0.15:
+            lines.append(compact(loop_exit(i)))
+        else:
+            lines.append(compact(tool_call(i, error_message=None if i % 4 else f'HTTP 500 {{"e":"\\"{i}\\""}}')))
+    return b"\n".join(lines) + b"\n", bad
+
+
+def test_a_buffer_scanned_on_several_threads_numbers_its_lines_right(tmp_path: Path) -> None:
+    # Over a MiB per thread: the scan splits the buffer; line numbers must run on across the cut.
+    data, bad = big_log(12_000, seed=1)
+    assert len(data) > 2 * 1024 * 1024 * max(1, loader_native.THREADS // 2)
+    got = load_both(tmp_path, data)
+    assert {q[2] for q in got["quarantine"]} == bad
+    stored_lines = sorted([r[2] for r in got["tool_calls"]] + [r[2] for r in got["loop_exits"]])
+    assert stored_lines == [i for i in range(1, 12_001) if i not in bad]
+
+
+def test_chunks_of_the_file_meet_inside_lines_and_numbering_holds(tmp_path: Path) -> None:
+    data, bad = big_log(800, seed=2)
+    got = load_both(tmp_path, data, chunk=4096)
+    assert {q[2] for q in got["quarantine"]} == bad
+    assert len(got["tool_calls"]) + len(got["loop_exits"]) == 800 - len(bad)
+
+
+def test_many_left_over_lines_go_to_the_full_validation_as_one_block(tmp_path: Path) -> None:
+    # More than REST_LIST_MAX lines the scanner leaves (a trailing comma in each): one text block.
+    n = loader_native.REST_LIST_MAX + 500
+    data = b"".join(compact(tool_call(i)).replace(b"}", b",}") + b"\n" for i in range(n))
+    got = load_both(tmp_path, data)
+    assert len(got["tool_calls"]) == n
+
+
+def test_gzip_and_a_grown_file_through_the_cli(tmp_path: Path) -> None:
+    import gzip
+
+    zipped = b"".join(compact(tool_call(i)) + b"\n" for i in range(100, 150))
+    (tmp_path / "a.jsonl.gz").write_bytes(gzip.compress(zipped))
+    first = b"".join(compact(tool_call(i)) + b"\n" for i in range(50))
+    plain = tmp_path / "b.jsonl"
+    plain.write_bytes(first[:-40])  # the last record cut off mid-line
+    db = str(tmp_path / "s.duckdb")
+    out = runner.invoke(app, ["load", str(tmp_path), "--db", db, "--format", "json"], catch_exceptions=False)
+    assert out.exit_code == 0, out.output
+    summary = json.loads(out.stdout)
+    assert summary["tool_calls"] == 99 and summary["quarantined"] == 1
+    plain.write_bytes(first + compact(loop_exit(1)) + b"\n")  # the writer finished the line and went on
+    out = runner.invoke(app, ["load", str(plain), "--db", db, "--format", "json"], catch_exceptions=False)
+    summary = json.loads(out.stdout)
+    assert (summary["tool_calls"], summary["loop_exits"], summary["quarantined"]) == (1, 1, 0), summary
+    con = duckdb.connect(db, read_only=True)
+    try:
+        assert con.execute("SELECT count(*) FROM quarantine").fetchone() == (0,)
+        assert con.execute("SELECT count(*), count(DISTINCT tool_call_id) FROM tool_calls").fetchone() == (100, 100)
+    finally:
+        con.close()
