@@ -197,6 +197,7 @@ def load_paths(
     try:
         summary = _load_files(con, files, input_format, dict(reader_options or {}), progress)
     finally:
+        loader_records.release_buffer()
         con.execute(RESET_MEMORY_LIMIT_SQL)
     summary.ignored = [_display(p) for p in ignored]
     return summary

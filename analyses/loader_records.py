@@ -42,7 +42,7 @@ FAST_PATH = True
 NATIVE = native.available()
 """Whether the fast path is the C scanner (``loader_native``) rather than the SQL one (tests switch it)."""
 
-NATIVE_CHUNK_BYTES = 256 * 1024 * 1024
+NATIVE_CHUNK_BYTES = 1024 * 1024 * 1024
 """How much of a plain file one native scan and insert takes (whole lines; a longer line makes a longer chunk)."""
 
 GZIP_FAST_MAX_BYTES = 1024 * 1024 * 1024
@@ -333,6 +333,22 @@ def native_insert(
     return tc, le, bad, last_ok, out.lines
 
 
+_buffer: list[bytearray] = []
+
+
+def _read_buffer(size: int) -> bytearray:
+    """A buffer of at least ``size`` bytes, the same one from file to file (fresh pages cost a fault each)."""
+    if not _buffer or len(_buffer[0]) < size:
+        _buffer.clear()
+        _buffer.append(bytearray(size))
+    return _buffer[0]
+
+
+def release_buffer() -> None:
+    """Give the read buffer back (the end of a load)."""
+    _buffer.clear()
+
+
 def read_native(
     con: duckdb.DuckDBPyConnection,
     path: Path,
@@ -343,20 +359,46 @@ def read_native(
     seq_base: int,
     tick: Callable[[int], None],
 ) -> tuple[int, int, list[int]] | None:
-    """Native path over a whole file from ``start_offset``: memory-mapped, in chunks of whole lines.
+    """Native path over a file from ``start_offset``, in chunks of whole lines read into one reused buffer.
 
     A gzip file is decompressed to a temporary file first (offsets count
-    content bytes, as everywhere). Returns what ``read_in_blocks`` returns,
-    or None for a gzip file that is broken or too big to copy (the block path
-    reports the break).
+    content bytes, as everywhere). A line longer than a chunk is over the
+    length limit anyway: from there on the block path (``read_in_blocks``)
+    takes over, which skips such lines without holding them. Returns what
+    ``read_in_blocks`` returns, or None for a gzip file that is broken or too
+    big to copy (the block path reports the break).
     """
     if not is_gzip(path):
-        return _read_native_plain(con, path, start_offset, lines_before, source_id, display, seq_base, tick)
+        return _read_native_then_blocks(con, path, path, start_offset, lines_before, source_id, display, seq_base, tick)
     with tempfile.TemporaryDirectory(prefix="loopscope-") as tmp:
         plain = Path(tmp) / "content.jsonl"
         if not _decompress(path, plain):
             return None
-        return _read_native_plain(con, plain, start_offset, lines_before, source_id, display, seq_base, tick)
+        return _read_native_then_blocks(con, plain, path, start_offset, lines_before, source_id, display, seq_base, tick)
+
+
+def _read_native_then_blocks(
+    con: duckdb.DuckDBPyConnection,
+    plain: Path,
+    path: Path,
+    start_offset: int,
+    lines_before: int,
+    source_id: int,
+    display: str,
+    seq_base: int,
+    tick: Callable[[int], None],
+) -> tuple[int, int, list[int]]:
+    end_offset, last_line, totals, done = _read_native_plain(
+        con, plain, start_offset, lines_before, source_id, display, seq_base, tick
+    )
+    if done:
+        return end_offset, last_line, totals
+    # seq stays base + line number: the block path gets the same base back.
+    base = seq_base - lines_before + last_line
+    more_end, more_line, more = read_in_blocks(
+        con, path, end_offset, last_line, source_id, display, base, lambda n: tick(end_offset - start_offset + n)
+    )
+    return more_end, more_line, [a + b for a, b in zip(totals, more)]
 
 
 def _read_native_plain(
@@ -368,50 +410,55 @@ def _read_native_plain(
     display: str,
     seq_base: int,
     tick: Callable[[int], None],
-) -> tuple[int, int, list[int]]:
+) -> tuple[int, int, list[int], bool]:
+    """Returns (offset and line consumed up to, counts, whether the file was read to its end)."""
     totals = [0, 0, 0]
     end_offset, last_line = start_offset, lines_before
     try:
-        f = open(path, "rb")
+        f = open(path, "rb", buffering=0)
+        f.seek(start_offset)
+        remaining = os.fstat(f.fileno()).st_size - start_offset
     except OSError as exc:
         raise UnreadableFile(f"cannot read {path}: {exc.strerror or exc}", hint="check the file's permissions") from None
     with f:
-        size = os.fstat(f.fileno()).st_size
-        if size <= start_offset:
-            return end_offset, last_line, totals
+        # No bigger than the file needs (it may grow meanwhile: then the loop reads on).
+        cap = min(NATIVE_CHUNK_BYTES, max(64 * 1024, remaining + 1))
+        buf = _read_buffer(cap)
+        view = memoryview(buf)
+        have, pos, eof = 0, start_offset, False  # bytes in buf; the file offset of buf[0]
         try:
-            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        except (OSError, ValueError) as exc:
-            raise UnreadableFile(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}", hint="check the file") from None
-        with mm:
-            pos = start_offset
-            if pos == 0 and mm[:3] == b"\xef\xbb\xbf":
-                pos = 3
-            view = memoryview(mm)
-            try:
-                while pos < size:
-                    end = min(size, pos + NATIVE_CHUNK_BYTES)
-                    if end < size:
-                        cut = mm.rfind(b"\n", pos, end)
-                        if cut == -1:
-                            cut = mm.find(b"\n", end)
-                        end = size if cut == -1 else cut + 1
-                    unterminated = mm[end - 1 : end] != b"\n"
-                    first = last_line + 1
-                    counts = native_insert(
-                        con, view[pos:end], first, unterminated, source_id, display, seq_base - lines_before
-                    )
-                    for i in range(3):
-                        totals[i] += counts[i]
-                    lines_here = counts[4]
-                    if not unterminated or counts[3]:
-                        end_offset, last_line = end, first + lines_here - 1
-                    else:
-                        # A truncated last line stays unconsumed (as in read_in_blocks).
-                        end_offset = mm.rfind(b"\n", pos, end) + 1 or pos
-                        last_line = first + lines_here - 2
-                    pos = end
-                    tick(end_offset - start_offset)
-            finally:
-                view.release()
-    return end_offset, last_line, totals
+            while True:
+                while not eof and have < cap:
+                    try:
+                        n = f.readinto(view[have:cap])
+                    except OSError as exc:
+                        raise UnreadableFile(
+                            f"cannot read {path} past byte {pos + have}: {exc.strerror or exc}", hint="check the file and the disk"
+                        ) from None
+                    eof = not n
+                    have += n or 0
+                skip = 3 if pos == 0 and have >= 3 and buf[:3] == b"\xef\xbb\xbf" else 0  # a byte-order mark
+                if have <= skip:
+                    return end_offset, last_line, totals, True
+                end = have if eof else buf.rfind(b"\n", 0, have) + 1
+                if end <= skip:
+                    return end_offset, last_line, totals, False  # a line longer than the buffer
+                unterminated = buf[end - 1] != 0x0A
+                first = last_line + 1
+                counts = native_insert(
+                    con, view[skip:end], first, unterminated, source_id, display, seq_base - lines_before
+                )
+                for i in range(3):
+                    totals[i] += counts[i]
+                if not unterminated or counts[3]:
+                    end_offset, last_line = pos + end, first + counts[4] - 1
+                else:
+                    # A truncated last line stays unconsumed (as in read_in_blocks).
+                    end_offset, last_line = pos + max(skip, buf.rfind(b"\n", 0, end) + 1), first + counts[4] - 2
+                tick(end_offset - start_offset)
+                if eof:
+                    return end_offset, last_line, totals, True
+                buf[: have - end] = buf[end:have]  # the start of the next line to the front
+                have, pos = have - end, pos + end
+        finally:
+            view.release()

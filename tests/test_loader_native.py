@@ -213,6 +213,15 @@ def test_chunks_of_the_file_meet_inside_lines_and_numbering_holds(tmp_path: Path
     assert len(got["tool_calls"]) + len(got["loop_exits"]) == 800 - len(bad)
 
 
+def test_a_line_longer_than_a_chunk_hands_over_to_the_block_path(tmp_path: Path) -> None:
+    lines = [compact(tool_call(i)) for i in range(30)]
+    lines[12] = compact(tool_call(12, error_message="w" * 9000))  # longer than a 4 KiB chunk, under the limit
+    lines[20] = b"{broken"
+    got = load_both(tmp_path, b"\n".join(lines) + b"\n", chunk=4096)
+    assert [r[2] for r in got["tool_calls"]] == [i for i in range(1, 31) if i != 21]
+    assert [q[2] for q in got["quarantine"]] == [21]
+
+
 def test_many_left_over_lines_go_to_the_full_validation_as_one_block(tmp_path: Path) -> None:
     # More than REST_LIST_MAX lines the scanner leaves (a trailing comma in each): one text block.
     n = loader_native.REST_LIST_MAX + 500
