@@ -93,6 +93,7 @@ typedef struct {
     int kind_n[MAX_KINDS];             /* fields emitted for the kind */
     int kind_fields[MAX_KINDS][MAX_FIELDS];
     uint64_t kind_mask[MAX_KINDS];     /* bit per field that belongs to the kind */
+    int kind_pos[MAX_KINDS][MAX_FIELDS]; /* field -> its place in the kind's order, or -1 */
     int64_t max_line;
     signed char hash[256][4];          /* key hash -> field indices */
 } Config;
@@ -484,13 +485,27 @@ static int parse_line(const Config *cfg, const char *p, const char *e, Parsed *r
     if (q >= e || *q != '{') return -1;
     q = skip_ws(q + 1, e);
     if (q < e && *q == '}') return -1;
+    int next = 0; /* where in the kind's order the next key probably is */
     for (;;) {
-        int esc, t;
+        int esc = 0, t, f = -2;
         if (q >= e || *q != '"') return -1;
         const char *ks = q + 1;
-        q = scan_string(q, e, &esc);
-        if (!q || esc) return -1; /* an escaped key could spell a known one */
-        size_t kl = (size_t)(q - 1 - ks);
+        size_t kl;
+        if (r->kind >= 0 && next < cfg->kind_n[r->kind]) {
+            /* Writers keep one order: try the expected key first (names are plain, no escapes). */
+            int pf = cfg->kind_fields[r->kind][next];
+            size_t nl = cfg->name_len[pf];
+            if ((size_t)(e - ks) > nl && ks[nl] == '"' && memcmp(ks, cfg->names[pf], nl) == 0) {
+                f = pf;
+                kl = nl;
+                q = ks + nl + 1;
+            }
+        }
+        if (f == -2) {
+            q = scan_string(q, e, &esc);
+            if (!q || esc) return -1; /* an escaped key could spell a known one */
+            kl = (size_t)(q - 1 - ks);
+        }
         q = skip_ws(q, e);
         if (q >= e || *q != ':') return -1;
         const char *vs = skip_ws(q + 1, e);
@@ -507,8 +522,8 @@ static int parse_line(const Config *cfg, const char *p, const char *e, Parsed *r
                     r->kind = k;
             if (r->kind < 0) return -1;
         } else {
-            int f = -1;
-            if (kl > 0) {
+            if (f == -2) f = -1;
+            if (f == -1 && kl > 0) {
                 const signed char *cands = cfg->hash[key_hash(ks, kl)];
                 for (int i = 0; i < 4 && cands[i] >= 0; i++)
                     if (cfg->name_len[cands[i]] == kl && memcmp(cfg->names[cands[i]], ks, kl) == 0) {
@@ -524,6 +539,7 @@ static int parse_line(const Config *cfg, const char *p, const char *e, Parsed *r
                 r->type[f] = t;
                 r->escaped[f] = 0;
                 if (t == T_STR) r->escaped[f] = memchr(vs, '\\', (size_t)(ve - vs)) != NULL;
+                if (r->kind >= 0 && cfg->kind_pos[r->kind][f] >= 0) next = cfg->kind_pos[r->kind][f] + 1;
             } else {
                 for (int i = 0; i < n_unk; i++)
                     if (unk_len[i] == kl && memcmp(unk[i], ks, kl) == 0) return -1; /* a key twice */
@@ -587,9 +603,11 @@ static int reject(Segment *s, int64_t line, int64_t a, int64_t b) {
 
 static int put(Column *c, int64_t row, const char *p, int64_t n) {
     if (p) {
-        if (bytes_reserve(&c->data, n)) return -1;
-        memcpy(c->data.p + c->data.len, p, (size_t)n);
-        c->data.len += n;
+        if (n) {
+            if (bytes_reserve(&c->data, n)) return -1;
+            memcpy(c->data.p + c->data.len, p, (size_t)n);
+            c->data.len += n;
+        }
         c->validity[row >> 3] |= (uint8_t)(1u << (row & 7));
     } else {
         c->nulls++;
@@ -1003,6 +1021,13 @@ static int scanner_init(ScannerObject *self, PyObject *args, PyObject *kwargs) {
             goto fail_fs;
         }
         c->cls[i] = cl[0];
+        for (size_t j = 0; j < c->name_len[i]; j++) {
+            char ch = c->names[i][j];
+            if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_')) {
+                PyErr_SetString(PyExc_ValueError, "field names must be plain: a-z, 0-9, _");
+                goto fail_fs;
+            }
+        }
         signed char *slot = c->hash[key_hash(c->names[i], c->name_len[i])];
         int j = 0;
         while (j < 4 && slot[j] >= 0) j++;
@@ -1024,6 +1049,7 @@ static int scanner_init(ScannerObject *self, PyObject *args, PyObject *kwargs) {
     for (Py_ssize_t k = 0; k < nk; k++) {
         PyObject *name, *idx;
         if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(ks, k), "UO", &name, &idx)) goto fail_ks;
+        for (int f = 0; f < MAX_FIELDS; f++) c->kind_pos[k][f] = -1;
         c->kind_names[k] = dup_str(name, &c->kind_len[k]);
         if (!c->kind_names[k]) goto fail_ks;
         c->n_kinds = (int)k + 1;
@@ -1038,6 +1064,7 @@ static int scanner_init(ScannerObject *self, PyObject *args, PyObject *kwargs) {
                 goto fail_ks;
             }
             c->kind_fields[k][j] = (int)f;
+            c->kind_pos[k][f] = (int)j;
             c->kind_mask[k] |= (uint64_t)1 << f;
         }
         c->kind_n[k] = (int)(n < MAX_FIELDS ? n : MAX_FIELDS);
