@@ -3,11 +3,13 @@
 ``load_paths(con, paths)`` expands PATHs (files, directories, globs), picks a
 reader per file and loads each file in its own transaction:
 
-- loopscope records (JSONL, optionally gzipped) are cut into large blocks of
-  whole lines and handed to DuckDB, which splits, parses and validates them
-  (``loader_fast_sql`` for lines as the collector writes them, ``loader_sql``
-  for the rest). Bad lines go to ``quarantine`` with file, line number,
-  reason and the raw text; unknown fields are kept in ``extra``.
+- loopscope records (JSONL, optionally gzipped) are read in large chunks of
+  whole lines. The native scanner (``loader_native``, a C extension) numbers
+  and checks the lines and hands plain records to DuckDB; without the
+  extension DuckDB splits and parses them (``loader_fast_sql``). Whatever the
+  fast path leaves goes through the full validation (``loader_sql``). Bad
+  lines go to ``quarantine`` with file, line number, reason and the raw text;
+  unknown fields are kept in ``extra``.
 - other formats (``messages``, ``otlp``) are read by their reader
   (``readers``); the records it returns are written to a temporary JSONL file
   and loaded through the very same SQL, so every record meets one validator.

@@ -1,13 +1,19 @@
-"""Records files into the store: the two ways lines reach the validating SQL.
+"""Records files into the store: the ways lines reach the store.
 
-``read_whole_file``: DuckDB's parallel CSV reader reads a plain file as one
-text column, one row per line; the row's position is the line number, which
-the newline count checked in Python guarantees. ``read_in_blocks``
-(everything else: gzip, resumed files, CR or control bytes, invalid UTF-8,
-over-long lines): Python cuts the file into blocks of whole lines and DuckDB
-splits them. Both end in ``check_and_insert``: lines exactly as the
-collector writes them go straight in (``loader_fast_sql``), the rest through
-the full validation (``loader_sql``).
+``read_native`` (the default when the C extension is built): the file is read
+into one reused buffer in chunks of whole lines (a file up to 1 GiB in one)
+and each chunk goes to ``native_insert``: the scanner (``loader_native``)
+inserts the plain records, the full validation (``loader_sql``) takes the
+rest. Without the extension, ``read_whole_file``: DuckDB's parallel CSV reader
+reads a plain file as one text column, one row per line; the row's position
+is the line number, which the newline count checked in Python guarantees.
+``read_in_blocks`` (what neither takes: a resumed gzip file, a broken gzip
+stream, the rest of a file after a line longer than a chunk; without the
+extension also resumed files, CR or control bytes, invalid UTF-8): Python
+cuts the file into blocks of whole lines; each block takes the native path,
+or else DuckDB splits it. The SQL routes end in ``check_and_insert``: lines
+exactly as the collector writes them go straight in (``loader_fast_sql``),
+the rest through the full validation.
 """
 
 from __future__ import annotations
