@@ -3,15 +3,17 @@
 The C scanner (analyses/native/linescan.c) splits a buffer into lines,
 numbers them and recognises plain loopscope records: valid JSON objects with
 ``"v":1``, a known ``kind``, each known field at most once and of its JSON
-type, in any order and spacing, unknown fields allowed. It hands their values
-to DuckDB through the Arrow C stream interface (no copy through Python, no
-text table, no second parse); the INSERT here applies the spec's value checks
-(``loader_fast_sql.value_checks``: timestamps, integer ranges, the outcome
-set, required fields) exactly as the SQL fast path does. Every line the
-scanner or the value checks refuse goes through the full validation
-(``loader_sql``), which stores it or quarantines it with a reason, so the
-result is the same row for row whichever path a line takes
-(tests/test_loader_fast_path.py compares them).
+type, in any order and spacing, unknown fields allowed. It also applies the
+spec's value checks and types the values (``ts`` to UTC microseconds, integers
+within their ranges, finite numbers, required fields present), and hands the
+rows to DuckDB through the Arrow C stream interface: no copy through Python,
+no text table, no second parse, no casts. The INSERT here adds what is left:
+the ``outcome`` set, objects as DuckDB's canonical JSON text, defaults, and
+unknown fields to ``extra``. Every line the scanner or the INSERT refuses
+goes through the full validation (``loader_sql``), which stores it or
+quarantines it with a reason, so a line is stored the same whichever path it
+takes (tests/test_loader_fast_path.py and tests/test_loader_native.py compare
+them).
 
 The extension is optional: without a C compiler at install time
 ``SCANNER`` is None and the loader uses the SQL fast path.
@@ -24,8 +26,8 @@ import os
 import duckdb
 
 from loopscope.analyses import loader_sql as sql
-from loopscope.analyses.loader_fast_sql import LOOP_EXIT_ORDER, TOOL_CALL_ORDER, value_checks
-from loopscope.analyses.loader_sql import EXTRA_PATCH, FIELDS, MAX_LINE_BYTES, RAW_CAP, ts_value_sql
+from loopscope.analyses.loader_fast_sql import LOOP_EXIT_ORDER, TOOL_CALL_ORDER
+from loopscope.analyses.loader_sql import EXTRA_PATCH, FIELDS, INT_RANGE, MAX_LINE_BYTES, RAW_CAP, VALUE_SETS
 
 try:
     from loopscope.analyses import _linescan
@@ -34,13 +36,26 @@ except ImportError:  # built without a C compiler: the SQL fast path takes over
 
 KINDS = ("tool_call", "loop_exit")
 _ORDERS = {"tool_call": TOOL_CALL_ORDER, "loop_exit": LOOP_EXIT_ORDER}
-_CLASS_CODE = {"str": "s", "int": "i", "num": "n", "bool": "b", "obj": "o"}
-_FIELD_CODES = tuple((name, _CLASS_CODE[tclass]) for name, tclass, *_ in FIELDS)
-_INDEX = {name: i for i, (name, _) in enumerate(_FIELD_CODES)}
+_INT32_MAX = 2**31 - 1
+
+
+def _field_spec(name: str, tclass: str, required: bool) -> tuple[str, str, bool, int, int]:
+    """(name, class, required, lo, hi) for the scanner; the class says how the value is checked and typed:
+    s string, o object (JSON text), t timestamp, i / I integer in [lo, hi] (32 / 64 bit), n double, b boolean."""
+    if name == "ts":
+        return name, "t", required, 0, 0
+    if tclass == "int":
+        lo, hi = INT_RANGE[name]
+        return name, "i" if hi <= _INT32_MAX else "I", required, lo, hi
+    return name, {"str": "s", "num": "n", "bool": "b", "obj": "o"}[tclass], required, 0, 0
+
+
+_FIELD_SPECS = tuple(_field_spec(name, tclass, required) for name, tclass, required, *_ in FIELDS)
+_INDEX = {spec[0]: i for i, spec in enumerate(_FIELD_SPECS)}
 
 SCANNER = (
     _linescan.Scanner(
-        _FIELD_CODES,
+        _FIELD_SPECS,
         tuple((kind, tuple(_INDEX[f] for f in _ORDERS[kind][2:])) for kind in KINDS),
         MAX_LINE_BYTES,
     )
@@ -55,43 +70,43 @@ THREADS = max(1, min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaf
 VIEW = "_ls_scan"
 """The name the scanned rows are registered under while a statement reads them."""
 
-_COMMON = (
-    "conversation_id, prompt_id, coalesce(agent, 'default') AS agent, trace_id, span_id, json(tags) AS tags"
-)
+# The scanner checked the values and typed them (timestamps in UTC, integers
+# in range, finite numbers, required fields present); what is left for SQL:
+# the string value sets, objects as DuckDB's canonical JSON text, defaults.
+_COMMON = "ts, conversation_id, prompt_id, coalesce(agent, 'default') AS agent, trace_id, span_id, json(tags) AS tags"
 _COLUMNS = {
     "tool_call": _COMMON
-    + ", tool_call_id, tool_name, try_cast(step AS INTEGER) AS step, json(input_shape) AS input_shape, "
-    "args_fingerprint, outcome, is_error = 'true' AS is_error, coalesce(try_cast(attempts AS INTEGER), 1) AS attempts, "
-    "try_cast(latency_ms AS DOUBLE) AS latency_ms, error_type, error_message, coalesce(replayed = 'true', false) AS replayed",
+    + ", tool_call_id, tool_name, step, json(input_shape) AS input_shape, args_fingerprint, outcome, is_error, "
+    "coalesce(attempts, 1) AS attempts, latency_ms, error_type, error_message, coalesce(replayed, false) AS replayed",
     "loop_exit": _COMMON
-    + ", exit_reason, try_cast(steps AS INTEGER) AS steps, try_cast(tool_calls AS INTEGER) AS tool_calls, "
-    "try_cast(tool_errors AS INTEGER) AS tool_errors, try_cast(max_tool_calls AS INTEGER) AS max_tool_calls, "
-    "try_cast(input_tokens AS BIGINT) AS input_tokens, try_cast(output_tokens AS BIGINT) AS output_tokens, "
-    "try_cast(duration_ms AS DOUBLE) AS duration_ms, error_type, error_message",
+    + ", exit_reason, steps, tool_calls, tool_errors, max_tool_calls, input_tokens, output_tokens, duration_ms, "
+    "error_type, error_message",
 }
 
 
 def _checked(kind: str) -> str:
-    # One CASE so the conditions are evaluated once per row.
-    return f"CASE WHEN {value_checks(_ORDERS[kind][2:], line_length=False)} THEN true ELSE false END"
+    tests = [
+        f"{name} IN ({', '.join(repr(v) for v in values)})"
+        for name, values in VALUE_SETS.items()
+        if name in _ORDERS[kind]
+    ]
+    return " AND ".join(tests) or "true"
 
-
-_TYPED = f"SELECT *, {ts_value_sql('ts')} AS ts_value FROM {VIEW}"
 
 # ?1 seq base (seq = base + line_no), ?2 source_id. Returns the rows inserted.
 INSERT_SQL = {
     kind: f"""
 INSERT INTO {kind}s
-SELECT $1::BIGINT + line_no AS seq, $2::INTEGER AS source_id, line_no, 1 AS v, ts_value AS ts, {_COLUMNS[kind]},
+SELECT $1::BIGINT + line_no AS seq, $2::INTEGER AS source_id, line_no, 1 AS v, {_COLUMNS[kind]},
        CASE WHEN _line IS NOT NULL THEN json_merge_patch(_line, '{EXTRA_PATCH[kind]}') END AS extra
-FROM ({_TYPED})
+FROM {VIEW}
 WHERE {_checked(kind)}
 """
     for kind in KINDS
 }
 
 # The scanned lines the value checks refused (for the full validation to name the problem).
-REFUSED_SQL = {kind: f"SELECT line_no FROM ({_TYPED}) WHERE NOT {_checked(kind)} ORDER BY line_no" for kind in KINDS}
+REFUSED_SQL = {kind: f"SELECT line_no FROM {VIEW} WHERE NOT ({_checked(kind)}) ORDER BY line_no" for kind in KINDS}
 
 REST_FROM_LISTS_SQL = """
 CREATE OR REPLACE TEMP TABLE _ls_rest AS

@@ -31,7 +31,7 @@ MAX_LINE_BYTES = 1024 * 1024
 """Lines longer than this are quarantined as over-long (records are small)."""
 
 # (field, type class, required, kinds it belongs to, extra check or None, what the check wants).
-# Checks: TS_OK (parses as a timestamp), RANGE (_INT_RANGE), SET (VALUE_SETS).
+# Checks: TS_OK (parses as a timestamp), RANGE (INT_RANGE), SET (VALUE_SETS).
 # Type classes: str, int, num, bool, obj. A JSON null counts as absent.
 _COMMON = ("tool_call", "loop_exit")
 _TC = ("tool_call",)
@@ -127,7 +127,7 @@ def ts_value_sql(ts: str) -> str:
 
 _TS_VALUE = ts_value_sql(f"({_TS_STR})")
 
-_INT_RANGE = {
+INT_RANGE = {
     "step": (0, 2147483647),
     "attempts": (1, 2147483647),
     "steps": (0, 2147483647),
@@ -147,7 +147,7 @@ def fast_check(name: str, tclass: str, required: bool) -> str:
         if name in VALUE_SETS:
             test = f"{name} IN (" + ", ".join(f"'\"{v}\"'" for v in VALUE_SETS[name]) + ")"
     elif tclass == "int":
-        lo, hi = _INT_RANGE[name]
+        lo, hi = INT_RANGE[name]
         # try_cast accepts 1.0 and 1e2 as integers: refuse '.', 'e', 'E'.
         test = (
             f"(try_cast({name} AS HUGEINT) BETWEEN {lo} AND {hi} AND NOT contains({name}, '.') "

@@ -147,6 +147,17 @@ HOSTILE_LINES: list[bytes] = [
     compact(tool_call(19, steps=4)),  # the other kind's field: extra
     compact(loop_exit(20, error_message="x" * 1000)),
     compact(tool_call(21, ts="2026-11-22T00:00:00+05:30")),
+    compact(tool_call(21, ts="2026-11-22T00:00:00.123456789Z")),  # past microseconds: cut off, as DuckDB's cast
+    compact(tool_call(21, ts="2026-11-22T23:59:59.9999999-00:30")),
+    compact(tool_call(21, ts="2026-11-22t00:00:00.1234567890123456789012345678901z")),  # too many digits
+    compact(tool_call(21, ts="2024-02-29 12:00:00")),  # no offset: UTC
+    compact(tool_call(21, ts="2023-02-29T12:00:00Z")),  # no such day
+    compact(tool_call(21, ts="2026-11-22T24:00:00Z")),
+    compact(tool_call(21, ts="2026-11-22T23:59:60Z")),
+    compact(tool_call(21, ts="0000-01-01T00:00:00Z")),
+    compact(tool_call(21, ts="2026-11-22T00:00:00+24:00")),
+    compact(tool_call(21, ts="2026-11-22T00:00:00.Z")),
+    compact(tool_call(21)).replace(b'"ts":"2026', b'"ts":"\\u0032026'),  # an escape in ts
     compact(tool_call(22, ts="infinity")),  # value check refuses: full validation names it
     compact(tool_call(23, outcome="failed")),
     compact(tool_call(24, attempts=0)),

@@ -28,6 +28,11 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <locale.h>
+#include <math.h>
+#ifdef __APPLE__
+#include <xlocale.h>
+#endif
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -76,6 +81,7 @@ struct ArrowArrayStream {
 #define MAX_EXP_DIGITS 3
 #define MAX_DECIMAL_EXP 300 /* |value| < 1e301: no parser overflows to infinity */
 #define MAX_THREADS 8
+#define MAX_FRACTION_DIGITS 30 /* of a timestamp's seconds */
 #define BATCH_ROWS 65536
 #define BATCH_BYTES (256 * 1024 * 1024) /* keeps int32 string offsets safe */
 
@@ -86,7 +92,9 @@ typedef struct {
     int n_fields;
     char *names[MAX_FIELDS];
     size_t name_len[MAX_FIELDS];
-    char cls[MAX_FIELDS]; /* s str, i int, n num, b bool, o obj */
+    char cls[MAX_FIELDS]; /* s str, o obj (JSON text), i int32, I int64, n double, b bool, t timestamp */
+    char required[MAX_FIELDS];
+    int64_t lo[MAX_FIELDS], hi[MAX_FIELDS]; /* integer ranges */
     int n_kinds;
     char *kind_names[MAX_KINDS];
     size_t kind_len[MAX_KINDS];
@@ -121,9 +129,11 @@ static int bytes_reserve(Bytes *b, int64_t extra) {
 
 /* ---- scanned columns ---- */
 typedef struct {
+    char cls;          /* the field's class: how the values are stored */
     uint8_t *validity; /* bit per row */
-    int32_t *offsets;  /* rows + 1 */
-    Bytes data;
+    int32_t *offsets;  /* rows + 1 (strings) */
+    Bytes data;        /* string bytes */
+    void *fixed;       /* fixed-width values (or the bits of booleans) */
     int64_t nulls;
 } Column;
 
@@ -154,6 +164,7 @@ typedef struct {
     int n_kinds;
     int kind_n[MAX_KINDS];
     char *col_names[MAX_KINDS][MAX_FIELDS + 2];
+    const char *col_formats[MAX_KINDS][MAX_FIELDS + 2];
     int64_t n_batches[MAX_KINDS];
     Batch **batches[MAX_KINDS];
 } Shared;
@@ -164,6 +175,7 @@ static void batch_free(Batch *b) {
         free(b->cols[c].validity);
         free(b->cols[c].offsets);
         free(b->cols[c].data.p);
+        free(b->cols[c].fixed);
     }
     free(b->cols);
     free(b->line_no);
@@ -185,7 +197,9 @@ static void shared_decref(Shared *s) {
 
 static void shared_incref(Shared *s) { __atomic_add_fetch(&s->refs, 1, __ATOMIC_ACQ_REL); }
 
-static Batch *batch_new(int kind, int n_cols) {
+static int is_text(char cls) { return cls == 's' || cls == 'o'; }
+
+static Batch *batch_new(int kind, int n_cols, const char *classes) {
     Batch *b = calloc(1, sizeof(Batch));
     if (!b) return NULL;
     b->kind = kind;
@@ -196,10 +210,18 @@ static Batch *batch_new(int kind, int n_cols) {
     b->cols = calloc((size_t)n_cols, sizeof(Column));
     if (!b->line_no || !b->start || !b->length || !b->cols) goto fail;
     for (int c = 0; c < n_cols; c++) {
-        b->cols[c].validity = calloc(BATCH_ROWS / 8, 1);
-        b->cols[c].offsets = malloc(sizeof(int32_t) * (BATCH_ROWS + 1));
-        if (!b->cols[c].validity || !b->cols[c].offsets) goto fail;
-        b->cols[c].offsets[0] = 0;
+        Column *col = &b->cols[c];
+        col->cls = classes[c];
+        col->validity = calloc(BATCH_ROWS / 8, 1);
+        if (!col->validity) goto fail;
+        if (is_text(col->cls)) {
+            col->offsets = malloc(sizeof(int32_t) * (BATCH_ROWS + 1));
+            if (!col->offsets) goto fail;
+            col->offsets[0] = 0;
+        } else {
+            col->fixed = calloc(BATCH_ROWS, col->cls == 'b' ? 1 : 8);
+            if (!col->fixed) goto fail;
+        }
     }
     return b;
 fail:
@@ -456,6 +478,8 @@ typedef struct {
     const char *end[MAX_FIELDS];
     int type[MAX_FIELDS];
     int escaped[MAX_FIELDS];
+    int64_t ival[MAX_FIELDS]; /* int, timestamp (microseconds, UTC), bool */
+    double dval[MAX_FIELDS];
     uint64_t seen;
     int kind;
     int extra; /* unknown fields (or another kind's): the line goes to extra */
@@ -464,11 +488,107 @@ typedef struct {
 static int type_ok(char cls, int t) {
     if (t == T_NULL) return 1;
     switch (cls) {
-    case 's': return t == T_STR;
+    case 's':
+    case 't': return t == T_STR;
     case 'i':
+    case 'I':
     case 'n': return t == T_NUM;
     case 'b': return t == T_TRUE || t == T_FALSE;
     case 'o': return t == T_OBJ;
+    }
+    return 0;
+}
+
+/* ---- values: the spec's checks, the same as loader_fast_sql.value_checks ---- */
+static int64_t days_from_civil(int64_t y, int m, int d) {
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int64_t yoe = y - era * 400;
+    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+static int digits(const char *s, int n, int *out) {
+    int v = 0;
+    for (int i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9') return -1;
+        v = v * 10 + (s[i] - '0');
+    }
+    *out = v;
+    return 0;
+}
+
+/* An RFC 3339 timestamp (offset Z, +hh:mm or none: UTC), an existing date and
+ * a time below 24:00:00, to microseconds since the epoch in UTC, digits past
+ * the microsecond cut off as DuckDB's cast does (tests compare the two).
+ * Everything else (leap seconds, 24:00, year 0, offsets over 23:59, over
+ * MAX_FRACTION_DIGITS digits) is left to the full validation, whose cast decides. */
+static int parse_ts(const char *s, size_t n, int64_t *out) {
+    static const int mdays[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    int y, mo, d, h, mi, sec;
+    if (n < 19 || s[4] != '-' || s[7] != '-' || (s[10] != 'T' && s[10] != 't' && s[10] != ' ') || s[13] != ':' ||
+        s[16] != ':')
+        return -1;
+    if (digits(s, 4, &y) || digits(s + 5, 2, &mo) || digits(s + 8, 2, &d) || digits(s + 11, 2, &h) ||
+        digits(s + 14, 2, &mi) || digits(s + 17, 2, &sec))
+        return -1;
+    if (y < 1 || mo < 1 || mo > 12 || d < 1 || h > 23 || mi > 59 || sec > 59) return -1;
+    int leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    if (d > mdays[mo - 1] + (mo == 2 && leap)) return -1;
+    size_t i = 19;
+    int64_t frac = 0;
+    if (i < n && s[i] == '.') {
+        int nd = 0;
+        for (i++; i < n && s[i] >= '0' && s[i] <= '9'; i++, nd++)
+            if (nd < 6) frac = frac * 10 + (s[i] - '0'); /* DuckDB's cast truncates past microseconds */
+        if (nd == 0 || nd > MAX_FRACTION_DIGITS) return -1;
+        for (; nd < 6; nd++) frac *= 10;
+    }
+    int64_t off = 0;
+    if (i == n) {
+        /* no offset: UTC, as the store's connections read it (TimeZone UTC) */
+    } else if (i + 1 == n && (s[i] == 'Z' || s[i] == 'z')) {
+        i++;
+    } else if (i + 6 == n && (s[i] == '+' || s[i] == '-') && s[i + 3] == ':') {
+        int oh, om;
+        if (digits(s + i + 1, 2, &oh) || digits(s + i + 4, 2, &om) || oh > 23 || om > 59) return -1;
+        off = (int64_t)(oh * 60 + om) * 60 * 1000000;
+        if (s[i] == '-') off = -off;
+        i += 6;
+    } else {
+        return -1;
+    }
+    int64_t secs = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec;
+    *out = secs * 1000000 + frac - off;
+    return 0;
+}
+
+static locale_t c_locale;
+
+static int convert(const Config *cfg, int f, const char *vs, const char *ve, Parsed *r) {
+    char cls = cfg->cls[f];
+    size_t n = (size_t)(ve - vs);
+    if (cls == 'i' || cls == 'I') {
+        /* plain digits, checked in parse_line; at most MAX_INT_DIGITS */
+        int neg = vs[0] == '-';
+        __int128 v = 0;
+        for (const char *d = vs + neg; d < ve; d++) v = v * 10 + (*d - '0');
+        if (neg) v = -v;
+        if (v < cfg->lo[f] || v > cfg->hi[f]) return -1;
+        r->ival[f] = (int64_t)v;
+    } else if (cls == 'n') {
+        char tmp[96];
+        if (n >= sizeof(tmp)) return -1;
+        memcpy(tmp, vs, n);
+        tmp[n] = 0;
+        double v = strtod_l(tmp, NULL, c_locale);
+        if (!isfinite(v)) return -1;
+        r->dval[f] = v;
+    } else if (cls == 'b') {
+        r->ival[f] = vs[0] == 't';
+    } else if (cls == 't') {
+        if (r->escaped[f] || parse_ts(vs + 1, n - 2, &r->ival[f])) return -1;
     }
     return 0;
 }
@@ -559,14 +679,18 @@ static int parse_line(const Config *cfg, const char *p, const char *e, Parsed *r
     uint64_t mask = cfg->kind_mask[r->kind];
     for (int i = 0; i < cfg->kind_n[r->kind]; i++) {
         int f = cfg->kind_fields[r->kind][i];
-        if (!(r->seen & ((uint64_t)1 << f))) continue;
+        if (!(r->seen & ((uint64_t)1 << f)) || r->type[f] == T_NULL) {
+            if (cfg->required[f]) return -1;
+            continue;
+        }
         if (!type_ok(cfg->cls[f], r->type[f])) return -1;
-        if (cfg->cls[f] == 'i' && r->type[f] == T_NUM) {
+        if ((cfg->cls[f] == 'i' || cfg->cls[f] == 'I') && r->type[f] == T_NUM) {
             /* Integers as plain digits only: parsers differ on -0, 1.0 and 1e2. */
             if (r->start[f][0] == '-' && r->start[f][1] == '0') return -1;
             for (const char *d = r->start[f]; d < r->end[f]; d++)
                 if (*d == '.' || *d == 'e' || *d == 'E') return -1;
         }
+        if (convert(cfg, f, r->start[f], r->end[f], r)) return -1;
     }
     r->extra = n_unk > 0 || (r->seen & ~mask) != 0;
     return 0;
@@ -622,7 +746,10 @@ static int emit(Segment *s, const Parsed *r, int64_t line, const char *p, const 
     int64_t len = e - p;
     Batch *b = s->tail[k];
     if (!b || b->rows == BATCH_ROWS || b->bytes + len > BATCH_BYTES) {
-        Batch *nb = batch_new(k, cfg->kind_n[k] + 1);
+        char classes[MAX_FIELDS + 1];
+        for (int i = 0; i < cfg->kind_n[k]; i++) classes[i] = cfg->cls[cfg->kind_fields[k][i]];
+        classes[cfg->kind_n[k]] = 's';
+        Batch *nb = batch_new(k, cfg->kind_n[k] + 1, classes);
         if (!nb) return -1;
         if (b) b->next = nb; else s->head[k] = nb;
         s->tail[k] = b = nb;
@@ -635,6 +762,23 @@ static int emit(Segment *s, const Parsed *r, int64_t line, const char *p, const 
     for (int i = 0; i < cfg->kind_n[k]; i++) {
         int f = cfg->kind_fields[k][i];
         Column *c = &b->cols[i];
+        if (!is_text(c->cls)) {
+            if (!(r->seen & ((uint64_t)1 << f)) || r->type[f] == T_NULL) {
+                c->nulls++;
+            } else {
+                c->validity[row >> 3] |= (uint8_t)(1u << (row & 7));
+                if (c->cls == 'b') {
+                    if (r->ival[f]) ((uint8_t *)c->fixed)[row >> 3] |= (uint8_t)(1u << (row & 7));
+                } else if (c->cls == 'i') {
+                    ((int32_t *)c->fixed)[row] = (int32_t)r->ival[f];
+                } else if (c->cls == 'n') {
+                    ((double *)c->fixed)[row] = r->dval[f];
+                } else {
+                    ((int64_t *)c->fixed)[row] = r->ival[f];
+                }
+            }
+            continue;
+        }
         if (!(r->seen & ((uint64_t)1 << f)) || r->type[f] == T_NULL) {
             if (put(c, row, NULL, 0)) return -1;
         } else if (r->type[f] == T_STR) {
@@ -734,8 +878,12 @@ static int export_batch(Shared *sh, const Batch *b, struct ArrowArray *out) {
     int bad = export_child(sh, &pp->children[0], b->rows, 0, NULL, b->line_no, NULL, 2);
     for (int c = 0; c < b->n_cols && !bad; c++) {
         const Column *col = &b->cols[c];
-        bad = export_child(sh, &pp->children[c + 1], b->rows, col->nulls, col->nulls ? col->validity : NULL,
-                           col->offsets, col->data.p ? col->data.p : "", 3);
+        if (is_text(col->cls))
+            bad = export_child(sh, &pp->children[c + 1], b->rows, col->nulls, col->nulls ? col->validity : NULL,
+                               col->offsets, col->data.p ? col->data.p : "", 3);
+        else
+            bad = export_child(sh, &pp->children[c + 1], b->rows, col->nulls, col->nulls ? col->validity : NULL,
+                               col->fixed, NULL, 2);
     }
     for (int i = 0; i < pp->n; i++) pp->child_ptrs[i] = &pp->children[i];
     memset(out, 0, sizeof(*out));
@@ -774,7 +922,7 @@ static int export_schema(Shared *sh, int k, struct ArrowSchema *out) {
     struct ArrowSchema *kids = (struct ArrowSchema *)(ptrs + n);
     for (int i = 0; i < n; i++) {
         ptrs[i] = &kids[i];
-        kids[i].format = i == 0 ? "l" : "u";
+        kids[i].format = sh->col_formats[k][i];
         kids[i].name = sh->col_names[k][i];
         kids[i].flags = ARROW_FLAG_NULLABLE;
         kids[i].release = release_child_schema;
@@ -990,8 +1138,9 @@ static void config_free(Config *c) {
     memset(c, 0, sizeof(*c));
 }
 
-/* Scanner(fields, kinds, max_line): fields = ((name, class), ...) without v and
- * kind; kinds = ((kind_name, (field index, ...)), ...). */
+/* Scanner(fields, kinds, max_line): fields = ((name, class, required, lo, hi), ...)
+ * without v and kind (lo and hi: an integer field's range); kinds =
+ * ((kind_name, (field index, ...)), ...). */
 static int scanner_init(ScannerObject *self, PyObject *args, PyObject *kwargs) {
     static char *kwlist[] = {"fields", "kinds", "max_line", NULL};
     PyObject *fields, *kinds;
@@ -1011,12 +1160,17 @@ static int scanner_init(ScannerObject *self, PyObject *args, PyObject *kwargs) {
     }
     for (Py_ssize_t i = 0; i < nf; i++) {
         PyObject *name, *cls;
-        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(fs, i), "UU", &name, &cls)) goto fail_fs;
+        int required;
+        long long lo, hi;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(fs, i), "UUpLL", &name, &cls, &required, &lo, &hi)) goto fail_fs;
+        c->required[i] = (char)required;
+        c->lo[i] = lo;
+        c->hi[i] = hi;
         c->names[i] = dup_str(name, &c->name_len[i]);
         if (!c->names[i]) goto fail_fs;
         c->n_fields = (int)i + 1;
         const char *cl = PyUnicode_AsUTF8(cls);
-        if (!cl || !strchr("sinbo", cl[0]) || !cl[0] || c->name_len[i] == 0) {
+        if (!cl || !cl[0] || !strchr("siInbot", cl[0]) || c->name_len[i] == 0) {
             PyErr_SetString(PyExc_ValueError, "bad field");
             goto fail_fs;
         }
@@ -1166,8 +1320,21 @@ static PyObject *scanner_scan(ScannerObject *self, PyObject *args) {
     for (int k = 0; k < cfg->n_kinds; k++) {
         sh->kind_n[k] = cfg->kind_n[k];
         sh->col_names[k][0] = strdup("line_no");
-        for (int i = 0; i < cfg->kind_n[k]; i++) sh->col_names[k][i + 1] = strdup(cfg->names[cfg->kind_fields[k][i]]);
+        sh->col_formats[k][0] = "l";
+        for (int i = 0; i < cfg->kind_n[k]; i++) {
+            int f = cfg->kind_fields[k][i];
+            sh->col_names[k][i + 1] = strdup(cfg->names[f]);
+            switch (cfg->cls[f]) {
+            case 'i': sh->col_formats[k][i + 1] = "i"; break;
+            case 'I': sh->col_formats[k][i + 1] = "l"; break;
+            case 'n': sh->col_formats[k][i + 1] = "g"; break;
+            case 'b': sh->col_formats[k][i + 1] = "b"; break;
+            case 't': sh->col_formats[k][i + 1] = "tsu:"; break;
+            default: sh->col_formats[k][i + 1] = "u";
+            }
+        }
         sh->col_names[k][cfg->kind_n[k] + 1] = strdup("_line");
+        sh->col_formats[k][cfg->kind_n[k] + 1] = "u";
         for (int i = 0; i < cfg->kind_n[k] + 2; i++)
             if (!sh->col_names[k][i]) goto nomem;
         int64_t total = 0;
@@ -1245,6 +1412,8 @@ static struct PyModuleDef linescan_module = {
 
 PyMODINIT_FUNC PyInit__linescan(void) {
     if (PyType_Ready(&ScannerType) < 0 || PyType_Ready(&ResultType) < 0 || PyType_Ready(&StreamType) < 0) return NULL;
+    c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+    if (!c_locale) return PyErr_NoMemory();
     PyObject *m = PyModule_Create(&linescan_module);
     if (!m) return NULL;
     Py_INCREF(&ScannerType);
