@@ -232,6 +232,17 @@ def test_chunks_of_the_file_meet_inside_lines_and_numbering_holds(tmp_path: Path
 
 
 @native_only
+@pytest.mark.parametrize("chunk", [4096, 5000, 1 << 20])
+def test_chunks_read_by_two_threads_join_up(tmp_path: Path, chunk: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every read of 1,000 bytes or more is split between two threads; the file's end falls in either half.
+    monkeypatch.setattr(loader_records, "PARALLEL_READ_BYTES", 1000)
+    data, bad = big_log(700, seed=3)
+    got = load_both(tmp_path, data[:-7], chunk=chunk)  # and a cut-off last line
+    assert {q[2] for q in got["quarantine"]} == bad | {700}
+    assert len(got["tool_calls"]) + len(got["loop_exits"]) == 699 - len(bad - {700})
+
+
+@native_only
 def test_a_line_longer_than_a_chunk_hands_over_to_the_block_path(tmp_path: Path) -> None:
     lines = [compact(tool_call(i)) for i in range(30)]
     lines[12] = compact(tool_call(12, error_message="w" * 9000))  # longer than a 4 KiB chunk, under the limit
