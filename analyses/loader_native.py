@@ -24,7 +24,6 @@ from __future__ import annotations
 import os
 
 import duckdb
-
 from loopscope.analyses import loader_sql as sql
 from loopscope.analyses.loader_fast_sql import LOOP_EXIT_ORDER, TOOL_CALL_ORDER
 from loopscope.analyses.loader_sql import EXTRA_PATCH, FIELDS, INT_RANGE, MAX_LINE_BYTES, RAW_CAP, VALUE_SETS
@@ -129,7 +128,7 @@ def available() -> bool:
 class Outcome:
     """What ``scan_and_insert`` did with a buffer."""
 
-    __slots__ = ("tool_calls", "loop_exits", "quarantined", "last_ok", "lines", "rest")
+    __slots__ = ("last_ok", "lines", "loop_exits", "quarantined", "rest", "tool_calls")
 
     def __init__(self) -> None:
         self.tool_calls = 0

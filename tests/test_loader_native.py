@@ -30,8 +30,6 @@ from loopscope.analyses.store import connect
 from loopscope.cli import app
 from typer.testing import CliRunner
 
-
-
 runner = CliRunner()
 native_only = pytest.mark.skipif(not loader_native.available(), reason="the native scanner is not built")
 
