@@ -128,13 +128,11 @@ def available() -> bool:
 class Outcome:
     """What ``scan_and_insert`` did with a buffer."""
 
-    __slots__ = ("last_ok", "lines", "loop_exits", "quarantined", "rest", "tool_calls")
+    __slots__ = ("lines", "loop_exits", "rest", "tool_calls")
 
     def __init__(self) -> None:
         self.tool_calls = 0
         self.loop_exits = 0
-        self.quarantined = 0
-        self.last_ok = True
         self.lines = 0
         self.rest: list[tuple[int, int, int]] = []
         """(line_no, start, end) of the lines left to the full validation."""
