@@ -322,21 +322,14 @@ def native_insert(
     if out.rest:
         if len(out.rest) > native.REST_LIST_MAX and max(e - s for _, s, e in out.rest) <= sql.MAX_LINE_BYTES:
             # Many lines left (another writer's format, a broken file): hand
-            # them over as one block, split in SQL, rather than a string each.
-            piece = Chunk(bytes(buf), first_line, unterminated, 0)
-            con.execute(sql.CREATE_LINES_SQL)
-            try:
-                con.execute(sql.INSERT_CHUNK_SQL, [first_line, piece.data.decode("utf-8")])
-            except UnicodeDecodeError:
-                _insert_lines_checking_utf8(con, piece, source_id, display)
-            below = seq_base + first_line - 1
-            con.execute(fast_sql.REST_SQL["block"], [source_id, first_line, last_line, below])
-            has_rest = True
+            # them over in blocks, split in SQL, rather than a string each.
+            counts = _rest_in_blocks(con, buf, first_line, unterminated, source_id, display, seq_base)
+            tc, le, last_ok = tc + counts[0], le + counts[1], counts[3]
         else:
             has_rest, last_ok = native.rest_to_table(con, buf, out.rest, last_line, unterminated, source_id, display)
-        if has_rest:
-            counts = full_validation(con, "rest", first_line, last_line, unterminated, source_id, display, seq_base)
-            tc, le, last_ok = tc + counts[0], le + counts[1], last_ok and counts[3]
+            if has_rest:
+                counts = full_validation(con, "rest", first_line, last_line, unterminated, source_id, display, seq_base)
+                tc, le, last_ok = tc + counts[0], le + counts[1], last_ok and counts[3]
     bad = native.count_quarantined(con, source_id, first_line, last_line) if out.rest else 0
     return tc, le, bad, last_ok, out.lines
 
@@ -407,6 +400,44 @@ def _read_buffer(size: int) -> bytearray:
 def release_buffer() -> None:
     """Give the read buffer back (the end of a load)."""
     _buffer.clear()
+
+
+def _rest_in_blocks(
+    con: duckdb.DuckDBPyConnection,
+    buf: bytes | memoryview,
+    first_line: int,
+    unterminated: bool,
+    source_id: int,
+    display: str,
+    seq_base: int,
+) -> tuple[int, int, int, bool]:
+    """The full validation for the lines of ``buf`` not stored yet, in blocks of at most ``CHUNK_BYTES``.
+
+    Every line is at most ``MAX_LINE_BYTES`` long (the caller checked), so a
+    block always ends at a newline or at the end of ``buf``.
+    """
+    tc = le = 0
+    last_ok = True
+    start, line, size = 0, first_line, len(buf)
+    while start < size:
+        data = bytes(buf[start : min(size, start + CHUNK_BYTES)])
+        if start + len(data) < size:
+            data = data[: data.rfind(b"\n") + 1]
+        last = start + len(data) == size
+        piece = Chunk(data, line, unterminated and last, 0)
+        n_lines = data.count(b"\n") + (1 if piece.unterminated else 0)
+        con.execute(sql.CREATE_LINES_SQL)
+        try:
+            con.execute(sql.INSERT_CHUNK_SQL, [line, data.decode("utf-8")])
+        except UnicodeDecodeError:
+            _insert_lines_checking_utf8(con, piece, source_id, display)
+        end_line = line + n_lines - 1
+        con.execute(fast_sql.REST_SQL["block"], [source_id, line, end_line, seq_base + line - 1])
+        counts = full_validation(con, "rest", line, end_line, piece.unterminated, source_id, display, seq_base)
+        tc, le = tc + counts[0], le + counts[1]
+        last_ok = counts[3] if last else last_ok
+        start, line = start + len(data), end_line + 1
+    return tc, le, 0, last_ok
 
 
 def read_native(

@@ -254,9 +254,21 @@ def test_a_line_longer_than_a_chunk_hands_over_to_the_block_path(tmp_path: Path)
 def test_many_left_over_lines_go_to_the_full_validation_as_one_block(tmp_path: Path) -> None:
     # More than REST_LIST_MAX lines the scanner leaves (a trailing comma in each): one text block.
     n = loader_native.REST_LIST_MAX + 500
-    data = b"".join(compact(tool_call(i)).replace(b"}", b",}") + b"\n" for i in range(n))
-    got = load_both(tmp_path, data)
-    assert len(got["tool_calls"]) == n
+    lines = [compact(tool_call(i)).replace(b"}", b",}") for i in range(n)]
+    lines[n // 2] = compact(tool_call(n // 2))  # one the scanner takes, among them
+    lines[n // 3] = b'{"v":1,"kind":"tool_call","ts":"\xff"}'  # not UTF-8
+    got = load_both(tmp_path, b"\n".join(lines) + b"\n")
+    assert len(got["tool_calls"]) == n - 1 and [q[2] for q in got["quarantine"]] == [n // 3 + 1]
+
+
+@native_only
+def test_many_left_over_lines_in_several_blocks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(loader_records, "CHUNK_BYTES", 5000)  # the blocks they go to the full validation in
+    n = loader_native.REST_LIST_MAX + 100
+    lines = [compact(loop_exit(i)).replace(b"}", b",}") for i in range(n)]
+    lines[7] = compact(loop_exit(7))
+    got = load_both(tmp_path, b"\n".join(lines) + b'\n{"v":1,"kind":"loop_exit","ts":"2026-11')  # a cut-off last line
+    assert len(got["loop_exits"]) == n and [q[2] for q in got["quarantine"]] == [n + 1]
 
 
 @native_only
