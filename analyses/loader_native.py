@@ -187,8 +187,9 @@ def rest_to_table(
 
     Lines over ``MAX_LINE_BYTES`` and lines that are not UTF-8 are
     quarantined here (their text cannot go to DuckDB whole). Returns
-    (anything left in ``_ls_rest``, the last line is whole): an over-long
-    unterminated last line is not whole, so a later load reads it again.
+    (anything left in ``_ls_rest``, the last line is whole): an over-long or
+    not-UTF-8 unterminated last line is not whole (the writer may have been
+    cut off inside a character), so a later load reads it again.
     """
     line_nos: list[int] = []
     texts: list[str] = []
@@ -207,6 +208,8 @@ def rest_to_table(
         try:
             texts.append(raw.decode("utf-8"))
         except UnicodeDecodeError as exc:
+            if unterminated and line_no == last_line:
+                last_ok = False  # cut off inside a character, maybe: read it again when it is whole
             con.execute(
                 sql.QUARANTINE_ONE_SQL,
                 [

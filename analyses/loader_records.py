@@ -202,13 +202,17 @@ def ingest_chunk(
     if FAST_PATH and NATIVE:
         return native_insert(con, piece.data, piece.first_line, piece.unterminated, source_id, display, seq_base)[:4]
     con.execute(sql.CREATE_LINES_SQL)
+    bad_last = False
     try:
         text = piece.data.decode("utf-8")
         con.execute(sql.INSERT_CHUNK_SQL, [piece.first_line, text])
     except UnicodeDecodeError:
-        _insert_lines_checking_utf8(con, piece, source_id, display)
+        bad_last = _insert_lines_checking_utf8(con, piece, source_id, display)
     n_lines = piece.data.count(b"\n") + (1 if piece.unterminated else 0)
-    return check_and_insert(con, "block", piece.first_line, n_lines, piece.unterminated, source_id, display, seq_base)
+    tc, le, bad, last_ok = check_and_insert(
+        con, "block", piece.first_line, n_lines, piece.unterminated, source_id, display, seq_base
+    )
+    return tc, le, bad, last_ok and not bad_last
 
 
 def check_and_insert(
@@ -278,9 +282,15 @@ def full_validation(
     return tc, le, bad, last_ok
 
 
-def _insert_lines_checking_utf8(con: duckdb.DuckDBPyConnection, piece: Chunk, source_id: int, display: str) -> None:
-    # Rare path: the block is not valid UTF-8. Find the bad lines one by one,
-    # quarantine them, and blank them so line numbers stay in step.
+def _insert_lines_checking_utf8(con: duckdb.DuckDBPyConnection, piece: Chunk, source_id: int, display: str) -> bool:
+    """Rare path: the block is not valid UTF-8. Find the bad lines one by one,
+    quarantine them, and blank them so line numbers stay in step.
+
+    Returns whether the block's unterminated last line is one of them: a writer
+    cut off inside a multi-byte character, so the line is not consumed (a later
+    load reads it again, whole).
+    """
+    bad_last = False
     lines = piece.data.split(b"\n")
     if not piece.unterminated:
         lines = lines[:-1]
@@ -300,7 +310,9 @@ def _insert_lines_checking_utf8(con: duckdb.DuckDBPyConnection, piece: Chunk, so
                     raw.decode("utf-8", errors="backslashreplace")[: sql.RAW_CAP],
                 ],
             )
+            bad_last = piece.unterminated and i == len(lines) - 1
     con.execute(sql.INSERT_CHUNK_SQL, [piece.first_line, "\n".join(good)])
+    return bad_last
 
 
 def native_insert(
@@ -427,15 +439,16 @@ def _rest_in_blocks(
         piece = Chunk(data, line, unterminated and last, 0)
         n_lines = data.count(b"\n") + (1 if piece.unterminated else 0)
         con.execute(sql.CREATE_LINES_SQL)
+        bad_last = False
         try:
             con.execute(sql.INSERT_CHUNK_SQL, [line, data.decode("utf-8")])
         except UnicodeDecodeError:
-            _insert_lines_checking_utf8(con, piece, source_id, display)
+            bad_last = _insert_lines_checking_utf8(con, piece, source_id, display)
         end_line = line + n_lines - 1
         con.execute(fast_sql.REST_SQL["block"], [source_id, line, end_line, seq_base + line - 1])
         counts = full_validation(con, "rest", line, end_line, piece.unterminated, source_id, display, seq_base)
         tc, le = tc + counts[0], le + counts[1]
-        last_ok = counts[3] if last else last_ok
+        last_ok = counts[3] and not bad_last if last else last_ok
         start, line = start + len(data), end_line + 1
     return tc, le, 0, last_ok
 

@@ -164,6 +164,11 @@ HOSTILE_LINES: list[bytes] = [
     json.dumps(dict(reversed(list(tool_call(27).items())))).encode(),  # any key order: taken
     compact(tool_call(28)).replace(b'"kind":"tool_call"', b'"kind":"tool\\u005fcall"'),  # escaped value
     compact(tool_call(29)).replace(b'"step"', b'"st\\u0065p"'),  # escaped key
+    # -0 as an integer spelling is 0 to a JSON reader, not -0.0 (found by review)
+    compact(loop_exit(30)).replace(b'"duration_ms":1500.0', b'"duration_ms":-0'),
+    compact(tool_call(31)).replace(b'"latency_ms":12.5', b'"latency_ms":  -0'),
+    compact(tool_call(32)).replace(b'"latency_ms":12.5', b'"latency_ms":-0.0'),
+    compact(tool_call(33)).replace(b'"latency_ms":12.5', b'"latency_ms":-0e0'),
 ]
 
 
@@ -173,6 +178,32 @@ def test_hostile_bytes_store_what_the_full_validation_stores(tmp_path: Path, end
     data = b"\n".join(HOSTILE_LINES) + ending
     got = load_both(tmp_path, data)
     assert len(got["tool_calls"]) >= 15 and len(got["quarantine"]) >= 10  # both kinds of outcome happened
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_a_last_line_cut_inside_a_character_is_read_again_whole(tmp_path: Path, native: bool) -> None:
+    """A writer cut off inside a multi-byte character: the line is not consumed, so the next load stores it."""
+    if native and not loader_native.available():
+        pytest.skip("the native scanner is not built")
+    full = compact(tool_call(2, error_message="h\u00e9llo"))
+    cut = full.index("\u00e9".encode()) + 1  # after the first byte of the two-byte character
+    log = tmp_path / "log.jsonl"
+    log.write_bytes(compact(tool_call(1)) + b"\n" + full[:cut])
+    con = connect(tmp_path / "s.duckdb")
+    try:
+        with paths(native):
+            first = load_paths(con, [log])
+            log.write_bytes(compact(tool_call(1)) + b"\n" + full + b"\n")
+            second = load_paths(con, [log])
+        assert (first.loaded, first.quarantined) == (1, 1)
+        assert (second.loaded, second.quarantined) == (1, 0)
+        assert con.execute("SELECT line_no, error_message FROM tool_calls ORDER BY line_no").fetchall() == [
+            (1, None),
+            (2, "h\u00e9llo"),
+        ]
+        assert con.execute("SELECT count(*) FROM quarantine").fetchone() == (0,)
+    finally:
+        con.close()
 
 
 @native_only

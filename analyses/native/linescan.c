@@ -584,6 +584,8 @@ static int convert(const Config *cfg, int f, const char *vs, const char *ve, Par
         tmp[n] = 0;
         double v = strtod_l(tmp, NULL, c_locale);
         if (!isfinite(v)) return -1;
+        /* JSON readers take an integer spelling as an integer: -0 is 0, not -0.0 */
+        if (v == 0 && !memchr(vs, '.', n) && !memchr(vs, 'e', n) && !memchr(vs, 'E', n)) v = 0.0;
         r->dval[f] = v;
     } else if (cls == 'b') {
         r->ival[f] = vs[0] == 't';
@@ -902,12 +904,18 @@ static int export_batch(Shared *sh, const Batch *b, struct ArrowArray *out) {
     return 0;
 }
 
+typedef struct {
+    Shared *shared; /* the column names live there: a schema may outlive the stream */
+} SchemaPrivate;
+
 static void release_schema(struct ArrowSchema *s) {
     for (int64_t i = 0; i < s->n_children; i++) {
         struct ArrowSchema *c = s->children[i];
         if (c->release) c->release(c);
     }
-    free(s->private_data); /* children array and structs */
+    SchemaPrivate *sp = s->private_data; /* at the start of the block with the children */
+    shared_decref(sp->shared);
+    free(sp);
     s->release = NULL;
 }
 
@@ -915,10 +923,12 @@ static void release_child_schema(struct ArrowSchema *s) { s->release = NULL; }
 
 static int export_schema(Shared *sh, int k, struct ArrowSchema *out) {
     int n = sh->kind_n[k] + 2;
-    size_t size = sizeof(struct ArrowSchema *) * (size_t)n + sizeof(struct ArrowSchema) * (size_t)n;
-    void *block = calloc(1, size);
+    size_t size = sizeof(SchemaPrivate) + sizeof(struct ArrowSchema *) * (size_t)n + sizeof(struct ArrowSchema) * (size_t)n;
+    SchemaPrivate *block = calloc(1, size);
     if (!block) return -1;
-    struct ArrowSchema **ptrs = block;
+    shared_incref(sh);
+    block->shared = sh;
+    struct ArrowSchema **ptrs = (struct ArrowSchema **)(block + 1);
     struct ArrowSchema *kids = (struct ArrowSchema *)(ptrs + n);
     for (int i = 0; i < n; i++) {
         ptrs[i] = &kids[i];
