@@ -26,7 +26,7 @@ import os
 import duckdb
 from loopscope.analyses import loader_sql as sql
 from loopscope.analyses.loader_fast_sql import LOOP_EXIT_ORDER, TOOL_CALL_ORDER
-from loopscope.analyses.loader_sql import EXTRA_PATCH, FIELDS, INT_RANGE, MAX_LINE_BYTES, RAW_CAP, VALUE_SETS
+from loopscope.analyses.loader_sql import EXTRA_PATCH, FIELDS, INT_RANGE, MAX_LINE_BYTES, VALUE_SETS
 
 try:
     from loopscope.analyses import _linescan
@@ -197,11 +197,7 @@ def rest_to_table(
     for line_no, start, end in rest:
         raw = bytes(buf[start:end])
         if end - start > MAX_LINE_BYTES:
-            text = raw[: RAW_CAP * 4].decode("utf-8", errors="backslashreplace")[:RAW_CAP]
-            con.execute(
-                sql.QUARANTINE_ONE_SQL,
-                [source_id, display, line_no, f"line too long (over {MAX_LINE_BYTES} bytes)", text],
-            )
+            con.execute(sql.QUARANTINE_ONE_SQL, [source_id, display, line_no, sql.TOO_LONG_REASON, sql.raw_text(raw)])
             if unterminated and line_no == last_line:
                 last_ok = False
             continue
@@ -211,14 +207,7 @@ def rest_to_table(
             if unterminated and line_no == last_line:
                 last_ok = False  # cut off inside a character, maybe: read it again when it is whole
             con.execute(
-                sql.QUARANTINE_ONE_SQL,
-                [
-                    source_id,
-                    display,
-                    line_no,
-                    f"not UTF-8 (byte 0x{raw[exc.start]:02x} at byte {exc.start + 1} of the line)",
-                    raw.decode("utf-8", errors="backslashreplace")[:RAW_CAP],
-                ],
+                sql.QUARANTINE_ONE_SQL, [source_id, display, line_no, sql.not_utf8_reason(raw, exc), sql.raw_text(raw)]
             )
             continue
         line_nos.append(line_no)

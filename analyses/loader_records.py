@@ -166,15 +166,12 @@ def read_in_blocks(
     for piece in iter_chunks(path, start_offset, lines_before + 1):
         if isinstance(piece, StreamBreak):
             # Quarantined but not consumed: a completed file is read on from here.
-            text = piece.partial[: sql.RAW_CAP * 4].decode("utf-8", errors="backslashreplace")[: sql.RAW_CAP]
-            con.execute(sql.QUARANTINE_ONE_SQL, [source_id, display, piece.line_no, piece.reason, text])
+            con.execute(sql.QUARANTINE_ONE_SQL, [source_id, display, piece.line_no, piece.reason, sql.raw_text(piece.partial)])
             totals[2] += 1
             break
         if isinstance(piece, OverlongLine):
-            text = piece.head[: sql.RAW_CAP * 4].decode("utf-8", errors="backslashreplace")[: sql.RAW_CAP]
             con.execute(
-                sql.QUARANTINE_ONE_SQL,
-                [source_id, display, piece.line_no, f"line too long (over {sql.MAX_LINE_BYTES} bytes)", text],
+                sql.QUARANTINE_ONE_SQL, [source_id, display, piece.line_no, sql.TOO_LONG_REASON, sql.raw_text(piece.head)]
             )
             totals[2] += 1
             if not piece.unterminated:
@@ -302,13 +299,7 @@ def _insert_lines_checking_utf8(con: duckdb.DuckDBPyConnection, piece: Chunk, so
             good.append("")
             con.execute(
                 sql.QUARANTINE_ONE_SQL,
-                [
-                    source_id,
-                    display,
-                    piece.first_line + i,
-                    f"not UTF-8 (byte 0x{raw[exc.start]:02x} at byte {exc.start + 1} of the line)",
-                    raw.decode("utf-8", errors="backslashreplace")[: sql.RAW_CAP],
-                ],
+                [source_id, display, piece.first_line + i, sql.not_utf8_reason(raw, exc), sql.raw_text(raw)],
             )
             bad_last = piece.unterminated and i == len(lines) - 1
     con.execute(sql.INSERT_CHUNK_SQL, [piece.first_line, "\n".join(good)])

@@ -325,6 +325,17 @@ WHERE reason IS NOT NULL
 ORDER BY line_no
 """
 QUARANTINE_ONE_SQL = "INSERT INTO quarantine (source_id, path, line_no, reason, raw) VALUES (?, ?, ?, ?, ?)"
+TOO_LONG_REASON = f"line too long (over {MAX_LINE_BYTES} bytes)"
+
+
+def raw_text(raw: bytes) -> str:
+    """A bad line's bytes as the quarantine keeps them: invalid bytes as ``\\xNN``, at most ``RAW_CAP`` characters."""
+    return raw[: RAW_CAP * 4].decode("utf-8", errors="backslashreplace")[:RAW_CAP]
+
+
+def not_utf8_reason(raw: bytes, exc: UnicodeDecodeError) -> str:
+    """The quarantine reason for a line that is not UTF-8."""
+    return f"not UTF-8 (byte 0x{raw[exc.start]:02x} at byte {exc.start + 1} of the line)"
 
 # Unknown fields: the line with its kind's known keys removed. A JSON merge
 # patch (RFC 7396) that sets a key to null deletes it and leaves everything
