@@ -47,10 +47,10 @@ from loopscope.analyses.loader_files import (
     StreamBreak,
     UnreadableFile,
     content_hash,
-    ends_with_newline,
     expand_paths,
     iter_chunks,
     read_head,
+    resume_point,
     sha256,
 )
 from loopscope.analyses import loader_records
@@ -369,14 +369,16 @@ def _load_records_file(
         result.status = "grown" if known_path == display else "rotated"
         counted = con.execute(SOURCE_ROWS_SQL, [source_id, source_id]).fetchone()
         result.skipped = int(counted[0]) if counted else 0
-        # A complete last record written without its newline was loaded; the
-        # newline the writer appends later ends that same line, so numbering
-        # resumes on it rather than after it.
-        if start_offset and not ends_with_newline(path, start_offset):
-            lines_before -= 1
-        # Lines after the resume point are read again: drop what an earlier
-        # load quarantined there (a truncated last line that may be whole now).
-        con.execute(CLEAR_QUARANTINE_FROM_SQL, [source_id, lines_before + 1])
+        at_line_start, more = resume_point(path, start_offset) if start_offset else (True, True)
+        if more:  # nothing new: the file is left as it is (numbers and quarantine too)
+            # A complete last record written without its newline was loaded;
+            # the newline the writer appends later ends that same line, so
+            # numbering resumes on it rather than after it.
+            if not at_line_start:
+                lines_before -= 1
+            # Lines after the resume point are read again: drop what an earlier
+            # load quarantined there (a truncated last line that may be whole now).
+            con.execute(CLEAR_QUARANTINE_FROM_SQL, [source_id, lines_before + 1])
     result.source_id = source_id
     seq_row = con.execute(sql.MAX_SEQ_SQL).fetchone()
     seq_base = int(seq_row[0]) if seq_row else 0

@@ -125,12 +125,23 @@ def read_head(path: Path, size: int = HEAD_BYTES) -> bytes:
         raise UnreadableFile(f"cannot read {path}: {exc}", hint="is the file complete and readable?") from None
 
 
-def ends_with_newline(path: Path, offset: int) -> bool:
-    """Whether the byte just before ``offset`` (decompressed) is a newline."""
+def resume_point(path: Path, offset: int) -> tuple[bool, bool]:
+    """Where a load that stopped at ``offset`` (decompressed) resumes: (at a line's start, more content after it).
+
+    At a line's start: the byte before is a newline, or only a byte-order mark
+    comes before. Otherwise a complete last record was loaded without its
+    newline, and what follows continues that line.
+    """
     try:
         with open_bytes(path) as f:
+            if offset == 3:
+                before = f.read(3)
+                if before == b"\xef\xbb\xbf":
+                    return True, f.read(1) != b""
+                return before[-1:] == b"\n", f.read(1) != b""
             f.seek(offset - 1)
-            return f.read(1) == b"\n"
+            pair = f.read(2)
+            return pair[:1] == b"\n", len(pair) == 2
     except (OSError, EOFError) as exc:
         raise UnreadableFile(f"cannot read {path}: {exc}", hint="is the file complete and readable?") from None
 

@@ -297,10 +297,9 @@ def _insert_lines_checking_utf8(con: duckdb.DuckDBPyConnection, piece: Chunk, so
             good.append(raw.decode("utf-8"))
         except UnicodeDecodeError as exc:
             good.append("")
-            con.execute(
-                sql.QUARANTINE_ONE_SQL,
-                [source_id, display, piece.first_line + i, sql.not_utf8_reason(raw, exc), sql.raw_text(raw)],
-            )
+            # Too long comes first, as everywhere: the rest of such a line is not read.
+            reason = sql.TOO_LONG_REASON if len(raw) > sql.MAX_LINE_BYTES else sql.not_utf8_reason(raw, exc)
+            con.execute(sql.QUARANTINE_ONE_SQL, [source_id, display, piece.first_line + i, reason, sql.raw_text(raw)])
             bad_last = piece.unterminated and i == len(lines) - 1
     con.execute(sql.INSERT_CHUNK_SQL, [piece.first_line, "\n".join(good)])
     return bad_last

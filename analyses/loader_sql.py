@@ -184,8 +184,9 @@ def _reason_sql() -> str:
     """The first thing wrong with a line that failed the fast check, in words."""
     kind_text = "json_extract_string(kind, '$')"
     whens = [
-        "WHEN unparsed AND trim(line, ' ' || chr(9) || chr(13)) = '' THEN NULL",  # blank line (JSON whitespace): nothing to keep
+        # Too long first, even when blank: the readers that never hold such a line whole cannot tell.
         f"WHEN strlen(line) > {MAX_LINE_BYTES} THEN 'line too long (over {MAX_LINE_BYTES} bytes)'",
+        "WHEN unparsed AND trim(line, ' ' || chr(9) || chr(13)) = '' THEN NULL",  # blank line (JSON whitespace): nothing to keep
         "WHEN unparsed AND is_last_unterminated THEN 'truncated last line (no newline at the end, not valid JSON)'",
         "WHEN unparsed THEN 'malformed JSON'",
         "WHEN ltrim(line)[1] <> '{' THEN 'not a JSON object'",

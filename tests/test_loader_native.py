@@ -207,6 +207,65 @@ def test_a_last_line_cut_inside_a_character_is_read_again_whole(tmp_path: Path, 
 
 
 @native_only
+@pytest.mark.parametrize("filler", [b"x" * 400 + b"\xff", b" ", b"\t"])
+def test_a_line_over_the_limit_is_too_long_whatever_else_it_is(tmp_path: Path, filler: bytes) -> None:
+    """Not UTF-8, or only blanks: over the limit, the reason is the length on every path (found by review)."""
+    long = filler * (MAX_LINE_BYTES // len(filler) + 2)
+    data = compact(tool_call(0)) + b"\n" + long + b"\n" + compact(tool_call(2)) + b"\n"
+    got = load_both(tmp_path, data)
+    assert [(q[2], q[3]) for q in got["quarantine"]] == [(2, f"line too long (over {MAX_LINE_BYTES} bytes)")]
+
+
+def reload(tmp_path: Path, native: bool, versions: list[bytes]) -> tuple[duckdb.DuckDBPyConnection, list[Any]]:
+    """Load ``log.jsonl`` once per version of its content; returns the store and the summaries."""
+    if native and not loader_native.available():
+        pytest.skip("the native scanner is not built")
+    log = tmp_path / "log.jsonl"
+    con = connect(tmp_path / "s.duckdb")
+    summaries = []
+    with paths(native):
+        for data in versions:
+            log.write_bytes(data)
+            summaries.append(load_paths(con, [log]))
+    return con, summaries
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_reloading_a_file_that_ends_without_its_newline_changes_nothing(tmp_path: Path, native: bool) -> None:
+    """A complete last record without newline: reloads leave numbering and quarantine as they are (found by review)."""
+    l1, l2, l3 = (compact(tool_call(i)) for i in (1, 2, 3))
+    bad = b'{"v":1,"kind":"tool_call"}'
+    con, summaries = reload(tmp_path, native, [l1 + b"\n" + l2, l1 + b"\n" + l2, l1 + b"\n" + l2, l1 + b"\n" + l2 + b"\n" + l3 + b"\n"])
+    try:
+        assert [s.details[0].status for s in summaries] == ["new", "unchanged", "unchanged", "grown"]
+        assert con.execute("SELECT line_no FROM tool_calls ORDER BY seq").fetchall() == [(1,), (2,), (3,)]
+        assert con.execute("SELECT lines_loaded FROM sources").fetchone() == (3,)
+    finally:
+        con.close()
+    other = tmp_path / "other"
+    other.mkdir()
+    con, summaries = reload(other, native, [l1 + b"\n" + bad, l1 + b"\n" + bad])
+    try:
+        assert [s.quarantined for s in summaries] == [1, 0]
+        assert con.execute("SELECT line_no, reason FROM quarantine").fetchall() == [(2, "missing required field ts")]
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_a_first_line_cut_after_a_byte_order_mark_is_line_one_when_completed(tmp_path: Path, native: bool) -> None:
+    l1, l2 = (compact(tool_call(i)) for i in (1, 2))
+    bom = b"\xef\xbb\xbf"
+    con, _ = reload(tmp_path, native, [bom + l1[:50], bom + l1 + b"\n" + l2 + b"\n"])
+    try:
+        assert con.execute("SELECT line_no FROM tool_calls ORDER BY seq").fetchall() == [(1,), (2,)]
+        assert con.execute("SELECT lines_loaded FROM sources").fetchone() == (2,)
+        assert con.execute("SELECT count(*) FROM quarantine").fetchone() == (0,)
+    finally:
+        con.close()
+
+
+@native_only
 def test_a_line_over_the_limit_is_quarantined_with_its_start_only(tmp_path: Path) -> None:
     long = compact(tool_call(1, error_message="y" * (MAX_LINE_BYTES + 10)))
     data = compact(tool_call(0)) + b"\n" + long + b"\n" + compact(tool_call(2)) + b"\n"
