@@ -21,7 +21,6 @@ from __future__ import annotations
 import mmap
 import os
 import tempfile
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -336,56 +335,15 @@ def native_insert(
     return tc, le, bad, last_ok, out.lines
 
 
-PARALLEL_READ_BYTES = 32 * 1024 * 1024
-"""From this size on, a chunk is read by two threads at once (one core copying from the page cache is the bottleneck)."""
-
-
-def _pread_all(fd: int, view: memoryview, offset: int) -> int:
+def _fill(f: Any, view: memoryview) -> tuple[int, bool]:
+    """Read on from the file's position into ``view`` until it is full; returns (bytes read, end of file reached)."""
     done = 0
     while done < len(view):
-        n = os.preadv(fd, [view[done:]], offset + done)
+        n = f.readinto(view[done:])
         if not n:
-            break
+            return done, True
         done += n
-    return done
-
-
-def _fill(f: Any, view: memoryview, offset: int) -> tuple[int, bool]:
-    """Read the file from ``offset`` into ``view`` until it is full; returns (bytes read, end of file reached)."""
-    if not hasattr(os, "preadv"):  # not on every platform: one sequential read
-        f.seek(offset)
-        done = 0
-        while done < len(view):
-            n = f.readinto(view[done:])
-            if not n:
-                return done, True
-            done += n
-        return done, False
-    fd = f.fileno()
-    if len(view) < PARALLEL_READ_BYTES:
-        done = _pread_all(fd, view, offset)
-        return done, done < len(view)
-    half = len(view) // 2
-    box: list[int | BaseException] = []
-
-    def second() -> None:
-        try:
-            box.append(_pread_all(fd, view[half:], offset + half))
-        except BaseException as exc:  # re-raised below, in the caller's thread
-            box.append(exc)
-
-    helper = threading.Thread(target=second, name="loopscope-read", daemon=True)
-    helper.start()
-    try:
-        first = _pread_all(fd, view[:half], offset)
-    finally:
-        helper.join()
-    got = box[0]
-    if isinstance(got, BaseException):
-        raise got
-    if first < half:
-        return first, True  # the file ends in the first half
-    return half + got, half + got < len(view)
+    return done, False
 
 
 _buffer: list[bytearray] = []
@@ -524,7 +482,7 @@ def _read_native_plain(
             while True:
                 if not eof and have < cap:
                     try:
-                        n, eof = _fill(f, view[have:cap], pos + have)
+                        n, eof = _fill(f, view[have:cap])
                     except OSError as exc:
                         raise UnreadableFile(
                             f"cannot read {path} past byte {pos + have}: {exc.strerror or exc}", hint="check the file and the disk"

@@ -321,9 +321,7 @@ def test_chunks_of_the_file_meet_inside_lines_and_numbering_holds(tmp_path: Path
 
 @native_only
 @pytest.mark.parametrize("chunk", [4096, 5000, 1 << 20])
-def test_chunks_read_by_two_threads_join_up(tmp_path: Path, chunk: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    # Every read of 1,000 bytes or more is split between two threads; the file's end falls in either half.
-    monkeypatch.setattr(loader_records, "PARALLEL_READ_BYTES", 1000)
+def test_chunks_of_several_sizes_and_a_cut_off_last_line(tmp_path: Path, chunk: int) -> None:
     data, bad = big_log(700, seed=3)
     got = load_both(tmp_path, data[:-7], chunk=chunk)  # and a cut-off last line
     assert {q[2] for q in got["quarantine"]} == bad | {700}
