@@ -15,7 +15,7 @@ import duckdb
 # Importing model registers its migrations after those in migrations.py.
 from loopscope.analyses import model  # noqa: F401
 from loopscope.analyses.errors import DatabaseError
-from loopscope.analyses.migrations import migrate
+from loopscope.analyses.store.migrations import migrate
 
 DEFAULT_DB = "loopscope.duckdb"
 DB_ENV = "LOOPSCOPE_DB"
