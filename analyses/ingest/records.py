@@ -262,7 +262,7 @@ SELECT count(*), sum(coalesce(strlen(line), 0)), arg_max(coalesce(strlen(line), 
 _LINE_SOURCES = {
     "block": "SELECT line_no, line FROM _ls_lines",
     "file": "SELECT rowid + 1 AS line_no, line FROM _ls_raw",
-    # the lines the fast path (loader_fast_sql) left over
+    # the lines the fast path (fast_sql) left over
     "rest": "SELECT line_no, line FROM _ls_rest",
 }
 

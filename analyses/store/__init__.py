@@ -16,6 +16,9 @@ import duckdb
 from loopscope.analyses import model  # noqa: F401
 from loopscope.analyses.errors import DatabaseError
 from loopscope.analyses.store.migrations import migrate
+from loopscope.analyses.store.transaction import transaction
+
+__all__ = ["DB_ENV", "DEFAULT_DB", "connect", "default_db_path", "transaction"]
 
 DEFAULT_DB = "loopscope.duckdb"
 DB_ENV = "LOOPSCOPE_DB"
