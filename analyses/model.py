@@ -22,10 +22,6 @@ a ``Selection`` then picks which prompts an analysis counts.
 
 from __future__ import annotations
 
-import duckdb
-
-from loopscope.analyses.store.migrations import migration
-
 NORMAL_EXIT_REASONS = ("end_turn", "stop_sequence")
 ERROR_CLASSES = ("recovered", "open", "aborted", "gave_up")
 
@@ -122,10 +118,3 @@ FROM tool_calls_v t
 JOIN prompts_v p USING (conversation_id, prompt_id)
 WHERE t.is_error AND NOT t.is_replay
 """
-
-
-@migration
-def m002_model_views(con: duckdb.DuckDBPyConnection) -> None:
-    con.execute(TOOL_CALLS_VIEW_SQL)
-    con.execute(PROMPTS_VIEW_SQL)
-    con.execute(ERRORS_VIEW_SQL)

@@ -43,6 +43,7 @@ from loopscope.analyses.ingest.records import (
     LOOP_EXIT_FIELDS,
     MAX_LINE_BYTES,
     TOOL_CALL_FIELDS,
+    TRAILING_COMMA_RE,
     EXTRA_PATCH,
     VALUE_SETS,
     fast_check,
@@ -140,9 +141,12 @@ def _insert_sql(kind: str, order: tuple[str, ...], lines: str, columns: str) -> 
     # (not a known key again) and distinct. try(): on a line that does not parse,
     # the tail may be no JSON at all (the line is refused anyway).
     tail_keys = "try(json_keys(concat('{', substr(_line, length(_body) + 2))))"
+    # A trailing comma in the unknown fields (DuckDB's parser allows it, JSON
+    # does not), even one inside a string: left for the validator to decide.
     tail_ok = (
         f"starts_with(_line, concat(_body, ',')) AND NOT list_has_any({tail_keys}, {known}) "
-        f"AND len({tail_keys}) = len(list_distinct({tail_keys})) AND len({tail_keys}) > 0"
+        f"AND len({tail_keys}) = len(list_distinct({tail_keys})) AND len({tail_keys}) > 0 "
+        f"AND NOT regexp_matches(substr(_line, length(_body) + 2), '{TRAILING_COMMA_RE}')"
     )
     return f"""
 INSERT INTO {kind}s

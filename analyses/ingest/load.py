@@ -39,6 +39,7 @@ import duckdb
 from loopscope.analyses.ingest import records as sql
 from loopscope.analyses.errors import LoopscopeError
 from loopscope.analyses.store import transaction
+from loopscope.collectors.redact import clean_error_text
 from loopscope.analyses.store.facts import facts_fresh, refresh_facts
 from loopscope.analyses.ingest.files import (
     HEAD_BYTES,
@@ -106,6 +107,26 @@ INSERT_VIOLATION_SQL = """
 INSERT INTO protocol_violations (source_id, conversation_id, prompt_id, tool_call_id, kind, detail)
 VALUES (?, ?, ?, ?, ?, ?)
 """
+# Error text of the rows a load just stored (seq above the load's base), each distinct text once.
+NEW_ERROR_TEXTS_SQL = """
+SELECT DISTINCT error_message FROM (
+    SELECT error_message FROM tool_calls WHERE source_id = $1 AND seq > $2 AND error_message IS NOT NULL
+    UNION ALL
+    SELECT error_message FROM loop_exits WHERE source_id = $1 AND seq > $2 AND error_message IS NOT NULL
+)
+"""
+# ?1 the texts as stored, ?2 the same texts redacted.
+CREATE_REDACTED_SQL = """
+CREATE OR REPLACE TEMP TABLE _ls_redacted AS
+SELECT unnest(?::VARCHAR[]) AS stored, unnest(?::VARCHAR[]) AS redacted
+"""
+APPLY_REDACTED_SQL = """
+UPDATE tool_calls SET error_message = r.redacted FROM _ls_redacted r
+WHERE tool_calls.source_id = $1 AND tool_calls.seq > $2 AND tool_calls.error_message = r.stored;
+UPDATE loop_exits SET error_message = r.redacted FROM _ls_redacted r
+WHERE loop_exits.source_id = $1 AND loop_exits.seq > $2 AND loop_exits.error_message = r.stored;
+"""
+DROP_REDACTED_SQL = "DROP TABLE IF EXISTS _ls_redacted"
 READER_QUARANTINE_SQL = """
 UPDATE quarantine SET reason = ? || reason, line_no = NULL WHERE source_id = ?
 """
@@ -400,6 +421,7 @@ def _load_records_file(
         read = read_in_blocks(con, path, start_offset, lines_before, target, tick)
         end_offset, last_line = read.end_offset, read.last_line
         _add_counts(result, read.counts)
+    redact_new_rows(con, source_id, seq_base)
     con.execute(sql.DROP_TEMP_SQL)
     result.loaded = result.tool_calls + result.loop_exits
     if result.status in ("grown", "rotated") and end_offset == start_offset:
@@ -407,6 +429,22 @@ def _load_records_file(
     new_len = min(len(head), HEAD_BYTES)
     con.execute(UPDATE_SOURCE_SQL, [display, sha256(head[:new_len]), new_len, end_offset, last_line, source_id])
     return result
+
+
+def redact_new_rows(con: duckdb.DuckDBPyConnection, source_id: int, seq_base: int) -> None:
+    """Redact secrets in the error text of the rows just stored, as the other readers do when they read.
+
+    The collector redacts before it writes; a records file from any other
+    writer may not have. ``clean_error_text`` (collectors/redact.py) runs once
+    per distinct text; only the texts it changes are rewritten.
+    """
+    texts = [row[0] for row in con.execute(NEW_ERROR_TEXTS_SQL, [source_id, seq_base]).fetchall()]
+    changed = [(text, clean) for text in texts if (clean := clean_error_text(text)) != text]
+    if not changed:
+        return
+    con.execute(CREATE_REDACTED_SQL, [[c[0] for c in changed], [c[1] for c in changed]])
+    _execute_each(con, APPLY_REDACTED_SQL, [source_id, seq_base])
+    con.execute(DROP_REDACTED_SQL)
 
 
 def _add_counts(result: FileResult, counts: Counts) -> None:
