@@ -14,7 +14,7 @@ from dataclasses import replace
 
 import duckdb
 
-from loopscope.analyses.loader_facts import ensure_facts
+from loopscope.analyses.store.facts import ensure_facts
 from loopscope.analyses.metrics import GROUP_KEYS, Metrics, compute_metrics, metrics_by
 from loopscope.analyses.selection import Selection, parse_iso_week
 
@@ -48,7 +48,7 @@ def tool_call_counts_by(con: duckdb.DuckDBPyConnection, selection: Selection, by
     """Tool calls per selected prompt, ascending (the rank test's sample), per ``week``/``day``/``agent`` group.
 
     One query for every group; it reads ``prompt_facts`` when it matches the
-    records (``loader_facts``), else the view ``prompts_v`` (same rows).
+    records (``store.facts``), else the view ``prompts_v`` (same rows).
     """
     where, params = selection.where("p")
     table = "prompt_facts" if ensure_facts(con) else "prompts_v"

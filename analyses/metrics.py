@@ -19,7 +19,7 @@ Over the selected prompts (``Selection``):
 Record-level facts (is this call a replay, is this error recovered) come from
 the normative views over the whole store; the selection only picks which
 prompts are counted. The views' per-prompt results are materialised in
-``prompt_facts`` after each load (``loader_facts``), which keeps the metrics
+``prompt_facts`` after each load (``store.facts``), which keeps the metrics
 on 10M records an aggregation over prompts. ``--by`` splits the same figures by the day, ISO week or
 agent of each prompt's first record.
 """
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import duckdb
 
 from loopscope.analyses.errors import LoopscopeError
-from loopscope.analyses.loader_facts import ensure_facts
+from loopscope.analyses.store.facts import ensure_facts
 from loopscope.analyses.selection import Selection
 
 # Grouping keys over prompts_v (aliased p); only these fixed texts are formatted in.
@@ -42,7 +42,7 @@ GROUP_KEYS = {
     "agent": "p.agent",
 }
 
-# Over prompt_facts (the views materialised per prompt by loader_facts).
+# Over prompt_facts (the views materialised per prompt by store.facts).
 FACTS_METRICS_SQL = """
 SELECT
     {group_key} AS grp,

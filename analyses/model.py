@@ -41,8 +41,6 @@ from __future__ import annotations
 
 import duckdb
 
-from loopscope.analyses.migrations import migration
-
 NORMAL_EXIT_REASONS = ("end_turn", "stop_sequence")
 ERROR_CLASSES = ("recovered", "open", "aborted", "gave_up")
 
@@ -216,19 +214,3 @@ def create_model(con: duckdb.DuckDBPyConnection) -> None:
 def scratchpad_tools(con: duckdb.DuckDBPyConnection) -> list[str]:
     """The store's scratchpad tools, sorted."""
     return [row[0] for row in con.execute(SCRATCHPAD_TOOLS_SQL).fetchall()]
-
-
-@migration
-def m002_model_views(con: duckdb.DuckDBPyConnection) -> None:
-    create_model(con)
-
-
-@migration
-def m005_calls_not_ids(con: duckdb.DuckDBPyConnection) -> None:
-    # 2026-11-24 spec: replays are repeats of the same call (not of an id),
-    # scratchpad tools never recover, resolved_later. New views, and the
-    # per-prompt facts rebuilt with their new column on next use.
-    create_model(con)
-    con.execute("ALTER TABLE prompt_facts ADD COLUMN IF NOT EXISTS n_resolved_later BIGINT")
-    con.execute("DELETE FROM prompt_facts")
-    con.execute("DELETE FROM prompt_facts_state")

@@ -10,6 +10,7 @@ reports on exactly those logs even when the database holds more.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -22,7 +23,7 @@ from loopscope.cli.output import stderr_console
 if TYPE_CHECKING:
     import duckdb
 
-    from loopscope.analyses.loader import LoadSummary
+    from loopscope.analyses.ingest.load import LoadSummary
 
 
 def progress_bar():  # type: ignore[no-untyped-def]
@@ -66,7 +67,7 @@ def load_with_progress(
     reader_options: Mapping[str, Any] | None = None,
 ) -> LoadSummary:
     """``load_paths`` with the progress bar."""
-    from loopscope.analyses.loader import load_paths
+    from loopscope.analyses.ingest.load import load_paths
 
     with progress_bar() as update:
         summary = load_paths(con, list(paths), input_format=input_format, reader_options=reader_options, progress=update)
@@ -81,6 +82,22 @@ def _warn_unreadable(summary: LoadSummary) -> None:
     for d in summary.details:
         if d.status == "unreadable":
             stderr_console().print(f"[yellow]skipped[/yellow] {inert(shown_path(d.path))}: {inert(d.error)}")
+
+
+def connect_store(db: str | os.PathLike[str] | None, *, writes: bool) -> duckdb.DuckDBPyConnection:
+    """``store.connect``, with its warning (a store written by a newer loopscope, opened to read) on stderr."""
+    from loopscope.analyses.store import NewerStoreWarning, connect
+    from loopscope.cli.output import inert
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", NewerStoreWarning)
+        con = connect(db, writes=writes)
+    for w in caught:
+        if issubclass(w.category, NewerStoreWarning):
+            stderr_console().print(f"[yellow]warning:[/yellow] {inert(str(w.message))}")
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return con
 
 
 def open_store(
@@ -99,9 +116,7 @@ def open_store(
     Raises:
         LoopscopeError: bad database, missing path, unreadable file.
     """
-    from loopscope.analyses.store import connect
-
-    con = connect(db)
+    con = connect_store(db, writes=bool(paths))
     if not paths:
         return con, Selection(), None
     summary = load_with_progress(con, list(paths), input_format, reader_options)

@@ -24,11 +24,10 @@ def quarantine(
     ] = None,
 ) -> None:
     """List the bad lines found while loading: file, line, reason and a hint to fix each."""
-    from loopscope.analyses.loader_quarantine import list_quarantine
-    from loopscope.analyses.store import connect
-    from loopscope.cli.common import shown_path
+    from loopscope.analyses.quarantine import list_quarantine
+    from loopscope.cli.common import connect_store, shown_path
 
-    con = connect(db)
+    con = connect_store(db, writes=False)
     name = str(Path(file).resolve()) if file and Path(file).exists() else file
     lines, total = list_quarantine(con, file=name, limit=limit)
     rows = [{"path": q.path, "line_no": q.line_no, "reason": q.reason, "hint": q.hint, "raw": q.raw} for q in lines]
