@@ -24,7 +24,7 @@ from rich.panel import Panel
 from typer.core import TyperGroup
 
 from loopscope.analyses.errors import LoopscopeError
-from loopscope.cli.output import inert, stderr_console
+from loopscope.cli.render.output import inert, stderr_console
 
 F = TypeVar("F", bound=Callable[..., Any])
 

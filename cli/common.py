@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loopscope.analyses.selection import Selection, parse_instant, parse_tag
-from loopscope.cli.output import stderr_console
+from loopscope.cli.render.output import stderr_console
 
 if TYPE_CHECKING:
     import duckdb
@@ -76,7 +76,7 @@ def load_with_progress(
 
 def _warn_unreadable(summary: LoadSummary) -> None:
     """Name on stderr each file the load had to skip because it could not be read."""
-    from loopscope.cli.output import inert
+    from loopscope.cli.render.output import inert
 
     for d in summary.details:
         if d.status == "unreadable":

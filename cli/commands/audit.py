@@ -20,7 +20,7 @@ from loopscope.cli.options import (
     UntilOption,
     WeekOption,
 )
-from loopscope.cli.output import OutputFormat, inert, stderr_console, stdout_console, write_json
+from loopscope.cli.render.output import OutputFormat, inert, stderr_console, stdout_console, write_json
 
 
 @command("audit")
@@ -69,7 +69,7 @@ def audit_command(
         raise LoopscopeError("the selection has no prompt to audit",
                              hint="load logs first (pass PATHs), or widen --since/--until/--agent/--tag")
     if html is not None:
-        from loopscope.analyses.report_html import render_html
+        from loopscope.cli.render.html import render_html
 
         try:
             html.write_text(render_html(report), encoding="utf-8")
@@ -79,6 +79,6 @@ def audit_command(
     if output is OutputFormat.json:
         write_json(report)
         return
-    from loopscope.cli.audit_render import render
+    from loopscope.cli.render.audit import render
 
     render(report, stdout_console())

@@ -18,7 +18,7 @@ from loopscope.cli.options import (
     TagOption,
     UntilOption,
 )
-from loopscope.cli.output import OutputFormat, inert, stdout_console, write_csv, write_json
+from loopscope.cli.render.output import OutputFormat, inert, stdout_console, write_csv, write_json
 
 
 def _opt(flag: str, help_text: str, kind: type = float):  # noqa: ANN202 - Annotated alias factory

@@ -9,7 +9,7 @@ import typer
 from loopscope.cli.app import command
 from loopscope.cli.common import analysis_store
 from loopscope.cli.options import DbOption, FormatOption, InputFormatOption, PathsArgument
-from loopscope.cli.output import (
+from loopscope.cli.render.output import (
     OutputFormat,
     fmt_number,
     fmt_rate,

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from loopscope.cli.app import command
-from loopscope.cli.output import inert, stdout_console
+from loopscope.cli.render.output import inert, stdout_console
 
 
 @command("demo")
@@ -28,7 +28,7 @@ def demo(
 
     from loopscope.analyses.errors import LoopscopeError
     from loopscope.collectors import CollectorConfigError
-    from loopscope.collectors.demo.run import describe, run_demo
+    from loopscope.cli.demo.run import describe, run_demo
 
     if out.exists() and not out.is_dir():
         raise LoopscopeError(f"--out {out} is a file, not a folder", hint="pass a folder to write the demo logs into")

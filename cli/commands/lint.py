@@ -19,7 +19,7 @@ from loopscope.cli.options import (
     TagOption,
     UntilOption,
 )
-from loopscope.cli.output import OutputFormat, fmt_number, fmt_rate, inert, one_line, stdout_console, write_csv, write_json
+from loopscope.cli.render.output import OutputFormat, fmt_number, fmt_rate, inert, one_line, stdout_console, write_csv, write_json
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -9,7 +9,7 @@ import typer
 
 from loopscope.cli.app import command
 from loopscope.cli.options import DbOption, FormatOption, InputFormatOption
-from loopscope.cli.output import OutputFormat, fmt_number, inert, stdout_console, write_csv, write_json
+from loopscope.cli.render.output import OutputFormat, fmt_number, inert, stdout_console, write_csv, write_json
 
 if TYPE_CHECKING:
     from loopscope.analyses.loader import LoadSummary

@@ -18,7 +18,7 @@ from loopscope.cli.options import (
     TagOption,
     UntilOption,
 )
-from loopscope.cli.output import OutputFormat, fmt_number, fmt_rate, inert, stdout_console, write_csv, write_json
+from loopscope.cli.render.output import OutputFormat, fmt_number, fmt_rate, inert, stdout_console, write_csv, write_json
 
 
 @command("metrics")

@@ -9,7 +9,7 @@ import typer
 
 from loopscope.cli.app import command
 from loopscope.cli.options import DbOption, FormatOption
-from loopscope.cli.output import OutputFormat, inert, stdout_console, write_csv, write_json
+from loopscope.cli.render.output import OutputFormat, inert, stdout_console, write_csv, write_json
 
 COLUMNS = ("path", "line_no", "reason", "hint", "raw")
 

@@ -9,7 +9,7 @@ import typer
 
 from loopscope.cli.app import PANELS, app, handle_errors
 from loopscope.cli.options import DbOption, FormatOption
-from loopscope.cli.output import OutputFormat, inert, stderr_console, stdout_console, write_json
+from loopscope.cli.render.output import OutputFormat, inert, stderr_console, stdout_console, write_json
 
 review_app = typer.Typer(
     help="Reviewer verdicts of a sample: [b]loopscope review import reviews.csv[/b].",

@@ -20,7 +20,7 @@ from loopscope.cli.options import (
     UntilOption,
     WeekOption,
 )
-from loopscope.cli.output import OutputFormat, inert, stderr_console, stdout_console, write_csv, write_json
+from loopscope.cli.render.output import OutputFormat, inert, stderr_console, stdout_console, write_csv, write_json
 
 CSV_COLUMNS = ("conversation_id", "stratum", "computed_class", "agent", "first_ts", "prompts", "tool_calls",
                "errors", "unrecovered")
@@ -80,7 +80,7 @@ def sample_command(
 
 
 def _render(sample, rows) -> None:  # noqa: ANN001 - internal
-    from loopscope.cli.audit_render import new_table
+    from loopscope.cli.render.audit import new_table
 
     console = stdout_console()
     strata = "; ".join(f"{s} {sample.available[s]} → {sample.allocation[s]}" for s in sample.available)

@@ -18,7 +18,7 @@ from loopscope.cli.options import (
     TagOption,
     UntilOption,
 )
-from loopscope.cli.output import OutputFormat, inert, one_line, stdout_console, write_csv, write_json
+from loopscope.cli.render.output import OutputFormat, inert, one_line, stdout_console, write_csv, write_json
 
 if TYPE_CHECKING:  # imported inside the command body: the analyses pull in duckdb
     from rich.console import Console

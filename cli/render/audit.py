@@ -13,7 +13,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from loopscope.cli.output import fmt_number, fmt_rate, inert, one_line
+from loopscope.cli.render.output import fmt_number, fmt_rate, inert, one_line
 
 SPARK = "▁▂▃▄▅▆▇█"
 METRICS = (
