@@ -4,12 +4,15 @@ One module per verb; each command parses its options, makes one library call
 and renders the result. ``app`` is the Typer application, ``main`` the console
 script entry point.
 
-``app`` and ``main`` are imported on first use, so that ``loopscope.cli.demo`` (the demo
-agent, which uses only the collector) loads no Typer, rich or DuckDB.
+Both are imported on first use, so that ``loopscope.cli.demo`` (the demo agent, which
+uses only the collector) loads no Typer, rich or DuckDB.
 """
 
 from __future__ import annotations
 
+import importlib
+import sys
+import types
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -18,9 +21,22 @@ if TYPE_CHECKING:
 __all__ = ["app", "main"]
 
 
-def __getattr__(name: str) -> Any:
-    if name in __all__:
-        from loopscope.cli import app as _app_module
+class _Package(types.ModuleType):
+    # ``loopscope.cli.app`` is both the submodule and the Typer application it defines. Importing the
+    # submodule binds the package attribute ``app`` to the module; this property keeps
+    # ``from loopscope.cli import app`` meaning the application, whatever was imported first.
 
-        return getattr(_app_module, name)
-    raise AttributeError(f"module 'loopscope.cli' has no attribute {name!r}")
+    @property
+    def app(self) -> Any:
+        return importlib.import_module("loopscope.cli.app").app
+
+    @app.setter
+    def app(self, _module: Any) -> None:
+        pass
+
+    @property
+    def main(self) -> Any:
+        return importlib.import_module("loopscope.cli.app").main
+
+
+sys.modules[__name__].__class__ = _Package
