@@ -3,12 +3,20 @@
 ``connect(path)`` opens (or creates) a DuckDB file, sets the session to UTC
 and migrates the schema. ``":memory:"`` gives a throwaway in-memory store.
 The default path is ``./loopscope.duckdb``, or ``$LOOPSCOPE_DB`` when set.
+
+``open_for_analysis(db, paths, ...)`` is how every analysis (CLI command or
+notebook) opens the store: it loads PATHs first, limits the selection to those
+files, and always closes the connection.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 import duckdb
 
@@ -16,6 +24,10 @@ import duckdb
 from loopscope.analyses import model  # noqa: F401
 from loopscope.analyses.errors import DatabaseError
 from loopscope.analyses.migrations import migrate
+from loopscope.analyses.selection import Selection
+
+if TYPE_CHECKING:
+    from loopscope.analyses.loader import LoadSummary
 
 DEFAULT_DB = "loopscope.duckdb"
 DB_ENV = "LOOPSCOPE_DB"
@@ -62,3 +74,46 @@ def connect(path: str | os.PathLike[str] | None = None, *, read_only: bool = Fal
     if not read_only:
         migrate(con)
     return con
+
+
+class Analysis(NamedTuple):
+    """An open store for one analysis: the connection, what to count, and the load of PATHs (None without)."""
+
+    con: duckdb.DuckDBPyConnection
+    selection: Selection
+    summary: LoadSummary | None
+
+
+@contextmanager
+def open_for_analysis(
+    db: str | os.PathLike[str] | None = None,
+    paths: Sequence[str | os.PathLike[str]] | None = None,
+    *,
+    selection: Selection | None = None,
+    input_format: str = "auto",
+    reader_options: Mapping[str, Any] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    read_only: bool = False,
+) -> Iterator[Analysis]:
+    """Open ``db``, load ``paths`` into it first, and close it on the way out, whatever happens.
+
+    With PATHs, the yielded selection is ``selection`` limited to the prompts of
+    those files (so an analysis reports on exactly them even when the store
+    holds more); without, it is ``selection`` (default: every prompt).
+
+    Raises:
+        LoopscopeError: bad database, missing path, unreadable file.
+    """
+    con = connect(db, read_only=read_only)
+    try:
+        wanted = selection or Selection()
+        summary = None
+        if paths:
+            from loopscope.analyses.loader import load_paths
+
+            summary = load_paths(con, list(paths), input_format=input_format, reader_options=reader_options,
+                                 progress=progress)
+            wanted = dataclasses.replace(wanted, source_ids=summary.source_ids)
+        yield Analysis(con, wanted, summary)
+    finally:
+        con.close()

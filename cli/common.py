@@ -1,10 +1,11 @@
 """Helpers shared by the analysis commands: open the store, load PATHs, build the selection.
 
-Every command that accepts PATHs calls ``open_store``: it opens ``--db``
+Every command that accepts PATHs opens the store with ``analysis_store``: it opens ``--db``
 (default ./loopscope.duckdb, ``:memory:`` for a throwaway store), loads the
-PATHs first (with a progress bar on a terminal) and returns a ``Selection``
+PATHs first (with a progress bar on a terminal), yields a ``Selection``
 limited to the prompts of those files, so ``loopscope metrics sample_logs/``
-reports on exactly those logs even when the database holds more.
+reports on exactly those logs even when the database holds more, and always
+closes the store (``loopscope.analyses.store.open_for_analysis``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     import duckdb
 
     from loopscope.analyses.loader import LoadSummary
+    from loopscope.analyses.store import Analysis
 
 
 def progress_bar():  # type: ignore[no-untyped-def]
@@ -81,31 +83,6 @@ def _warn_unreadable(summary: LoadSummary) -> None:
     for d in summary.details:
         if d.status == "unreadable":
             stderr_console().print(f"[yellow]skipped[/yellow] {inert(shown_path(d.path))}: {inert(d.error)}")
-
-
-def open_store(
-    db: str | None,
-    paths: Sequence[str | os.PathLike[str] | Path] | None,
-    input_format: str = "auto",
-    reader_options: Mapping[str, Any] | None = None,
-) -> tuple[duckdb.DuckDBPyConnection, Selection, LoadSummary | None]:
-    """Open ``db`` and, when PATHs are given, load them first.
-
-    Returns:
-        The connection; a ``Selection`` with ``source_ids`` set to the loaded
-        files' sources (an empty ``Selection`` without PATHs); and the load
-        summary (None without PATHs).
-
-    Raises:
-        LoopscopeError: bad database, missing path, unreadable file.
-    """
-    from loopscope.analyses.store import connect
-
-    con = connect(db)
-    if not paths:
-        return con, Selection(), None
-    summary = load_with_progress(con, list(paths), input_format, reader_options)
-    return con, Selection(source_ids=summary.source_ids), summary
 
 
 def shown_path(path: str) -> str:
@@ -169,13 +146,18 @@ def analysis_store(
     paths: Sequence[str | os.PathLike[str] | Path] | None,
     input_format: str = "auto",
     selection: Selection | None = None,
-) -> Iterator[tuple[duckdb.DuckDBPyConnection, Selection]]:
-    """Open the store, loading ``paths`` first; yield it with ``selection`` limited to those files; close it.
+    reader_options: Mapping[str, Any] | None = None,
+) -> Iterator[Analysis]:
+    """``open_for_analysis`` with the progress bar and a line per unreadable file: yields (con, selection, summary).
 
-    Without PATHs the selection covers the whole store.
+    Always closes the store. Without PATHs the selection covers the whole store.
     """
-    con, loaded, _summary = open_store(db, paths, input_format)
-    try:
-        yield con, replace(selection or Selection(), source_ids=loaded.source_ids)
-    finally:
-        con.close()
+    from loopscope.analyses.store import open_for_analysis
+
+    with progress_bar() as update, open_for_analysis(
+        db, list(paths or ()), selection=selection, input_format=input_format, reader_options=reader_options,
+        progress=update,
+    ) as opened:
+        if opened.summary is not None:
+            _warn_unreadable(opened.summary)
+        yield opened

@@ -18,7 +18,7 @@ from loopscope.cli.options import (
     TagOption,
     UntilOption,
 )
-from loopscope.cli.render.output import OutputFormat, inert, stdout_console, write_csv, write_json
+from loopscope.cli.render.output import OutputFormat, write_csv, write_json
 
 
 def _opt(flag: str, help_text: str, kind: type = float):  # noqa: ANN202 - Annotated alias factory
@@ -74,18 +74,15 @@ def check_command(
         max_double_executions=max_double_executions,
     )
     window = window_selection(since, until, agent, tag)
-    with analysis_store(db, paths, input_format, window) as (con, selection):
+    with analysis_store(db, paths, input_format, window) as (con, selection, _summary):
         result = check(con, selection, thresholds)
     if output is OutputFormat.json:
         write_json(result.to_dict())
     elif output is OutputFormat.csv:
         write_csv([o.to_dict() for o in result.outcomes], ("threshold", "figure", "value", "limit", "status", "reason"))
     else:
-        console = stdout_console()
-        for o in result.outcomes:
-            style = {"violated": "red", "ok": "green", "skipped": "yellow"}[o.status]
-            console.print(f"[{style}]{o.status.upper():<8}[/{style}] {inert(o.reason)}")
-        verdict = "[green]check passed[/green]" if result.passed else f"[red]check failed: {len(result.violations)} threshold(s) violated[/red]"
-        console.print(verdict)
+        from loopscope.cli.render.check import render
+
+        render(result)
     if not result.passed:
         raise typer.Exit(1)

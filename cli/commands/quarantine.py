@@ -25,12 +25,11 @@ def quarantine(
 ) -> None:
     """List the bad lines found while loading: file, line, reason and a hint to fix each."""
     from loopscope.analyses.loader_quarantine import list_quarantine
-    from loopscope.analyses.store import connect
-    from loopscope.cli.common import shown_path
+    from loopscope.cli.common import analysis_store, shown_path
 
-    con = connect(db)
     name = str(Path(file).resolve()) if file and Path(file).exists() else file
-    lines, total = list_quarantine(con, file=name, limit=limit)
+    with analysis_store(db, None) as (con, _selection, _summary):
+        lines, total = list_quarantine(con, file=name, limit=limit)
     rows = [{"path": q.path, "line_no": q.line_no, "reason": q.reason, "hint": q.hint, "raw": q.raw} for q in lines]
     if fmt is OutputFormat.json:
         write_json(rows)

@@ -42,13 +42,10 @@ def import_command(
       loopscope review import review-w47/
     """
     from loopscope.analyses.review import import_reviews
-    from loopscope.analyses.store import connect
+    from loopscope.cli.common import analysis_store
 
-    con = connect(db)
-    try:
+    with analysis_store(db, None) as (con, _selection, _summary):
         result = import_reviews(con, file)
-    finally:
-        con.close()
     if output is OutputFormat.json:
         write_json(result.to_dict())
     else:

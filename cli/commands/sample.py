@@ -58,7 +58,7 @@ def sample_command(
     from loopscope.analyses.sampling import draw_sample
 
     window_sel = window_selection(since, until, agent, tag, week)
-    with analysis_store(db, paths, input_format, window_sel) as (con, selection):
+    with analysis_store(db, paths, input_format, window_sel) as (con, selection, _summary):
         sample = draw_sample(con, selection, n=n, seed=seed)
         window = week or (f"{since or '…'} to {until or '…'}" if since or until else "all loaded prompts")
         pack = write_pack(con, sample, out, window=window, force=force) if out is not None else None
@@ -71,28 +71,11 @@ def sample_command(
     elif output is OutputFormat.csv:
         write_csv(rows, CSV_COLUMNS)
     else:
-        _render(sample, rows)
+        from loopscope.cli.render.sample import render
+
+        render(sample, rows)
     if pack is not None and output is OutputFormat.table:
         stdout_console().print(f"review pack: {inert(pack.index)} ({len(pack.files)} conversations); "
                                f"fill in {inert(pack.reviews_csv)}, then: loopscope review import {inert(pack.reviews_csv)}")
     elif seed is None and output is not OutputFormat.table:
         stderr_console().print(f"seed {sample.seed} (pass --seed {sample.seed} to draw this sample again)")
-
-
-def _render(sample, rows) -> None:  # noqa: ANN001 - internal
-    from loopscope.cli.render.audit import new_table
-
-    console = stdout_console()
-    strata = "; ".join(f"{s} {sample.available[s]} → {sample.allocation[s]}" for s in sample.available)
-    console.print(f"{len(rows)} of {sum(sample.available.values())} conversations · seed {sample.seed} · "
-                  f"strata (available → drawn): {strata}")
-    table = new_table()
-    # Ids and times stay whole; the stratum (class) wraps when the terminal is narrow.
-    for col, justify in (("conversation", "left"), ("stratum (class)", "left"), ("agent", "left"),
-                         ("started (UTC)", "left"), ("calls", "right"), ("errors", "right")):
-        table.add_column(col, justify=justify, no_wrap=col != "stratum (class)")  # type: ignore[arg-type]
-    for r in rows:
-        stratum = r["stratum"] if r["computed_class"] == r["stratum"] else f"{r['stratum']} ({r['computed_class']})"
-        table.add_row(inert(r["conversation_id"]), stratum, inert(r["agent"]), f"{r['first_ts']:%Y-%m-%d %H:%M}",
-                      str(r["tool_calls"]), str(r["errors"]))
-    console.print(table)
