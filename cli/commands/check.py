@@ -1,4 +1,4 @@
-"""``loopscope check``: thresholds on the metrics, exit 1 when one is violated."""
+"""``loopscope check``: thresholds on the metrics, exit 3 when one is violated."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from loopscope.cli.app import command
+from loopscope.cli.app import EXIT_GATE_FAILED, command
 from loopscope.cli.common import analysis_store, window_selection
 from loopscope.cli.options import (
     AgentOption,
@@ -44,7 +44,7 @@ def check_command(
     output: FormatOption = OutputFormat.table,
     input_format: InputFormatOption = "auto",
 ) -> None:
-    """Gate CI or alerting on the metrics: exit 1 with one line per violated threshold, 0 otherwise.
+    """Gate CI or alerting on the metrics: exit 3 with one line per violated threshold, 0 otherwise.
 
     Each threshold you set prints one line: OK, VIOLATED, or SKIPPED when the
     figure has no value (no error to compute a recovery rate from: never a failure).
@@ -53,8 +53,9 @@ def check_command(
     \b
     Exit codes:
       0  every threshold met (or skipped)
-      1  a threshold violated, or a user error (no threshold, a rate above 1, an empty window)
+      1  a user error (no threshold, a rate above 1, an empty window, a mistyped option)
       2  an internal error (a bug in loopscope)
+      3  a threshold violated
 
     \b
     Examples:
@@ -85,4 +86,4 @@ def check_command(
 
         render(result)
     if not result.passed:
-        raise typer.Exit(1)
+        raise typer.Exit(EXIT_GATE_FAILED)

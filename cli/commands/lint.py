@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from loopscope.cli.app import command
+from loopscope.cli.app import EXIT_GATE_FAILED, command
 from loopscope.cli.options import (
     AgentOption,
     DbOption,
@@ -72,8 +72,8 @@ def lint(
     \b
     Exit codes with --message/--messages:
       0  no rule of severity error fired
-      1  a rule of severity error fired (with --strict: or a message is
-         generic), or the input is unreadable
+      1  the input is unreadable, or a mistyped option
+      3  a rule of severity error fired (with --strict: or a message is generic)
 
     \b
     Examples:
@@ -141,7 +141,7 @@ def _lint_texts(texts: list[str], file: Path | None, fmt: OutputFormat, *, stric
 
         render_findings(results)
     if any(r.has_error or (strict and r.generic) for _, r in results):
-        raise typer.Exit(1)
+        raise typer.Exit(EXIT_GATE_FAILED)
 
 
 def _print_rules(fmt: OutputFormat) -> None:
