@@ -129,6 +129,7 @@ PANELS = {
     "load": PANEL_MEASURE,
     "metrics": PANEL_MEASURE,
     "quarantine": PANEL_MEASURE,
+    "export": PANEL_MEASURE,
     "unrecovered": PANEL_INVESTIGATE,
     "triage": PANEL_INVESTIGATE,
     "lint": PANEL_INVESTIGATE,

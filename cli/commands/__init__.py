@@ -7,6 +7,7 @@ The import order is the order of ``loopscope --help`` within each panel
 from loopscope.cli.commands import load  # noqa: F401
 from loopscope.cli.commands import metrics  # noqa: F401
 from loopscope.cli.commands import quarantine  # noqa: F401
+from loopscope.cli.commands import export  # noqa: F401
 from loopscope.cli.commands import unrecovered  # noqa: F401
 from loopscope.cli.commands import triage  # noqa: F401
 from loopscope.cli.commands import lint  # noqa: F401
