@@ -12,7 +12,6 @@ from loopscope.cli.commands import unrecovered  # noqa: F401
 from loopscope.cli.commands import triage  # noqa: F401
 from loopscope.cli.commands import lint  # noqa: F401
 from loopscope.cli.commands import audit  # noqa: F401
-from loopscope.cli.commands import sample  # noqa: F401
 from loopscope.cli.commands import review  # noqa: F401
 from loopscope.cli.commands import compare  # noqa: F401
 from loopscope.cli.commands import check  # noqa: F401

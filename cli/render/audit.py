@@ -205,7 +205,7 @@ def render(report: dict[str, Any], console: Console) -> None:
            texts=("class", "tool_name", "error_message"), empty="no unrecovered error")
     rv = report["reviews"]
     if not rv["reviewed"]:
-        console.print("[bold]Reviewer verdicts[/bold]: [dim]none imported (loopscope sample --out DIR, then "
+        console.print("[bold]Reviewer verdicts[/bold]: [dim]none imported (loopscope review sample --out DIR, then "
                       "loopscope review import DIR/reviews.csv)[/dim]")
         return
     _table(f"Reviewer verdicts vs computed ({rv['reviewed']} reviewed; generic_apology yes: {rv['generic_apology_yes']})",

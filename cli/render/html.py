@@ -316,7 +316,7 @@ def render_html(report: dict[str, Any]) -> str:
             tf["items"], msg_cell, "No unrecovered error."), "triage"),
         _section(f"Reviewer verdicts ({rv['reviewed']} reviewed)", _table(
             [("verdict", "verdict"), ("compared", "compared"), ("agree", "agree"), ("agreement", "agreement"), ("yes", "yes")],
-            verdict_rows if rv["reviewed"] else [], empty="No review imported (loopscope sample --out, then loopscope review import).")
+            verdict_rows if rv["reviewed"] else [], empty="No review imported (loopscope review sample --out, then loopscope review import).")
             + (f'<p class="muted">generic_apology: {rv["generic_apology_yes"]} yes (no computed counterpart)</p>' if rv["reviewed"] else "")
             + _table([("conversation_id", "conversation"), ("verdict", "verdict"), ("reviewer", "reviewer"),
                       ("computed", "computed"), ("notes", "notes")], rv["disagreements"], msg_cell,

@@ -1,4 +1,4 @@
-"""Terminal rendering of ``loopscope sample``: the strata line and the drawn conversations."""
+"""Terminal rendering of ``loopscope review sample``: the strata line and the drawn conversations."""
 
 from __future__ import annotations
 
