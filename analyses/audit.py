@@ -37,7 +37,7 @@ import duckdb
 from loopscope.analyses import incidents, recovery, stats
 from loopscope.analyses.cohorts import Figures, figures, figures_by, tool_call_counts_by
 from loopscope.analyses.compare import compare_figures
-from loopscope.analyses.loader_facts import ensure_facts
+from loopscope.analyses.store.facts import ensure_facts
 from loopscope.analyses.review import agreement
 from loopscope.analyses.selection import Selection
 

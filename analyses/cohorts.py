@@ -15,7 +15,7 @@ from typing import Any
 
 import duckdb
 
-from loopscope.analyses.loader_facts import ensure_facts
+from loopscope.analyses.store.facts import ensure_facts
 from loopscope.analyses.metrics import GROUP_KEYS, Metrics, compute_metrics, metrics_by
 from loopscope.analyses.selection import Selection, parse_iso_week
 

@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass
 import duckdb
 
 from loopscope.analyses.errors import LoopscopeError
-from loopscope.analyses.loader_facts import ensure_facts
+from loopscope.analyses.store.facts import ensure_facts
 from loopscope.analyses.selection import Selection
 
 # Grouping keys over prompts_v (aliased p); only these fixed texts are formatted in.

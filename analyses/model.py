@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import duckdb
 
-from loopscope.analyses.migrations import migration
+from loopscope.analyses.store.migrations import migration
 
 NORMAL_EXIT_REASONS = ("end_turn", "stop_sequence")
 ERROR_CLASSES = ("recovered", "open", "aborted", "gave_up")

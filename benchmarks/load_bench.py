@@ -62,8 +62,8 @@ def _phase_bare(files: list[str], db: str) -> dict[str, object]:
 
 
 def _phase_load(files: list[str], db: str) -> dict[str, object]:
-    from loopscope.analyses.loader import load_paths
-    from loopscope.analyses.loader_native import available
+    from loopscope.analyses.ingest.load import load_paths
+    from loopscope.analyses.ingest.native import available
     from loopscope.analyses.store import connect
 
     start = time.perf_counter()

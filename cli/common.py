@@ -23,7 +23,7 @@ from loopscope.cli.render.output import stderr_console
 if TYPE_CHECKING:
     import duckdb
 
-    from loopscope.analyses.loader import LoadSummary
+    from loopscope.analyses.ingest import LoadSummary
     from loopscope.analyses.store import Analysis
 
 
@@ -68,7 +68,7 @@ def load_with_progress(
     reader_options: Mapping[str, Any] | None = None,
 ) -> LoadSummary:
     """``load_paths`` with the progress bar."""
-    from loopscope.analyses.loader import load_paths
+    from loopscope.analyses.ingest.load import load_paths
 
     with progress_bar() as update:
         summary = load_paths(con, list(paths), input_format=input_format, reader_options=reader_options, progress=update)

@@ -1,9 +1,9 @@
 """The records loader's fast path stores exactly what the full validation stores.
 
-``analyses/loader_fast_sql.py`` inserts a line straight into ``tool_calls`` /
+``analyses/ingest/fast_sql.py`` inserts a line straight into ``tool_calls`` /
 ``loop_exits`` when it is byte for byte the canonical rendering of its own
 values; every other line goes through the full validation of
-``analyses/loader_sql.py``. Its soundness claim: for ANY input, loading with
+``analyses/ingest/records.py``. Its soundness claim: for ANY input, loading with
 ``loader_records.FAST_PATH`` on and off stores the same thing. These tests
 load the same bytes into two stores, one per setting, and compare every
 column of ``tool_calls`` and ``loop_exits``, the quarantine (line, reason,
@@ -39,11 +39,12 @@ import duckdb
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from loopscope.analyses import loader as loader_module
-from loopscope.analyses import loader_native, loader_records
-from loopscope.analyses.loader import load_paths
-from loopscope.analyses.loader_fast_sql import LOOP_EXIT_ORDER, OMITTED_WHEN_NULL, TOOL_CALL_ORDER
-from loopscope.analyses.loader_sql import FIELDS, MAX_LINE_BYTES
+from loopscope.analyses.ingest import load as loader_module
+from loopscope.analyses.ingest import native as loader_native
+from loopscope.analyses.ingest import jsonl as loader_records
+from loopscope.analyses.ingest.load import load_paths
+from loopscope.analyses.ingest.fast_sql import LOOP_EXIT_ORDER, OMITTED_WHEN_NULL, TOOL_CALL_ORDER
+from loopscope.analyses.ingest.records import FIELDS, MAX_LINE_BYTES
 from loopscope.analyses.metrics import compute_metrics
 from loopscope.analyses.store import connect
 from loopscope.collectors import Collector, JsonlSink

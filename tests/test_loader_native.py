@@ -23,9 +23,10 @@ from typing import Any
 
 import duckdb
 import pytest
-from loopscope.analyses import loader_native, loader_records
-from loopscope.analyses.loader import load_paths
-from loopscope.analyses.loader_sql import MAX_LINE_BYTES
+from loopscope.analyses.ingest import native as loader_native
+from loopscope.analyses.ingest import jsonl as loader_records
+from loopscope.analyses.ingest.load import load_paths
+from loopscope.analyses.ingest.records import MAX_LINE_BYTES
 from loopscope.analyses.store import connect
 from loopscope.cli import app
 from typer.testing import CliRunner

@@ -25,8 +25,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from loopscope.analyses.loader import load_paths
-from loopscope.analyses.loader_facts import VIEWS_FACTS_SQL
+from loopscope.analyses.ingest.load import load_paths
+from loopscope.analyses.store.facts import VIEWS_FACTS_SQL
 from loopscope.analyses.metrics import compute_metrics
 from loopscope.analyses.selection import Selection
 from loopscope.analyses.store import connect

@@ -11,7 +11,7 @@
  * other line is reported back ("rejected") for the full validation in SQL,
  * which names the problem. The range and value checks (timestamps, integer
  * ranges, the outcome set, required fields) stay in SQL, in
- * analyses/loader_native.py, so there is one definition of them.
+ * analyses/ingest/native.py, so there is one definition of them.
  *
  * Being strict is what makes this safe: a line is accepted only if it is
  * valid RFC 8259 JSON that every JSON parser reads the same way, so the

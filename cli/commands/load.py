@@ -12,7 +12,7 @@ from loopscope.cli.options import DbOption, FormatOption, InputFormatOption
 from loopscope.cli.render.output import OutputFormat, fmt_number, inert, stdout_console, write_csv, write_json
 
 if TYPE_CHECKING:
-    from loopscope.analyses.loader import LoadSummary
+    from loopscope.analyses.ingest.load import LoadSummary
 
 MESSAGES_PANEL = "Conversation message arrays (--input-format messages, docs/inputs.md)"
 SUMMARY_COLUMNS = ("files", "loaded", "skipped", "quarantined", "tool_calls", "loop_exits", "protocol_violations", "unreadable")

@@ -24,7 +24,7 @@ def quarantine(
     ] = None,
 ) -> None:
     """List the bad lines found while loading: file, line, reason and a hint to fix each."""
-    from loopscope.analyses.loader_quarantine import list_quarantine
+    from loopscope.analyses.quarantine import list_quarantine
     from loopscope.cli.common import analysis_store, shown_path
 
     name = str(Path(file).resolve()) if file and Path(file).exists() else file

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import json
 
-from loopscope.analyses.loader_sql import (
+from loopscope.analyses.ingest.records import (
     FIELDS,
     LOOP_EXIT_FIELDS,
     MAX_LINE_BYTES,

@@ -48,8 +48,8 @@ from bisect import bisect_right
 from collections import defaultdict
 from typing import Any
 
-from loopscope.analyses.readers.otlp import Span
-from loopscope.analyses.readers.otlp_aliases import (
+from loopscope.analyses.ingest.otlp import Span
+from loopscope.analyses.ingest.otlp.aliases import (
     AGENT_NAME_KEYS,
     CONVERSATION_KEYS,
     FINISH_REASON_KEYS,

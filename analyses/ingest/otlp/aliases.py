@@ -15,7 +15,7 @@ from collections import defaultdict
 from datetime import datetime, timezone
 from typing import Any
 
-from loopscope.analyses.readers.otlp import Span
+from loopscope.analyses.ingest.otlp import Span
 from loopscope.collectors.redact import clean_error_text
 
 MAX_LITERAL = 100_000  # longest Python-literal argument text worth parsing

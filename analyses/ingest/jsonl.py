@@ -27,10 +27,10 @@ from typing import Any
 
 import duckdb
 
-from loopscope.analyses import loader_fast_sql as fast_sql
-from loopscope.analyses import loader_native as native
-from loopscope.analyses import loader_sql as sql
-from loopscope.analyses.loader_files import (
+from loopscope.analyses.ingest import fast_sql
+from loopscope.analyses.ingest import native
+from loopscope.analyses.ingest import records as sql
+from loopscope.analyses.ingest.files import (
     CHUNK_BYTES,
     Chunk,
     OverlongLine,

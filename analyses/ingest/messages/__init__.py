@@ -31,11 +31,11 @@ from pathlib import Path
 from typing import Any, Optional
 
 from loopscope.analyses.errors import LoopscopeError
-from loopscope.analyses.loader_files import UnreadableFile
-from loopscope.analyses.readers import BadLine, ReaderOutput
-from loopscope.analyses.readers.message_errors import ErrorRules, parse_error_when
-from loopscope.analyses.readers.message_records import LINE_TIME_KEY, conversation_records
-from loopscope.analyses.readers.message_turns import TIMESTAMP_KEYS, parse_timestamp
+from loopscope.analyses.ingest.files import UnreadableFile
+from loopscope.analyses.ingest.formats import BadLine, ReaderOutput
+from loopscope.analyses.ingest.messages.errors import ErrorRules, parse_error_when
+from loopscope.analyses.ingest.messages.records import LINE_TIME_KEY, conversation_records
+from loopscope.analyses.ingest.messages.turns import TIMESTAMP_KEYS, parse_timestamp
 
 ID_KEYS = ("conversation_id", "id", "session_id", "thread_id")
 RAW_CAP = 2000

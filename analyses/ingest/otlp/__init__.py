@@ -37,10 +37,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from loopscope.analyses.loader_files import UnreadableFile
+from loopscope.analyses.ingest.files import UnreadableFile
 
 if TYPE_CHECKING:  # the package __init__ is imported lazily by read(); see there
-    from loopscope.analyses.readers import ReaderOutput
+    from loopscope.analyses.ingest.formats import ReaderOutput
 
 # How much of a bad line is kept for the quarantine table.
 RAW_CAP = 2_000
@@ -469,9 +469,9 @@ def read(path: Path, options: Mapping[str, Any]) -> ReaderOutput:
         UnreadableFile: the file is binary (the Collector's proto / zstd formats).
     """
     # Deferred: the package __init__ and the conversion module import this one.
-    from loopscope.analyses.readers import BadLine, ReaderOutput
-    from loopscope.analyses.readers.otlp_genai import spans_to_records
-    from loopscope.analyses.readers.otlp_logs import logs_to_records
+    from loopscope.analyses.ingest.formats import BadLine, ReaderOutput
+    from loopscope.analyses.ingest.otlp.genai import spans_to_records
+    from loopscope.analyses.ingest.otlp.logs import logs_to_records
 
     decoded = decode_file(Path(path))
     span_records, span_bad = spans_to_records(decoded.spans)

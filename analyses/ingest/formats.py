@@ -5,12 +5,12 @@ Three formats reach the one store:
 - ``records``: loopscope record format v1 JSON Lines (what the collector
   writes). The loader parses these itself, in DuckDB (``loader_sql``).
 - ``messages``: conversation message arrays (Anthropic / OpenAI shapes),
-  read by ``loopscope.analyses.readers.messages``.
+  read by ``loopscope.analyses.ingest.messages``.
 - ``otlp``: OpenTelemetry spans as OTLP JSON (Lines), read by
-  ``loopscope.analyses.readers.otlp``.
+  ``loopscope.analyses.ingest.otlp``.
 
 The reader protocol (``messages``, ``otlp`` and any later format): a module
-``loopscope.analyses.readers.<format>`` with
+``loopscope.analyses.ingest.<format>`` with
 
     read(path: Path, options: Mapping[str, Any]) -> ReaderOutput
 
@@ -86,7 +86,7 @@ def reader_module(fmt: str) -> Any:
             f"unknown input format {fmt!r}",
             hint="use --input-format auto, records, messages or otlp",
         )
-    name = f"loopscope.analyses.readers.{fmt}"
+    name = f"loopscope.analyses.ingest.{fmt}"
     try:
         module = importlib.import_module(name)
     except ModuleNotFoundError as exc:
@@ -117,7 +117,7 @@ def _json_lines(head: bytes) -> list[Any]:
 
 def _sniffed(fmt: str, head: bytes) -> bool:
     try:
-        module = importlib.import_module(f"loopscope.analyses.readers.{fmt}")
+        module = importlib.import_module(f"loopscope.analyses.ingest.{fmt}")
     except ImportError:
         return False
     sniff = getattr(module, "sniff", None)

@@ -23,11 +23,11 @@ import duckdb
 # Importing model registers its migrations after those in migrations.py.
 from loopscope.analyses import model  # noqa: F401
 from loopscope.analyses.errors import DatabaseError
-from loopscope.analyses.migrations import migrate
 from loopscope.analyses.selection import Selection
+from loopscope.analyses.store.migrations import migrate
 
 if TYPE_CHECKING:
-    from loopscope.analyses.loader import LoadSummary
+    from loopscope.analyses.ingest import LoadSummary
 
 DEFAULT_DB = "loopscope.duckdb"
 DB_ENV = "LOOPSCOPE_DB"
@@ -109,7 +109,7 @@ def open_for_analysis(
         wanted = selection or Selection()
         summary = None
         if paths:
-            from loopscope.analyses.loader import load_paths
+            from loopscope.analyses.ingest import load_paths
 
             summary = load_paths(con, list(paths), input_format=input_format, reader_options=reader_options,
                                  progress=progress)

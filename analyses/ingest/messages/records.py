@@ -48,8 +48,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any, Optional
 
-from loopscope.analyses.readers.message_errors import ErrorRules, classify, error_type_from_text
-from loopscope.analyses.readers.message_turns import (
+from loopscope.analyses.ingest.messages.errors import ErrorRules, classify, error_type_from_text
+from loopscope.analyses.ingest.messages.turns import (
     AssistantTurn,
     ToolCallRequest,
     ToolResult,

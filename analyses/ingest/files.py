@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from loopscope.analyses.errors import InputNotFound, LoopscopeError
-from loopscope.analyses.loader_sql import MAX_LINE_BYTES
+from loopscope.analyses.ingest.records import MAX_LINE_BYTES
 
 CHUNK_BYTES = 64 * 1024 * 1024
 GZIP_PIECE_BYTES = 1024 * 1024

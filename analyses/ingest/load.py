@@ -38,10 +38,10 @@ from typing import Any
 
 import duckdb
 
-from loopscope.analyses import loader_sql as sql
+from loopscope.analyses.ingest import records as sql
 from loopscope.analyses.errors import LoopscopeError
-from loopscope.analyses.loader_facts import facts_fresh, refresh_facts
-from loopscope.analyses.loader_files import (
+from loopscope.analyses.store.facts import facts_fresh, refresh_facts
+from loopscope.analyses.ingest.files import (
     HEAD_BYTES,
     OverlongLine,
     StreamBreak,
@@ -53,9 +53,9 @@ from loopscope.analyses.loader_files import (
     resume_point,
     sha256,
 )
-from loopscope.analyses import loader_records
-from loopscope.analyses.loader_records import check_and_insert, ingest_chunk, read_in_blocks, read_native, read_whole_file
-from loopscope.analyses.readers import INPUT_FORMATS, ReaderOutput, detect_format, reader_module
+from loopscope.analyses.ingest import jsonl as loader_records
+from loopscope.analyses.ingest.jsonl import check_and_insert, ingest_chunk, read_in_blocks, read_native, read_whole_file
+from loopscope.analyses.ingest.formats import INPUT_FORMATS, ReaderOutput, detect_format, reader_module
 
 LOAD_MEMORY_LIMIT = "3GB"
 SET_MEMORY_LIMIT_SQL = f"SET memory_limit = '{LOAD_MEMORY_LIMIT}'"

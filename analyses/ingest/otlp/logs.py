@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from loopscope.analyses.readers.otlp import LogRecord
-from loopscope.analyses.readers.otlp_aliases import (
+from loopscope.analyses.ingest.otlp import LogRecord
+from loopscope.analyses.ingest.otlp.aliases import (
     AGENT_NAME_KEYS,
     CONVERSATION_KEYS,
     TOOL_CALL_ID_KEYS,

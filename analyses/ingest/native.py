@@ -24,9 +24,9 @@ from __future__ import annotations
 import os
 
 import duckdb
-from loopscope.analyses import loader_sql as sql
-from loopscope.analyses.loader_fast_sql import LOOP_EXIT_ORDER, TOOL_CALL_ORDER
-from loopscope.analyses.loader_sql import EXTRA_PATCH, FIELDS, INT_RANGE, MAX_LINE_BYTES, VALUE_SETS
+from loopscope.analyses.ingest import records as sql
+from loopscope.analyses.ingest.fast_sql import LOOP_EXIT_ORDER, TOOL_CALL_ORDER
+from loopscope.analyses.ingest.records import EXTRA_PATCH, FIELDS, INT_RANGE, MAX_LINE_BYTES, VALUE_SETS
 
 try:
     from loopscope.analyses import _linescan
