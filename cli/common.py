@@ -18,11 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loopscope.analyses.selection import Selection, parse_instant, parse_tag
-from loopscope.cli.render.output import stderr_console
+from loopscope.cli.render.output import shown_path, stderr_console
 
 if TYPE_CHECKING:
-    import duckdb
-
     from loopscope.analyses.ingest import LoadSummary
     from loopscope.analyses.store import Analysis
 
@@ -61,21 +59,6 @@ def progress_bar():  # type: ignore[no-untyped-def]
     return _bar()
 
 
-def load_with_progress(
-    con: duckdb.DuckDBPyConnection,
-    paths: Sequence[str | os.PathLike[str]],
-    input_format: str = "auto",
-    reader_options: Mapping[str, Any] | None = None,
-) -> LoadSummary:
-    """``load_paths`` with the progress bar."""
-    from loopscope.analyses.ingest.load import load_paths
-
-    with progress_bar() as update:
-        summary = load_paths(con, list(paths), input_format=input_format, reader_options=reader_options, progress=update)
-    _warn_unreadable(summary)
-    return summary
-
-
 def _warn_unreadable(summary: LoadSummary) -> None:
     """Name on stderr each file the load had to skip because it could not be read."""
     from loopscope.cli.render.output import inert
@@ -83,14 +66,6 @@ def _warn_unreadable(summary: LoadSummary) -> None:
     for d in summary.details:
         if d.status == "unreadable":
             stderr_console().print(f"[yellow]skipped[/yellow] {inert(shown_path(d.path))}: {inert(d.error)}")
-
-
-def shown_path(path: str) -> str:
-    """A stored absolute path as the user would type it: relative to the current folder when inside it."""
-    try:
-        return os.path.relpath(path) if Path(path).resolve().is_relative_to(Path.cwd().resolve()) else path
-    except (ValueError, OSError):
-        return path
 
 
 def selection_from_options(
