@@ -78,7 +78,7 @@ NAMED_SCHEMA_OR_ID_RE = re.compile(
 # that something went wrong ("Payment could not be processed", "Number of passengers does not match").
 STATE_RE = re.compile(
     r"\b(?:already|declined|incorrect|expired|blocked|locked|disabled|suspended|closed|cancell?ed|archived|"
-    r"deleted|not in|outside|no more|insufficient (?:\w+ ){0,2}(?:balance|funds|credit)|is not (?:active|enabled|"
+    r"deleted|not in|outside|no more|not enough|insufficient (?:\w+ ){0,2}(?:balance|funds|credit)|is not (?:active|enabled|"
     r"verified|pending|delivered|finali[sz]ed|open)|has no|does not have|is empty|read-only|in use)\b",
     re.IGNORECASE,
 )
@@ -100,6 +100,8 @@ NAMES_CALLER_VALUE_RE = re.compile(
 )
 # "invalid integer: ten" names its expected form: scalar types have one obvious spelling.
 SELF_DESCRIBING_RE = re.compile(r"\b(?:invalid|not an?|not a valid)\s+(?:integer|int|number|float|boolean|bool)\b", re.IGNORECASE)
+# Kinds of value with one standard form: rejecting a named one ("Invalid URL \"htps://x\"") says enough.
+STANDARD_FORM_RE = re.compile(r"\b(?:invalid|not an?|not a valid)\s+(?:url|uri|email(?: address)?|uuid|json)\b", re.IGNORECASE)
 
 EXCEPTION_NAME_RE = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Fault)\b")
 EXCEPTION_LINE_RE = re.compile(r"^\s*(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?:\(.*\))?\s*$", re.MULTILINE)
@@ -239,7 +241,7 @@ def check_not_found_unnamed(view: MessageView, ctx: Context) -> bool:
 def check_invalid_without_expected(view: MessageView, ctx: Context) -> bool:
     if not view.english or not INVALID_RE.search(view.body) or SELF_DESCRIBING_RE.search(view.body):
         return False
-    if NAMED_SCHEMA_OR_ID_RE.search(view.body):
+    if NAMED_SCHEMA_OR_ID_RE.search(view.body) or (STANDARD_FORM_RE.search(view.body) and view.specifics):
         return False
     # "Invalid request" rejects nothing in particular: that is generic wording (LS101), not a rejected value
     return not view.has_remedy and bool(view.specifics or _content_words(view))
@@ -276,14 +278,19 @@ def check_transient_no_guidance(view: MessageView, ctx: Context) -> bool:
     return True
 
 
+def _retry_guided(view: MessageView) -> bool:
+    """A transient failure that says to try again later: for a transient failure, that is the remedy (seed 001)."""
+    return _transient_named(view) and bool(RETRY_GUIDANCE_RE.search(view.prose))
+
+
 def check_generic_wording(view: MessageView, ctx: Context) -> bool:
-    if not view.english or view.specifics or view.has_remedy:
+    if not view.english or view.specifics or view.has_remedy or _retry_guided(view):
         return False
     return not _content_words(view)
 
 
 def check_vague(view: MessageView, ctx: Context) -> bool:
-    if not view.english or view.specifics or view.has_remedy or STATE_RE.search(view.body):
+    if not view.english or view.specifics or view.has_remedy or STATE_RE.search(view.body) or _retry_guided(view):
         return False
     # Long prose usually explains itself; the rule targets short statements with nothing to act on.
     return 0 < len(_content_words(view)) <= 8

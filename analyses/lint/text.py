@@ -86,6 +86,7 @@ CONSTRAINT_RE = re.compile(
     r"valid (?:values|options|types|formats?|ids?|\w+ (?:are|is))|(?:valid|allowed|accepted|supported|available)\b[\w ]{0,30}(?=:)|"
     r"allowed (?:values|types|are|is)|accepted (?:values|formats?)|supported (?:values|formats?|types)|are supported|is supported|"
     r"(?:before|prior to) (?:calling|using|activating|sending|creating|running|you)|\w+ first\b|"
+    r"(?:is|are) (?:an? )?\w+, not (?:an? )?\w+|"
     r"format(?:ted)? (?:is|as|like)|in the format|e\.g\.|for example|such as|looks? like)\b",
     re.IGNORECASE,
 )
@@ -98,7 +99,11 @@ NEXT_STEP_RE = re.compile(
 )
 # "X is required" says what to add only when X names something: "url is required", "An API key is required",
 # "Parameter `old_str` is required"; "Authentication required" and "Arguments are required" do not.
-REQUIRED_RE = re.compile(r"([\w`'\".\-\[\]]+)\s+(?:is |are )?(?:required|missing)\b", re.IGNORECASE)
+REQUIRED_RE = re.compile(
+    r"([\w`'\".\-\[\]]+)\s+(?:is |are )?(?:required|missing)\b|"
+    r"\bno ([\w`'\".\-\[\]]+) (?:was |were )?(?:provided|given|specified|supplied|passed)\b",
+    re.IGNORECASE,
+)
 # A sentence that starts with a verb in the imperative is an instruction to the caller.
 IMPERATIVE_VERBS = (
     "start|stop|call|use|provide|pass|set|add|remove|delete|change|run|re-?run|read|open|create|try|check|verify|ensure|"
@@ -264,10 +269,18 @@ def is_english(text: str) -> bool:
 STATUS_TOKEN_RE = re.compile(r"\b(?:status(?:[_ ]?code)?|http|error code|code)\s*[=:]?\s*[1-5]\d\d\b", re.IGNORECASE)
 
 
+# kebab-case names ("feature-x", "left-pad") are values; English compounds ("non-pending", "read-only") are not.
+KEBAB_RE = re.compile(
+    r"\b(?!(?:non|re|pre|co|self|read|write|built|well|multi|sub|anti|un|in|out|over|under|long|short|high|low|"
+    r"real|one|two|third|end|user|server|client|e)-)[a-z][a-z0-9]*(?:-[a-z0-9]+)+\b"
+)
+
+
 def find_specifics(text: str) -> list[str]:
     """Concrete values the text names (quoted values, ids, numbers, paths, URLs)."""
     found: list[str] = []
     text = STATUS_TOKEN_RE.sub(" ", text)
+    found.extend(KEBAB_RE.findall(text))
     for regex in (QUOTED_RE, URL_RE, EMAIL_RE, ISO_DATE_RE, PATH_RE, IDENT_RE, NUMBER_RE):
         found.extend(m.group(0) for m in regex.finditer(text) if not ERROR_CODE_RE.fullmatch(m.group(0)))
     for m in _TAIL_VALUE_RE.finditer(text):
@@ -317,8 +330,9 @@ def _without_injection(text: str) -> str:
 
 def _named_requirement(body: str) -> bool:
     for m in REQUIRED_RE.finditer(body):
-        words = _WORD_RE.findall(m.group(1).lower())
-        if m.group(1)[:1] in "`'\"" or any(w not in GENERIC_WORDS and w not in _EN_WORDS for w in words):
+        subject = m.group(1) or m.group(2)
+        words = _WORD_RE.findall(subject.lower())
+        if subject[:1] in "`'\"" or any(w not in GENERIC_WORDS and w not in _EN_WORDS for w in words):
             return True
     return False
 
