@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 from loopscope.analyses.lint.text import (
+    IDENT_RE,
     PATH_RE,
     QUOTED_RE,
     URL_RE,
@@ -55,7 +56,7 @@ NOT_FOUND_RE = re.compile(
     re.IGNORECASE,
 )
 INVALID_RE = re.compile(
-    r"\binvalid\b|\bnot (?:a )?valid\b|\bmalformed\b|\bunrecogni[sz]ed\b|\bunsupported\b|\billegal\b|"
+    r"\binvalid\b|\bnot (?:a )?valid\b|\bmalformed\b|\bunrecogni[sz]ed\b|\bunsupported\b|\bunhandled\b|\billegal\b|"
     r"\bwrong (?:format|type|value)\b|\bbad (?:value|format|parameter|argument|input)\b|"
     # "unknown room type 'deluxe'" rejects a value; "unknown parameter: colour" names a schema element, whose
     # valid names the model already has (the tool list and input schema), so it is not a rejection of a value.
@@ -112,7 +113,7 @@ RUNTIME_MESSAGE_RE = re.compile(
     r"cannot read propert(?:y|ies) of (?:undefined|null)|undefined is not|maximum recursion depth|"
     r"is not JSON serializable|invalid literal for|invalid syntax|can't compare|"
     r"unexpected token .{1,3} in JSON|expecting (?:value|',' delimiter)|unexpected end of (?:JSON )?input|"
-    r"unhashable type|null ?pointer|segmentation fault|stack overflow|exceeded \d+ redirects|"
+    r"unhashable type|null ?pointer|segmentation fault|stack overflow|exceeded \d+ redirects|<class '[\w.]+'>|"
     r"\b\w+Pool\(host=",
     re.IGNORECASE,
 )
@@ -210,8 +211,10 @@ def check_bare_exception(view: MessageView, ctx: Context) -> bool:
     if EXCEPTION_NAME_RE.match(head):
         tail = head.split(":", 1)[1] if ":" in head else ""
         tail = re.sub(r"^\s*|\(.*\)$", "", tail)
-        # "KeyError: 'x'": the exception names a key or value, not what was wrong with the request.
-        if len(_WORD_RE.findall(QUOTED_RE.sub(" ", tail))) <= 1:
+        # "KeyError: 'x'": the exception names a key or value, not what was wrong with the request
+        # (a quoted sentence, "'No time zone found with key X'", is a message, judged as one).
+        quoted_words = [m.group(0) for m in QUOTED_RE.finditer(tail) if " " not in m.group(0).strip()]
+        if len(_WORD_RE.findall(QUOTED_RE.sub(" ", tail))) <= 1 and (quoted_words or not tail.strip()):
             return True
     if EXCEPTION_LINE_RE.search(view.prose):
         return True
@@ -296,17 +299,33 @@ def check_vague(view: MessageView, ctx: Context) -> bool:
     return 0 < len(_content_words(view)) <= 8
 
 
+# "Background process history lookup failed for PID 4242", "Path resolution failed", "Command '[...]' returned
+# non-zero exit status 1": the failure and its target, no cause.
+FAILED_AFTER_RE = re.compile(
+    r"^(?P<what>[\w .'\-\[\]]{1,60}?) (?:failed|was unsuccessful|returned non-zero exit status \d+|"
+    r"(?:exited|failed) with (?:exit )?(?:code|status) \d+)\b(?: (?:for|on|with|at|in))?(?P<rest>.*)$",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
 def check_failure_without_cause(view: MessageView, ctx: Context) -> bool:
     if not view.english or view.has_remedy:
         return False
-    m = FAILURE_CLAUSE_RE.match(view.body)
+    before = FAILURE_CLAUSE_RE.match(view.body)
+    m = before or FAILED_AFTER_RE.match(view.body)
     if m is None or _transient_named(view):
         return False
+    # "UNIQUE constraint failed: users.email": the thing that failed is a named rule, which is the cause
+    if not before and re.search(r"\b(?:constraint|assertion|precondition)\b", m.group("what"), re.IGNORECASE):
+        return False
     rest = m.group("rest")
-    # what is left after the target (a path, URL, quoted value or id) must say why it failed
-    for regex in (PATH_RE, URL_RE, QUOTED_RE):
+    if re.search(r"\b[1-5]\d\d\b|(?-i:\bE[A-Z]{3,}\b)|\b(?:because|due to|since|caused by)\b", rest, re.IGNORECASE):
+        return False
+    # what is left after the target (a path, URL, quoted value, id or number) must say why it failed;
+    # after "X failed for ...", one noun naming the target ("for PID 4242") is still the target
+    for regex in (PATH_RE, URL_RE, QUOTED_RE, IDENT_RE, NUMBER_RE):
         rest = regex.sub(" ", rest)
-    return not _content_words_of(rest) and not re.search(r"\b[1-5]\d\d\b|\bE[A-Z]{3,}\b", rest)
+    return len(_content_words_of(rest)) <= (0 if before else 1)
 
 
 def _content_words_of(text: str) -> list[str]:

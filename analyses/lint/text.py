@@ -61,10 +61,12 @@ BOILERPLATE_ADVICE_RE = re.compile(
     re.IGNORECASE,
 )
 
-QUOTED_RE = re.compile(r"'[^'\n]{1,200}'|\"[^\"\n]{1,200}\"|`[^`\n]{1,200}`|«[^»\n]{1,200}»|»[^«\n]{1,200}«|“[^”\n]{1,200}”")
+QUOTED_RE = re.compile(
+    r"'[^'\n]{1,200}'|\"[^\"\n]{1,200}\"|`[^`\n]{1,200}`|«[^»\n]{1,200}»|»[^«\n]{1,200}«|“[^”\n]{1,200}”|‘[^’\n]{1,200}’"
+)
 URL_RE = re.compile(r"\b[a-z][a-z0-9+.\-]*://[^\s'\"<>)\]]+", re.IGNORECASE)
 EMAIL_RE = re.compile(r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}\b")
-PATH_RE = re.compile(r"(?:(?<![\w.])/[\w.\-]+(?:/[\w.\-]*)+|\b[A-Za-z]:\\[^\s'\"]+|\b[\w\-]+(?:/[\w.\-]+)+\.\w{1,5}\b|(?<!\w)\.[a-z]\w+\b)")
+PATH_RE = re.compile(r"(?:(?<![\w.])/[\w.\-]+(?:/[\w.\-]*)+|\b(?!and/or\b)[a-z][\w.\-]*/[\w.\-]*\w\b|\b[A-Za-z]:\\[^\s'\"]+|\b[\w\-]+(?:/[\w.\-]+)+\.\w{1,5}\b|(?<!\w)\.[a-z]\w+\b)")
 # Tokens that are ids or code names: snake_case, camelCase, dotted, letters+digits mixed.
 IDENT_RE = re.compile(
     r"\b(?:[A-Za-z]+_[A-Za-z0-9_]+|[a-z]+[A-Z]\w*|[A-Za-z]+[\-]?\d[\w\-]*|\d+[A-Za-z][\w\-]*|[A-Za-z]+(?:\.[A-Za-z_]\w*)+|\w+\[\d+\](?:\.\w+)*)\b"
@@ -95,6 +97,12 @@ NEXT_STEP_RE = re.compile(
     r"\b(?:use|try (?!again\b)\w+|call|retry|re-?run|provide|specify|pass|set|add|remove|change|check (?!the logs?)\w+|"
     r"verify|ensure|make sure|convert|reduce|wait|ask|choose|select|include|instead|did you mean|perhaps you meant|"
     r"you (?:can|may|should|need)|consider|suggest\w*|hint|resets? at|retry[_ ]after|after \d+ ?(?:s|ms|sec\w*|min\w*))\b",
+    re.IGNORECASE,
+)
+# "should be a valid date or datetime" restates the rejection; it names no form (seed 002's blind case).
+VACUOUS_CONSTRAINT_RE = re.compile(
+    r"\b(?:must|should) be (?:an? )?valid (?!integer|int|number|float|boolean|bool|url|uri|email|uuid|json)\w+"
+    r"(?: or (?:an? )?\w+)?(?=[\s,.;:]|$)",
     re.IGNORECASE,
 )
 # "X is required" says what to add only when X names something: "url is required", "An API key is required",
@@ -299,7 +307,8 @@ def strip_boilerplate(text: str) -> str:
     body = _WRAPPER_PREFIX_RE.sub("", body)
     body = _PREFIX_RE.sub("", body)
     body = BOILERPLATE_ADVICE_RE.sub(" ", body)
-    return re.sub(r"\s+", " ", body).strip(" .:;,-\n\t")
+    body = re.sub(r"[ \t\r\f\v]+", " ", body)
+    return re.sub(r" ?\n[\s]*", "\n", body).strip(" .:;,-\n\t")
 
 
 def parse_json_object(text: str) -> dict[str, Any] | None:
@@ -364,6 +373,6 @@ def read_message(text: str) -> MessageView:
         objs=objs,
     )
     view.specifics = find_specifics(body)
-    view.has_constraint = bool(CONSTRAINT_RE.search(body)) or _named_requirement(body)
+    view.has_constraint = bool(CONSTRAINT_RE.search(VACUOUS_CONSTRAINT_RE.sub(" ", body))) or _named_requirement(body)
     view.has_next_step = bool(NEXT_STEP_RE.search(body) or IMPERATIVE_RE.search(body))
     return view
