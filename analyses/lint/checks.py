@@ -79,7 +79,8 @@ NAMED_SCHEMA_OR_ID_RE = re.compile(
 # that something went wrong ("Payment could not be processed", "Number of passengers does not match").
 STATE_RE = re.compile(
     r"\b(?:already|declined|incorrect|expired|blocked|locked|disabled|suspended|closed|cancell?ed|archived|"
-    r"deleted|not in|outside|no more|not enough|insufficient (?:\w+ ){0,2}(?:balance|funds|credit)|is not (?:active|enabled|"
+    r"deleted|not in|outside|no more|not enough|in progress|(?:the )?user (?:denied|rejected|declined|cancell?ed)|"
+    r"(?:denied|rejected|cancell?ed) by the user|insufficient (?:\w+ ){0,2}(?:balance|funds|credit)|is not (?:active|enabled|"
     r"verified|pending|delivered|finali[sz]ed|open)|has no|does not have|is empty|read-only|in use)\b",
     re.IGNORECASE,
 )
@@ -135,6 +136,7 @@ TRANSIENT_RE = re.compile(
     r"\b429\b|\b50[234]\b|\b529\b|rate.?limit|too many requests|throttl|overloaded|timed? ?out\b|\btimeout\b|"
     r"deadline exceeded|connection (?:reset|refused|aborted|closed|issue|error)|econn(?:reset|refused|aborted)|"
     r"etimedout|socket hang up|broken pipe|service (?:temporarily )?unavailable|temporarily unavailable|"
+    r"(?:failed|unable|could ?n[o']t) (?:to )?connect|couldn't connect|"
     r"bad gateway|gateway time-?out|(?:database|table|resource) is locked|lock contention|deadlock",
     re.IGNORECASE,
 )
@@ -250,7 +252,17 @@ def check_invalid_without_expected(view: MessageView, ctx: Context) -> bool:
     return not view.has_remedy and bool(view.specifics or _content_words(view))
 
 
+# A Python syntax-error report: one frame in the model's own code ("<string>", "<stdin>"), the line and a
+# caret, then what is wrong. It points at the fix; it is not a stack trace.
+SYNTAX_REPORT_RE = re.compile(
+    r"^\s*File \"<(?:string|stdin|unknown|input)>\", line \d+\n.*\n\s*\^+\s*\n(?:SyntaxError|IndentationError|TabError): .+",
+    re.DOTALL,
+)
+
+
 def check_stack_trace(view: MessageView, ctx: Context) -> bool:
+    if "Traceback" not in view.raw and SYNTAX_REPORT_RE.match(view.raw):
+        return False
     return bool(STACK_RE.search(view.raw)) or bool(view.json_keys & STACK_KEYS)
 
 

@@ -48,7 +48,8 @@ _ERROR_TAG_RE = re.compile(r"</?error>", re.IGNORECASE)
 # "Function executing from my_tools.x.api import f error...\n".
 _WRAPPER_PREFIX_RE = re.compile(
     r"^\s*(?:an error occurred \(\w+\) when calling the \w+ operation(?: \([^)]*\))?:\s*|"
-    r"function executing from [\w.]+ import \w+ error\.{0,3}\s*)",
+    r"function executing from [\w.]+ import \w+ error\.{0,3}\s*|"
+    r"the tool execution failed with the following error:\s*)",
     re.IGNORECASE,
 )
 
@@ -57,7 +58,9 @@ BOILERPLATE_ADVICE_RE = re.compile(
     r"please fix (?:your|the) (?:mistakes?|errors?)(?: and try again)?|"
     r"(?:please )?try again(?: later)?|sorry(?: about that)?!?|"
     r"(?:please )?check the logs?(?: for (?:more )?details)?|"
-    r"please contact (?:support|the administrator)|for further information visit \S+",
+    r"please contact (?:support|the administrator)|for further information visit \S+|"
+    # "retry with a properly formatted JSON argument" restates the rejection; it names no fix
+    r"(?:please )?(?:retry|try again) with (?:a |an )?(?:properly formatted|valid|correct|proper) [\w ]{0,30}?(?=[.!]|$)",
     re.IGNORECASE,
 )
 
@@ -152,7 +155,7 @@ GENERIC_WORDS = frozenset(
     arguments argument api service unavailable conflict authentication authorization permission permissions
     denied insufficient forbidden unauthorized access rate limit limits reached exceeded connection timed
     timeout out network for in this that it its an we on at status code response call data result resource
-    found requested
+    found requested undefined null none
     """.split()
 )
 # "no such table: users": a short value after the last colon names what was looked up.
