@@ -7,10 +7,10 @@ licence of the message (see docs/lint.md, "Accuracy" for the labelling rules):
   MCP servers, SDKs, API docs, runtimes, the seeds);
 - ``error_messages_real.jsonl``: 138 messages added for issue 13 (tau2-bench domain tools,
   gemini-cli, openhands-aci, SWE-agent, ToolBench RapidAPI observations, runtimes, RFC 9457);
-- ``error_messages_untuned.jsonl`` (set A, 64), ``error_messages_untuned2.jsonl`` (set B, 38) and
-  ``error_messages_untuned3.jsonl`` (set C, 35): labelled after the issue-13 rules were written,
-  each committed before it was evaluated; A and B were then used for one tuning round each, C
-  never (see the docs).
+- ``error_messages_untuned.jsonl`` (set A, 64), ``..._untuned2`` (set B, 38), ``..._untuned3``
+  (set C, 35) and ``..._untuned4`` (set D, 41): labelled after the issue-13 rules were written,
+  each committed before it was evaluated; A and B were then used for one tuning round each, C and
+  D never (see the docs).
 
 Splits of the first three files: the **held-out third** is every message whose SHA-1 is divisible
 by 3 (a fixed, content-derived choice); the rest is **development**, which the rules were tuned on.
@@ -34,6 +34,7 @@ TUNED_FILES = ("error_messages.jsonl", "error_messages_fresh.jsonl", "error_mess
 SET_A = "error_messages_untuned.jsonl"
 SET_B = "error_messages_untuned2.jsonl"
 SET_C = "error_messages_untuned3.jsonl"
+SET_D = "error_messages_untuned4.jsonl"
 DOCS = Path(__file__).parent.parent / "docs" / "lint.md"
 START, END = "<!-- ACCURACY:START -->", "<!-- ACCURACY:END -->"
 
@@ -45,6 +46,7 @@ FLOORS = {
     "set A": (0.9, 0.9),
     "set B": (0.85, 0.85),
     "set C": (0.65, 0.65),
+    "set D": (0.55, 0.45),
 }
 
 
@@ -66,6 +68,7 @@ def splits() -> dict[str, list[dict[str, str]]]:
         "set A": _rows(SET_A),
         "set B": _rows(SET_B),
         "set C": _rows(SET_C),
+        "set D": _rows(SET_D),
     }
 
 
@@ -94,7 +97,8 @@ _WHAT = {
     "held-out third": "SHA-1 divisible by 3; first looked at with the rules of 89a2528 (0.887 / 0.940), then tuned once (7608325)",
     "set A": "labelled at 40ef815; first evaluated with the rules of 7608325 (0.737 / 0.700), then tuned once (a2c34f6)",
     "set B": "labelled at cea8352; first evaluated with the rules of a2c34f6 (0.583 / 0.700), then tuned once (9c1d1b3)",
-    "set C": "labelled at ef66ed4; evaluated with the rules of 9c1d1b3, never tuned on",
+    "set C": "labelled at ef66ed4; evaluated with the rules of 9c1d1b3, never tuned on (a change after its look was reverted)",
+    "set D": "labelled at f397a13; evaluated with the rules of 9c1d1b3, never tuned on",
 }
 
 
@@ -119,7 +123,7 @@ def render(doc: str) -> str:
 
 
 def test_fixtures_are_well_formed() -> None:
-    every = [row for name in (*TUNED_FILES, SET_A, SET_B, SET_C) for row in _rows(name)]
+    every = [row for name in (*TUNED_FILES, SET_A, SET_B, SET_C, SET_D) for row in _rows(name)]
     messages = [row["message"] for row in every]
     assert len(every) >= 430
     assert len(set(messages)) == len(messages), "messages must be distinct across all files"
@@ -127,7 +131,7 @@ def test_fixtures_are_well_formed() -> None:
         assert row["label"] in ("generic", "instructive"), row
         assert row["source"].strip(), row
     # the issue-13 files say why each message got its label
-    for name in (TUNED_FILES[2], SET_A, SET_B, SET_C):
+    for name in (TUNED_FILES[2], SET_A, SET_B, SET_C, SET_D):
         assert all(row["note"].strip() for row in _rows(name)), name
     # every distinct error result of the tau2-bench files is in the set
     assert sum("tau2-bench" in row["source"] for row in _rows(TUNED_FILES[0])) >= 22
