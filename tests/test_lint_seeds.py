@@ -24,7 +24,7 @@ import pytest
 from typer.testing import CliRunner
 
 from loopscope.analyses.lint import RULES_BY_ID, lint_message
-from loopscope.cli.app import app
+from loopscope.cli.app import EXIT_GATE_FAILED, app
 
 
 def _j(obj: object) -> str:
@@ -170,13 +170,13 @@ def test_cli_verdict(seed: str, text: str, generic: bool, rule_ids: list[str]) -
     assert row["message"] == text
     assert row["generic"] is generic
     assert [f["rule_id"] for f in row["findings"]] == rule_ids
-    # exit 1 exactly when a rule of severity error fired (CI gate)
-    assert out.exit_code == (1 if any(RULES_BY_ID[r].severity == "error" for r in rule_ids) else 0)
+    # the gate code exactly when a rule of severity error fired (CI gate)
+    assert out.exit_code == (EXIT_GATE_FAILED if any(RULES_BY_ID[r].severity == "error" for r in rule_ids) else 0)
     # every finding explains itself: what triggered it (or what was looked for), and a rewrite
     for finding in row["findings"]:
         assert finding["evidence"].strip() and finding["rewrite"].strip(), finding
     strict = runner.invoke(app, ["lint", "--strict", "--message", text], catch_exceptions=False)
-    assert strict.exit_code == (1 if generic or out.exit_code else 0)
+    assert strict.exit_code == (EXIT_GATE_FAILED if generic or out.exit_code else 0)
 
 
 def test_table_covers_every_seed() -> None:
