@@ -53,7 +53,7 @@ DEFAULT_SCRATCHPAD_TOOLS = ("think",)
 SCRATCHPAD_TABLE_SQL = "CREATE TABLE IF NOT EXISTS scratchpad_tools (tool_name VARCHAR PRIMARY KEY)"
 SCRATCHPAD_DEFAULTS_SQL = "INSERT INTO scratchpad_tools SELECT unnest($1::VARCHAR[])"
 SCRATCHPAD_TOOLS_SQL = "SELECT tool_name FROM scratchpad_tools ORDER BY tool_name"
-REPLACE_SCRATCHPAD_TOOLS_SQL = "DELETE FROM scratchpad_tools; INSERT INTO scratchpad_tools SELECT DISTINCT unnest($1::VARCHAR[])"
+CLEAR_SCRATCHPAD_TOOLS_SQL = "DELETE FROM scratchpad_tools"
 
 # Same call: same conversation, tool_call_id, tool_name and fingerprint
 # (PARTITION BY puts nulls together: two null fingerprints are the same).
