@@ -138,9 +138,9 @@ def import_reviews(con: duckdb.DuckDBPyConnection, path: str | Path) -> ImportRe
         path = path / "reviews.csv"
     if path.is_dir():
         raise InputNotFound(f"{path} is a folder with no reviews.csv",
-                            hint="give the reviews.csv of a pack written by loopscope sample --out DIR")
+                            hint="give the reviews.csv of a pack written by loopscope review sample --out DIR")
     if not path.is_file():
-        raise InputNotFound(f"{path} does not exist", hint="give the reviews.csv of a pack written by loopscope sample --out DIR")
+        raise InputNotFound(f"{path} does not exist", hint="give the reviews.csv of a pack written by loopscope review sample --out DIR")
     try:
         text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -151,7 +151,7 @@ def import_reviews(con: duckdb.DuckDBPyConnection, path: str | Path) -> ImportRe
     missing = [c for c in REQUIRED_COLUMNS if c not in header]
     if missing:
         raise LoopscopeError(f"{path}: line 1 lacks the column(s) {', '.join(missing)}",
-                             hint="keep the header row of the reviews.csv that loopscope sample wrote")
+                             hint="keep the header row of the reviews.csv that loopscope review sample wrote")
     reader.fieldnames = header
     result = ImportResult(path=str(path))
     parsed: list[tuple[int, dict[str, Any]]] = []

@@ -10,21 +10,36 @@ DuckDB touches it. A store written by a newer loopscope (a migration or a
 column this one does not know) is refused for writing, and opened for
 reading with a ``NewerStoreWarning``: the figures may miss what the newer
 version added.
+
+``open_for_analysis(db, paths, ...)`` is how every analysis (CLI command or
+notebook) opens the store: it loads PATHs first, limits the selection to those
+files, and always closes the connection.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import warnings
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 import duckdb
 
 from loopscope.analyses.errors import DatabaseError
+from loopscope.analyses.selection import Selection
 from loopscope.analyses.store.migrations import migrate, newer_store
 from loopscope.analyses.store.transaction import transaction
 
-__all__ = ["DB_ENV", "DEFAULT_DB", "NewerStoreWarning", "connect", "default_db_path", "transaction"]
+__all__ = [
+    "DB_ENV", "DEFAULT_DB", "Analysis", "NewerStoreWarning", "connect", "default_db_path", "open_for_analysis",
+    "transaction",
+]
+
+if TYPE_CHECKING:
+    from loopscope.analyses.ingest import LoadSummary
 
 DEFAULT_DB = "loopscope.duckdb"
 DB_ENV = "LOOPSCOPE_DB"
@@ -122,3 +137,46 @@ def connect(
     if not read_only:
         migrate(con)
     return con
+
+
+class Analysis(NamedTuple):
+    """An open store for one analysis: the connection, what to count, and the load of PATHs (None without)."""
+
+    con: duckdb.DuckDBPyConnection
+    selection: Selection
+    summary: LoadSummary | None
+
+
+@contextmanager
+def open_for_analysis(
+    db: str | os.PathLike[str] | None = None,
+    paths: Sequence[str | os.PathLike[str]] | None = None,
+    *,
+    selection: Selection | None = None,
+    input_format: str = "auto",
+    reader_options: Mapping[str, Any] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    read_only: bool = False,
+) -> Iterator[Analysis]:
+    """Open ``db``, load ``paths`` into it first, and close it on the way out, whatever happens.
+
+    With PATHs, the yielded selection is ``selection`` limited to the prompts of
+    those files (so an analysis reports on exactly them even when the store
+    holds more); without, it is ``selection`` (default: every prompt).
+
+    Raises:
+        LoopscopeError: bad database, missing path, unreadable file.
+    """
+    con = connect(db, read_only=read_only, writes=bool(paths))
+    try:
+        wanted = selection or Selection()
+        summary = None
+        if paths:
+            from loopscope.analyses.ingest import load_paths
+
+            summary = load_paths(con, list(paths), input_format=input_format, reader_options=reader_options,
+                                 progress=progress)
+            wanted = dataclasses.replace(wanted, source_ids=summary.source_ids)
+        yield Analysis(con, wanted, summary)
+    finally:
+        con.close()

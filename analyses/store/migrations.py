@@ -209,10 +209,8 @@ def m001_records(con: duckdb.DuckDBPyConnection) -> None:
 
 @migration
 def m002_model_views(con: duckdb.DuckDBPyConnection) -> None:
-    # The normative views (analyses/model.py holds their SQL).
-    con.execute(model.TOOL_CALLS_VIEW_SQL)
-    con.execute(model.PROMPTS_VIEW_SQL)
-    con.execute(model.ERRORS_VIEW_SQL)
+    # The normative views and the scratchpad tools (analyses/model.py holds their SQL).
+    model.create_model(con)
 
 
 @migration
@@ -265,3 +263,15 @@ def m005_prompt_facts(con: duckdb.DuckDBPyConnection) -> None:
         );
         """
     )
+
+
+@migration
+def m006_calls_not_ids(con: duckdb.DuckDBPyConnection) -> None:
+    # Spec of 2026-11-24: replays are repeats of the same call (not of an id),
+    # id collisions are new calls, scratchpad tools never recover an error,
+    # resolved_later. The views anew, and the per-prompt facts with their new
+    # column, rebuilt on next use.
+    model.create_model(con)
+    con.execute("ALTER TABLE prompt_facts ADD COLUMN IF NOT EXISTS n_resolved_later BIGINT")
+    con.execute("DELETE FROM prompt_facts")
+    con.execute("DELETE FROM prompt_facts_state")

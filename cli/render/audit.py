@@ -13,16 +13,12 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from loopscope.cli.output import fmt_number, fmt_rate, inert, one_line
+from loopscope.cli.render.output import inert, one_line
+from loopscope.cli.render.styles import AUDIT_METRICS, SIGNIFICANT_MARK, change_parts, figure_text
+from loopscope.cli.render.styles import label as figure_label
 
 SPARK = "▁▂▃▄▅▆▇█"
-METRICS = (
-    ("median_tool_calls", "median tool calls / prompt"),
-    ("p99_tool_calls", "p99 tool calls / prompt"),
-    ("recovery_rate", "recovery rate"),
-    ("replay_rate", "replay rate"),
-)
-RATES = {"recovery_rate", "replay_rate"}
+METRICS = tuple((metric, figure_label(metric)) for metric in AUDIT_METRICS)
 # Ids stay whole on one line (copy-pasteable); long texts are cut to one line
 # here (JSON and HTML keep them whole); the message column takes what is left.
 ID_KEYS = {"conversation_id", "prompt_id", "tool_call_id", "where", "week"}
@@ -61,21 +57,18 @@ def sparkline(values: Sequence[float | None]) -> str:
 
 def fmt(metric: str, value: float | None) -> str:
     """A metric for a cell."""
-    if metric in RATES or metric == "agreement" or metric.endswith(("_rate", "_share")):
-        return fmt_rate(value)
-    return fmt_number(value, 2)
+    return figure_text(metric, value)
 
 
 def fmt_change(metric: str, change: dict[str, Any] | None) -> str:
     """Compact signed difference with its p-value; significant changes in bold red with a ◆."""
-    if not change or change.get("difference") is None:
+    parts = change_parts(metric, change)
+    if parts is None:
         return "[dim]-[/dim]"
-    d = change["difference"]
-    text = f"{d * 100:+.1f}pt" if metric in RATES else f"{d:+.2f}".rstrip("0").rstrip(".")
-    p = change.get("p_value")
-    ptxt = "" if p is None else (" p<.001" if p < 0.001 else f" p={p:.2f}".replace("0.", ".", 1))
-    if change.get("significant"):
-        return f"[bold red]{text}{ptxt} ◆[/bold red]"
+    text, ptxt, significant = parts
+    ptxt = f" {ptxt}" if ptxt else ""
+    if significant:
+        return f"[bold red]{text}{ptxt} {SIGNIFICANT_MARK}[/bold red]"
     return f"{text}[dim]{ptxt}[/dim]"
 
 
@@ -212,7 +205,7 @@ def render(report: dict[str, Any], console: Console) -> None:
            texts=("class", "tool_name", "error_message"), empty="no unrecovered error")
     rv = report["reviews"]
     if not rv["reviewed"]:
-        console.print("[bold]Reviewer verdicts[/bold]: [dim]none imported (loopscope sample --out DIR, then "
+        console.print("[bold]Reviewer verdicts[/bold]: [dim]none imported (loopscope review sample --out DIR, then "
                       "loopscope review import DIR/reviews.csv)[/dim]")
         return
     _table(f"Reviewer verdicts vs computed ({rv['reviewed']} reviewed; generic_apology yes: {rv['generic_apology_yes']})",

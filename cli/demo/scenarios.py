@@ -15,9 +15,9 @@ import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from loopscope.collectors.demo import policies as p
-from loopscope.collectors.demo.hotel import Hotel
-from loopscope.collectors.demo.model import Policy
+from loopscope.cli.demo import policies as p
+from loopscope.cli.demo.hotel import Hotel
+from loopscope.cli.demo.model import Policy
 
 AGENT_BUDGETS = {"concierge": 25, "back_office": 100}
 MODES = ("crash", "blind", "corrective")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable, Generator, Sequence
 
-from loopscope.collectors.demo.model import Move, Moves, Policy, ToolResult
+from loopscope.cli.demo.model import Move, Moves, Policy, ToolResult
 
 Script = Generator[Move, list[ToolResult], None]
 

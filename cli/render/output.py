@@ -15,9 +15,11 @@ import enum
 import io
 import json
 import math
+import os
 import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -159,3 +161,11 @@ def to_csv(rows: Iterable[Mapping[str, Any]], columns: Sequence[str]) -> str:
 def write_csv(rows: Iterable[Mapping[str, Any]], columns: Sequence[str]) -> None:
     """Print rows as CSV on stdout."""
     sys.stdout.write(to_csv(rows, columns))
+
+
+def shown_path(path: str) -> str:
+    """A stored absolute path as the user would type it: relative to the current folder when inside it."""
+    try:
+        return os.path.relpath(path) if Path(path).resolve().is_relative_to(Path.cwd().resolve()) else path
+    except (ValueError, OSError):
+        return path

@@ -28,9 +28,9 @@ from opentelemetry.trace import NoOpTracerProvider
 
 from loopscope.collectors import Collector, JsonlSink
 from loopscope.collectors.core import PromptLoop
-from loopscope.collectors.demo.hotel import Hotel, HotelError, blind_result, corrective_result
-from loopscope.collectors.demo.model import ScriptedModel, Text, ToolUse
-from loopscope.collectors.demo.scenarios import AGENT_BUDGETS, CONVERSATIONS, ConversationSpec, PromptSpec
+from loopscope.cli.demo.hotel import Hotel, HotelError, blind_result, corrective_result
+from loopscope.cli.demo.model import ScriptedModel, Text, ToolUse
+from loopscope.cli.demo.scenarios import AGENT_BUDGETS, CONVERSATIONS, ConversationSpec, PromptSpec
 
 PROVIDER = "anthropic"
 MODEL = "scripted-hotel-model"

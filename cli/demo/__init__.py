@@ -8,6 +8,6 @@ through 36 conversations whose records land in ``concierge.jsonl`` and
 ``opentelemetry-api`` and the collector.
 """
 
-from loopscope.collectors.demo.run import run_demo
+from loopscope.cli.demo.run import run_demo
 
 __all__ = ["run_demo"]

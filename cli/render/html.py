@@ -21,14 +21,18 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from loopscope.analyses.review_pack import visible
+from loopscope.cli.render.styles import (
+    AUDIT_METRICS,
+    AXIS_LABELS,
+    SIGNIFICANT_MARK,
+    change_parts,
+    figure_text,
+    is_rate,
+    label as figure_label,
+)
 
-METRIC_TITLES = {
-    "median_tool_calls": "Median tool calls per prompt",
-    "p99_tool_calls": "p99 tool calls per prompt",
-    "recovery_rate": "Tool-error recovery rate",
-    "replay_rate": "Replayed tool-call rate",
-}
-RATES = {"recovery_rate", "replay_rate"}
+# The chart and card titles: the figures' labels, capitalised as headings.
+METRIC_TITLES = {metric: figure_label(metric)[0].upper() + figure_label(metric)[1:] for metric in AUDIT_METRICS}
 PALETTE = ("#1f4e9c", "#c2410c", "#15803d", "#7c3aed", "#b91c1c", "#0e7490")
 
 CSS = """
@@ -74,34 +78,19 @@ def esc(text: object) -> str:
 
 def fmt(metric: str, value: float | None) -> str:
     """A metric value for display."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "–"
-    if metric in RATES or metric.endswith(("_rate", "_share")) or metric == "agreement":
-        return f"{value * 100:.1f}%"
-    if float(value).is_integer():
-        return str(int(value))
-    return f"{value:.2f}".rstrip("0").rstrip(".")
+    return figure_text(metric, value, null="–")
 
 
 def fmt_change(metric: str, change: dict[str, Any] | None) -> str:
-    """A week-over-week change as HTML: signed difference, p-value, flag."""
-    if not change or change.get("difference") is None:
+    """A week-over-week change as HTML: signed difference, p-value, flag (the terminal's words)."""
+    parts = change_parts(metric, change)
+    if parts is None:
         return '<span class="muted">–</span>'
-    d = change["difference"]
-    text = f"{d * 100:+.1f} pts" if metric in RATES else f"{d:+.2f}".rstrip("0").rstrip(".")
-    p = change.get("p_value")
-    ptxt = f" (p={p:.3g})" if p is not None else ""
-    css = "sig" if change.get("significant") else "muted"
-    flag = " ◆ significant" if change.get("significant") else ""
-    return f'<span class="{css}">{esc(text)}{esc(ptxt)}{flag}</span>'
-
-
-Y_AXIS_LABELS = {
-    "median_tool_calls": "tool calls",
-    "p99_tool_calls": "tool calls",
-    "recovery_rate": "% of errors",
-    "replay_rate": "% of tool calls",
-}
+    text, ptxt, significant = parts
+    ptxt = f" {ptxt}" if ptxt else ""
+    if significant:
+        return f'<span class="sig">{esc(text)}{esc(ptxt)} {SIGNIFICANT_MARK} significant</span>'
+    return f'<span class="muted">{esc(text)}{esc(ptxt)}</span>'
 
 
 def nice_step(span: float, ticks: int = 4) -> float:
@@ -120,13 +109,13 @@ def svg_chart(weeks: Sequence[str], series: Sequence[tuple[str, Sequence[float |
     top_value = max(values, default=0.0)
     if metric == "recovery_rate":
         step = 0.25
-    elif metric in RATES:
+    elif is_rate(metric):
         step = nice_step(min(1.0, max(0.04, top_value)))
     else:
         step = nice_step(max(4.0, top_value))
     # Round ticks up to the first one above every value (a whole axis, never a cut-off point).
     lo, hi = 0.0, step * max(1, math.ceil(top_value / step - 1e-9) if top_value > 0 else 4)
-    if metric in RATES:
+    if is_rate(metric):
         hi = min(hi, 1.0) if top_value <= 1.0 else hi
     n = len(weeks)
 
@@ -146,7 +135,7 @@ def svg_chart(weeks: Sequence[str], series: Sequence[tuple[str, Sequence[float |
         parts.append(f'<text x="{x(i):.1f}" y="{height - bottom + 16}" font-size="10" text-anchor="middle" fill="#56606b">{esc(w)}</text>')
     parts.append(f'<text x="{left + pw / 2:.1f}" y="{height - 6}" font-size="10" text-anchor="middle" fill="#56606b">ISO week</text>')
     parts.append(f'<text x="12" y="{top + ph / 2:.1f}" font-size="10" text-anchor="middle" fill="#56606b" '
-                 f'transform="rotate(-90 12 {top + ph / 2:.1f})">{esc(Y_AXIS_LABELS.get(metric, ""))}</text>')
+                 f'transform="rotate(-90 12 {top + ph / 2:.1f})">{esc(AXIS_LABELS.get(metric, ""))}</text>')
     # The first series (all prompts) is drawn last, so it stays on top of the agents' lines.
     for si, (label, vals, flags) in reversed(list(enumerate(series))):
         color = PALETTE[si % len(PALETTE)]
@@ -327,7 +316,7 @@ def render_html(report: dict[str, Any]) -> str:
             tf["items"], msg_cell, "No unrecovered error."), "triage"),
         _section(f"Reviewer verdicts ({rv['reviewed']} reviewed)", _table(
             [("verdict", "verdict"), ("compared", "compared"), ("agree", "agree"), ("agreement", "agreement"), ("yes", "yes")],
-            verdict_rows if rv["reviewed"] else [], empty="No review imported (loopscope sample --out, then loopscope review import).")
+            verdict_rows if rv["reviewed"] else [], empty="No review imported (loopscope review sample --out, then loopscope review import).")
             + (f'<p class="muted">generic_apology: {rv["generic_apology_yes"]} yes (no computed counterpart)</p>' if rv["reviewed"] else "")
             + _table([("conversation_id", "conversation"), ("verdict", "verdict"), ("reviewer", "reviewer"),
                       ("computed", "computed"), ("notes", "notes")], rv["disagreements"], msg_cell,
