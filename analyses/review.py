@@ -35,6 +35,7 @@ from loopscope.analyses import incidents
 from loopscope.analyses.errors import InputNotFound, LoopscopeError
 from loopscope.analyses.review_pack import CSV_FORMULA_START, VERDICT_COLUMNS
 from loopscope.analyses.selection import Selection
+from loopscope.analyses.store.transaction import transaction
 
 YES = {"yes", "y", "true", "1", "x"}
 NO = {"no", "n", "false", "0"}
@@ -187,8 +188,7 @@ def import_reviews(con: duckdb.DuckDBPyConnection, path: str | Path) -> ImportRe
                               **verdicts, "notes": notes or None, "source_file": str(path.resolve()), "line_no": line}))
     known = {r[0] for r in con.execute(KNOWN_CONVERSATIONS_SQL, [[p["conversation_id"] for _, p in parsed]]).fetchall()}
     existing = {r[0] for r in con.execute(REVIEWED_IDS_SQL).fetchall()}
-    con.execute("BEGIN TRANSACTION")
-    try:
+    with transaction(con):
         for line, params in parsed:
             if params["conversation_id"] not in known:
                 result.errors.append(RowError(line, params["conversation_id"],
@@ -197,10 +197,6 @@ def import_reviews(con: duckdb.DuckDBPyConnection, path: str | Path) -> ImportRe
             con.execute(UPSERT_REVIEW_SQL, params)
             result.imported += 1
             result.replaced += params["conversation_id"] in existing
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
     result.errors.sort(key=lambda e: e.line)
     return result
 

@@ -11,6 +11,7 @@ closes the store (``loopscope.analyses.store.open_for_analysis``).
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -116,6 +117,24 @@ def window_selection(
 
 
 @contextmanager
+def newer_store_warnings() -> Iterator[None]:
+    """Print a ``NewerStoreWarning`` (a store written by a newer loopscope, opened to read) on stderr."""
+    import warnings
+
+    from loopscope.analyses.store import NewerStoreWarning
+    from loopscope.cli.render.output import inert
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", NewerStoreWarning)
+        yield
+    for w in caught:
+        if issubclass(w.category, NewerStoreWarning):
+            stderr_console().print(f"[yellow]warning:[/yellow] {inert(str(w.message))}")
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+
+@contextmanager
 def analysis_store(
     db: str | None,
     paths: Sequence[str | os.PathLike[str] | Path] | None,
@@ -129,7 +148,7 @@ def analysis_store(
     """
     from loopscope.analyses.store import open_for_analysis
 
-    with progress_bar() as update, open_for_analysis(
+    with progress_bar() as update, newer_store_warnings(), open_for_analysis(
         db, list(paths or ()), selection=selection, input_format=input_format, reader_options=reader_options,
         progress=update,
     ) as opened:

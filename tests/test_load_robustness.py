@@ -384,11 +384,8 @@ def test_gzip_file_loads_exactly_like_the_plain_file(tmp_path: Path, monkeypatch
     (plain_dir / "app.jsonl").write_text(body)
     (gz_dir / "app.jsonl.gz").write_bytes(gzip.compress(body.encode()))
     read: list[str] = []
-    real, real_native = loader_records._read_plain, loader_records._read_native_plain
+    real = loader_records._read_plain
     monkeypatch.setattr(loader_records, "_read_plain", lambda con, p: read.append(p.name) or real(con, p))
-    monkeypatch.setattr(
-        loader_records, "_read_native_plain", lambda con, p, *a: read.append(p.name) or real_native(con, p, *a)
-    )
     tables = {}
     for name, folder in (("plain", plain_dir), ("gz", gz_dir)):
         db = tmp_path / f"{name}.duckdb"
@@ -405,7 +402,7 @@ def test_gzip_file_loads_exactly_like_the_plain_file(tmp_path: Path, monkeypatch
             con.close()
     assert tables["gz"] == tables["plain"]
     assert [q[0] for q in tables["gz"][1]] == [502, 503]
-    # Both took the whole-file reader (native or DuckDB's parallel one), the .gz via a temporary copy.
+    # Both took the whole-file reader (DuckDB's parallel one), the .gz via a temporary copy.
     assert read == ["app.jsonl", "content.jsonl"]
 
 

@@ -22,7 +22,7 @@ parse is enough, and a single comparison proves it valid:
 Equality with the rendering is the proof: a line that equals the canonical
 text of its own values has exactly the known keys, once each, in order,
 with strings where strings belong, so there is nothing the full validation
-(``loader_sql``) could find. Everything else (unknown fields among the
+(``records``) could find. Everything else (unknown fields among the
 known ones, other key orders, whitespace, missing keys, wrong types, bad
 JSON) is left for that full validation, which names the problem; the two
 paths store the same row for any line (tests/test_loader_fast_path.py
@@ -31,7 +31,7 @@ checks it).
 Accepted lines are inserted straight into ``tool_calls`` / ``loop_exits``;
 the lines left over are collected by line number for the full validation.
 The SQL is built once, at import, from the fixed field table of
-``loader_sql``; no value is ever formatted into it.
+``records``; no value is ever formatted into it.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ from loopscope.analyses.ingest.records import (
     LOOP_EXIT_FIELDS,
     MAX_LINE_BYTES,
     TOOL_CALL_FIELDS,
+    TRAILING_COMMA_RE,
     EXTRA_PATCH,
     VALUE_SETS,
     fast_check,
@@ -73,7 +74,7 @@ _LINE_SOURCES = {
     "block": "SELECT line_no, line FROM _ls_lines",
 }
 
-# An RFC 3339 timestamp to UTC, as loader_sql reads it.
+# An RFC 3339 timestamp to UTC, as the validator (records) reads it.
 _TS_VALUE = ts_value_sql("ts")
 
 
@@ -108,8 +109,7 @@ def _rendering(head: str, fields: tuple[str, ...], escaped: bool) -> str:
 def value_checks(fields: tuple[str, ...], line_length: bool = True) -> str:
     """The spec's value checks on the text of each field (``ts_value`` the parsed ``ts``), as one SQL condition.
 
-    ``line_length``: also check ``_line`` against ``MAX_LINE_BYTES`` (the
-    native scanner checks the length itself).
+    ``line_length``: also check ``_line`` against ``MAX_LINE_BYTES``.
     """
     tests = ["ts_value IS NOT NULL"] + ([f"strlen(_line) <= {MAX_LINE_BYTES}"] if line_length else [])
     for name, tclass, required, _kinds, _check, _wants in FIELDS:
@@ -125,7 +125,7 @@ def value_checks(fields: tuple[str, ...], line_length: bool = True) -> str:
             test = f"starts_with({name}::VARCHAR, '{{')"
             tests.append(test if required else f"({name} IS NULL OR {test})")
         else:
-            # loader_sql's checks read JSON fragments; for numbers and
+            # The validator's checks read JSON fragments; for numbers and
             # booleans the text here is the same fragment.
             tests.append(fast_check(name, tclass, required))
     return " AND ".join(tests)
@@ -141,9 +141,12 @@ def _insert_sql(kind: str, order: tuple[str, ...], lines: str, columns: str) -> 
     # (not a known key again) and distinct. try(): on a line that does not parse,
     # the tail may be no JSON at all (the line is refused anyway).
     tail_keys = "try(json_keys(concat('{', substr(_line, length(_body) + 2))))"
+    # A trailing comma in the unknown fields (DuckDB's parser allows it, JSON
+    # does not), even one inside a string: left for the validator to decide.
     tail_ok = (
         f"starts_with(_line, concat(_body, ',')) AND NOT list_has_any({tail_keys}, {known}) "
-        f"AND len({tail_keys}) = len(list_distinct({tail_keys})) AND len({tail_keys}) > 0"
+        f"AND len({tail_keys}) = len(list_distinct({tail_keys})) AND len({tail_keys}) > 0 "
+        f"AND NOT regexp_matches(substr(_line, length(_body) + 2), '{TRAILING_COMMA_RE}')"
     )
     return f"""
 INSERT INTO {kind}s

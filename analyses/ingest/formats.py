@@ -3,7 +3,7 @@
 Three formats reach the one store:
 
 - ``records``: loopscope record format v1 JSON Lines (what the collector
-  writes). The loader parses these itself, in DuckDB (``loader_sql``).
+  writes). The loader parses these itself, in DuckDB (``ingest.records``).
 - ``messages``: conversation message arrays (Anthropic / OpenAI shapes),
   read by ``loopscope.analyses.ingest.messages``.
 - ``otlp``: OpenTelemetry spans as OTLP JSON (Lines), read by

@@ -3,15 +3,13 @@
 ``load_paths(con, paths)`` expands PATHs (files, directories, globs), picks a
 reader per file and loads each file in its own transaction:
 
-- loopscope records (JSONL, optionally gzipped) are read in large chunks of
-  whole lines. The native scanner (``loader_native``, a C extension) numbers
-  and checks the lines and hands plain records to DuckDB; without the
-  extension DuckDB splits and parses them (``loader_fast_sql``). Whatever the
-  fast path leaves goes through the full validation (``loader_sql``). Bad
-  lines go to ``quarantine`` with file, line number, reason and the raw text;
-  unknown fields are kept in ``extra``.
+- loopscope records (JSONL, optionally gzipped) are read by DuckDB, a whole
+  new file at once or blocks of whole lines (``jsonl``). Lines exactly as the
+  collector writes them go straight in (``fast_sql``); the rest through the
+  record validator (``records``). Bad lines go to ``quarantine`` with file,
+  line number, reason and the raw text; unknown fields are kept in ``extra``.
 - other formats (``messages``, ``otlp``) are read by their reader
-  (``readers``); the records it returns are written to a temporary JSONL file
+  (``messages``, ``otlp``); the records it returns are written to a temporary JSONL file
   and loaded through the very same SQL, so every record meets one validator.
 
 Idempotency. A records file is known by the hash of its first bytes
@@ -40,6 +38,8 @@ import duckdb
 
 from loopscope.analyses.ingest import records as sql
 from loopscope.analyses.errors import LoopscopeError
+from loopscope.analyses.store import transaction
+from loopscope.collectors.redact import clean_error_text
 from loopscope.analyses.store.facts import facts_fresh, refresh_facts
 from loopscope.analyses.ingest.files import (
     HEAD_BYTES,
@@ -53,8 +53,16 @@ from loopscope.analyses.ingest.files import (
     resume_point,
     sha256,
 )
-from loopscope.analyses.ingest import jsonl as loader_records
-from loopscope.analyses.ingest.jsonl import check_and_insert, ingest_chunk, read_in_blocks, read_native, read_whole_file
+from loopscope.analyses.ingest.jsonl import (
+    Counts,
+    LineSpan,
+    Target,
+    WholeFile,
+    check_and_insert,
+    ingest_chunk,
+    read_in_blocks,
+    read_whole_file,
+)
 from loopscope.analyses.ingest.formats import INPUT_FORMATS, ReaderOutput, detect_format, reader_module
 
 LOAD_MEMORY_LIMIT = "3GB"
@@ -99,6 +107,26 @@ INSERT_VIOLATION_SQL = """
 INSERT INTO protocol_violations (source_id, conversation_id, prompt_id, tool_call_id, kind, detail)
 VALUES (?, ?, ?, ?, ?, ?)
 """
+# Error text of the rows a load just stored (seq above the load's base), each distinct text once.
+NEW_ERROR_TEXTS_SQL = """
+SELECT DISTINCT error_message FROM (
+    SELECT error_message FROM tool_calls WHERE source_id = $1 AND seq > $2 AND error_message IS NOT NULL
+    UNION ALL
+    SELECT error_message FROM loop_exits WHERE source_id = $1 AND seq > $2 AND error_message IS NOT NULL
+)
+"""
+# ?1 the texts as stored, ?2 the same texts redacted.
+CREATE_REDACTED_SQL = """
+CREATE OR REPLACE TEMP TABLE _ls_redacted AS
+SELECT unnest(?::VARCHAR[]) AS stored, unnest(?::VARCHAR[]) AS redacted
+"""
+APPLY_REDACTED_SQL = """
+UPDATE tool_calls SET error_message = r.redacted FROM _ls_redacted r
+WHERE tool_calls.source_id = $1 AND tool_calls.seq > $2 AND tool_calls.error_message = r.stored;
+UPDATE loop_exits SET error_message = r.redacted FROM _ls_redacted r
+WHERE loop_exits.source_id = $1 AND loop_exits.seq > $2 AND loop_exits.error_message = r.stored;
+"""
+DROP_REDACTED_SQL = "DROP TABLE IF EXISTS _ls_redacted"
 READER_QUARANTINE_SQL = """
 UPDATE quarantine SET reason = ? || reason, line_no = NULL WHERE source_id = ?
 """
@@ -209,7 +237,6 @@ def load_paths(
         if no_vacuum and (summary.loaded or summary.quarantined):
             _try(con, CHECKPOINT_SQL)  # refused while another connection writes: then the close checkpoints
     finally:
-        loader_records.release_buffer()
         con.execute(RESET_MEMORY_LIMIT_SQL)
         if no_vacuum:
             con.execute(RESET_VACUUM_SQL)
@@ -266,15 +293,10 @@ def _load_files(
     summary.source_ids = tuple(ids)
     replaced = any(d.status == "replaced" for d in summary.details)
     if replaced or any(d.loaded for d in summary.details) or not facts_fresh(con):
-        con.execute("BEGIN TRANSACTION")
-        try:
+        with transaction(con):
             # A replaced source deleted records: their conversations are not
             # among the new records' ones, so only a full rebuild is right.
             refresh_facts(con, since_seq=seq_before if was_fresh and not replaced else None)
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
     return summary
 
 
@@ -293,19 +315,12 @@ def _load_one(
         known = _find_source(con, path, head)
         # The fast reader runs before the transaction: a file it cannot
         # read fails its statement only, and the block path takes over.
-        if known is None and head.lstrip(b"\xef\xbb\xbf") and not _native():
+        if known is None and head.lstrip(b"\xef\xbb\xbf"):
             fast = read_whole_file(con, path)
-    con.execute("BEGIN TRANSACTION")
-    try:
+    with transaction(con):
         if fmt == "records":
-            result = _load_records_file(con, path, head, known, fast, tick)
-        else:
-            result = _load_reader_file(con, path, fmt, reader_options)
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
-    return result
+            return _load_records_file(con, path, head, known, fast, tick)
+        return _load_reader_file(con, path, fmt, reader_options)
 
 
 def _size(path: Path) -> int:
@@ -326,7 +341,17 @@ def _new_source(con: duckdb.DuckDBPyConnection, path: Path, fmt: str, head_hash:
     return source_id
 
 
-def _find_source(con: duckdb.DuckDBPyConnection, path: Path, head: bytes) -> tuple[Any, ...] | None:
+@dataclass(frozen=True)
+class KnownSource:
+    """A records source already in the store that a file continues (same head bytes)."""
+
+    source_id: int
+    path: str
+    bytes_loaded: int
+    lines_loaded: int
+
+
+def _find_source(con: duckdb.DuckDBPyConnection, path: Path, head: bytes) -> KnownSource | None:
     """The known records source this file continues, if any (same head bytes)."""
     rows = con.execute(SOURCES_SQL, ["records"]).fetchall()
     hashes: dict[int, str] = {}
@@ -344,15 +369,16 @@ def _find_source(con: duckdb.DuckDBPyConnection, path: Path, head: bytes) -> tup
     here = _display(path)
     # Prefer the source at this very path, then the one loaded furthest.
     matches.sort(key=lambda r: (r[1] != here, -r[4]))
-    return matches[0]
+    source_id, known_path, _hash, _len, bytes_loaded, lines_loaded = matches[0]
+    return KnownSource(int(source_id), known_path, int(bytes_loaded), int(lines_loaded))
 
 
 def _load_records_file(
     con: duckdb.DuckDBPyConnection,
     path: Path,
     head: bytes,
-    known: tuple[Any, ...] | None,
-    fast: tuple[int, bool, int, int] | None,
+    known: KnownSource | None,
+    fast: WholeFile | None,
     tick: Callable[[int], None],
 ) -> FileResult:
     display = _display(path)
@@ -365,8 +391,8 @@ def _load_records_file(
         source_id = _new_source(con, path, "records", "", None)
         start_offset, lines_before = 0, 0
     else:
-        source_id, known_path, _, _, start_offset, lines_before = known
-        result.status = "grown" if known_path == display else "rotated"
+        source_id, start_offset, lines_before = known.source_id, known.bytes_loaded, known.lines_loaded
+        result.status = "grown" if known.path == display else "rotated"
         counted = con.execute(SOURCE_ROWS_SQL, [source_id, source_id]).fetchone()
         result.skipped = int(counted[0]) if counted else 0
         at_line_start, more = resume_point(path, start_offset) if start_offset else (True, True)
@@ -382,23 +408,20 @@ def _load_records_file(
     result.source_id = source_id
     seq_row = con.execute(sql.MAX_SEQ_SQL).fetchone()
     seq_base = int(seq_row[0]) if seq_row else 0
+    target = Target(source_id, display, seq_base)
     if fast is not None:
-        n_lines, unterminated, tail, content_bytes = fast
-        counts = check_and_insert(con, "file", 1, n_lines, unterminated, source_id, display, seq_base)
+        counts = check_and_insert(con, "file", LineSpan(1, fast.lines, fast.unterminated), target)
         _add_counts(result, counts)
         # Offsets count content bytes (decompressed for .gz), as the block path does.
-        end_offset, last_line = content_bytes, n_lines
-        if unterminated and not counts[3]:
-            end_offset, last_line = end_offset - tail, n_lines - 1
+        end_offset, last_line = fast.content_bytes, fast.lines
+        if fast.unterminated and not counts.last_line_whole:
+            end_offset, last_line = end_offset - fast.tail_bytes, fast.lines - 1
         tick(end_offset)
     else:
-        read = None
-        if _native():
-            read = read_native(con, path, start_offset, lines_before, source_id, display, seq_base, tick)
-        if read is None:
-            read = read_in_blocks(con, path, start_offset, lines_before, source_id, display, seq_base, tick)
-        end_offset, last_line, totals = read
-        _add_counts(result, (totals[0], totals[1], totals[2], True))
+        read = read_in_blocks(con, path, start_offset, lines_before, target, tick)
+        end_offset, last_line = read.end_offset, read.last_line
+        _add_counts(result, read.counts)
+    redact_new_rows(con, source_id, seq_base)
     con.execute(sql.DROP_TEMP_SQL)
     result.loaded = result.tool_calls + result.loop_exits
     if result.status in ("grown", "rotated") and end_offset == start_offset:
@@ -408,15 +431,26 @@ def _load_records_file(
     return result
 
 
-def _native() -> bool:
-    # Read at call time: tests switch the paths.
-    return loader_records.FAST_PATH and loader_records.NATIVE
+def redact_new_rows(con: duckdb.DuckDBPyConnection, source_id: int, seq_base: int) -> None:
+    """Redact secrets in the error text of the rows just stored, as the other readers do when they read.
+
+    The collector redacts before it writes; a records file from any other
+    writer may not have. ``clean_error_text`` (collectors/redact.py) runs once
+    per distinct text; only the texts it changes are rewritten.
+    """
+    texts = [row[0] for row in con.execute(NEW_ERROR_TEXTS_SQL, [source_id, seq_base]).fetchall()]
+    changed = [(text, clean) for text in texts if (clean := clean_error_text(text)) != text]
+    if not changed:
+        return
+    con.execute(CREATE_REDACTED_SQL, [[c[0] for c in changed], [c[1] for c in changed]])
+    _execute_each(con, APPLY_REDACTED_SQL, [source_id, seq_base])
+    con.execute(DROP_REDACTED_SQL)
 
 
-def _add_counts(result: FileResult, counts: tuple[int, int, int, bool]) -> None:
-    result.tool_calls += counts[0]
-    result.loop_exits += counts[1]
-    result.quarantined += counts[2]
+def _add_counts(result: FileResult, counts: Counts) -> None:
+    result.tool_calls += counts.tool_calls
+    result.loop_exits += counts.loop_exits
+    result.quarantined += counts.quarantined
 
 
 def _execute_each(con: duckdb.DuckDBPyConnection, script: str, params: list[Any]) -> None:
@@ -469,7 +503,7 @@ def _load_reader_file(con: duckdb.DuckDBPyConnection, path: Path, fmt: str, opti
                     )
                     result.quarantined += 1
                     continue
-                _add_counts(result, ingest_chunk(con, piece, source_id, display, seq_base))
+                _add_counts(result, ingest_chunk(con, piece, Target(source_id, display, seq_base)))
         con.execute(READER_QUARANTINE_SQL, [f"the {fmt} reader produced an invalid record: ", source_id])
         _execute_each(con, READER_LINES_SQL, [source_id])
     con.execute(sql.DROP_TEMP_SQL)

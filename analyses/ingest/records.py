@@ -1,7 +1,8 @@
 """The SQL that turns lines of loopscope JSONL into rows, or quarantines them.
 
-The full validation, for every line the fast path (``loader_fast_sql``:
-lines exactly as the collector writes them) did not take: DuckDB parses each
+The record validator: every line the fast path (``fast_sql``: lines
+exactly as the collector writes them) did not take goes through it, and it
+alone says why a line is refused. DuckDB parses each
 line once into the list of its known fields' values as JSON fragments (``json_extract`` with a
 list of paths); a cheap test on the fragments accepts the good lines, a key
 count (``json_keys``) against the known keys present sends lines with
@@ -12,6 +13,11 @@ set, unknown ``v`` / ``kind``, unparseable timestamp). Good lines are cast
 and inserted into ``tool_calls`` / ``loop_exits`` (unknown fields into
 ``extra``); the others go to ``quarantine`` with their reason and the raw
 text, capped.
+
+Strict JSON (RFC 8259). DuckDB's parser is lenient in two ways JSON is not:
+it reads ``NaN`` and ``Infinity`` (refused as values here) and trailing commas
+(``{"a": 1,}``, ``[1, 2,]``), refused by ``TRAILING_COMMA``: a comma followed
+by a closing bracket once the strings are taken out.
 
 Lines come either straight from the file (``read_csv`` with one VARCHAR
 column, no quoting: DuckDB's parallel reader) or, for compressed files,
@@ -111,6 +117,23 @@ _LE_LIST = "[" + ", ".join(f"'{k}'" for k in LOOP_EXIT_FIELDS) + "]"
 # An RFC 3339 timestamp: 'T', 't' or ' ' between date and time, 'Z'/'z' or an
 # offset; DuckDB's cast needs upper case. Timestamps without an offset are read as UTC.
 _TS_STR = "CASE WHEN contains(ts, chr(92)) THEN json_extract_string(ts, '$') ELSE ts[2:-2] END"
+# A trailing comma: ',' then only whitespace before '}' or ']', outside strings.
+# The cheap search on the raw line comes first; strings (which may hold ",}")
+# are blanked only for the rare lines it finds.
+TRAILING_COMMA_RE = r",[ \t\n\r]*[\]}]"
+_JSON_STRING_RE = r'"([^"\\]|\\.)*"'
+
+
+def trailing_comma_sql(text: str) -> str:
+    """SQL: whether the JSON text ``text`` (which DuckDB parsed) has a trailing comma outside its strings."""
+    return (
+        f"(regexp_matches({text}, '{TRAILING_COMMA_RE}') AND "
+        f"regexp_matches(regexp_replace({text}, '{_JSON_STRING_RE}', '\"\"', 'g'), '{TRAILING_COMMA_RE}'))"
+    )
+
+
+TRAILING_COMMA_REASON = "malformed JSON (a trailing comma: JSON allows none)"
+
 # Only the RFC 3339 shape is cast (DuckDB's cast would also take 'epoch',
 # 'infinity', a bare date or single-digit fields).
 TS_PATTERN = r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})?"
@@ -187,6 +210,7 @@ def _reason_sql() -> str:
         # Too long first, even when blank: the readers that never hold such a line whole cannot tell.
         f"WHEN strlen(line) > {MAX_LINE_BYTES} THEN 'line too long (over {MAX_LINE_BYTES} bytes)'",
         "WHEN unparsed AND trim(line, ' ' || chr(9) || chr(13)) = '' THEN NULL",  # blank line (JSON whitespace): nothing to keep
+        f"WHEN trailing_comma THEN '{TRAILING_COMMA_REASON}'",
         "WHEN unparsed AND is_last_unterminated THEN 'truncated last line (no newline at the end, not valid JSON)'",
         "WHEN unparsed THEN 'malformed JSON'",
         "WHEN ltrim(line)[1] <> '{' THEN 'not a JSON object'",
@@ -262,7 +286,7 @@ SELECT count(*), sum(coalesce(strlen(line), 0)), arg_max(coalesce(strlen(line), 
 _LINE_SOURCES = {
     "block": "SELECT line_no, line FROM _ls_lines",
     "file": "SELECT rowid + 1 AS line_no, line FROM _ls_raw",
-    # the lines the fast path (loader_fast_sql) left over
+    # the lines the fast path (fast_sql) left over
     "rest": "SELECT line_no, line FROM _ls_rest",
 }
 
@@ -272,14 +296,21 @@ _FRAGMENTS = ",\n        ".join(f"nullif(f[{i}], 'null')::VARCHAR AS {name}" for
 _CHECK_TEMPLATE = f"""
 CREATE OR REPLACE TEMP TABLE _ls_checked AS
 WITH lines AS ({{lines}}),
-parsed AS (
+lenient AS (
     SELECT line_no, line,
            CASE WHEN strlen(line) <= {MAX_LINE_BYTES} THEN try(json_extract(line, {_PATHS})) END AS f
     FROM lines
     WHERE line IS NOT NULL AND line <> ''
 ),
+strict AS (
+    SELECT *, coalesce(f IS NOT NULL AND {trailing_comma_sql('line')}, false) AS trailing_comma FROM lenient
+),
+parsed AS (
+    -- what DuckDB parsed, unless it is not strict JSON
+    SELECT line_no, line, trailing_comma, CASE WHEN NOT trailing_comma THEN f END AS f FROM strict
+),
 flat AS (
-    SELECT line_no, line, f IS NULL AS unparsed, line_no = ? AS is_last_unterminated,
+    SELECT line_no, line, f IS NULL AND NOT trailing_comma AS unparsed, trailing_comma, line_no = ? AS is_last_unterminated,
         -- known keys present (a JSON null included), and whether one belongs to the other kind
         list_count(f) AS n_known,
         CASE WHEN f[2] = '"tool_call"' THEN {_TC_FOREIGN} ELSE {_LE_FOREIGN} END AS foreign_key,

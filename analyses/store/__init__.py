@@ -4,6 +4,13 @@
 and migrates the schema. ``":memory:"`` gives a throwaway in-memory store.
 The default path is ``./loopscope.duckdb``, or ``$LOOPSCOPE_DB`` when set.
 
+Two checks protect what is already on disk. An existing file that is not a
+DuckDB database (a log passed as ``--db`` by mistake) is refused before
+DuckDB touches it. A store written by a newer loopscope (a migration or a
+column this one does not know) is refused for writing, and opened for
+reading with a ``NewerStoreWarning``: the figures may miss what the newer
+version added.
+
 ``open_for_analysis(db, paths, ...)`` is how every analysis (CLI command or
 notebook) opens the store: it loads PATHs first, limits the selection to those
 files, and always closes the connection.
@@ -13,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,17 +28,28 @@ from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 import duckdb
 
-# Importing model registers its migrations after those in migrations.py.
-from loopscope.analyses import model  # noqa: F401
 from loopscope.analyses.errors import DatabaseError
 from loopscope.analyses.selection import Selection
-from loopscope.analyses.store.migrations import migrate
+from loopscope.analyses.store.migrations import migrate, newer_store
+from loopscope.analyses.store.transaction import transaction
+
+__all__ = [
+    "DB_ENV", "DEFAULT_DB", "Analysis", "NewerStoreWarning", "connect", "default_db_path", "open_for_analysis",
+    "transaction",
+]
 
 if TYPE_CHECKING:
     from loopscope.analyses.ingest import LoadSummary
 
 DEFAULT_DB = "loopscope.duckdb"
 DB_ENV = "LOOPSCOPE_DB"
+DUCKDB_MAGIC = b"DUCK"
+"""DuckDB's file format: a checksum (8 bytes), then these 4 bytes."""
+DUCKDB_MAGIC_OFFSET = 8
+
+
+class NewerStoreWarning(UserWarning):
+    """The store was written by a newer loopscope; it is read as it is."""
 
 
 def default_db_path() -> str:
@@ -51,12 +70,40 @@ def _open_hint(error: str) -> str:
     return "pass another --db FILE, or --db :memory:"
 
 
-def connect(path: str | os.PathLike[str] | None = None, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+def _refuse_foreign_file(target: str) -> None:
+    """Raise unless ``target`` is absent, empty, a folder (DuckDB names that) or a DuckDB database."""
+    path = Path(target).expanduser()
+    try:
+        if not path.is_file() or path.stat().st_size == 0:
+            return
+        with open(path, "rb") as f:
+            head = f.read(DUCKDB_MAGIC_OFFSET + len(DUCKDB_MAGIC))
+    except OSError:
+        return  # DuckDB reports what it cannot open, with a hint by cause
+    if head[DUCKDB_MAGIC_OFFSET:] != DUCKDB_MAGIC:
+        raise DatabaseError(
+            f"cannot open the database {target}: the file exists and is not a DuckDB database",
+            hint="that file is not a loopscope database (loopscope never overwrites it): check the order of the "
+            "arguments (loopscope load PATH... --db FILE), or pass another --db FILE",
+        )
+
+
+def connect(
+    path: str | os.PathLike[str] | None = None, *, read_only: bool = False, writes: bool = True
+) -> duckdb.DuckDBPyConnection:
     """Open the store at ``path`` (default: ``default_db_path()``) and migrate it.
+
+    Args:
+        path: the DuckDB file, or ``":memory:"``.
+        read_only: open the file read-only (no migration).
+        writes: the caller will write (load, import). A store written by a
+            newer loopscope is refused then; otherwise it is opened as it is,
+            without migrating, with a ``NewerStoreWarning``.
 
     Raises:
         DatabaseError: the file is not a DuckDB database, is locked by another
-            process, or its folder does not exist.
+            process, its folder does not exist, or (for writes) it was written
+            by a newer loopscope.
     """
     target = str(path) if path is not None else default_db_path()
     if target != ":memory:":
@@ -66,11 +113,27 @@ def connect(path: str | os.PathLike[str] | None = None, *, read_only: bool = Fal
                 f"cannot create the database {target}: folder {folder} does not exist",
                 hint="create the folder, or pass another --db FILE (or --db :memory:)",
             )
+        _refuse_foreign_file(target)
     try:
         con = duckdb.connect(target, read_only=read_only)
     except (duckdb.IOException, duckdb.InvalidInputException, duckdb.SerializationException) as exc:
         raise DatabaseError(f"cannot open the database {target}: {exc}", hint=_open_hint(str(exc))) from None
     con.execute("SET TimeZone = 'UTC'")
+    newer = newer_store(con)
+    if newer:
+        what = ", ".join(newer[:5]) + (f" and {len(newer) - 5} more" if len(newer) > 5 else "")
+        message = f"the database {target} was written by a newer loopscope ({what} unknown to this version)"
+        if writes and not read_only:
+            con.close()
+            raise DatabaseError(
+                message + ": not writing to it",
+                hint="upgrade loopscope (pip install -U loopscope), or pass another --db FILE",
+            )
+        warnings.warn(
+            NewerStoreWarning(message + "; reading it as it is: upgrade loopscope to see everything it holds"),
+            stacklevel=2,
+        )
+        return con
     if not read_only:
         migrate(con)
     return con
@@ -104,7 +167,7 @@ def open_for_analysis(
     Raises:
         LoopscopeError: bad database, missing path, unreadable file.
     """
-    con = connect(db, read_only=read_only)
+    con = connect(db, read_only=read_only, writes=bool(paths))
     try:
         wanted = selection or Selection()
         summary = None

@@ -26,8 +26,8 @@ from __future__ import annotations
 import duckdb
 
 # The meaning of every column, straight from the normative views. The load
-# computes the same rows with _REFRESH_TEMPLATE below (no windows, one pass
-# per table); tests/test_metrics_property.py checks the two agree on random stores.
+# computes the same rows with _REFRESH_TEMPLATE below (no windows over all
+# calls); tests/test_metrics_property.py checks the two agree on random stores.
 _VIEWS_TEMPLATE = """
 CREATE OR REPLACE TEMP TABLE _ls_prompt_facts AS
 WITH replays AS (
@@ -36,33 +36,39 @@ WITH replays AS (
 ),
 errors AS (
     SELECT conversation_id, prompt_id, count(*) AS n_errors,
-           count(*) FILTER (WHERE error_class = 'recovered') AS n_recovered
+           count(*) FILTER (WHERE error_class = 'recovered') AS n_recovered,
+           count(*) FILTER (WHERE resolved_later) AS n_resolved_later
     FROM errors_v WHERE {scope} GROUP BY conversation_id, prompt_id
 )
 SELECT p.conversation_id, p.prompt_id, p.first_ts, p.last_ts, p.first_seq, p.agent, p.tags, p.n_tool_calls,
        p.is_open, p.exit_reason, p.normal_exit,
        coalesce(r.n_replays, 0) AS n_replays, coalesce(e.n_errors, 0) AS n_errors,
-       coalesce(e.n_recovered, 0) AS n_recovered
+       coalesce(e.n_recovered, 0) AS n_recovered, coalesce(e.n_resolved_later, 0) AS n_resolved_later
 FROM (SELECT * FROM prompts_v WHERE {scope}) p
 LEFT JOIN replays r USING (conversation_id, prompt_id)
 LEFT JOIN errors e USING (conversation_id, prompt_id)
 """
 VIEWS_FACTS_SQL = _VIEWS_TEMPLATE.replace("{scope}", "TRUE")
 
-# The same rows without the views' windows. ``pos`` orders records by (ts,
-# seq) as one number (seq is unique and below 2^64). A call is a non-replay
-# when it is not flagged ``replayed`` and is the first of its tool_call_id in
-# its conversation; ids used once (nearly all) are first by definition, so
-# only the repeated ones are ordered (``firsts``), which keeps the big
-# grouping down to keys and a count. A prompt's replays are its calls minus
-# its non-replays; its errors are the non-replays with ``is_error``, recovered
-# when the exit is normal and a later step succeeded. Agent and tags are the
-# last loop_exit's, else the earliest record's (tags: the earliest that has
-# tags, as arg_min skips NULLs).
+# The same rows without the views' windows over every call. ``pos`` orders
+# records by (ts, seq) as one number (seq is unique and below 2^64), ``ppos``
+# prompts by their first record's pos (so ``first_seq`` is ppos mod 2^64). A call can only be a replay when it has
+# ``replayed: true`` or its tool_call_id is used more than once in its
+# conversation; ids used once (nearly all) need no ordering, so only the
+# repeated ones are ranked (``rep``: a later record of the same call, same
+# tool and fingerprint, is a replay; another call under the id is a new call).
+# A prompt's replays are its flagged calls plus the unflagged repeats; its
+# errors (``errs``) are the non-replays with ``is_error``, recovered when the
+# exit is normal and a later step has a success of a non-scratchpad tool, and
+# resolved later when unrecovered and a later prompt of the conversation has a
+# non-replay success of the same tool (``last_ok``, only for the conversation
+# and tool pairs that have errors). Agent and tags are the last loop_exit's,
+# else the earliest record's (tags: the earliest that has tags, as arg_min
+# skips NULLs).
 _FACTS_QUERY = """
 WITH calls AS NOT MATERIALIZED (
-    SELECT conversation_id, prompt_id, tool_call_id, ts, seq, step, is_error, replayed, agent, tags,
-           {POS} AS pos
+    SELECT conversation_id, prompt_id, tool_call_id, tool_name, args_fingerprint, ts, seq, step, is_error,
+           replayed, agent, tags, {POS} AS pos
     FROM tool_calls WHERE {scope}
 ),
 exits AS NOT MATERIALIZED (
@@ -73,54 +79,91 @@ exits AS NOT MATERIALIZED (
 repeated AS (
     SELECT conversation_id, tool_call_id FROM calls GROUP BY conversation_id, tool_call_id HAVING count(*) > 1
 ),
-firsts AS (
-    SELECT conversation_id, arg_min(struct_pack(prompt_id, replayed, is_error, step), pos) AS f
+rep AS (
+    SELECT conversation_id, prompt_id, tool_name, step, is_error, replayed,
+           replayed OR row_number() OVER (
+               PARTITION BY conversation_id, tool_call_id, tool_name, args_fingerprint ORDER BY pos
+           ) > 1 AS is_replay
     FROM calls SEMI JOIN repeated USING (conversation_id, tool_call_id)
-    GROUP BY conversation_id, tool_call_id
 ),
-clean AS (
-    SELECT conversation_id, prompt_id, count(*) AS n_clean, list(step) FILTER (WHERE is_error) AS error_steps
-    FROM (
-        SELECT conversation_id, prompt_id, step, is_error
-        FROM calls ANTI JOIN repeated USING (conversation_id, tool_call_id) WHERE NOT replayed
-        UNION ALL
-        SELECT conversation_id, f.prompt_id, f.step, f.is_error FROM firsts WHERE NOT f.replayed
-    )
-    GROUP BY conversation_id, prompt_id
+clean AS NOT MATERIALIZED (
+    SELECT conversation_id, prompt_id, tool_name, step, is_error
+    FROM calls ANTI JOIN repeated USING (conversation_id, tool_call_id) WHERE NOT replayed
+    UNION ALL
+    SELECT conversation_id, prompt_id, tool_name, step, is_error FROM rep WHERE NOT is_replay
+),
+errs AS (
+    SELECT conversation_id, prompt_id, tool_name, step FROM clean WHERE is_error
+),
+err_tools AS (
+    SELECT DISTINCT conversation_id, tool_name FROM errs
+),
+ok_prompts AS (
+    SELECT DISTINCT conversation_id, prompt_id, tool_name
+    FROM clean SEMI JOIN err_tools USING (conversation_id, tool_name)
+    WHERE NOT is_error
 ),
 c AS (
-    SELECT conversation_id, prompt_id, count(*) AS n_tool_calls, max(step) FILTER (WHERE NOT is_error) AS max_ok_step,
-           min(ts) AS first_ts, max(ts) AS last_ts, min(seq) AS first_seq,
+    SELECT conversation_id, prompt_id, count(*) AS n_tool_calls,
+           count(*) FILTER (WHERE replayed) AS n_flagged,
+           max(step) FILTER (WHERE NOT is_error AND tool_name NOT IN (SELECT tool_name FROM scratchpad_tools))
+               AS max_ok_step,
+           min(ts) AS first_ts, max(ts) AS last_ts, min(pos) AS first_pos,
            arg_min(agent, pos) AS first_agent,
            min(pos) FILTER (WHERE tags IS NOT NULL) AS tags_pos, arg_min(tags, pos) AS first_tags
     FROM calls GROUP BY conversation_id, prompt_id
 ),
 x AS (
     SELECT conversation_id, prompt_id, arg_max(struct_pack(agent, tags, exit_reason), pos) AS last_exit,
-           min(ts) AS first_ts, max(ts) AS last_ts, min(seq) AS first_seq,
+           min(ts) AS first_ts, max(ts) AS last_ts, min(pos) AS first_pos,
            min(pos) FILTER (WHERE tags IS NOT NULL) AS tags_pos, arg_min(tags, pos) AS first_tags
     FROM exits GROUP BY conversation_id, prompt_id
 ),
 p AS (
     SELECT conversation_id, prompt_id,
            least(c.first_ts, x.first_ts) AS first_ts, greatest(c.last_ts, x.last_ts) AS last_ts,
-           least(c.first_seq, x.first_seq) AS first_seq,
+           least(c.first_pos, x.first_pos) AS ppos,  -- prompt order: its first record's (ts, seq)
+           (least(c.first_pos, x.first_pos) % 18446744073709551616)::BIGINT AS first_seq,
            coalesce(x.last_exit.agent, c.first_agent) AS agent,  -- agent is never NULL: an exit's wins
            coalesce(x.last_exit.tags,
                     CASE WHEN x.tags_pos IS NULL OR c.tags_pos < x.tags_pos THEN c.first_tags
                          ELSE x.first_tags END) AS tags,
-           coalesce(c.n_tool_calls, 0) AS n_tool_calls, c.max_ok_step,
+           coalesce(c.n_tool_calls, 0) AS n_tool_calls, coalesce(c.n_flagged, 0) AS n_flagged, c.max_ok_step,
            x.conversation_id IS NULL AS is_open, x.last_exit.exit_reason AS exit_reason,
            coalesce(x.last_exit.exit_reason IN ('end_turn', 'stop_sequence'), false) AS normal_exit
     FROM c FULL OUTER JOIN x USING (conversation_id, prompt_id)
+),
+last_ok AS (
+    SELECT conversation_id, tool_name, max(p.ppos) AS last_ok_ppos
+    FROM ok_prompts JOIN p USING (conversation_id, prompt_id)
+    GROUP BY conversation_id, tool_name
+),
+e AS (
+    SELECT conversation_id, prompt_id, count(*) AS n_errors,
+           count(*) FILTER (WHERE recovered) AS n_recovered,
+           count(*) FILTER (WHERE NOT recovered AND last_ok_ppos > ppos) AS n_resolved_later
+    FROM (
+        SELECT errs.conversation_id, errs.prompt_id, l.last_ok_ppos, p.ppos,
+               coalesce(p.normal_exit AND errs.step < p.max_ok_step, false) AS recovered
+        FROM errs
+        JOIN p USING (conversation_id, prompt_id)
+        LEFT JOIN last_ok l USING (conversation_id, tool_name)
+    )
+    GROUP BY conversation_id, prompt_id
+),
+r AS (
+    SELECT conversation_id, prompt_id, count(*) AS n_repeats
+    FROM rep WHERE is_replay AND NOT replayed GROUP BY conversation_id, prompt_id
 )
 SELECT p.conversation_id, p.prompt_id, p.first_ts, p.last_ts, p.first_seq, p.agent, p.tags, p.n_tool_calls,
        p.is_open, p.exit_reason, p.normal_exit,
-       p.n_tool_calls - coalesce(k.n_clean, 0) AS n_replays,
-       coalesce(len(k.error_steps), 0) AS n_errors,
-       CASE WHEN p.normal_exit THEN coalesce(len(list_filter(k.error_steps, lambda s: s < p.max_ok_step)), 0) ELSE 0 END
-           AS n_recovered
-FROM p LEFT JOIN clean k USING (conversation_id, prompt_id)
+       p.n_flagged + coalesce(r.n_repeats, 0) AS n_replays,
+       coalesce(e.n_errors, 0) AS n_errors,
+       coalesce(e.n_recovered, 0) AS n_recovered,
+       coalesce(e.n_resolved_later, 0) AS n_resolved_later
+FROM p
+LEFT JOIN e USING (conversation_id, prompt_id)
+LEFT JOIN r USING (conversation_id, prompt_id)
 """
 # (ts, seq) as one number. epoch_us of +-infinity is NULL (the load refuses
 # such timestamps; a store loaded before it did may hold them): put them last / first.

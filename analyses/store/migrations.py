@@ -1,10 +1,16 @@
 """Ordered, idempotent schema migrations for the loopscope DuckDB store.
 
 Each migration is a function registered with ``@migration`` under a unique
-name (``m001_…``, run in name order); keep them in this module (the views of
-``model`` excepted) so that opening a store always knows all of them; applied names are kept in ``_loopscope_migrations``. ``migrate``
-runs the ones not applied yet, each in its own transaction, so opening an old
-database upgrades it and opening a new one creates it.
+name ``mNNN_…``; all of them live in this module, numbered without gaps in
+the order they were written, and run in that order; applied names are kept in
+``_loopscope_migrations``. ``migrate`` runs the ones not applied yet, each in
+its own transaction, so opening an old database upgrades it and opening a new
+one creates it. Two migrations were renumbered (``RENAMED``): a store that
+applied them under their old names gets the new names too, and keeps the old
+ones (so an older loopscope still recognises them).
+
+``newer_store`` tells a store written by a newer loopscope apart: a migration
+name this loopscope does not know, or a column its migrations do not create.
 
 Table layout (record format v1 lives in docs/records.md):
 
@@ -22,8 +28,12 @@ Table layout (record format v1 lives in docs/records.md):
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cache
 
 import duckdb
+
+from loopscope.analyses import model
+from loopscope.analyses.store.transaction import transaction
 
 MigrationFn = Callable[[duckdb.DuckDBPyConnection], None]
 MIGRATIONS: list[tuple[str, MigrationFn]] = []
@@ -35,35 +45,81 @@ CREATE TABLE IF NOT EXISTS _loopscope_migrations (
 )
 """
 APPLIED_SQL = "SELECT name FROM _loopscope_migrations"
+HAS_MIGRATIONS_TABLE_SQL = """
+SELECT count(*) FROM information_schema.tables
+WHERE table_schema = current_schema() AND table_name = '_loopscope_migrations'
+"""
+COLUMNS_SQL = """
+SELECT c.table_name, c.column_name
+FROM information_schema.columns c
+JOIN information_schema.tables t USING (table_catalog, table_schema, table_name)
+WHERE t.table_type = 'BASE TABLE' AND c.table_schema = current_schema() AND c.table_catalog = current_database()
+"""
+RENAMED = {"m030_reviews": "m004_reviews", "m004_prompt_facts": "m005_prompt_facts"}
+"""Old name -> new name of migrations renumbered so that the list runs without gaps, in the order written."""
 RECORD_APPLIED_SQL = "INSERT INTO _loopscope_migrations (name) VALUES (?)"
 
 
 def migration(fn: MigrationFn) -> MigrationFn:
-    """Register ``fn`` as a migration; migrations run in the order of their names."""
+    """Register ``fn`` as the next migration; its name must carry the next number."""
     if any(name == fn.__name__ for name, _ in MIGRATIONS):
         raise ValueError(f"migration {fn.__name__} is registered twice")
+    number = int(fn.__name__[1:4]) if fn.__name__[:1] == "m" and fn.__name__[1:4].isdigit() else -1
+    if number != len(MIGRATIONS) + 1:
+        raise ValueError(f"migration {fn.__name__} must be numbered m{len(MIGRATIONS) + 1:03d}: they run in order, without gaps")
     MIGRATIONS.append((fn.__name__, fn))
     return fn
 
 
 def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """Apply every migration not applied yet; return the names applied now."""
+    """Apply every migration not applied yet, in order; return the names applied now."""
     con.execute(CREATE_MIGRATIONS_TABLE_SQL)
     applied = {row[0] for row in con.execute(APPLIED_SQL).fetchall()}
+    renamed = [new for old, new in RENAMED.items() if old in applied and new not in applied]
+    if renamed:
+        with transaction(con):
+            for new in renamed:
+                con.execute(RECORD_APPLIED_SQL, [new])
+        applied.update(renamed)
     done = []
-    for name, fn in sorted(MIGRATIONS):
+    for name, fn in MIGRATIONS:
         if name in applied:
             continue
-        con.execute("BEGIN TRANSACTION")
-        try:
+        with transaction(con):
             fn(con)
             con.execute(RECORD_APPLIED_SQL, [name])
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
         done.append(name)
     return done
+
+
+def newer_store(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """What in this store a newer loopscope wrote: unknown migration names, unknown columns (``table.column``).
+
+    Empty for a store this loopscope knows (or an older one: missing migrations are not a sign).
+    """
+    found: list[str] = []
+    if con.execute(HAS_MIGRATIONS_TABLE_SQL).fetchone() != (0,):
+        known = {name for name, _ in MIGRATIONS} | set(RENAMED)
+        found += sorted(row[0] for row in con.execute(APPLIED_SQL).fetchall() if row[0] not in known)
+    expected = _expected_columns()
+    tables = {table for table, _ in expected}
+    found += sorted(
+        f"{table}.{column}"
+        for table, column in con.execute(COLUMNS_SQL).fetchall()
+        if table in tables and (table, column) not in expected
+    )
+    return found
+
+
+@cache
+def _expected_columns() -> frozenset[tuple[str, str]]:
+    """Every (table, column) this loopscope's migrations create, from a throwaway in-memory store."""
+    mem = duckdb.connect(":memory:")
+    try:
+        migrate(mem)
+        return frozenset((t, c) for t, c in mem.execute(COLUMNS_SQL).fetchall())
+    finally:
+        mem.close()
 
 
 @migration
@@ -152,6 +208,12 @@ def m001_records(con: duckdb.DuckDBPyConnection) -> None:
 
 
 @migration
+def m002_model_views(con: duckdb.DuckDBPyConnection) -> None:
+    # The normative views and the scratchpad tools (analyses/model.py holds their SQL).
+    model.create_model(con)
+
+
+@migration
 def m003_source_identity(con: duckdb.DuckDBPyConnection) -> None:
     # head_hash covers the first head_len bytes of a records file (or, with
     # head_len NULL, the whole content of a file read by another reader), so
@@ -160,7 +222,7 @@ def m003_source_identity(con: duckdb.DuckDBPyConnection) -> None:
 
 
 @migration
-def m030_reviews(con: duckdb.DuckDBPyConnection) -> None:
+def m004_reviews(con: duckdb.DuckDBPyConnection) -> None:
     # Reviewer verdicts from `loopscope review import`, one row per
     # conversation (a re-import replaces it). Verdicts are NULL when left blank.
     con.execute(
@@ -183,10 +245,10 @@ def m030_reviews(con: duckdb.DuckDBPyConnection) -> None:
 
 
 @migration
-def m004_prompt_facts(con: duckdb.DuckDBPyConnection) -> None:
+def m005_prompt_facts(con: duckdb.DuckDBPyConnection) -> None:
     # The normative views materialised per prompt, so the dashboard metrics
     # over 10M records are an aggregation of ~2M rows instead of windows over
-    # 10M. Rebuilt from the views after every load (loader_facts); the state
+    # 10M. Rebuilt from the views after every load (store/facts.py); the state
     # row says which table contents it was built from, so a stale copy is
     # never read.
     con.execute(
@@ -201,3 +263,15 @@ def m004_prompt_facts(con: duckdb.DuckDBPyConnection) -> None:
         );
         """
     )
+
+
+@migration
+def m006_calls_not_ids(con: duckdb.DuckDBPyConnection) -> None:
+    # Spec of 2026-11-24: replays are repeats of the same call (not of an id),
+    # id collisions are new calls, scratchpad tools never recover an error,
+    # resolved_later. The views anew, and the per-prompt facts with their new
+    # column, rebuilt on next use.
+    model.create_model(con)
+    con.execute("ALTER TABLE prompt_facts ADD COLUMN IF NOT EXISTS n_resolved_later BIGINT")
+    con.execute("DELETE FROM prompt_facts")
+    con.execute("DELETE FROM prompt_facts_state")

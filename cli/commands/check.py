@@ -29,6 +29,10 @@ def _opt(flag: str, help_text: str, kind: type = float):  # noqa: ANN202 - Annot
 def check_command(
     paths: PathsArgument = None,
     min_recovery_rate: _opt("--min-recovery-rate", "Fail when recovered errors / errors is below this (0..1).") = None,
+    min_conversation_recovery_rate: _opt(
+        "--min-conversation-recovery-rate",
+        "Fail when (recovered + resolved later in the conversation) / errors is below this (0..1).",
+    ) = None,
     max_median_tool_calls: _opt("--max-median-tool-calls", "Fail when the median tool calls per prompt is above this.") = None,
     max_p99_tool_calls: _opt("--max-p99-tool-calls", "Fail when the p99 tool calls per prompt is above this.") = None,
     max_replay_rate: _opt("--max-replay-rate", "Fail when replays / tool calls is above this (0..1).") = None,
@@ -66,6 +70,7 @@ def check_command(
 
     thresholds = Thresholds(
         min_recovery_rate=min_recovery_rate,
+        min_conversation_recovery_rate=min_conversation_recovery_rate,
         max_median_tool_calls=max_median_tool_calls,
         max_p99_tool_calls=max_p99_tool_calls,
         max_replay_rate=max_replay_rate,
