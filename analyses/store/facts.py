@@ -123,7 +123,8 @@ p AS (
     SELECT conversation_id, prompt_id,
            least(c.first_ts, x.first_ts) AS first_ts, greatest(c.last_ts, x.last_ts) AS last_ts,
            least(c.first_pos, x.first_pos) AS ppos,  -- prompt order: its first record's (ts, seq)
-           (least(c.first_pos, x.first_pos) % 18446744073709551616)::BIGINT AS first_seq,
+           ((least(c.first_pos, x.first_pos) % 18446744073709551616 + 18446744073709551616)
+               % 18446744073709551616)::BIGINT AS first_seq,
            coalesce(x.last_exit.agent, c.first_agent) AS agent,  -- agent is never NULL: an exit's wins
            coalesce(x.last_exit.tags,
                     CASE WHEN x.tags_pos IS NULL OR c.tags_pos < x.tags_pos THEN c.first_tags
@@ -254,4 +255,23 @@ def ensure_facts(con: duckdb.DuckDBPyConnection) -> bool:
         refresh_facts(con)
     except (duckdb.InvalidInputException, duckdb.PermissionException, duckdb.TransactionException):
         return False  # read-only: the caller reads the views instead
+    return True
+
+
+def set_scratchpad_tools(con: duckdb.DuckDBPyConnection, names: list[str]) -> bool:
+    """Make ``names`` the store's scratchpad tools (a success of theirs never recovers an error).
+
+    Every command reads the same set from the store. The per-prompt facts are
+    rebuilt when the set changes. Returns whether it changed.
+    """
+    from loopscope.analyses.model import CLEAR_SCRATCHPAD_TOOLS_SQL, SCRATCHPAD_DEFAULTS_SQL, scratchpad_tools
+    from loopscope.analyses.store.transaction import transaction
+
+    wanted = sorted({n for n in names if n})
+    if scratchpad_tools(con) == wanted:
+        return False
+    with transaction(con):
+        con.execute(CLEAR_SCRATCHPAD_TOOLS_SQL)
+        con.execute(SCRATCHPAD_DEFAULTS_SQL, [wanted])
+        refresh_facts(con)
     return True
