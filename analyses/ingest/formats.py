@@ -110,7 +110,7 @@ def _json_lines(head: bytes) -> list[Any]:
             continue
         try:
             values.append(json.loads(line.decode("utf-8")))
-        except (UnicodeDecodeError, ValueError):
+        except (UnicodeDecodeError, ValueError, RecursionError):
             values.append(None)
     return values
 
@@ -191,7 +191,7 @@ def looks_like(head: bytes) -> tuple[str, str] | None:
     if first is None and text.startswith(b"{"):
         try:
             first = json.loads(text.decode("utf-8", "replace"))
-        except ValueError:
+        except (ValueError, RecursionError):
             first = None
     if isinstance(first, list) and first and isinstance(first[0], dict):
         first = first[0]
