@@ -68,11 +68,14 @@ class ReaderOutput:
             ``conversation_id``, ``prompt_id``, ``tool_call_id``, ``kind``,
             ``detail`` (stored in ``protocol_violations``).
         bad: lines that could not be read (stored in ``quarantine``).
+        skipped_types: lines of types the reader does not know, skipped (not
+            errors), counted per type for the load summary.
     """
 
     records: list[dict[str, Any]] = field(default_factory=list)
     violations: list[dict[str, Any]] = field(default_factory=list)
     bad: list[BadLine] = field(default_factory=list)
+    skipped_types: dict[str, int] = field(default_factory=dict)
 
 
 def reader_module(fmt: str) -> Any:
