@@ -1,6 +1,6 @@
 """Input formats: which reader turns a file into loopscope v1 records.
 
-Three formats reach the one store:
+Five formats reach the one store:
 
 - ``records``: loopscope record format v1 JSON Lines (what the collector
   writes). The loader parses these itself, in DuckDB (``loader_sql``).
@@ -8,6 +8,8 @@ Three formats reach the one store:
   read by ``loopscope.analyses.readers.messages``.
 - ``otlp``: OpenTelemetry spans as OTLP JSON (Lines), read by
   ``loopscope.analyses.readers.otlp``.
+- ``claude-code``, ``codex``: coding-agent session transcripts, read by
+  ``loopscope.analyses.ingest.transcripts.claude_code`` / ``.codex``.
 
 The reader protocol (``messages``, ``otlp`` and any later format): a module
 ``loopscope.analyses.readers.<format>`` with
@@ -39,8 +41,20 @@ from typing import Any
 
 from loopscope.analyses.errors import LoopscopeError
 
-FORMATS = ("records", "messages", "otlp")
+FORMATS = ("records", "messages", "otlp", "claude-code", "codex")
 INPUT_FORMATS = ("auto",) + FORMATS
+# Formats whose reader lives elsewhere than ``loopscope.analyses.readers.<format>``.
+MODULES = {
+    "claude-code": "loopscope.analyses.ingest.transcripts.claude_code",
+    "codex": "loopscope.analyses.ingest.transcripts.codex",
+}
+# Asked before the generic formats: a coding-agent transcript also has "role" keys.
+TRANSCRIPT_FORMATS = ("claude-code", "codex")
+
+
+def module_name(fmt: str) -> str:
+    """The module that reads ``fmt``."""
+    return MODULES.get(fmt, f"loopscope.analyses.readers.{fmt}")
 
 
 @dataclass(frozen=True)
@@ -87,9 +101,9 @@ def reader_module(fmt: str) -> Any:
     if fmt not in FORMATS or fmt == "records":
         raise LoopscopeError(
             f"unknown input format {fmt!r}",
-            hint="use --input-format auto, records, messages or otlp",
+            hint="use --input-format auto, records, messages, otlp, claude-code or codex",
         )
-    name = f"loopscope.analyses.readers.{fmt}"
+    name = module_name(fmt)
     try:
         module = importlib.import_module(name)
     except ModuleNotFoundError as exc:
@@ -120,7 +134,7 @@ def _json_lines(head: bytes) -> list[Any]:
 
 def _sniffed(fmt: str, head: bytes) -> bool:
     try:
-        module = importlib.import_module(f"loopscope.analyses.readers.{fmt}")
+        module = importlib.import_module(module_name(fmt))
     except ImportError:
         return False
     sniff = getattr(module, "sniff", None)
@@ -135,7 +149,8 @@ def _sniffed(fmt: str, head: bytes) -> bool:
 def detect_format(path: Path, head: bytes) -> str:
     """Guess the format of a file from its first bytes (decompressed).
 
-    loopscope records win when one of the first lines is a v1 record; OTLP when it
+    loopscope records win when one of the first lines is a v1 record; then a
+    Claude Code or Codex CLI transcript when its reader's ``sniff`` says so; OTLP when it
     carries ``resourceSpans``; message arrays when the first line is a JSON
     array, a ``.json`` file starts with ``[``, or the first object has
     ``messages`` or ``role``. Otherwise each
@@ -148,6 +163,9 @@ def detect_format(path: Path, head: bytes) -> str:
     # must not send a records file to another reader.
     if any(isinstance(x, dict) and "v" in x and "kind" in x for x in values):
         return "records"
+    for fmt in TRANSCRIPT_FORMATS:
+        if _sniffed(fmt, head):
+            return fmt
     first = values[0] if values else None
     if isinstance(first, dict):
         if "v" in first and "kind" in first:
