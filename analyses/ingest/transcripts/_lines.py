@@ -37,7 +37,7 @@ def json_lines(path: Path, bad: list[Any], bad_line: Any) -> Iterator[tuple[int,
             if not raw.strip():
                 continue
             try:
-                text = raw.decode("utf-8-sig" if line_no == 1 else "utf-8")
+                text = raw.rstrip(b"\r\n").decode("utf-8-sig" if line_no == 1 else "utf-8")
             except UnicodeDecodeError as exc:
                 bad.append(bad_line(line_no, f"not UTF-8 (byte 0x{raw[exc.start]:02x} at byte {exc.start + 1} of the line)", raw[:RAW_CAP].decode("utf-8", "replace")))
                 continue
