@@ -222,6 +222,23 @@ def test_claude_code_folder_matches_the_raw_counts() -> None:
     assert expected == {"sessions": 7, "prompts": 13, "tool_calls": 47, "errors": 5}
     agents = {row["agent"] for row in audit["agents"]}
     assert agents == {"claude-code", "claude-code/subagent"}
+    # the session's Task call names the subagent's conversation, which names its session
+    session = "ae4a77f8-aedd-4bc1-888f-c94edc91af04"
+    links = _query("SELECT extra->>'subagent_conversation_id' FROM tool_calls WHERE extra->>'subagent_conversation_id' IS NOT NULL")
+    assert links == [(f"{session}/agent-aac57f5",)]
+    parents = _query(f"SELECT DISTINCT extra->>'parent_conversation_id' FROM tool_calls WHERE conversation_id = '{session}/agent-aac57f5'")
+    assert parents == [(session,)]
+
+
+def test_the_sessions_index_of_a_projects_folder_is_not_a_transcript(tmp_path: Path) -> None:
+    folder = tmp_path / "projects" / "-home-dev-demo"
+    folder.mkdir(parents=True)
+    shutil.copy(DEMO, folder / DEMO.name)
+    index = {"version": 1, "entries": [{"sessionId": DEMO_SESSION, "fullPath": str(folder / DEMO.name), "messageCount": 30}]}
+    (folder / "sessions-index.json").write_text(json.dumps(index, indent=2))
+    summary = load(tmp_path / "projects")
+    assert summary["quarantined"] == 1  # the cut line of the session, nothing of the index
+    assert summary["skipped_types"]["sessions-index.json (Claude Code's index of sessions, not a transcript)"] == 1
 
 
 def test_codex_folder_matches_the_raw_counts() -> None:

@@ -77,11 +77,15 @@ _UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f
 _SNIFF_RE = re.compile(rb'"parentUuid"\s*:|"type"\s*:\s*"(file-history-snapshot|queue-operation)"|"leafUuid"\s*:')
 
 
+INDEX_NAME = "sessions-index.json"
+INDEX_SKIPPED = "sessions-index.json (Claude Code's index of sessions, not a transcript)"
+
+
 def sniff(head: bytes) -> bool:
-    """Whether a file starts like a Claude Code transcript (its bookkeeping keys)."""
+    """Whether a file starts like a Claude Code transcript (its bookkeeping keys), or is its sessions index."""
     if not head.lstrip(b"\xef\xbb\xbf").lstrip().startswith(b"{"):
         return False
-    if _SNIFF_RE.search(head):
+    if _SNIFF_RE.search(head) or (b'"sessionId"' in head and b'"fullPath"' in head):
         return True
     return any("sessionId" in o and o.get("type") in ("user", "assistant", "system") for o in head_objects(head))
 
@@ -252,6 +256,9 @@ def read(path: Path, options: Mapping[str, Any]) -> Any:
     from loopscope.analyses.ingest.transcripts import BadLine, ReaderOutput
 
     out = ReaderOutput()
+    if path.name == INDEX_NAME:  # found when a whole ~/.claude/projects is loaded: nothing to read
+        out.skipped_types[INDEX_SKIPPED] = 1
+        return out
     reader = _Reader(path, out, BadLine)
     for line_no, line in json_lines(path, out.bad, BadLine):
         reader.line(line_no, line)
