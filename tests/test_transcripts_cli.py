@@ -37,9 +37,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
-
 from loopscope.cli.app import app
+from typer.testing import CliRunner
 
 HERE = Path(__file__).resolve().parent
 FIXTURES = HERE / "fixtures" / "transcripts"
@@ -168,7 +167,7 @@ def codex_output_failed(output: Any) -> bool:
     if isinstance(envelope, dict) and isinstance(envelope.get("metadata"), dict):
         return envelope["metadata"].get("exit_code") not in (0, None)
     header = output.split("\nOutput:\n")[0]
-    code = re.search(r"^(?:Exit code: |Process exited with code )(\d+)$", header, re.M)
+    code = re.search(r"^(?:Exit code: |Process exited with code )(\d+)$", header, re.MULTILINE)
     if code:
         return code.group(1) != "0"
     return output.startswith(CODEX_REFUSALS) or re.match(r"^[a-z_]+ failed: ", output) is not None

@@ -18,7 +18,7 @@ GZIP_MAGIC = b"\x1f\x8b"
 def _open(path: Path) -> IO[bytes]:
     with open(path, "rb") as f:
         gz = f.read(2) == GZIP_MAGIC
-    return gzip.open(path, "rb") if gz else open(path, "rb")  # noqa: SIM115 (the caller closes it)
+    return gzip.open(path, "rb") if gz else open(path, "rb")
 
 
 def json_lines(path: Path, bad: list[Any], bad_line: Any) -> Iterator[tuple[int, dict[str, Any]]]:

@@ -39,7 +39,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Any, Optional
+from typing import Any
 
 from loopscope.collectors.redact import clean_error_text
 from loopscope.collectors.shape import shape_and_fingerprint
@@ -54,7 +54,7 @@ def format_ts(moment: datetime) -> str:
     return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def parse_ts(value: Any) -> Optional[datetime]:
+def parse_ts(value: Any) -> datetime | None:
     """An ISO 8601 time as the transcripts write it (``...Z``); None when absent or unreadable."""
     if not isinstance(value, str) or not value:
         return None
@@ -75,10 +75,10 @@ class _Call:
     call_id: str
     name: str
     shape: dict[str, str]
-    fingerprint: Optional[str]
+    fingerprint: str | None
     step: int
     prompt: _Prompt
-    ts: Optional[datetime]
+    ts: datetime | None
     line_no: int
     extra: dict[str, Any]
     done: bool = False
@@ -88,40 +88,42 @@ class _Call:
 @dataclass
 class _Prompt:
     prompt_id: str
-    start_ts: Optional[datetime]
+    start_ts: datetime | None
     steps: dict[str, int] = field(default_factory=dict)
     steps_with_calls: set[str] = field(default_factory=set)
-    last_step: Optional[str] = None
-    last_response_ts: Optional[datetime] = None
+    last_step: str | None = None
+    last_response_ts: datetime | None = None
     last_response_line: int = 0
+    last_response_synthetic: bool = False
     stop_reasons: dict[str, str] = field(default_factory=dict)
     input_tokens: dict[str, int] = field(default_factory=dict)
     output_tokens: dict[str, int] = field(default_factory=dict)
     calls: list[_Call] = field(default_factory=list)
-    ended: Optional[tuple[str, Optional[datetime], Optional[str], Optional[str], str]] = None
+    ended: tuple[str, datetime | None, str | None, str | None, str] | None = None
     end_line: int = 0
+    end_synthetic: bool = False
 
 
 class Session:
     """Collects the events of one conversation and derives its records (see the module docstring)."""
 
-    def __init__(self, conversation_id: str, agent: str, extra: Optional[dict[str, Any]] = None) -> None:
+    def __init__(self, conversation_id: str, agent: str, extra: dict[str, Any] | None = None) -> None:
         self.conversation_id = conversation_id
         self.agent = agent
         self.extra = dict(extra or {})
         self.prompts: list[_Prompt] = []
-        self.current: Optional[_Prompt] = None
+        self.current: _Prompt | None = None
         self.pending: dict[str, deque[_Call]] = {}
         self.by_id: dict[str, _Call] = {}
         self.resolved: set[str] = set()
         self.violations: list[dict[str, Any]] = []
         self.keyed: list[tuple[tuple[int, int, int], dict[str, Any]]] = []
-        self.last_ts: Optional[datetime] = None
+        self.last_ts: datetime | None = None
         self.call_extra: dict[str, dict[str, Any]] = {}
         self._records_by_call: dict[str, list[dict[str, Any]]] = {}
 
     # -- time ------------------------------------------------------------
-    def _moment(self, ts: Optional[datetime], line_no: int) -> tuple[datetime, bool]:
+    def _moment(self, ts: datetime | None, line_no: int) -> tuple[datetime, bool]:
         """(time, synthetic?): a line without a time takes the last time before it."""
         if ts is not None:
             self.last_ts = ts if self.last_ts is None or ts > self.last_ts else self.last_ts
@@ -130,7 +132,7 @@ class Session:
             return self.last_ts, True
         return SYNTHETIC_EPOCH + timedelta(seconds=line_no), True
 
-    def violation(self, kind: str, detail: str, prompt_id: Optional[str] = None, call_id: Optional[str] = None) -> None:
+    def violation(self, kind: str, detail: str, prompt_id: str | None = None, call_id: str | None = None) -> None:
         self.violations.append(
             {"conversation_id": self.conversation_id, "prompt_id": prompt_id, "tool_call_id": call_id, "kind": kind, "detail": detail}
         )
@@ -139,7 +141,7 @@ class Session:
     def has_open_prompt(self) -> bool:
         return self.current is not None
 
-    def prompt(self, prompt_id: str, ts: Optional[datetime], line_no: int) -> None:
+    def prompt(self, prompt_id: str, ts: datetime | None, line_no: int) -> None:
         """A real user message: a new prompt, unless no response came since the last one."""
         if self.current is not None and not self.current.steps and self.current.ended is None:
             return  # two user messages before any response: one prompt
@@ -147,7 +149,7 @@ class Session:
         self.current = _Prompt(prompt_id, ts)
         self.prompts.append(self.current)
 
-    def _ensure_prompt(self, ts: Optional[datetime], line_no: int) -> _Prompt:
+    def _ensure_prompt(self, ts: datetime | None, line_no: int) -> _Prompt:
         if self.current is None:
             # A response before any user message (a resumed session, a sidechain that starts
             # with the model): its own prompt, so the calls are not lost.
@@ -158,12 +160,12 @@ class Session:
     def response(
         self,
         step_key: str,
-        ts: Optional[datetime],
+        ts: datetime | None,
         line_no: int,
         *,
-        stop_reason: Optional[str] = None,
-        input_tokens: Optional[int] = None,
-        output_tokens: Optional[int] = None,
+        stop_reason: str | None = None,
+        input_tokens: int | None = None,
+        output_tokens: int | None = None,
     ) -> None:
         """(Part of) one model response; several lines may share ``step_key``."""
         prompt = self._ensure_prompt(ts, line_no)
@@ -176,6 +178,7 @@ class Session:
         moment, synthetic = self._moment(ts, line_no)
         prompt.last_response_ts = moment
         prompt.last_response_line = line_no
+        prompt.last_response_synthetic = synthetic
         if stop_reason:
             prompt.stop_reasons[step_key] = stop_reason
         # Streamed lines repeat a response's usage as it grows: keep the largest seen.
@@ -197,12 +200,12 @@ class Session:
     def call(
         self,
         step_key: str,
-        ts: Optional[datetime],
+        ts: datetime | None,
         line_no: int,
         call_id: str,
         name: str,
         arguments: Any,
-        extra: Optional[dict[str, Any]] = None,
+        extra: dict[str, Any] | None = None,
     ) -> None:
         """A tool call asked for in the response ``step_key``."""
         self.response(step_key, ts, line_no)
@@ -238,13 +241,13 @@ class Session:
     def result(
         self,
         call_id: str,
-        ts: Optional[datetime],
+        ts: datetime | None,
         line_no: int,
         text: str,
         is_error: bool,
         *,
-        error_type: Optional[str] = None,
-        extra: Optional[dict[str, Any]] = None,
+        error_type: str | None = None,
+        extra: dict[str, Any] | None = None,
     ) -> None:
         """The output of call ``call_id``."""
         queue = self.pending.get(call_id)
@@ -295,12 +298,12 @@ class Session:
     def end(
         self,
         reason: str,
-        ts: Optional[datetime],
+        ts: datetime | None,
         line_no: int,
         *,
         source: str,
-        error_type: Optional[str] = None,
-        error_message: Optional[str] = None,
+        error_type: str | None = None,
+        error_message: str | None = None,
     ) -> None:
         """The file says the current prompt's loop ended (the first statement wins)."""
         prompt = self.current
@@ -308,10 +311,11 @@ class Session:
             return
         if not prompt.steps and reason in ("end_turn", "stop_sequence"):
             return  # a turn that made no model call: nothing ran
-        moment, _ = self._moment(ts, line_no)
+        moment, synthetic = self._moment(ts, line_no)
         message = clean_error_text(error_message) if error_message else None
         prompt.ended = (reason, moment, error_type, message, source)
         prompt.end_line = line_no
+        prompt.end_synthetic = synthetic
 
     # -- records ---------------------------------------------------------
     def _common(self, kind: str, prompt_id: str, moment: datetime, synthetic: bool) -> dict[str, Any]:
@@ -338,6 +342,7 @@ class Session:
             reason, moment, error_type, message, source = prompt.ended
             line = prompt.end_line
             inferred = False
+            synthetic = prompt.end_synthetic
         else:
             last = prompt.last_step or ""
             stored = prompt.stop_reasons.get(last)
@@ -350,10 +355,11 @@ class Session:
             source = "stored" if stored else "inferred"
             inferred = not stored
             moment, error_type, message, line = prompt.last_response_ts, None, None, prompt.last_response_line
+            synthetic = prompt.last_response_synthetic
         if moment is None:
-            moment = SYNTHETIC_EPOCH
-        record = self._common("loop_exit", prompt.prompt_id, moment, False)
-        start = prompt.start_ts
+            moment, synthetic = SYNTHETIC_EPOCH, True
+        record = self._common("loop_exit", prompt.prompt_id, moment, synthetic)
+        start = None if synthetic else prompt.start_ts
         ins = list(prompt.input_tokens.values())
         outs = list(prompt.output_tokens.values())
         record.update(

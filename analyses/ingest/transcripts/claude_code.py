@@ -53,9 +53,13 @@ import re
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
-from loopscope.analyses.ingest.transcripts._lines import head_objects, json_lines, text_of
+from loopscope.analyses.ingest.transcripts._lines import (
+    head_objects,
+    json_lines,
+    text_of,
+)
 from loopscope.analyses.ingest.transcripts._session import Session, parse_ts
 
 AGENT = "claude-code"
@@ -90,7 +94,7 @@ def sniff(head: bytes) -> bool:
     return any("sessionId" in o and o.get("type") in ("user", "assistant", "system") for o in head_objects(head))
 
 
-def _str(value: Any) -> Optional[str]:
+def _str(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
@@ -104,14 +108,14 @@ class _Reader:
         self.order: list[str] = []
         self.seen_uuids: set[str] = set()
         self.chain_root: dict[str, str] = {}  # sidechain line uuid -> its chain's key
-        self.awaiting: dict[str, Optional[tuple[str, Any, int]]] = {}  # a /command waiting for an answer
+        self.awaiting: dict[str, tuple[str, Any, int] | None] = {}  # a /command waiting for an answer
         self.file_session = path.name.split(".")[0] if _UUID_RE.match(path.name.split(".")[0]) else None
         self.in_subagents = path.parent.name == "subagents" or path.name.startswith("agent-")
-        self.main_id: Optional[str] = None
+        self.main_id: str | None = None
         self.skip_keys: set[str] = set()  # conversations found to be housekeeping (compaction, warmup)
 
     # -- which conversation --------------------------------------------
-    def _session(self, key: str, agent: str, extra: Optional[dict[str, Any]] = None) -> Session:
+    def _session(self, key: str, agent: str, extra: dict[str, Any] | None = None) -> Session:
         session = self.sessions.get(key)
         if session is None:
             session = Session(key, agent, extra)
@@ -124,7 +128,7 @@ class _Reader:
             self.main_id = self.file_session or _str(line.get("sessionId")) or f"{self.path.parent.name}/{self.path.name}"
         return self.main_id
 
-    def _conversation(self, line: Mapping[str, Any]) -> Optional[Session]:
+    def _conversation(self, line: Mapping[str, Any]) -> Session | None:
         """The conversation a user/assistant line belongs to (None: housekeeping, skipped)."""
         agent_id = _str(line.get("agentId"))
         sidechain = line.get("isSidechain") is True or (self.in_subagents and agent_id is not None)

@@ -53,9 +53,13 @@ import re
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
-from loopscope.analyses.ingest.transcripts._lines import head_objects, json_lines, text_of
+from loopscope.analyses.ingest.transcripts._lines import (
+    head_objects,
+    json_lines,
+    text_of,
+)
 from loopscope.analyses.ingest.transcripts._session import Session, parse_ts
 
 AGENT = "codex"
@@ -102,13 +106,13 @@ def sniff(head: bytes) -> bool:
     return "id" in first and "timestamp" in first and "type" not in first and ("instructions" in first or "git" in first)
 
 
-def _exit_code(text: str) -> Optional[int]:
+def _exit_code(text: str) -> int | None:
     header = text.split("\nOutput:\n", 1)[0]
     match = _EXIT_RE.search(header)
     return int(match.group(1)) if match else None
 
 
-def judge_output(output: Any) -> tuple[str, bool, Optional[str], Optional[int]]:
+def judge_output(output: Any) -> tuple[str, bool, str | None, int | None]:
     """(text the model saw, is_error, error_type, exit code) of a Codex tool output."""
     if isinstance(output, dict):  # {content, success} as some versions wrote it
         text = text_of(output.get("content")) if not isinstance(output.get("content"), str) else output["content"]
@@ -155,12 +159,12 @@ def _tool_name(payload: Mapping[str, Any], default: str) -> str:
 class _Reader:
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.session: Optional[Session] = None
+        self.session: Session | None = None
         self.skipped: Counter[str] = Counter()
         self.step = 0
         self.in_response = False
 
-    def _session(self, meta: Optional[Mapping[str, Any]] = None) -> Session:
+    def _session(self, meta: Mapping[str, Any] | None = None) -> Session:
         if self.session is None:
             meta = meta or {}
             sid = meta.get("id") if isinstance(meta.get("id"), str) and meta.get("id") else None
