@@ -32,7 +32,8 @@ How lines become records (the rules shared with Codex are in ``_session``):
 - prompt = a user line with content for the model: not a tool result, not
   ``isMeta`` (caveats, expanded command text), not a compaction summary
   (``isCompactSummary``), not local-command output
-  (``<local-command-stdout>``...). A ``/command`` line starts a prompt only if
+  (``<local-command-stdout>``...), not a message that is one ``<tag>...</tag>`` block
+  (text Claude Code adds). A ``/command`` line starts a prompt only if
   the model answers it (a custom slash command); local commands (``/mcp``,
   ``/clear``) make none. ``prompt_id`` is ``line-<n>``, its line number.
 - step = the response (``message.id``) the calls belong to.
@@ -77,6 +78,8 @@ NOT_PROMPTS = (
     "<bash-stdout>", "<bash-stderr>", "<user-memory-input>",
 )
 COMMAND = ("<command-name>", "<command-message>")
+# A message that is one tag block (<system-reminder>...</system-reminder>): text Claude Code adds.
+WRAPPED_RE = re.compile(r"^<([A-Za-z_][\w-]*)>.*</\1>$", re.DOTALL)
 _UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.IGNORECASE)
 _SNIFF_RE = re.compile(rb'"parentUuid"\s*:|"type"\s*:\s*"(file-history-snapshot|queue-operation)"|"leafUuid"\s*:')
 
@@ -241,6 +244,8 @@ class _Reader:
             return
         if text.startswith(COMMAND):
             self.awaiting[session.conversation_id] = (f"line-{line_no}", ts, line_no)
+            return
+        if WRAPPED_RE.match(text):
             return
         self.awaiting.pop(session.conversation_id, None)
         session.prompt(f"line-{line_no}", ts, line_no)

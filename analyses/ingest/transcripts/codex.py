@@ -26,7 +26,7 @@ How lines become records (the rules shared with Claude Code are in ``_session``)
   (``codex/<kind>`` when ``source`` names a subagent or review session).
 - prompt = a ``user_message`` event, or a user ``message`` item that is not
   Codex's own context (``<environment_context>``, ``# AGENTS.md instructions``,
-  ``<user_instructions>``...); both copies of one message are one prompt.
+  ``<user_instructions>``..., or any message that is one ``<tag>...</tag>`` block); both copies of one message are one prompt.
 - step = one model response: the run of ``reasoning`` / assistant ``message`` /
   call items between two tool outputs (parallel calls share it).
 - exit: ``turn_aborted`` -> ``interrupted`` (reason kept as ``error_type``,
@@ -86,6 +86,8 @@ FAILURE_PREFIXES = (
     ("patch rejected by user", "rejected_by_user"),
     ("apply_patch verification failed", "patch_verification_failed"),
 )
+# A message that is one tag block (<environment_context>...</environment_context>): text Codex adds.
+_WRAPPED_RE = re.compile(r"^<([A-Za-z_][\w-]*)>.*</\1>$", re.DOTALL)
 _TOOL_FAILED_RE = re.compile(r"^[a-z_][a-z0-9_]* failed: ")
 _EXIT_RE = re.compile(r"^(?:Exit code: |Process exited with code )(-?\d+)\s*$", re.MULTILINE)
 _SNIFF_RE = re.compile(rb'^\s*\{\s*"timestamp"\s*:\s*"[^"]*"\s*,\s*"type"\s*:\s*"(session_meta|response_item|event_msg|turn_context|compacted)"')
@@ -219,8 +221,8 @@ class _Reader:
     def _item(self, line_no: int, item: Mapping[str, Any], ts: Any) -> None:
         session = self._session()
         kind = item.get("type")
-        if kind not in KNOWN_ITEMS:
-            self.skipped[f"response_item:{kind}"] += 1
+        if not isinstance(kind, str) or kind not in KNOWN_ITEMS:
+            self.skipped[f"response_item:{kind if isinstance(kind, str) else '(no type)'}"] += 1
             return
         if kind == "message":
             role = item.get("role")
@@ -228,7 +230,7 @@ class _Reader:
                 session.response(self._step_key(), ts, line_no)
             elif role == "user":
                 text = text_of(item.get("content")).strip()
-                if text and not text.startswith(CONTEXT_PREFIXES):
+                if text and not text.startswith(CONTEXT_PREFIXES) and not _WRAPPED_RE.match(text):
                     self.in_response = False
                     session.prompt(f"line-{line_no}", ts, line_no)
             return
@@ -258,7 +260,7 @@ class _Reader:
         if kind == "user_message":
             message = event.get("message")
             text = message.strip() if isinstance(message, str) else ""
-            if (text or event.get("images")) and not text.startswith(CONTEXT_PREFIXES):
+            if (text or event.get("images")) and not text.startswith(CONTEXT_PREFIXES) and not _WRAPPED_RE.match(text):
                 self.in_response = False
                 session.prompt(f"line-{line_no}", ts, line_no)
         elif kind == "turn_aborted":
