@@ -303,7 +303,7 @@ def test_an_id_reused_for_another_call_is_not_a_replay() -> None:
 
 def test_codex_constructed_rollouts() -> None:
     legacy = CODEX / "2025" / "05" / "20" / "rollout-2025-05-20T10-00-00-7f3c2a10-5b1e-4c2d-9a55-1c0de0000001.jsonl"
-    summary = load(CODEX_044, legacy)
+    summary = load(CODEX_044, legacy, options=("--input-format", "codex"))
     assert summary["quarantined"] == 1
     assert summary["skipped_types"] == {"x_future_line": 1, "response_item:x_new_item": 1}
     m = as_json("metrics")
@@ -321,6 +321,23 @@ def test_codex_constructed_rollouts() -> None:
     # apply_patch's free-text input is fingerprinted as {"input": ...}
     (shape,) = _query("SELECT input_shape FROM tool_calls WHERE tool_call_id = 'call_2'")[0]
     assert json.loads(shape) == {"input": "string"}
+
+
+def test_a_codex_subagent_session_is_its_own_agent_linked_to_its_parent(tmp_path: Path) -> None:
+    # the session_meta of a spawned agent as Codex 0.105+ writes it (source.subagent.thread_spawn)
+    meta = {"id": "child-1", "source": {"subagent": {"thread_spawn": {"parent_thread_id": "parent-1", "depth": 1}}}}
+    lines = [
+        {"timestamp": "2026-02-20T00:00:00.000Z", "type": "session_meta", "payload": meta},
+        {"timestamp": "2026-02-20T00:00:01.000Z", "type": "event_msg", "payload": {"type": "user_message", "message": "check the build"}},
+        {"timestamp": "2026-02-20T00:00:02.000Z", "type": "response_item", "payload": {"type": "function_call", "name": "exec_command", "arguments": "{\"cmd\":\"make\"}", "call_id": "c1"}},
+        {"timestamp": "2026-02-20T00:00:03.000Z", "type": "response_item", "payload": {"type": "function_call_output", "call_id": "c1", "output": "Process exited with code 2\nOutput:\nmake: *** No targets."}},
+    ]
+    path = tmp_path / "rollout-2026-02-20T00-00-00-child-1.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    load(path)
+    assert _query("SELECT conversation_id, agent, is_error, extra->>'parent_conversation_id' FROM tool_calls") == [
+        ("child-1", "codex/subagent", True, "parent-1")
+    ]
 
 
 def test_reload_adds_nothing_and_a_growing_file_is_not_counted_twice(tmp_path: Path) -> None:

@@ -23,7 +23,8 @@ times: those records take the session's start time (``ts_synthetic: true``).
 How lines become records (the rules shared with Claude Code are in ``_session``):
 
 - conversation = ``session_meta.payload.id`` (else the file name); agent ``codex``
-  (``codex/<kind>`` when ``source`` names a subagent or review session).
+  (``codex/subagent`` when ``source`` is ``{"subagent": ...}``, with
+  ``parent_conversation_id`` from its ``parent_thread_id``).
 - prompt = a ``user_message`` event, or a user ``message`` item that is not
   Codex's own context (``<environment_context>``, ``# AGENTS.md instructions``,
   ``<user_instructions>``..., or any message that is one ``<tag>...</tag>`` block); both copies of one message are one prompt.
@@ -150,6 +151,19 @@ def judge_output(output: Any) -> tuple[str, bool, str | None, int | None]:
     return text, False, None, None
 
 
+def _find_key(value: Any, key: str, depth: int = 0) -> Any:
+    """The first value of ``key`` in nested objects (``source.subagent.thread_spawn.parent_thread_id``)."""
+    if depth > 8 or not isinstance(value, dict):
+        return None
+    if key in value:
+        return value[key]
+    for inner in value.values():
+        found = _find_key(inner, key, depth + 1)
+        if found is not None:
+            return found
+    return None
+
+
 def _tool_name(payload: Mapping[str, Any], default: str) -> str:
     name = payload.get("name") if isinstance(payload.get("name"), str) and payload.get("name") else default
     namespace = payload.get("namespace")
@@ -173,12 +187,10 @@ class _Reader:
             agent, extra = AGENT, {}
             source = meta.get("source")
             if isinstance(source, dict) and source:
-                kind = next(iter(source))
-                agent = f"{AGENT}/{kind}"
-                value = source[kind]
-                parent = value.get("parent_thread_id") if isinstance(value, dict) else None
-                if isinstance(parent, str) and parent:
-                    extra["parent_conversation_id"] = parent
+                agent = f"{AGENT}/{next(iter(source))}"  # {"subagent": {"thread_spawn": {...}}}
+            parent = _find_key(source, "parent_thread_id") or meta.get("parent_thread_id")
+            if isinstance(parent, str) and parent:
+                extra["parent_conversation_id"] = parent
             self.session = Session(sid or f"{self.path.parent.name}/{self.path.name}", agent, extra)
         return self.session
 
