@@ -340,6 +340,23 @@ def test_a_codex_subagent_session_is_its_own_agent_linked_to_its_parent(tmp_path
     ]
 
 
+def test_an_api_error_before_any_response_ends_the_prompt(tmp_path: Path) -> None:
+    sid = "0c0ffee0-0000-4000-8000-000000000002"
+    common = {"isSidechain": False, "userType": "external", "sessionId": sid, "version": "2.1.39"}
+    lines = [
+        {"parentUuid": None, **common, "type": "user", "message": {"role": "user", "content": "hello"}, "uuid": "u1", "timestamp": "2026-02-01T10:00:00.000Z"},
+        {"parentUuid": "u1", **common, "type": "assistant", "uuid": "a1", "timestamp": "2026-02-01T10:00:03.000Z", "isApiErrorMessage": True,
+         "message": {"id": "e1", "model": "<synthetic>", "role": "assistant", "stop_reason": "stop_sequence",
+                     "content": [{"type": "text", "text": "API Error: Request timed out."}]}},
+    ]
+    path = tmp_path / f"{sid}.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    load(path)
+    m = as_json("metrics")
+    assert (m["prompts"], m["open_prompts"], m["tool_calls"]) == (1, 0, 0)
+    assert _query("SELECT exit_reason, steps, error_type, error_message FROM loop_exits") == [("error", 0, "api_error", "API Error: Request timed out.")]
+
+
 def test_reload_adds_nothing_and_a_growing_file_is_not_counted_twice(tmp_path: Path) -> None:
     folder = tmp_path / "projects" / "-home-dev-demo"
     folder.mkdir(parents=True)

@@ -335,7 +335,7 @@ class Session:
         return record
 
     def _exit(self, prompt: _Prompt) -> None:
-        if not prompt.steps:
+        if not prompt.steps and prompt.ended is None:
             return  # the user spoke last and no response followed: nothing ran
         results = [c for c in prompt.calls if c.done]
         if prompt.ended is not None:
