@@ -37,15 +37,22 @@ import duckdb
 from loopscope.analyses import incidents, recovery, stats
 from loopscope.analyses.cohorts import Figures, figures, figures_by, tool_call_counts_by
 from loopscope.analyses.compare import compare_figures
-from loopscope.analyses.loader_facts import ensure_facts
+from loopscope.analyses.store.facts import ensure_facts
 from loopscope.analyses.review import agreement
 from loopscope.analyses.selection import Selection
 
-METRICS = ("median_tool_calls", "p99_tool_calls", "recovery_rate", "replay_rate")
+METRICS = (
+    "median_tool_calls_per_prompt",
+    "p99_tool_calls_per_prompt",
+    "recovery_rate",
+    "conversation_recovery_rate",
+    "replay_rate",
+)
 TESTS = {
-    "median_tool_calls": stats.MANN_WHITNEY,
-    "p99_tool_calls": stats.MANN_WHITNEY,
+    "median_tool_calls_per_prompt": stats.MANN_WHITNEY,
+    "p99_tool_calls_per_prompt": stats.MANN_WHITNEY,
     "recovery_rate": stats.TWO_PROPORTION,
+    "conversation_recovery_rate": stats.TWO_PROPORTION,
     "replay_rate": stats.TWO_PROPORTION,
 }
 
@@ -71,7 +78,7 @@ LIMIT ?
 # Distinct conversations of the selection.
 SELECTED_CONVERSATIONS_SQL = "SELECT DISTINCT p.conversation_id FROM {prompts} p WHERE {where}"
 # {prompts}: prompt_facts when it matches the records (one row per prompt, the
-# columns of prompts_v, materialised by loader_facts), else prompts_v itself.
+# columns of prompts_v, materialised by store.facts), else prompts_v itself.
 
 
 def _rows(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:

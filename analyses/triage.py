@@ -272,19 +272,30 @@ def recovery_context(error: recovery.UnrecoveredError, suggestions: list[str]) -
     return "\n".join(lines)
 
 
-def triage(con: duckdb.DuckDBPyConnection, conversation_id: str) -> Triage:
+def triage(con: duckdb.DuckDBPyConnection, conversation_id: str, *, files_loaded: int | None = None) -> Triage:
     """Pull one conversation and find its first unrecovered error.
 
     Args:
         con: an open store.
         conversation_id: the conversation to triage (exact id).
+        files_loaded: how many log files the caller has just loaded for this
+            triage (None when it loaded none); 0 changes the hint of an
+            unknown id to "the PATHs hold no log file".
 
     Raises:
         UnknownConversation: the id is not in the store (the hint names the
             closest ids, or how to list conversations).
     """
     if not con.execute(CONVERSATION_EXISTS_SQL, [conversation_id]).fetchone()[0]:
-        raise unknown_conversation(con, conversation_id)
+        unknown = unknown_conversation(con, conversation_id)
+        if files_loaded == 0:
+            # The store's hint ("load logs first") would send the user in a circle.
+            raise UnknownConversation(
+                unknown.message,
+                hint="the PATHs hold no log file loopscope reads (*.jsonl, *.ndjson, *.json, .gz, rotated .1); "
+                "check them with: loopscope load PATH",
+            )
+        raise unknown
     first = recovery.first_unrecovered(con, conversation_id)
     first_key = (first.prompt_id, first.seq) if first is not None else None
     calls_by_prompt: dict[str, list[dict[str, Any]]] = {}

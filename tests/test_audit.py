@@ -219,7 +219,7 @@ def test_audit_reports_protocol_violations_of_conversation_logs(tmp_path: Path) 
 
 
 def test_html_charts_have_round_ticks_axis_labels_and_values() -> None:
-    from loopscope.analyses.report_html import nice_step, svg_chart
+    from loopscope.cli.render.html import nice_step, svg_chart
 
     assert [nice_step(s) for s in (4, 27.2, 0.275, 0.05, 100)] == [1, 10, 0.1, 0.02, 25]
     svg = svg_chart(["2026-W46", "2026-W47"], [("all prompts", [3.0, 23.11], [False, True])], "p99_tool_calls")

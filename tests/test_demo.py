@@ -18,8 +18,8 @@ import pytest
 from typer.testing import CliRunner
 
 from loopscope.cli.app import app
-from loopscope.collectors.demo import run_demo
-from loopscope.collectors.demo.scenarios import AGENT_BUDGETS, CONVERSATIONS, MODES
+from loopscope.cli.demo import run_demo
+from loopscope.cli.demo.scenarios import AGENT_BUDGETS, CONVERSATIONS, MODES
 
 SAMPLE_LOGS = Path(__file__).resolve().parent.parent / "sample_logs"
 EXPECTED_MD = SAMPLE_LOGS / "EXPECTED.md"
@@ -315,7 +315,7 @@ def test_per_prompt_table_matches_the_logs(records: list[dict[str, Any]]) -> Non
 
 
 def test_corrective_hints_stop_after_max_retries() -> None:
-    from loopscope.collectors.demo.hotel import HotelError, blind_result, corrective_result
+    from loopscope.cli.demo.hotel import HotelError, blind_result, corrective_result
 
     exc = HotelError("invalid_date_format", "check_in 'next friday' is not a valid date")
     first = json.loads(corrective_result(exc, errors_before=0, max_retries=2))
@@ -353,8 +353,8 @@ def test_demo_package_imports_no_cli_or_analysis_dependency() -> None:
     import sys
 
     code = (
-        "import json, sys; import loopscope.collectors.demo; "
-        "print(json.dumps([m for m in ('duckdb', 'polars', 'rich', 'typer', 'click', 'loopscope.analyses', 'loopscope.cli') if m in sys.modules]))"
+        "import json, sys; import loopscope.cli.demo; "
+        "print(json.dumps([m for m in ('duckdb', 'polars', 'rich', 'typer', 'click', 'loopscope.analyses', 'loopscope.cli.app', 'loopscope.cli.commands') if m in sys.modules]))"
     )
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, cwd="/")
     assert json.loads(out.stdout) == []

@@ -164,11 +164,11 @@ class TestMessages:
     """--message / --messages: lint texts before they ship."""
 
     def test_exit_code_follows_error_severity(self) -> None:
-        assert run("--message", "Failed").exit_code == 1
+        assert run("--message", "Failed").exit_code == 3
         assert run("--message", "Invalid date format. Use YYYY-MM-DD.").exit_code == 0
         # generic but only warning-level: passes unless --strict
         assert run("-m", "Too many reservations").exit_code == 0
-        assert run("-m", "Too many reservations", "--strict").exit_code == 1
+        assert run("-m", "Too many reservations", "--strict").exit_code == 3
 
     def test_json_shape(self) -> None:
         result = run("-f", "json", "-m", "Failed", "-m", "File not found: src/config.ts")
@@ -189,7 +189,7 @@ class TestMessages:
         path.write_text(json.dumps(["Rate limit exceeded. Retry after 60 seconds.", {"error": 404}]), encoding="utf-8")
         result = run("--messages", str(path), "-f", "json")
         rows = json.loads(result.stdout)
-        assert [r["generic"] for r in rows] == [False, True] and result.exit_code == 1
+        assert [r["generic"] for r in rows] == [False, True] and result.exit_code == 3
 
     def test_tool_catalog_file(self, tmp_path: Path) -> None:
         path = tmp_path / "tools.json"

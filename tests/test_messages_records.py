@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 
 from loopscope.analyses.errors import LoopscopeError
-from loopscope.analyses.readers.message_errors import classify, parse_error_when
-from loopscope.analyses.readers.message_records import conversation_records
+from loopscope.analyses.ingest.messages.errors import classify, parse_error_when
+from loopscope.analyses.ingest.messages.records import conversation_records
 from loopscope.collectors import shape
 from loopscope.collectors.redact import clean_error_text
-from loopscope.analyses.readers.messages import parse_selector, read
+from loopscope.analyses.ingest.messages import parse_selector, read
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "messages"
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from loopscope.analyses.readers.messages import read
+from loopscope.analyses.ingest.messages import read
 
 TAU2 = Path(__file__).resolve().parent / "fixtures" / "tau2"
 CLAUDE = TAU2 / "claude-sonnet-4-5_airline_default_gpt4.1_1trials.json"

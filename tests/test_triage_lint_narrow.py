@@ -258,7 +258,7 @@ def test_ranking_example_is_deterministic_on_ties(tmp_path: Path) -> None:
 
 
 def test_one_line_flattens_cuts_and_shows_controls() -> None:
-    from loopscope.cli.output import one_line
+    from loopscope.cli.render.output import one_line
 
     assert one_line("a\n  b\tc", 10) == "a b c"
     assert one_line("abcdefghij", 5) == "abcd…" and len(one_line("x" * 500, 80)) == 80

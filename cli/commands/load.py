@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import Annotated, Optional
 
 import typer
-
 from loopscope.cli.app import command
 from loopscope.cli.options import DbOption, FormatOption, InputFormatOption
-from loopscope.cli.output import OutputFormat, fmt_number, inert, stdout_console, write_csv, write_json
-
-if TYPE_CHECKING:
-    from loopscope.analyses.loader import LoadSummary
+from loopscope.cli.render.output import OutputFormat, write_csv, write_json
 
 MESSAGES_PANEL = "Conversation message arrays (--input-format messages, docs/inputs.md)"
 SUMMARY_COLUMNS = ("files", "loaded", "skipped", "quarantined", "tool_calls", "loop_exits", "protocol_violations", "unreadable")
@@ -73,56 +69,25 @@ def load(
     Bad lines never stop a load: they are kept in the quarantine with file,
     line and reason (see [b]loopscope quarantine[/b]).
     """
-    from loopscope.analyses.store import connect
-    from loopscope.cli.common import load_with_progress
+    from loopscope.cli.common import analysis_store
 
-    con = connect(db)
     reader_options = {
         key: value
         for key, value in (("messages_key", messages_key), ("id_key", id_key), ("error_when", error_when), ("agent_name", agent_name))
         if value
     }
-    summary = load_with_progress(con, paths, input_format, reader_options)
+    # loads the PATHs (required here) and closes the store; the summary is all load reports
+    with analysis_store(db, paths, input_format, reader_options=reader_options) as opened:
+        summary = opened.summary
+    assert summary is not None
     if fmt is OutputFormat.json:
         write_json(summary.as_dict())
     elif fmt is OutputFormat.csv:
         write_csv([{c: getattr(summary, c) for c in SUMMARY_COLUMNS}], SUMMARY_COLUMNS)
     else:
-        _render_table(summary, db)
+        from loopscope.cli.render.load import render
+
+        render(summary, db)
     if summary.unreadable:
         # The other files are loaded; exit 1 so a script notices the ones that were not.
-        con.close()
         raise typer.Exit(1)
-
-
-def _render_table(summary: LoadSummary, db: str | None) -> None:
-    from loopscope.cli.common import shown_path
-    from rich.table import Table
-
-    out = stdout_console()
-    table = Table(title=None, box=None, pad_edge=False)
-    for col in ("file", "format", "status", "loaded", "skipped", "quarantined"):
-        table.add_column(col, justify="right" if col in ("loaded", "skipped", "quarantined") else "left")
-    for d in summary.details:
-        table.add_row(
-            inert(shown_path(d.path)), inert(d.input_format), inert(d.status),
-            fmt_number(d.loaded), fmt_number(d.skipped), fmt_number(d.quarantined),
-        )
-    out.print(table)
-    out.print(
-        f"{summary.files} files: {summary.loaded} records loaded "
-        f"({summary.tool_calls} tool calls, {summary.loop_exits} loop exits), "
-        f"{summary.skipped} skipped as already loaded, {summary.quarantined} quarantined"
-        + (f", {summary.protocol_violations} protocol violations" if summary.protocol_violations else "")
-        + (f", {summary.unreadable} unreadable (not loaded)" if summary.unreadable else "")
-    )
-    if summary.skipped_types:
-        counts = ", ".join(f"{inert(name)} {n}" for name, n in sorted(summary.skipped_types.items(), key=lambda kv: (-kv[1], kv[0])))
-        total = sum(summary.skipped_types.values())
-        out.print(f"Lines not read (not errors), per type: {total} ({counts})")
-    if summary.ignored:
-        names = ", ".join(inert(shown_path(p)) for p in summary.ignored[:3]) + (", ..." if len(summary.ignored) > 3 else "")
-        n = len(summary.ignored)
-        out.print(f"Not log files (not *.jsonl, *.ndjson, *.json or .gz), left out: {n} file{'s' if n != 1 else ''}, {names}")
-    if summary.quarantined:
-        out.print("See the bad lines with: [b]loopscope quarantine[/b]" + (f" --db {inert(db)}" if db else ""))

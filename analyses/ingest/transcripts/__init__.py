@@ -12,6 +12,6 @@ text after redaction) and nothing else of the transcript's content.
 
 from __future__ import annotations
 
-from loopscope.analyses.readers import BadLine, ReaderOutput
+from loopscope.analyses.ingest.formats import BadLine, ReaderOutput
 
 __all__ = ["BadLine", "ReaderOutput"]

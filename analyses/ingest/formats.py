@@ -1,0 +1,182 @@
+"""Input formats: which reader turns a file into loopscope v1 records.
+
+Five formats reach the one store:
+
+- ``records``: loopscope record format v1 JSON Lines (what the collector
+  writes). The loader parses these itself, in DuckDB (``ingest.records``).
+- ``messages``: conversation message arrays (Anthropic / OpenAI shapes),
+  read by ``loopscope.analyses.ingest.messages``.
+- ``otlp``: OpenTelemetry spans as OTLP JSON (Lines), read by
+  ``loopscope.analyses.ingest.otlp``.
+- ``claude-code``, ``codex``: coding-agent session transcripts, read by
+  ``loopscope.analyses.ingest.transcripts.claude_code`` / ``.codex``.
+
+The reader protocol (``messages``, ``otlp`` and any later format): a module
+``loopscope.analyses.ingest.<format>`` with
+
+    read(path: Path, options: Mapping[str, Any]) -> ReaderOutput
+
+and optionally ``sniff(head: bytes) -> bool`` (does this start of a file look
+like your format?) used by ``--input-format auto``. ``ReaderOutput.records``
+are v1 records as dicts (unknown fields allowed, kept in ``extra``); the
+loader validates them with the same SQL as JSONL records, so a reader never
+writes to the store itself. Required fields: ``v`` (1), ``kind``, ``ts``,
+``conversation_id``, ``prompt_id``; for ``tool_call`` also ``tool_call_id``,
+``tool_name``, ``step``, ``outcome``, ``is_error``; for ``loop_exit``
+``exit_reason``. Records are kept in the order given (that order is the
+"position in the input" that breaks ``ts`` ties).
+
+Readers are looked up lazily by name, so the loader works whichever reader
+modules exist.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from loopscope.analyses.errors import LoopscopeError
+
+FORMATS = ("records", "messages", "otlp", "claude-code", "codex")
+INPUT_FORMATS = ("auto",) + FORMATS
+# Formats whose reader lives elsewhere than ``loopscope.analyses.ingest.<format>``.
+MODULES = {
+    "claude-code": "loopscope.analyses.ingest.transcripts.claude_code",
+    "codex": "loopscope.analyses.ingest.transcripts.codex",
+}
+# Asked before the generic formats: a coding-agent transcript also has "role" keys.
+TRANSCRIPT_FORMATS = ("claude-code", "codex")
+
+
+def module_name(fmt: str) -> str:
+    """The module that reads ``fmt``."""
+    return MODULES.get(fmt, f"loopscope.analyses.ingest.{fmt}")
+
+
+@dataclass(frozen=True)
+class BadLine:
+    """An input line (or element) a reader could not use, for the quarantine.
+
+    Attributes:
+        line_no: 1-based line number in the file (None when not line based).
+        reason: what is wrong, in words a user can act on.
+        raw: the offending text (the loader caps it).
+    """
+
+    line_no: int | None
+    reason: str
+    raw: str = ""
+
+
+@dataclass
+class ReaderOutput:
+    """What a reader made of one file.
+
+    Attributes:
+        records: v1 records (dicts), in input order.
+        violations: protocol problems, each a dict with keys
+            ``conversation_id``, ``prompt_id``, ``tool_call_id``, ``kind``,
+            ``detail`` (stored in ``protocol_violations``).
+        bad: lines that could not be read (stored in ``quarantine``).
+        skipped_types: lines of types the reader does not know, skipped (not
+            errors), counted per type for the load summary.
+    """
+
+    records: list[dict[str, Any]] = field(default_factory=list)
+    violations: list[dict[str, Any]] = field(default_factory=list)
+    bad: list[BadLine] = field(default_factory=list)
+    skipped_types: dict[str, int] = field(default_factory=dict)
+
+
+def reader_module(fmt: str) -> Any:
+    """The module implementing ``fmt`` (``messages``, ``otlp``, ...).
+
+    Raises:
+        LoopscopeError: ``fmt`` is unknown or its reader is not installed.
+    """
+    if fmt not in FORMATS or fmt == "records":
+        raise LoopscopeError(
+            f"unknown input format {fmt!r}",
+            hint="use --input-format auto, records, messages, otlp, claude-code or codex",
+        )
+    name = module_name(fmt)
+    try:
+        module = importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name != name:
+            raise
+        raise LoopscopeError(
+            f"this loopscope has no reader for the {fmt!r} input format",
+            hint="load loopscope record files (--input-format records), or upgrade loopscope",
+        ) from None
+    if not callable(getattr(module, "read", None)):
+        raise LoopscopeError(f"the {fmt!r} reader has no read() function", hint="this is a bug in loopscope")
+    return module
+
+
+def _json_lines(head: bytes) -> list[Any]:
+    """The values of the complete lines in ``head`` (None for a line that does not parse)."""
+    values: list[Any] = []
+    for raw in head.split(b"\n")[:-1] or head.split(b"\n"):
+        line = raw.strip()
+        if not line:
+            continue
+        try:
+            values.append(json.loads(line.decode("utf-8")))
+        except (UnicodeDecodeError, ValueError):
+            values.append(None)
+    return values
+
+
+def _sniffed(fmt: str, head: bytes) -> bool:
+    try:
+        module = importlib.import_module(module_name(fmt))
+    except ImportError:
+        return False
+    sniff = getattr(module, "sniff", None)
+    if not callable(sniff):
+        return False
+    try:
+        return bool(sniff(head))
+    except Exception:  # a reader's guess must never stop a load
+        return False
+
+
+def detect_format(path: Path, head: bytes) -> str:
+    """Guess the format of a file from its first bytes (decompressed).
+
+    loopscope records win when one of the first lines is a v1 record; then a
+    Claude Code or Codex CLI transcript when its reader's ``sniff`` says so; OTLP when it
+    carries ``resourceSpans``; message arrays when the first line is a JSON
+    array, a ``.json`` file starts with ``[``, or the first object has
+    ``messages`` or ``role``. Otherwise each
+    reader's ``sniff`` is asked, and the fallback is ``records`` (so bad lines
+    end in the quarantine, with reasons, rather than being ignored).
+    """
+    text = head.lstrip(b"\xef\xbb\xbf").lstrip()
+    values = _json_lines(text)
+    # One v1 record among the first lines is enough: a damaged first line
+    # must not send a records file to another reader.
+    if any(isinstance(x, dict) and "v" in x and "kind" in x for x in values):
+        return "records"
+    for fmt in TRANSCRIPT_FORMATS:
+        if _sniffed(fmt, head):
+            return fmt
+    first = values[0] if values else None
+    if isinstance(first, dict):
+        if "v" in first and "kind" in first:
+            return "records"
+        if "resourceSpans" in first or "resource_spans" in first:
+            return "otlp"
+        if "messages" in first or "role" in first:
+            return "messages"
+    if isinstance(first, list) or (text.startswith(b"[") and ".json" in path.name.lower() and ".jsonl" not in path.name.lower()):
+        return "messages"
+    for fmt in ("otlp", "messages"):
+        if _sniffed(fmt, head):
+            return fmt
+    return "records"
