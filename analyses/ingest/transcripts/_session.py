@@ -138,9 +138,6 @@ class Session:
         )
 
     # -- events ----------------------------------------------------------
-    def has_open_prompt(self) -> bool:
-        return self.current is not None
-
     def prompt(self, prompt_id: str, ts: datetime | None, line_no: int) -> None:
         """A real user message: a new prompt, unless no response came since the last one."""
         if self.current is not None and not self.current.steps and self.current.ended is None:
