@@ -409,3 +409,17 @@ def _query(sql: str, raw: bool = False) -> list[tuple[Any, ...]]:
         return con.execute(sql).fetchall()
     finally:
         con.close()
+
+
+def test_a_cut_gzip_session_is_named_not_a_traceback(tmp_path: Path) -> None:
+    real = CODEX / "2026" / "05" / "11" / "rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl.gz"
+    cut = tmp_path / "rollout-cut.jsonl.gz"
+    cut.write_bytes(real.read_bytes()[:12000])  # a copy interrupted mid-stream
+    result = invoke("load", "--db", "store.duckdb", str(cut), code=1)
+    assert "Traceback" not in result.output and "rollout-cut.jsonl.gz" in result.output
+    # the reader alone keeps the lines before the cut and says why it stopped
+    from loopscope.analyses.ingest.transcripts import codex
+
+    out = codex.read(cut, {})
+    assert out.records == [] or all(r["conversation_id"] == "019e1625-789d-76c0-80ab-3724b5ddb799" for r in out.records)
+    assert [b.line_no for b in out.bad] == [None] and "could not be read to its end" in out.bad[0].reason

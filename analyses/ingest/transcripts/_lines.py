@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -29,6 +30,13 @@ def json_lines(path: Path, bad: list[Any], bad_line: Any) -> Iterator[tuple[int,
     its newline is read like the others (a session file is appended to while the agent
     runs; the next load re-reads the file, see the loader).
     """
+    try:
+        yield from _objects(path, bad, bad_line)
+    except (OSError, EOFError, zlib.error) as exc:  # a cut or corrupt .gz: keep what was read
+        bad.append(bad_line(None, f"the file could not be read to its end ({type(exc).__name__}: {exc}); the lines before were loaded", ""))
+
+
+def _objects(path: Path, bad: list[Any], bad_line: Any) -> Iterator[tuple[int, dict[str, Any]]]:
     with _open(path) as f:
         for line_no, raw in enumerate(f, start=1):
             if len(raw) > MAX_LINE_BYTES:
