@@ -3,7 +3,9 @@
 ``audit(con, selection)`` returns a plain dict (the ``--format json``
 document; the terminal and HTML renderers read only this dict):
 
-- ``overall``: the four dashboard metrics with their counts (``cohorts``);
+- ``notices``: what makes the figures mislead if unsaid (``notices``);
+- ``overall``: the four dashboard metrics with their counts (``cohorts``),
+  named as everywhere (``metrics.METRIC_KEYS``);
 - ``weeks``: the same per ISO week (of each prompt's first record), each
   with its **week-over-week change** against the previous week in the data:
   the difference and a significance test (``stats``: two-proportion z-test
@@ -38,6 +40,7 @@ from loopscope.analyses import incidents, recovery, stats
 from loopscope.analyses.cohorts import Figures, figures, figures_by, tool_call_counts_by
 from loopscope.analyses.compare import compare_figures
 from loopscope.analyses.store.facts import ensure_facts
+from loopscope.analyses.notices import NO_TIMESTAMP, notices
 from loopscope.analyses.review import agreement
 from loopscope.analyses.selection import Selection
 
@@ -102,6 +105,8 @@ def weekly_series(con: duckdb.DuckDBPyConnection, selection: Selection, *, alpha
     prev: tuple[str, Figures, list[int]] | None = None
     counts_by_week = tool_call_counts_by(con, selection, "week")
     for week, fig in figures_by(con, selection, "week"):
+        if week == NO_TIMESTAMP:
+            continue  # not a week: the notices say how many prompts have no time
         counts = counts_by_week.get(week, [])
         row: dict[str, Any] = {"week": week, **fig.to_dict(), "previous_week": None, "changes": {}}
         if prev is not None:
@@ -161,6 +166,7 @@ def audit(
 
     return {
         "selection": _selection_dict(selection),
+        "notices": [n.as_dict() for n in notices(con, selection)],
         "alpha": alpha,
         "tests": TESTS,
         "overall": {**overall.to_dict(), "conversations": len(selected)},

@@ -31,14 +31,18 @@ from dataclasses import dataclass
 import duckdb
 
 from loopscope.analyses.errors import LoopscopeError
+from loopscope.analyses.notices import NO_TIMESTAMP, SYNTHETIC_BEFORE
 from loopscope.analyses.store.facts import ensure_facts
 from loopscope.analyses.selection import Selection
 
 # Grouping keys over prompts_v (aliased p); only these fixed texts are formatted in.
+# Prompts from messages without timestamps (the readers date them 1970-01-01
+# plus their index) go under ``notices.NO_TIMESTAMP``, never under a 1970 week.
+_UNDATED = f"p.first_ts < TIMESTAMP '{SYNTHETIC_BEFORE}'"
 GROUP_KEYS = {
     None: "'all'",
-    "day": "strftime(p.first_ts, '%Y-%m-%d')",
-    "week": "strftime(p.first_ts, '%G-W%V')",
+    "day": f"CASE WHEN {_UNDATED} THEN '{NO_TIMESTAMP}' ELSE strftime(p.first_ts, '%Y-%m-%d') END",
+    "week": f"CASE WHEN {_UNDATED} THEN '{NO_TIMESTAMP}' ELSE strftime(p.first_ts, '%G-W%V') END",
     "agent": "p.agent",
 }
 

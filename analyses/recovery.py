@@ -46,6 +46,7 @@ SELECT
     count(*) FILTER (WHERE e.error_class = 'open') AS open,
     count(*) FILTER (WHERE e.error_class = 'aborted') AS aborted,
     count(*) FILTER (WHERE e.error_class = 'gave_up') AS gave_up,
+    count(*) FILTER (WHERE e.resolved_later) AS resolved_later_errors,
     count(DISTINCT e.conversation_id || chr(0) || e.prompt_id) AS prompts
 FROM errors_v e
 JOIN prompts_v p USING (conversation_id, prompt_id)
@@ -172,6 +173,7 @@ class ClassBreakdown:
     open: int
     aborted: int
     gave_up: int
+    resolved_later_errors: int
     prompts: int
 
     @property
@@ -179,9 +181,24 @@ class ClassBreakdown:
         """recovered / errors (the third dashboard metric for this group)."""
         return self.recovered / self.errors if self.errors else None
 
+    @property
+    def conversation_recovery_rate(self) -> float | None:
+        """(recovered + resolved later) / errors."""
+        return (self.recovered + self.resolved_later_errors) / self.errors if self.errors else None
+
     def to_dict(self) -> dict[str, Any]:
-        """Plain dict for JSON/CSV, with the recovery rate."""
-        return {**asdict(self), "recovery_rate": self.recovery_rate}
+        """Plain dict for JSON, with the spec's names (``error_classes`` per class)."""
+        return {
+            "key": self.key,
+            "prompts": self.prompts,
+            "errors": self.errors,
+            "recovered_errors": self.recovered,
+            "recovery_rate": self.recovery_rate,
+            "resolved_later_errors": self.resolved_later_errors,
+            "conversation_recovery_rate": self.conversation_recovery_rate,
+            "error_classes": {"recovered": self.recovered, "open": self.open, "aborted": self.aborted,
+                              "gave_up": self.gave_up},
+        }
 
 
 @dataclass(frozen=True)

@@ -116,6 +116,15 @@ def window_selection(
     return selection
 
 
+def print_notices(found: Sequence[Any]) -> None:
+    """Print each ``notices.Notice`` on stderr (stdout stays the figures, whatever the format)."""
+    from loopscope.cli.render.output import inert
+
+    console = stderr_console()
+    for n in found:
+        console.print(f"[yellow]note:[/yellow] {inert(n.message)}\n  [dim]{inert(n.hint)}[/dim]")
+
+
 @contextmanager
 def newer_store_warnings() -> Iterator[None]:
     """Print a ``NewerStoreWarning`` (a store written by a newer loopscope, opened to read) on stderr."""

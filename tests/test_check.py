@@ -42,8 +42,8 @@ def test_check_fails_one_line_per_violation() -> None:
     violated = [line for line in res.stdout.splitlines() if line.startswith("VIOLATED")]
     assert violated == [
         "VIOLATED recovery_rate 52.4% is below the minimum 53.0% (--min-recovery-rate)",
-        "VIOLATED median_tool_calls 2 is above the maximum 1.5 (--max-median-tool-calls)",
-        "VIOLATED p99_tool_calls 3 is above the maximum 2.9 (--max-p99-tool-calls)",
+        "VIOLATED median_tool_calls_per_prompt 2 is above the maximum 1.5 (--max-median-tool-calls)",
+        "VIOLATED p99_tool_calls_per_prompt 3 is above the maximum 2.9 (--max-p99-tool-calls)",
         "VIOLATED replay_rate 2.9% is above the maximum 2.9% (--max-replay-rate)",
         "VIOLATED open_prompts 2 is above the maximum 1 (--max-open-prompts)",
         "VIOLATED retry_loops 2 is above the maximum 1 (--max-retry-loops)",

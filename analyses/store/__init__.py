@@ -177,6 +177,9 @@ def open_for_analysis(
             summary = load_paths(con, list(paths), input_format=input_format, reader_options=reader_options,
                                  progress=progress)
             wanted = dataclasses.replace(wanted, source_ids=summary.source_ids)
+        from loopscope.analyses.notices import check_selection
+
+        check_selection(con, wanted)
         yield Analysis(con, wanted, summary)
     finally:
         con.close()

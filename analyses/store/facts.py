@@ -123,7 +123,8 @@ p AS (
     SELECT conversation_id, prompt_id,
            least(c.first_ts, x.first_ts) AS first_ts, greatest(c.last_ts, x.last_ts) AS last_ts,
            least(c.first_pos, x.first_pos) AS ppos,  -- prompt order: its first record's (ts, seq)
-           (least(c.first_pos, x.first_pos) % 18446744073709551616)::BIGINT AS first_seq,
+           ((least(c.first_pos, x.first_pos) % 18446744073709551616 + 18446744073709551616)
+               % 18446744073709551616)::BIGINT AS first_seq,
            coalesce(x.last_exit.agent, c.first_agent) AS agent,  -- agent is never NULL: an exit's wins
            coalesce(x.last_exit.tags,
                     CASE WHEN x.tags_pos IS NULL OR c.tags_pos < x.tags_pos THEN c.first_tags

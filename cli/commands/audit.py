@@ -68,6 +68,10 @@ def audit_command(
     if report["overall"]["prompts"] == 0:
         raise LoopscopeError("the selection has no prompt to audit",
                              hint="load logs first (pass PATHs), or widen --since/--until/--agent/--tag")
+    from loopscope.analyses.notices import Notice
+    from loopscope.cli.common import print_notices
+
+    print_notices([Notice(**n) for n in report["notices"]])
     if html is not None:
         from loopscope.cli.render.html import render_html
 

@@ -37,23 +37,38 @@ def metrics(
 ) -> None:
     """The four dashboard metrics: tool calls per prompt (median, p99), recovery rate, replay rate.
 
-    With PATHs, loads them first and reports on those files only.
+    Beside the recovery rate (recovered inside the prompt's own loop), the
+    conversation recovery rate also counts the errors a later prompt of the
+    conversation resolved (the same tool succeeded after the user helped).
+    With PATHs, loads them first and reports on those files only. Anything
+    that makes the figures mislead (errors only in the text, no timestamps,
+    reused tool call ids) is said on stderr.
+
+    \b
+    Examples:
+      loopscope metrics sample_logs/
+      loopscope metrics --by week --format json
+      loopscope metrics --agent concierge --since 2026-11-01 --format csv
     """
-    from loopscope.analyses.metrics import GROUP_KEYS, METRIC_KEYS, metrics_by
+    from loopscope.analyses.metrics import ERROR_CLASSES_KEY, GROUP_KEYS, METRIC_KEYS, flat_dict, metrics_by
+    from loopscope.analyses.model import ERROR_CLASSES
+    from loopscope.analyses.notices import notices
     from loopscope.analyses.errors import LoopscopeError
-    from loopscope.cli.common import analysis_store, selection_from_options
+    from loopscope.cli.common import analysis_store, print_notices, selection_from_options
 
     if by is not None and by not in GROUP_KEYS:
         raise LoopscopeError(f"--by {by!r} is not a grouping", hint="use --by day, --by week or --by agent")
     window = selection_from_options(since, until, agent, tag)
     with analysis_store(db, paths, input_format, window) as (con, selection, _summary):
         rows = metrics_by(con, selection, by)
+        found = notices(con, selection)
+    print_notices(found)
     if fmt is OutputFormat.json:
         write_json([m.as_dict() for m in rows] if by else rows[0].as_dict())
         return
-    columns = (("group",) if by else ()) + METRIC_KEYS
+    columns = (("group",) if by else ()) + METRIC_KEYS + tuple(f"{ERROR_CLASSES_KEY}.{c}" for c in ERROR_CLASSES)
     if fmt is OutputFormat.csv:
-        write_csv([m.as_dict() for m in rows], columns)
+        write_csv([flat_dict(m.as_dict()) for m in rows], columns)
         return
     from loopscope.cli.render.metrics import render
 

@@ -125,7 +125,7 @@ def render(report: dict[str, Any], console: Console) -> None:
             f"weeks {inert(weeks[0]['week'])} to {inert(weeks[-1]['week'])}" if weeks else "no week")
     console.print(f"[bold]loopscope audit[/bold]: {_n(o['prompts'], 'prompt')} ({o['open_prompts']} open) in "
                   f"{_n(o['conversations'], 'conversation')}, {_n(o['tool_calls'], 'tool call')}, "
-                  f"{_n(o['errors'], 'error')} ({o['recovered']} recovered), {_n(o['replays'], 'replay')}; {span}")
+                  f"{_n(o['errors'], 'error')} ({o['recovered_errors']} recovered, {o['resolved_later_errors']} more resolved later), {_n(o['replays'], 'replay')}; {span}")
     last = weeks[-1] if weeks else None
     t = new_table("The four metrics")
     for header, justify in (("metric", "left"), ("overall", "right"), ("weekly trend", "left"),
@@ -141,14 +141,14 @@ def render(report: dict[str, Any], console: Console) -> None:
     def week_table(title: str, rows: list[dict[str, Any]]) -> None:
         wt = new_table(title)
         # Δ p99 has no column: it shares the median's rank test (see docs/audit.md).
-        for header in ("week", "prompts", "open", "median", "p99", "errors", "recovery", "replay",
+        for header in ("week", "prompts", "open", "median", "p99", "errors", "recovery", "conv. recovery", "replay",
                        "Δ median", "Δ recovery", "Δ replay"):
             wt.add_column(header, justify="left" if header == "week" else "right", no_wrap=header in ("week", "prompts", "errors"))
         for w in rows:
             wt.add_row(inert(w["week"]), str(w["prompts"]), str(w["open_prompts"]),
-                       *(fmt(m, w[m]) for m in ("median_tool_calls", "p99_tool_calls")), str(w["errors"]),
-                       *(fmt(m, w[m]) for m in ("recovery_rate", "replay_rate")),
-                       *(fmt_change(m, w["changes"].get(m)) for m in ("median_tool_calls", "recovery_rate", "replay_rate")))
+                       *(fmt(m, w[m]) for m in ("median_tool_calls_per_prompt", "p99_tool_calls_per_prompt")), str(w["errors"]),
+                       *(fmt(m, w[m]) for m in ("recovery_rate", "conversation_recovery_rate", "replay_rate")),
+                       *(fmt_change(m, w["changes"].get(m)) for m in ("median_tool_calls_per_prompt", "recovery_rate", "replay_rate")))
         console.print(wt)
 
     week_table("Per ISO week (Δ vs the previous week; ◆ significant at alpha " + str(report["alpha"]) + ")", weeks)
@@ -161,16 +161,17 @@ def render(report: dict[str, Any], console: Console) -> None:
     for a in report["agents"]:
         flags = [f"{w['week']} {m}" for w in a["weeks"] for m, ch in w["changes"].items() if ch.get("significant")]
         alast = a["weeks"][-1] if a["weeks"] else {"changes": {}}
-        at.add_row(inert(a["agent"]), str(a["prompts"]), fmt("median_tool_calls", a["median_tool_calls"]),
-                   fmt("p99_tool_calls", a["p99_tool_calls"]), fmt("recovery_rate", a["recovery_rate"]),
+        at.add_row(inert(a["agent"]), str(a["prompts"]), fmt("median_tool_calls_per_prompt", a["median_tool_calls_per_prompt"]),
+                   fmt("p99_tool_calls_per_prompt", a["p99_tool_calls_per_prompt"]), fmt("recovery_rate", a["recovery_rate"]),
                    fmt("replay_rate", a["replay_rate"]), sparkline([w["recovery_rate"] for w in a["weeks"]]),
                    fmt_change("recovery_rate", alast["changes"].get("recovery_rate")),
                    fmt_change("replay_rate", alast["changes"].get("replay_rate")),
                    inert(", ".join(flags)) or "[dim]-[/dim]")
     console.print(at)
     _table("Error classes per tool", [("key", "tool"), ("errors", "errors"), ("recovered", "recovered"),
-           ("gave_up", "gave up"), ("aborted", "aborted"), ("open", "open"), ("recovery_rate", "recovery")],
-           report["error_classes_by_tool"], console, texts=("key",), empty="no tool error")
+           ("gave_up", "gave up"), ("aborted", "aborted"), ("open", "open"), ("recovery_rate", "recovery"),
+           ("resolved_later_errors", "resolved later"), ("conversation_recovery_rate", "conv. recovery")],
+           [{**b, **b["error_classes"]} for b in report["error_classes_by_tool"]], console, texts=("key",), empty="no tool error")
     gt = report["generic_templates"]
     _table(f"Generic error messages ({gt['total']} templates, costliest first)",
            [("tool_name", "tool"), ("template", "template"), ("occurrences", "seen"), ("unrecovered", "unrecovered"),
@@ -191,7 +192,7 @@ def render(report: dict[str, Any], console: Console) -> None:
            [("where", "conversation / prompt"), ("tool_name", "tool"),
             ("duplicates", "duplicates")], de["items"], console, texts=("tool_name",), empty="none")
     _table("Budget pressure per agent",
-           [("agent", "agent"), ("prompts", "prompts"), ("p99_tool_calls", "p99"), ("max_tool_calls_seen", "max seen"),
+           [("agent", "agent"), ("prompts", "prompts"), ("p99_tool_calls_per_prompt", "p99"), ("max_tool_calls_seen", "max seen"),
             ("max_tool_calls", "budget"), ("p99_budget_ratio", "p99/budget"), ("budget_exceeded", "budget exits"),
             ("budget_exceeded_share", "share")], report["budget_pressure"], console, texts=("agent",))
     pv = report["protocol_violations"]

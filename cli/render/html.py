@@ -228,6 +228,14 @@ def _charts(report: dict[str, Any]) -> str:
     return "".join(legend) + '<div class="charts">' + "".join(figs) + "</div>"
 
 
+def _notices_html(notices: list[dict[str, Any]]) -> str:
+    """What makes the figures mislead if unsaid, above everything else."""
+    if not notices:
+        return ""
+    items = "".join(f"<li><b>{esc(n['message'])}</b><br>{esc(n['hint'])}</li>" for n in notices)
+    return f'<section class="notices"><h2>Read this first</h2><ul>{items}</ul></section>'
+
+
 def render_html(report: dict[str, Any]) -> str:
     """The whole page for an ``audit.audit`` report."""
     o = report["overall"]
@@ -239,11 +247,12 @@ def render_html(report: dict[str, Any]) -> str:
         cards.append(f'<div class="card"><div class="l">{esc(title)}</div><div class="v">{esc(fmt(metric, o[metric]))}</div>'
                      f'<div class="l">last week {esc(last["week"]) if last else "–"}{since}: {fmt_change(metric, change)}</div></div>')
     counts = (f"{o['prompts']} prompts ({o['open_prompts']} open) in {o['conversations']} conversations · "
-              f"{o['tool_calls']} tool calls · {o['errors']} errors, {o['recovered']} recovered · {o['replays']} replays")
+              f"{o['tool_calls']} tool calls · {o['errors']} errors, {o['recovered_errors']} recovered, {o['resolved_later_errors']} more resolved later · {o['replays']} replays")
 
-    week_cols = [("week", "week"), ("prompts", "prompts"), ("open_prompts", "open"), ("median_tool_calls", "median"),
-                 ("p99_tool_calls", "p99"), ("errors", "errors"), ("recovery_rate", "recovery"), ("replay_rate", "replay"),
-                 ("chg_recovery_rate", "Δ recovery"), ("chg_median_tool_calls", "Δ median (rank test)"),
+    week_cols = [("week", "week"), ("prompts", "prompts"), ("open_prompts", "open"), ("median_tool_calls_per_prompt", "median"),
+                 ("p99_tool_calls_per_prompt", "p99"), ("errors", "errors"), ("recovery_rate", "recovery"), ("replay_rate", "replay"),
+                 ("conversation_recovery_rate", "conv. recovery"),
+                 ("chg_recovery_rate", "Δ recovery"), ("chg_median_tool_calls_per_prompt", "Δ median (rank test)"),
                  ("chg_replay_rate", "Δ replay")]
 
     def week_cell(key: str, row: dict[str, Any]) -> str | None:
@@ -255,8 +264,9 @@ def render_html(report: dict[str, Any]) -> str:
     weeks_html = _table(week_cols, report["weeks"], week_cell, "No prompt in the selection.")
     agents_html = "".join(
         f"<h3>{esc(a['agent'])}</h3>" + _table(week_cols, a["weeks"], week_cell) for a in report["agents"])
-    agent_cols = [("agent", "agent"), ("prompts", "prompts"), ("open_prompts", "open"), ("median_tool_calls", "median"),
-                  ("p99_tool_calls", "p99"), ("errors", "errors"), ("recovery_rate", "recovery"), ("replay_rate", "replay")]
+    agent_cols = [("agent", "agent"), ("prompts", "prompts"), ("open_prompts", "open"), ("median_tool_calls_per_prompt", "median"),
+                  ("p99_tool_calls_per_prompt", "p99"), ("errors", "errors"), ("recovery_rate", "recovery"),
+                  ("conversation_recovery_rate", "conv. recovery"), ("replay_rate", "replay")]
 
     gt = report["generic_templates"]
     rl = report["retry_loops"]
@@ -282,7 +292,7 @@ def render_html(report: dict[str, Any]) -> str:
         _section("Per agent", _table(agent_cols, report["agents"]) + agents_html, "agents"),
         _section("Error classes per tool", _table(
             [("key", "tool"), ("errors", "errors"), ("recovered", "recovered"), ("gave_up", "gave up"),
-             ("aborted", "aborted"), ("open", "open"), ("recovery_rate", "recovery")], report["error_classes_by_tool"],
+             ("aborted", "aborted"), ("open", "open"), ("recovery_rate", "recovery"), ("conversation_recovery_rate", "conv. recovery")], [{**b, **b["error_classes"]} for b in report["error_classes_by_tool"]],
             empty="No tool errors."), "classes"),
         _section(f"Generic error messages ({gt['total']} templates, costliest first)", _table(
             [("tool_name", "tool"), ("template", "template"), ("occurrences", "seen"), ("unrecovered", "unrecovered"),
@@ -301,7 +311,7 @@ def render_html(report: dict[str, Any]) -> str:
              ("original_tool_call_id", "original call"), ("duplicates", "duplicates")], de["items"],
             empty="No duplicate execution."), "replays"),
         _section("Budget pressure per agent", _table(
-            [("agent", "agent"), ("prompts", "prompts"), ("median_tool_calls", "median"), ("p99_tool_calls", "p99"),
+            [("agent", "agent"), ("prompts", "prompts"), ("median_tool_calls_per_prompt", "median"), ("p99_tool_calls_per_prompt", "p99"),
              ("max_tool_calls_seen", "max seen"), ("max_tool_calls", "budget"), ("p99_budget_ratio", "p99 / budget"),
              ("budget_exceeded", "budget exits"), ("budget_exceeded_share", "share")], report["budget_pressure"]),
             "budget"),
@@ -329,5 +339,5 @@ def render_html(report: dict[str, Any]) -> str:
         "script-src 'unsafe-inline'; img-src data:\">"
         f"<title>loopscope audit</title><style>{CSS}</style></head><body>"
         f"<header><h1>loopscope audit</h1><p>{esc(_window_text(report['selection']))}{esc(_weeks_text(report['weeks']))} · alpha {esc(report['alpha'])}</p></header>"
-        f"<main>{''.join(body)}</main><script>{SCRIPT}</script></body></html>\n"
+        f"<main>{_notices_html(report.get('notices') or [])}{''.join(body)}</main><script>{SCRIPT}</script></body></html>\n"
     )

@@ -17,6 +17,8 @@ _FIGURES = (
     ("errors", "n"),
     ("recovered_errors", "n"),
     ("recovery_rate", "rate"),
+    ("resolved_later_errors", "n"),
+    ("conversation_recovery_rate", "rate"),
     ("replays", "n"),
     ("replay_rate", "rate"),
 )
@@ -42,7 +44,8 @@ def render(rows: list[Any], by: str | None) -> None:
         return
     table = Table(box=None, pad_edge=False, collapse_padding=True, padding=(0, 1))
     table.add_column(by, no_wrap=True, min_width=8 if by == "week" else None)
-    short = ("prompts", "open", "calls", "median", "p99", "errors", "recov", "recov %", "replays", "replay %")
+    short = ("prompts", "open", "calls", "median", "p99", "errors", "recov", "recov %", "later", "conv %",
+             "replays", "replay %")
     for name in short:
         table.add_column(name, justify="right", no_wrap=True, min_width=len(name))
     for m in rows:

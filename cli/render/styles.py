@@ -25,18 +25,21 @@ FIGURE_LABELS = {
     "replays": "replayed tool calls",
     "replay_rate": "replay rate",
 }
-# The audit report still names the two tool-call figures without "_per_prompt" (issue 12 renames them).
-FIGURE_LABELS["median_tool_calls"] = FIGURE_LABELS["median_tool_calls_per_prompt"]
-FIGURE_LABELS["p99_tool_calls"] = FIGURE_LABELS["p99_tool_calls_per_prompt"]
-
-# The four dashboard metrics as the audit report keys them, in the order they are shown.
-AUDIT_METRICS = ("median_tool_calls", "p99_tool_calls", "recovery_rate", "replay_rate")
+# The four dashboard metrics and, beside metric 3, the conversation recovery rate, in the order shown.
+AUDIT_METRICS = (
+    "median_tool_calls_per_prompt",
+    "p99_tool_calls_per_prompt",
+    "recovery_rate",
+    "conversation_recovery_rate",
+    "replay_rate",
+)
 
 # The y-axis caption of each audit chart.
 AXIS_LABELS = {
-    "median_tool_calls": "tool calls",
-    "p99_tool_calls": "tool calls",
+    "median_tool_calls_per_prompt": "tool calls",
+    "p99_tool_calls_per_prompt": "tool calls",
     "recovery_rate": "% of errors",
+    "conversation_recovery_rate": "% of errors",
     "replay_rate": "% of tool calls",
 }
 
