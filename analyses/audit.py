@@ -62,7 +62,7 @@ TESTS = {
 # Protocol violations of the selected prompts' conversations, per kind.
 PROTOCOL_VIOLATIONS_BY_KIND_SQL = """
 SELECT v.kind, count(*) AS violations, count(DISTINCT v.conversation_id) AS conversations
-FROM protocol_violations v
+FROM protocol_violations_v v
 WHERE v.conversation_id IS NULL
    OR v.conversation_id IN (SELECT p.conversation_id FROM {prompts} p WHERE {where})
 GROUP BY v.kind
@@ -71,7 +71,7 @@ ORDER BY violations DESC, v.kind
 # The violations themselves, first ones by conversation.
 PROTOCOL_VIOLATIONS_SQL = """
 SELECT v.conversation_id, v.prompt_id, v.tool_call_id, v.kind, v.detail, s.path
-FROM protocol_violations v
+FROM protocol_violations_v v
 LEFT JOIN sources s USING (source_id)
 WHERE v.conversation_id IS NULL
    OR v.conversation_id IN (SELECT p.conversation_id FROM {prompts} p WHERE {where})

@@ -29,8 +29,11 @@ These views implement the definitions of docs/records.md (record format v1,
   ``open`` (no exit), ``aborted`` (abnormal exit) or ``gave_up`` (normal exit,
   no later success); and ``resolved_later``: an unrecovered error after which
   a later prompt of the conversation (by prompt order: first ``ts``, then first
-  ``seq``) has a successful, non-replay call of the same tool.
-- ``id_collisions_v``: one row per id collision, naming both calls.
+  ``seq``) has a successful, non-replay call of the same tool
+  (``resolved_in_prompt`` names the first such prompt).
+- ``id_collisions_v``: one row per id collision, naming both calls;
+  ``protocol_violations_v``: the readers' stored violations plus one
+  ``reused_tool_call_id`` per collision.
 
 Record-level facts (replay, class, resolved later) are computed over
 everything in the store; a ``Selection`` then picks which prompts an analysis
@@ -51,7 +54,7 @@ DEFAULT_SCRATCHPAD_TOOLS = ("think",)
 SCRATCHPAD_TABLE_SQL = "CREATE TABLE IF NOT EXISTS scratchpad_tools (tool_name VARCHAR PRIMARY KEY)"
 SCRATCHPAD_DEFAULTS_SQL = "INSERT INTO scratchpad_tools SELECT unnest($1::VARCHAR[])"
 SCRATCHPAD_TOOLS_SQL = "SELECT tool_name FROM scratchpad_tools ORDER BY tool_name"
-REPLACE_SCRATCHPAD_TOOLS_SQL = "DELETE FROM scratchpad_tools; INSERT INTO scratchpad_tools SELECT DISTINCT unnest($1::VARCHAR[])"
+CLEAR_SCRATCHPAD_TOOLS_SQL = "DELETE FROM scratchpad_tools"
 
 # Same call: same conversation, tool_call_id, tool_name and fingerprint
 # (PARTITION BY puts nulls together: two null fingerprints are the same).
@@ -155,17 +158,22 @@ WITH classed AS (
 )
 SELECT
     c.*,
-    c.error_class <> 'recovered' AND EXISTS (
-        SELECT 1
-        FROM tool_calls_v o
-        JOIN prompts_v q USING (conversation_id, prompt_id)
-        WHERE o.conversation_id = c.conversation_id
-          AND o.tool_name = c.tool_name
-          AND NOT o.is_error
-          AND NOT o.is_replay
-          AND (q.first_ts, q.first_seq) > (c.prompt_first_ts, c.prompt_first_seq)
-    ) AS resolved_later
+    (c.error_class <> 'recovered' AND r.prompt_id IS NOT NULL) AS resolved_later,
+    CASE WHEN c.error_class <> 'recovered' THEN r.prompt_id END AS resolved_in_prompt
 FROM classed c
+LEFT JOIN LATERAL (
+    -- the first later prompt with a successful, non-replay call of the same tool
+    SELECT q.prompt_id
+    FROM tool_calls_v o
+    JOIN prompts_v q USING (conversation_id, prompt_id)
+    WHERE o.conversation_id = c.conversation_id
+      AND o.tool_name = c.tool_name
+      AND NOT o.is_error
+      AND NOT o.is_replay
+      AND (q.first_ts, q.first_seq) > (c.prompt_first_ts, c.prompt_first_seq)
+    ORDER BY q.first_ts, q.first_seq
+    LIMIT 1
+) r ON true
 """
 
 # One row per id collision: the later call (c) and the earlier call (f) that
@@ -196,7 +204,27 @@ JOIN LATERAL (
 WHERE c.is_id_collision
 """
 
-MODEL_VIEWS = (TOOL_CALLS_VIEW_SQL, PROMPTS_VIEW_SQL, ERRORS_VIEW_SQL, ID_COLLISIONS_VIEW_SQL)
+# Every protocol violation: those the readers stored, and one
+# ``reused_tool_call_id`` per id collision, whatever the input format.
+PROTOCOL_VIOLATIONS_VIEW_SQL = """
+CREATE OR REPLACE VIEW protocol_violations_v AS
+SELECT source_id, conversation_id, prompt_id, tool_call_id, kind, detail FROM protocol_violations
+UNION ALL
+SELECT
+    source_id,
+    conversation_id,
+    prompt_id,
+    tool_call_id,
+    'reused_tool_call_id' AS kind,
+    'tool call id ' || tool_call_id || ' of ' || tool_name || ' (prompt ' || prompt_id || ') was first used by '
+        || first_tool_name || CASE WHEN first_tool_name = tool_name THEN ' with other arguments' ELSE '' END
+        || ' (prompt ' || first_prompt_id || '): a new call, counted as one, not as a replay' AS detail
+FROM id_collisions_v
+"""
+
+MODEL_VIEWS = (
+    TOOL_CALLS_VIEW_SQL, PROMPTS_VIEW_SQL, ERRORS_VIEW_SQL, ID_COLLISIONS_VIEW_SQL, PROTOCOL_VIOLATIONS_VIEW_SQL,
+)
 
 
 def create_model(con: duckdb.DuckDBPyConnection) -> None:

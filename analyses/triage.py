@@ -44,9 +44,11 @@ ORDER BY first_ts, first_seq, prompt_id
 """
 # Every record of the conversation, with its error class when it is an error.
 CONVERSATION_TOOL_CALLS_SQL = """
-SELECT t.*, e.error_class
+SELECT t.*, e.error_class, e.resolved_in_prompt
 FROM tool_calls_v t
-LEFT JOIN (SELECT seq, error_class FROM errors_v WHERE conversation_id = $conversation_id) e ON e.seq = t.seq
+LEFT JOIN (
+    SELECT seq, error_class, resolved_in_prompt FROM errors_v WHERE conversation_id = $conversation_id
+) e ON e.seq = t.seq
 WHERE t.conversation_id = $conversation_id
 ORDER BY t.prompt_id, t.step, t.ts, t.seq
 """
@@ -74,10 +76,17 @@ class ToolCallEntry:
     replayed: bool
     args_fingerprint: str | None
     first_unrecovered: bool = False
+    resolved_in_prompt: str | None = None
+    is_id_collision: bool = False
+
+    @property
+    def resolved_later(self) -> bool:
+        """An unrecovered error that a later prompt resolved (the same tool succeeded there)."""
+        return self.resolved_in_prompt is not None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict for JSON (``class`` is the error class, null unless an error)."""
-        return class_dict(self)
+        return {**class_dict(self), "resolved_later": self.resolved_later}
 
 
 @dataclass(frozen=True)
@@ -212,6 +221,8 @@ def _call_entry(row: dict[str, Any], first_id: tuple[str, int] | None) -> ToolCa
         replayed=row["replayed"],
         args_fingerprint=row["args_fingerprint"],
         first_unrecovered=first_id is not None and (row["prompt_id"], row["seq"]) == first_id,
+        resolved_in_prompt=row["resolved_in_prompt"],
+        is_id_collision=row["is_id_collision"],
     )
 
 

@@ -174,9 +174,23 @@ class TestMessages:
         result = run("-f", "json", "-m", "Failed", "-m", "File not found: src/config.ts")
         rows = json.loads(result.stdout)
         assert [r["generic"] for r in rows] == [True, False]
-        assert set(rows[0]) == {"message", "generic", "findings"}
+        assert set(rows[0]) == {"message", "generic", "findings", "notes"}
         assert rows[0]["findings"][0]["rule_id"] == "LS101"
-        assert set(rows[0]["findings"][0]) == {"rule_id", "severity", "reason", "rewrite"}
+        assert set(rows[0]["findings"][0]) == {"rule_id", "severity", "reason", "rewrite", "evidence", "suggestion"}
+        assert "'Failed'" in rows[0]["findings"][0]["evidence"]
+
+    def test_findings_explain_themselves_in_the_terminal(self) -> None:
+        out = run("-m", "Order not found", "-m", "Unknown room type 'premium'").stdout
+        # what triggered the rule, and a rewrite that reuses the message's own nouns
+        assert "because: 'not found' with no value named" in out
+        assert "No order '<order id>'" in out
+        assert "because: 'Unknown room type 'premium''" in out
+        assert "Unknown room type 'premium'; expected <format or allowed values>" in out
+
+    def test_non_english_is_said_not_silently_passed(self) -> None:
+        rows = json.loads(run("-f", "json", "-m", "FEHLER:  Relation »users« existiert nicht").stdout)
+        assert rows[0]["generic"] is False and rows[0]["notes"] and "not English" in rows[0]["notes"][0]
+        assert "note: not English" in run("-m", "FEHLER:  Relation »users« existiert nicht").stdout
 
     def test_lines_file(self, tmp_path: Path) -> None:
         path = tmp_path / "errors.txt"
@@ -225,7 +239,11 @@ class TestMessages:
 
     def test_csv(self) -> None:
         rows = list(csv.DictReader(io.StringIO(run("-f", "csv", "-m", "Failed").stdout)))
-        assert rows == [{"tool": "", "message": "Failed", "generic": "True", "rules": "LS101", "severities": "error"}]
+        [row] = rows
+        assert {k: row[k] for k in ("tool", "message", "generic", "rules", "severities", "notes")} == {
+            "tool": "", "message": "Failed", "generic": "True", "rules": "LS101", "severities": "error", "notes": "",
+        }
+        assert row["evidence"].startswith("LS101: only generic words ('Failed')")
 
 
 def test_rules_catalog() -> None:

@@ -180,3 +180,85 @@ def detect_format(path: Path, head: bytes) -> str:
         if _sniffed(fmt, head):
             return fmt
     return "records"
+
+
+# Formats loopscope does not read, recognised by the keys of a file's first JSON object, so a
+# file that yields no record says what it looks like instead of a wrong diagnosis per line.
+# (name, keys that must all be present, what to do)
+UNREAD_FORMATS: tuple[tuple[str, frozenset[str], str], ...] = (
+    ("Berkeley Function Calling Leaderboard (BFCL) results", frozenset({"id", "result"}),
+     "BFCL results hold the model's answers, not an agent loop's tool executions: there is nothing to measure"),
+    ("an OpenAI Batch API output", frozenset({"custom_id", "response"}),
+     "extract the conversations (messages arrays) and load those with --input-format messages"),
+    ("a LangSmith run export", frozenset({"run_type", "inputs", "outputs"}),
+     "export the runs as OpenTelemetry (OTLP JSON) or as messages arrays"),
+    ("a Langfuse trace export", frozenset({"observations"}),
+     "export the traces as OpenTelemetry (OTLP JSON) or as messages arrays"),
+    ("an OpenAI chat completion response", frozenset({"choices", "object"}),
+     "load the conversations' messages arrays instead (--input-format messages)"),
+)
+FORMAT_NAMES = {
+    "records": "loopscope records (JSON Lines, v1)",
+    "messages": "conversation message arrays",
+    "otlp": "OpenTelemetry spans or logs (OTLP JSON)",
+}
+
+
+def looks_like(head: bytes) -> tuple[str, str] | None:
+    """(what a file looks like, what to do) for a known format loopscope does not read, else None."""
+    text = head.lstrip(b"\xef\xbb\xbf").lstrip()
+    values = _json_lines(text)
+    first = values[0] if values else None
+    if first is None and text.startswith(b"{"):
+        try:
+            first = json.loads(text.decode("utf-8", "replace"))
+        except ValueError:
+            first = None
+    if isinstance(first, list) and first and isinstance(first[0], dict):
+        first = first[0]
+    if not isinstance(first, dict):
+        return None
+    for name, keys, todo in UNREAD_FORMATS:
+        if keys <= first.keys():
+            return name, todo
+    return None
+
+
+@dataclass(frozen=True)
+class Fruitless:
+    """A file that was read (new or changed) and yielded no record: what it looks like and what to do."""
+
+    path: str
+    input_format: str
+    quarantined: int
+    looks_like: str | None
+    hint: str
+
+    def message(self) -> str:
+        """One sentence naming the file and why nothing came of it."""
+        if self.looks_like:
+            return (f"{self.path} looks like {self.looks_like}, a format loopscope does not read: "
+                    f"0 records ({self.quarantined} lines quarantined)")
+        return (f"{self.path} yielded 0 records when read as {FORMAT_NAMES.get(self.input_format, self.input_format)} "
+                f"({self.quarantined} lines quarantined)")
+
+
+def fruitless_files(details: list[Any]) -> list[Fruitless]:
+    """The files of a load (``LoadSummary.details``) that were read and gave no record."""
+    from loopscope.analyses.ingest.files import UnreadableFile, read_head
+
+    found = []
+    for d in details:
+        if d.status not in ("new", "replaced", "grown", "rotated") or d.loaded or d.skipped:
+            continue
+        try:
+            seen = looks_like(read_head(Path(d.path)))
+        except UnreadableFile:
+            seen = None
+        if seen is not None:
+            hint = seen[1]
+        else:
+            hint = ("see why with loopscope quarantine; if it is another format, say which with --input-format "
+                    "records|messages|otlp (docs/inputs.md lists what loopscope reads)")
+        found.append(Fruitless(d.path, d.input_format, d.quarantined, seen[0] if seen else None, hint))
+    return found

@@ -256,3 +256,22 @@ def ensure_facts(con: duckdb.DuckDBPyConnection) -> bool:
     except (duckdb.InvalidInputException, duckdb.PermissionException, duckdb.TransactionException):
         return False  # read-only: the caller reads the views instead
     return True
+
+
+def set_scratchpad_tools(con: duckdb.DuckDBPyConnection, names: list[str]) -> bool:
+    """Make ``names`` the store's scratchpad tools (a success of theirs never recovers an error).
+
+    Every command reads the same set from the store. The per-prompt facts are
+    rebuilt when the set changes. Returns whether it changed.
+    """
+    from loopscope.analyses.model import CLEAR_SCRATCHPAD_TOOLS_SQL, SCRATCHPAD_DEFAULTS_SQL, scratchpad_tools
+    from loopscope.analyses.store.transaction import transaction
+
+    wanted = sorted({n for n in names if n})
+    if scratchpad_tools(con) == wanted:
+        return False
+    with transaction(con):
+        con.execute(CLEAR_SCRATCHPAD_TOOLS_SQL)
+        con.execute(SCRATCHPAD_DEFAULTS_SQL, [wanted])
+        refresh_facts(con)
+    return True

@@ -131,10 +131,12 @@ def _lint_texts(texts: list[str], file: Path | None, fmt: OutputFormat, *, stric
                     "generic": r.generic,
                     "rules": " ".join(r.rule_ids),
                     "severities": " ".join(f.severity for f in r.findings),
+                    "evidence": " | ".join(f"{f.rule_id}: {f.evidence}" for f in r.findings),
+                    "notes": " | ".join(r.notes),
                 }
                 for t, r in results
             ],
-            ("tool", "message", "generic", "rules", "severities"),
+            ("tool", "message", "generic", "rules", "severities", "evidence", "notes"),
         )
     else:
         from loopscope.cli.render.lint import render_findings

@@ -54,6 +54,16 @@ def load(
             show_default=False,
         ),
     ] = None,
+    scratchpad_tool: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--scratchpad-tool",
+            help="A tool that does nothing in the world (a scratchpad such as [b]think[/b]): its success never "
+            "counts as recovering an error. Repeat for several; replaces the store's set (default: think), which "
+            "every command then uses. [b]--scratchpad-tool ''[/b] clears it.",
+            show_default=False,
+        ),
+    ] = None,
     agent_name: Annotated[
         Optional[str],
         typer.Option(
@@ -69,7 +79,9 @@ def load(
     Bad lines never stop a load: they are kept in the quarantine with file,
     line and reason (see [b]loopscope quarantine[/b]).
     """
+    from loopscope.analyses.notices import notices as store_notices
     from loopscope.cli.common import analysis_store
+    from loopscope.cli.render.output import inert, stderr_console
 
     reader_options = {
         key: value
@@ -79,6 +91,11 @@ def load(
     # loads the PATHs (required here) and closes the store; the summary is all load reports
     with analysis_store(db, paths, input_format, reader_options=reader_options) as opened:
         summary = opened.summary
+        if scratchpad_tool is not None:
+            from loopscope.analyses.store.facts import set_scratchpad_tools
+
+            set_scratchpad_tools(opened.con, scratchpad_tool)
+        notices = [n.as_dict() for n in store_notices(opened.con, opened.selection)]
     assert summary is not None
     if fmt is OutputFormat.json:
         write_json(summary.as_dict())
@@ -88,6 +105,21 @@ def load(
         from loopscope.cli.render.load import render
 
         render(summary, db)
+    from loopscope.analyses.ingest.formats import fruitless_files
+    from loopscope.analyses.notices import Notice
+    from loopscope.cli.common import print_notices
+
+    print_notices([Notice(**n) for n in notices])
+    fruitless = fruitless_files(summary.details)
+    if fruitless and not (summary.loaded or summary.skipped):
+        # Nothing came of the whole load: that is a user error, not an empty success.
+        from loopscope.analyses.errors import LoopscopeError
+
+        first = fruitless[0]
+        more = f" (and {len(fruitless) - 1} more file(s) like it)" if len(fruitless) > 1 else ""
+        raise LoopscopeError(first.message() + more, hint=first.hint)
+    for f in fruitless:
+        stderr_console().print(f"[yellow]warning:[/yellow] {inert(f.message())}\n  [dim]{inert(f.hint)}[/dim]")
     if summary.unreadable:
         # The other files are loaded; exit 1 so a script notices the ones that were not.
         raise typer.Exit(1)

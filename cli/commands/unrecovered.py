@@ -37,6 +37,13 @@ def unrecovered_command(
         Optional[list[str]],
         typer.Option("--class", help="Only this class of first unrecovered error: [b]gave_up[/b], [b]aborted[/b] or [b]open[/b] (repeat for several).", show_default=False),
     ] = None,
+    never_resolved: Annotated[
+        bool,
+        typer.Option(
+            "--never-resolved",
+            help="Only errors no later prompt of the conversation resolved (the same tool never succeeded again).",
+        ),
+    ] = False,
     limit: Annotated[Optional[int], typer.Option("--limit", "-n", help="Show at most this many conversations.", show_default=False)] = None,
     output: FormatOption = OutputFormat.table,
 ) -> None:
@@ -44,13 +51,15 @@ def unrecovered_command(
 
     Reads the store (--db), after loading any PATHs given. One row per
     conversation: its first unrecovered error (prompt, step, tool, class,
-    the message the model saw) among the selected prompts. Follow up with
-    [b]loopscope triage CONVERSATION_ID[/b].
+    the message the model saw) among the selected prompts, and whether a later
+    prompt resolved it (the same tool succeeded after the user helped).
+    Follow up with [b]loopscope triage CONVERSATION_ID[/b].
 
     \b
     Examples:
       loopscope unrecovered sample_logs/
       loopscope unrecovered --since 2026-11-20 --class gave_up --tool book
+      loopscope unrecovered --never-resolved --limit 20
       loopscope unrecovered --limit 20 --format csv > unrecovered.csv
     """
     from loopscope.analyses.recovery import UNRECOVERED_COLUMNS, first_unrecovered_all
@@ -60,7 +69,8 @@ def unrecovered_command(
     window = selection_from_options(since, until, agent, tag)
     with analysis_store(db, paths, input_format, window) as (con, selection, _summary):
         rows = first_unrecovered_all(
-            con, selection, tools=tuple(tool or ()), classes=tuple(error_class or ()), limit=limit
+            con, selection, tools=tuple(tool or ()), classes=tuple(error_class or ()), limit=limit,
+            never_resolved=never_resolved,
         )
     if output is OutputFormat.json:
         write_json([r.to_dict() for r in rows])

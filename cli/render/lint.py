@@ -117,7 +117,13 @@ def render_findings(results: list[tuple[str | None, Any]]) -> None:
             console.print(
                 Padding(Text.from_markup(f"[{color}]{f.rule_id} {f.severity}[/]: {inert(f.reason)}"), (0, 0, 0, 2), expand=False)
             )
+            if f.evidence:
+                console.print(Padding(Text.from_markup(f"[dim]because:[/dim] {inert(f.evidence)}"), (0, 0, 0, 4), expand=False))
             console.print(Padding(Text.from_markup(f"[dim]rewrite:[/dim] {inert(f.rewrite)}"), (0, 0, 0, 4), expand=False))
+            if f.suggestion and f.suggestion != f.rewrite:
+                console.print(Padding(Text.from_markup(f"[dim]this one:[/dim] {inert(f.suggestion)}"), (0, 0, 0, 4), expand=False))
+        for note in result.notes:
+            console.print(Padding(Text.from_markup(f"[dim]note: {inert(note)}[/dim]"), (0, 0, 0, 2), expand=False))
     generic = sum(r.generic for _, r in results)
     failing = sum(r.has_error for _, r in results)
     console.print(f"\n{generic} of {len(results)} messages generic; {failing} with error-severity findings.")

@@ -73,9 +73,13 @@ def _call_label(call: ToolCallEntry) -> str:
         parts.append(
             "[cyan]replay (short-circuited)[/cyan]" if call.replayed else "[bold red]replay: EXECUTED AGAIN[/bold red]"
         )
+    if call.is_id_collision:
+        parts.append("[yellow]reused id: a new call (not a replay)[/yellow]")
     if call.error_class:
         style = CLASS_STYLE.get(call.error_class, "white")
         parts.append(f"[{style}]\\[{call.error_class}][/{style}]")
+        if call.resolved_in_prompt:
+            parts.append(f"[green]resolved later in {inert(call.resolved_in_prompt)}[/green]")
     elif call.is_error:
         parts.append("[dim]\\[error, replay: not counted][/dim]")
     if call.first_unrecovered:

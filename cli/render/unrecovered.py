@@ -36,6 +36,13 @@ def render(rows: list[UnrecoveredRow]) -> None:
                   "Next: loopscope triage CONVERSATION_ID[/dim]")
 
 
+def _resolved(r: UnrecoveredRow) -> str:
+    """Where a later prompt resolved the error (the same tool succeeded), if one did."""
+    if not r.resolved_later:
+        return ""
+    return f"\n[green]resolved later[/green] [dim]in {inert(r.resolved_in_prompt or '')}[/dim]"
+
+
 def _message(r: UnrecoveredRow, limit: int) -> str:
     return one_line(r.error_message, limit)
 
@@ -55,7 +62,8 @@ def _render_table(console: Console, title: str, rows: list[UnrecoveredRow]) -> N
         table.add_row(
             _ts(r.last_ts),
             f"{inert(r.conversation_id)}\n[dim]{inert(r.prompt_id)}, step {r.step}[/dim]",
-            f"{inert(r.tool_name)}\n[{style}]{r.error_class}[/{style}] [dim]· prev. {r.previous_attempts}[/dim]",
+            f"{inert(r.tool_name)}\n[{style}]{r.error_class}[/{style}] [dim]· prev. {r.previous_attempts}[/dim]"
+            + _resolved(r),
             inert(_message(r, MESSAGE_CHARS)),
         )
     console.print(table)
@@ -77,7 +85,7 @@ def _render_stacked(console: Console, title: str, rows: list[UnrecoveredRow]) ->
         )
         details = Text.from_markup(
             f"{inert(r.tool_name)} [dim]· prompt[/dim] {inert(r.prompt_id)}[dim], step {r.step}"
-            f" · prev. {r.previous_attempts}[/dim]"
+            f" · prev. {r.previous_attempts}[/dim]" + _resolved(r)
         )
         console.print(Padding(details, (0, 0, 0, 2), expand=False))
         console.print(Padding(Text.from_markup(inert(_message(r, 2 * MESSAGE_CHARS))), (0, 0, 0, 2), expand=False))

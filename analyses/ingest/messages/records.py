@@ -35,10 +35,12 @@ The rules (docs/inputs.md, "Conversation message arrays", explains them to users
   with no result (``missing_result``), a result for an id nobody asked for
   (``unknown_result_id``), a second result for the same call
   (``duplicate_result``), a result that arrives after the model moved on
-  (``result_out_of_order``), an id reused by a later call
-  (``duplicate_tool_call_id``: loopscope counts the repeat as a replay, per the
-  record format), a call without an id (``missing_tool_call_id``), arguments
+  (``result_out_of_order``), a call without an id (``missing_tool_call_id``), arguments
   that are not JSON (``invalid_arguments``: empty shape, null fingerprint).
+  An id that a later call uses again is kept as it is: the analyses decide,
+  the same way for every input format, whether the later call is a replay
+  (same tool and arguments) or an id collision (a new call, reported as
+  ``reused_tool_call_id``).
 """
 
 from __future__ import annotations
@@ -144,7 +146,6 @@ class _Deriver:
         self.current: Optional[_Prompt] = None
         self.pending: dict[str, deque[_Call]] = {}
         self.resolved: set[str] = set()
-        self.seen_ids: set[str] = set()
         self.latest_turn: Optional[AssistantTurn] = None
         self.violations: list[dict[str, Any]] = []
         self.keyed: list[tuple[tuple[int, int, int], dict[str, Any]]] = []
@@ -213,14 +214,6 @@ class _Deriver:
                     prompt.prompt_id,
                     call_id,
                 )
-            elif call_id in self.seen_ids:
-                self.violation(
-                    "duplicate_tool_call_id",
-                    f"message {turn.index} reuses tool call id {call_id!r} for a new {request.name!r} call; "
-                    "the repeat counts as a replay",
-                    prompt.prompt_id,
-                    call_id,
-                )
             if not request.arguments_valid:
                 self.violation(
                     "invalid_arguments",
@@ -228,7 +221,6 @@ class _Deriver:
                     prompt.prompt_id,
                     call_id,
                 )
-            self.seen_ids.add(call_id)
             call = _Call(request, call_id, prompt, step, turn)
             prompt.calls.append(call)
             self.pending.setdefault(call_id, deque()).append(call)
