@@ -201,6 +201,8 @@ FORMAT_NAMES = {
     "records": "loopscope records (JSON Lines, v1)",
     "messages": "conversation message arrays",
     "otlp": "OpenTelemetry spans or logs (OTLP JSON)",
+    "claude-code": "a Claude Code session",
+    "codex": "a Codex CLI session",
 }
 
 
@@ -251,6 +253,8 @@ def fruitless_files(details: list[Any]) -> list[Fruitless]:
     for d in details:
         if d.status not in ("new", "replaced", "grown", "rotated") or d.loaded or d.skipped:
             continue
+        if d.input_format in TRANSCRIPT_FORMATS and not d.quarantined:
+            continue  # a session with no prompt (opened and closed) or Claude Code's housekeeping: nothing wrong
         try:
             seen = looks_like(read_head(Path(d.path)))
         except UnreadableFile:
@@ -259,6 +263,6 @@ def fruitless_files(details: list[Any]) -> list[Fruitless]:
             hint = seen[1]
         else:
             hint = ("see why with loopscope quarantine; if it is another format, say which with --input-format "
-                    "records|messages|otlp (docs/inputs.md lists what loopscope reads)")
+                    "records|messages|otlp|claude-code|codex (docs/inputs.md lists what loopscope reads)")
         found.append(Fruitless(d.path, d.input_format, d.quarantined, seen[0] if seen else None, hint))
     return found
