@@ -141,8 +141,9 @@ def render(report: dict[str, Any], console: Console) -> None:
     def week_table(title: str, rows: list[dict[str, Any]]) -> None:
         wt = new_table(title)
         # Δ p99 has no column: it shares the median's rank test (see docs/audit.md).
-        for header in ("week", "prompts", "open", "median", "p99", "errors", "recovery", "conv. recovery", "replay",
-                       "Δ median", "Δ recovery", "Δ replay"):
+        # "recov": recovery rate (metric 3); "conv": conversation recovery rate (docs/audit.md)
+        for header in ("week", "prompts", "open", "median", "p99", "errors", "recov", "conv", "replay",
+                       "Δ median", "Δ recov", "Δ replay"):
             wt.add_column(header, justify="left" if header == "week" else "right", no_wrap=header in ("week", "prompts", "errors"))
         for w in rows:
             wt.add_row(inert(w["week"]), str(w["prompts"]), str(w["open_prompts"]),
