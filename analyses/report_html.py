@@ -20,7 +20,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from loopscope.analyses.review_pack import visible
+from loopscope.analyses.untrusted import visible
 
 METRIC_TITLES = {
     "median_tool_calls": "Median tool calls per prompt",
