@@ -131,3 +131,29 @@ def test_a_bad_whole_document_is_one_row_not_a_traceback(tmp_path: Path) -> None
     q = runner.invoke(app, ["quarantine", "--db", str(db), "--format", "csv"])
     rows = list(csv.DictReader(io.StringIO(q.stdout)))
     assert len(rows) == 1 and "is a string, not a list" in rows[0]["reason"]
+
+
+@pytest.mark.parametrize("fmt", ["otlp", "messages"])
+def test_a_lone_surrogate_escape_is_replaced_not_an_internal_error(tmp_path: Path, fmt: str) -> None:
+    """Regression (found by tests/test_fuzz_readers.py): ``"\\ud800"`` in a span name or a tool's
+    error text stopped the load with "internal error: UnicodeEncodeError" (exit 2)."""
+    if fmt == "otlp":
+        doc = good_spans("ok")
+        doc["resourceSpans"][0]["scopeSpans"][0]["spans"][1]["attributes"][1] = kv("gen_ai.tool.name", "se\ud800arch")
+    else:
+        doc = {"conversation_id": "c", "messages": [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "se\udc00arch", "input": {}}],
+             "stop_reason": "tool_use"},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "is_error": True,
+                                          "content": "Error: bad \ud800 value"}]},
+            {"role": "assistant", "content": "ok", "stop_reason": "end_turn"}]}
+    src = tmp_path / "s.jsonl"
+    src.write_text(json.dumps(doc) + "\n", encoding="utf-8")  # ensure_ascii: the escape stays "\ud800"
+    assert "\\ud800" in src.read_text() or "\\udc00" in src.read_text()
+    db = tmp_path / "t.duckdb"
+    res = runner.invoke(app, ["load", "--db", str(db), "--format", "json", "--input-format", fmt, str(src)])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["tool_calls"] == 1
+    out = runner.invoke(app, ["unrecovered", "--db", str(db), "--format", "json"]) if fmt == "messages" else None
+    assert out is None or out.exit_code == 0

@@ -30,6 +30,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Optional
 
+from loopscope.analyses.readers import jsontext
 from loopscope.analyses.errors import LoopscopeError
 from loopscope.analyses.loader_files import UnreadableFile
 from loopscope.analyses.readers import BadLine, ReaderOutput
@@ -361,7 +362,7 @@ def read(path: Path, options: Mapping[str, Any]) -> ReaderOutput:
     try:
         if text is None:
             raise ValueError(why)
-        root = json.loads(text)
+        root = jsontext.loads(text)
     except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
         text = None  # memory: the lines are read from the bytes
         first = next(_lines(data), None)
@@ -375,7 +376,7 @@ def read(path: Path, options: Mapping[str, Any]) -> ReaderOutput:
                 out.bad.append(BadLine(line_no, line_why, raw[:RAW_CAP].decode("utf-8", "replace")))
                 continue
             try:
-                value = json.loads(line)
+                value = jsontext.loads(line)
             except json.JSONDecodeError as line_exc:
                 out.bad.append(BadLine(line_no, f"not JSON: {line_exc.msg} (column {line_exc.colno})", line[:RAW_CAP]))
                 continue

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from loopscope.analyses.readers import jsontext
 from loopscope.analyses.loader_files import UnreadableFile
 
 if TYPE_CHECKING:  # the package __init__ is imported lazily by read(); see there
@@ -414,7 +415,7 @@ def _whole_document(path: Path, lines_out: Decoded) -> Decoded:
         with opener(path, "rb") as fh:  # type: ignore[operator]
             text = fh.read().decode("utf-8", errors="replace")
         try:
-            doc = json.loads(text)
+            doc = jsontext.loads(text)
         except (json.JSONDecodeError, RecursionError):
             doc = None
         docs = doc if isinstance(doc, list) else [doc]
@@ -477,7 +478,7 @@ def decode_file(path: Path) -> Decoded:
         if not text:
             continue
         try:
-            obj = json.loads(text)
+            obj = jsontext.loads(text)
         except json.JSONDecodeError as exc:
             out.bad.append((line_no, f"not JSON: {exc.msg} at column {exc.colno}", text[:RAW_CAP]))
             continue
