@@ -3,7 +3,9 @@
 ``audit(con, selection)`` returns a plain dict (the ``--format json``
 document; the terminal and HTML renderers read only this dict):
 
-- ``overall``: the four dashboard metrics with their counts (``cohorts``);
+- ``notices``: what makes the figures mislead if unsaid (``notices``);
+- ``overall``: the four dashboard metrics with their counts (``cohorts``),
+  named as everywhere (``metrics.METRIC_KEYS``);
 - ``weeks``: the same per ISO week (of each prompt's first record), each
   with its **week-over-week change** against the previous week in the data:
   the difference and a significance test (``stats``: two-proportion z-test
@@ -37,22 +39,30 @@ import duckdb
 from loopscope.analyses import incidents, recovery, stats
 from loopscope.analyses.cohorts import Figures, figures, figures_by, tool_call_counts_by
 from loopscope.analyses.compare import compare_figures
-from loopscope.analyses.loader_facts import ensure_facts
+from loopscope.analyses.store.facts import ensure_facts
+from loopscope.analyses.notices import NO_TIMESTAMP, notices
 from loopscope.analyses.review import agreement
 from loopscope.analyses.selection import Selection
 
-METRICS = ("median_tool_calls", "p99_tool_calls", "recovery_rate", "replay_rate")
+METRICS = (
+    "median_tool_calls_per_prompt",
+    "p99_tool_calls_per_prompt",
+    "recovery_rate",
+    "conversation_recovery_rate",
+    "replay_rate",
+)
 TESTS = {
-    "median_tool_calls": stats.MANN_WHITNEY,
-    "p99_tool_calls": stats.MANN_WHITNEY,
+    "median_tool_calls_per_prompt": stats.MANN_WHITNEY,
+    "p99_tool_calls_per_prompt": stats.MANN_WHITNEY,
     "recovery_rate": stats.TWO_PROPORTION,
+    "conversation_recovery_rate": stats.TWO_PROPORTION,
     "replay_rate": stats.TWO_PROPORTION,
 }
 
 # Protocol violations of the selected prompts' conversations, per kind.
 PROTOCOL_VIOLATIONS_BY_KIND_SQL = """
 SELECT v.kind, count(*) AS violations, count(DISTINCT v.conversation_id) AS conversations
-FROM protocol_violations v
+FROM protocol_violations_v v
 WHERE v.conversation_id IS NULL
    OR v.conversation_id IN (SELECT p.conversation_id FROM {prompts} p WHERE {where})
 GROUP BY v.kind
@@ -61,7 +71,7 @@ ORDER BY violations DESC, v.kind
 # The violations themselves, first ones by conversation.
 PROTOCOL_VIOLATIONS_SQL = """
 SELECT v.conversation_id, v.prompt_id, v.tool_call_id, v.kind, v.detail, s.path
-FROM protocol_violations v
+FROM protocol_violations_v v
 LEFT JOIN sources s USING (source_id)
 WHERE v.conversation_id IS NULL
    OR v.conversation_id IN (SELECT p.conversation_id FROM {prompts} p WHERE {where})
@@ -71,7 +81,7 @@ LIMIT ?
 # Distinct conversations of the selection.
 SELECTED_CONVERSATIONS_SQL = "SELECT DISTINCT p.conversation_id FROM {prompts} p WHERE {where}"
 # {prompts}: prompt_facts when it matches the records (one row per prompt, the
-# columns of prompts_v, materialised by loader_facts), else prompts_v itself.
+# columns of prompts_v, materialised by store.facts), else prompts_v itself.
 
 
 def _rows(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
@@ -95,6 +105,8 @@ def weekly_series(con: duckdb.DuckDBPyConnection, selection: Selection, *, alpha
     prev: tuple[str, Figures, list[int]] | None = None
     counts_by_week = tool_call_counts_by(con, selection, "week")
     for week, fig in figures_by(con, selection, "week"):
+        if week == NO_TIMESTAMP:
+            continue  # not a week: the notices say how many prompts have no time
         counts = counts_by_week.get(week, [])
         row: dict[str, Any] = {"week": week, **fig.to_dict(), "previous_week": None, "changes": {}}
         if prev is not None:
@@ -154,6 +166,7 @@ def audit(
 
     return {
         "selection": _selection_dict(selection),
+        "notices": [n.as_dict() for n in notices(con, selection)],
         "alpha": alpha,
         "tests": TESTS,
         "overall": {**overall.to_dict(), "conversations": len(selected)},

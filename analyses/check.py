@@ -10,6 +10,7 @@ Thresholds (each ``None`` = not checked):
 
 ==========================  ==============================================
 ``min_recovery_rate``       recovered errors / errors, 0..1
+``min_conversation_recovery_rate``  (recovered + resolved later) / errors, 0..1
 ``max_median_tool_calls``   median tool calls per prompt
 ``max_p99_tool_calls``      p99 tool calls per prompt
 ``max_replay_rate``         replays / tool calls, 0..1
@@ -38,6 +39,7 @@ class Thresholds:
     """The limits to check; ``None`` leaves a figure unchecked."""
 
     min_recovery_rate: float | None = None
+    min_conversation_recovery_rate: float | None = None
     max_median_tool_calls: float | None = None
     max_p99_tool_calls: float | None = None
     max_replay_rate: float | None = None
@@ -137,8 +139,13 @@ def _double_executions(con: duckdb.DuckDBPyConnection, selection: Selection) -> 
 # threshold -> (figure name, "min"/"max", how to get the figure)
 _CHECKS: dict[str, tuple[str, str, Callable[[duckdb.DuckDBPyConnection, Selection, Figures], float | None]]] = {
     "min_recovery_rate": ("recovery_rate", "min", lambda c, s, f: f.recovery_rate),
-    "max_median_tool_calls": ("median_tool_calls", "max", lambda c, s, f: f.median_tool_calls),
-    "max_p99_tool_calls": ("p99_tool_calls", "max", lambda c, s, f: f.p99_tool_calls),
+    "min_conversation_recovery_rate": (
+        "conversation_recovery_rate", "min", lambda c, s, f: f.conversation_recovery_rate
+    ),
+    "max_median_tool_calls": (
+        "median_tool_calls_per_prompt", "max", lambda c, s, f: f.median_tool_calls_per_prompt
+    ),
+    "max_p99_tool_calls": ("p99_tool_calls_per_prompt", "max", lambda c, s, f: f.p99_tool_calls_per_prompt),
     "max_replay_rate": ("replay_rate", "max", lambda c, s, f: f.replay_rate),
     "max_open_prompts": ("open_prompts", "max", lambda c, s, f: f.open_prompts),
     "max_generic_templates": ("generic_templates", "max", lambda c, s, f: _generic_templates(c, s)),

@@ -10,12 +10,11 @@ the normative view ``prompts_v``, so nothing here redefines a metric.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
-from typing import Any
+from dataclasses import replace
 
 import duckdb
 
-from loopscope.analyses.loader_facts import ensure_facts
+from loopscope.analyses.store.facts import ensure_facts
 from loopscope.analyses.metrics import GROUP_KEYS, Metrics, compute_metrics, metrics_by
 from loopscope.analyses.selection import Selection, parse_iso_week
 
@@ -31,74 +30,25 @@ ORDER BY grp
 """
 
 
-@dataclass(frozen=True)
-class Figures:
-    """The four dashboard metrics of a cohort and the counts they come from.
-
-    Attributes:
-        prompts: prompts in the cohort (open ones included).
-        open_prompts: prompts with no ``loop_exit``.
-        median_tool_calls: metric 1, None when there is no prompt.
-        p99_tool_calls: metric 2, None when there is no prompt.
-        errors: non-replay ``is_error`` calls.
-        recovered: of those, recovered.
-        tool_calls: every ``tool_call`` record.
-        replays: of those, replays.
-    """
-
-    prompts: int
-    open_prompts: int
-    median_tool_calls: float | None
-    p99_tool_calls: float | None
-    errors: int
-    recovered: int
-    tool_calls: int
-    replays: int
-
-    @property
-    def recovery_rate(self) -> float | None:
-        """Metric 3: recovered / errors, None without errors."""
-        return self.recovered / self.errors if self.errors else None
-
-    @property
-    def replay_rate(self) -> float | None:
-        """Metric 4: replays / tool calls, None without tool calls."""
-        return self.replays / self.tool_calls if self.tool_calls else None
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain dict for JSON, rates included."""
-        return {**asdict(self), "recovery_rate": self.recovery_rate, "replay_rate": self.replay_rate}
-
-
-def from_metrics(m: Metrics) -> Figures:
-    """``Figures`` from the metrics module's result."""
-    return Figures(
-        prompts=m.prompts,
-        open_prompts=m.open_prompts,
-        median_tool_calls=m.median_tool_calls_per_prompt,
-        p99_tool_calls=m.p99_tool_calls_per_prompt,
-        errors=m.errors,
-        recovered=m.recovered_errors,
-        tool_calls=m.tool_calls,
-        replays=m.replays,
-    )
+Figures = Metrics
+"""A cohort's figures are the metrics module's result (one vocabulary: the spec's names)."""
 
 
 def figures(con: duckdb.DuckDBPyConnection, selection: Selection) -> Figures:
     """The figures of the prompts ``selection`` picks."""
-    return from_metrics(compute_metrics(con, selection))
+    return compute_metrics(con, selection)
 
 
 def figures_by(con: duckdb.DuckDBPyConnection, selection: Selection, by: str) -> list[tuple[str, Figures]]:
     """The figures per ``week`` (ISO, of each prompt's first record), ``day`` or ``agent``, in key order."""
-    return sorted(((str(m.group), from_metrics(m)) for m in metrics_by(con, selection, by)), key=lambda kv: kv[0])
+    return sorted(((str(m.group), m) for m in metrics_by(con, selection, by)), key=lambda kv: kv[0])
 
 
 def tool_call_counts_by(con: duckdb.DuckDBPyConnection, selection: Selection, by: str | None) -> dict[str, list[int]]:
     """Tool calls per selected prompt, ascending (the rank test's sample), per ``week``/``day``/``agent`` group.
 
     One query for every group; it reads ``prompt_facts`` when it matches the
-    records (``loader_facts``), else the view ``prompts_v`` (same rows).
+    records (``store.facts``), else the view ``prompts_v`` (same rows).
     """
     where, params = selection.where("p")
     table = "prompt_facts" if ensure_facts(con) else "prompts_v"

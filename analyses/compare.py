@@ -228,12 +228,17 @@ def compare_figures(
         alpha: significance level.
     """
     dist = stats.mann_whitney_u(counts_a, counts_b, alpha=alpha)
-    rec = stats.two_proportion_test(a.recovered, a.errors, b.recovered, b.errors, alpha=alpha)
+    rec = stats.two_proportion_test(a.recovered_errors, a.errors, b.recovered_errors, b.errors, alpha=alpha)
+    conv = stats.two_proportion_test(
+        a.recovered_errors + a.resolved_later_errors, a.errors,
+        b.recovered_errors + b.resolved_later_errors, b.errors, alpha=alpha,
+    )
     rep = stats.two_proportion_test(a.replays, a.tool_calls, b.replays, b.tool_calls, alpha=alpha)
     rows = [
-        ("median_tool_calls", a.median_tool_calls, b.median_tool_calls, dist),
-        ("p99_tool_calls", a.p99_tool_calls, b.p99_tool_calls, dist),
+        ("median_tool_calls_per_prompt", a.median_tool_calls_per_prompt, b.median_tool_calls_per_prompt, dist),
+        ("p99_tool_calls_per_prompt", a.p99_tool_calls_per_prompt, b.p99_tool_calls_per_prompt, dist),
         ("recovery_rate", a.recovery_rate, b.recovery_rate, rec),
+        ("conversation_recovery_rate", a.conversation_recovery_rate, b.conversation_recovery_rate, conv),
         ("replay_rate", a.replay_rate, b.replay_rate, rep),
         ("open_prompts", a.open_prompts, b.open_prompts, None),
         ("prompts", a.prompts, b.prompts, None),

@@ -145,8 +145,8 @@ SELECT
     p.agent,
     count(*) AS prompts,
     count(*) FILTER (WHERE NOT p.is_open) AS exited_prompts,
-    quantile_cont(p.n_tool_calls, 0.5) AS median_tool_calls,
-    quantile_cont(p.n_tool_calls, 0.99) AS p99_tool_calls,
+    quantile_cont(p.n_tool_calls, 0.5) AS median_tool_calls_per_prompt,
+    quantile_cont(p.n_tool_calls, 0.99) AS p99_tool_calls_per_prompt,
     max(p.n_tool_calls) AS max_tool_calls_seen,
     arg_max(p.max_tool_calls, p.exit_ts) FILTER (WHERE p.max_tool_calls IS NOT NULL) AS max_tool_calls,
     count(DISTINCT p.max_tool_calls) AS budgets_seen,
@@ -257,8 +257,8 @@ class BudgetPressure:
     agent: str
     prompts: int
     exited_prompts: int
-    median_tool_calls: float | None
-    p99_tool_calls: float | None
+    median_tool_calls_per_prompt: float | None
+    p99_tool_calls_per_prompt: float | None
     max_tool_calls_seen: int | None
     max_tool_calls: int | None
     budgets_seen: int
@@ -272,9 +272,9 @@ class BudgetPressure:
     @property
     def p99_budget_ratio(self) -> float | None:
         """p99 tool calls per prompt / the budget in force (1.0 = at the budget)."""
-        if self.p99_tool_calls is None or not self.max_tool_calls:
+        if self.p99_tool_calls_per_prompt is None or not self.max_tool_calls:
             return None
-        return self.p99_tool_calls / self.max_tool_calls
+        return self.p99_tool_calls_per_prompt / self.max_tool_calls
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict for JSON, with the derived share and ratio."""

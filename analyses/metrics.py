@@ -7,37 +7,46 @@ Over the selected prompts (``Selection``):
    interpolation between closest ranks (``quantile_cont``). Open prompts (no
    ``loop_exit``) are in the population and also counted as ``open_prompts``.
    Quantiles are rounded to 9 decimals (float noise of the interpolation).
-3. recovery rate = recovered errors / errors (``errors_v``), null without errors.
+3. recovery rate = recovered errors / errors (``errors_v``), null without errors;
+   beside it (never instead of it) the conversation-level figures:
+   ``resolved_later_errors`` (unrecovered errors that a later prompt of the
+   conversation resolved with a success of the same tool) and
+   ``conversation_recovery_rate`` = (recovered + resolved later) / errors;
+   and ``error_classes``, the errors per class (recovered, open, aborted, gave_up).
 4. replay rate = replays / all ``tool_call`` records (``tool_calls_v``), null
    without tool calls.
 
 Record-level facts (is this call a replay, is this error recovered) come from
 the normative views over the whole store; the selection only picks which
 prompts are counted. The views' per-prompt results are materialised in
-``prompt_facts`` after each load (``loader_facts``), which keeps the metrics
+``prompt_facts`` after each load (``store.facts``), which keeps the metrics
 on 10M records an aggregation over prompts. ``--by`` splits the same figures by the day, ISO week or
 agent of each prompt's first record.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import duckdb
 
 from loopscope.analyses.errors import LoopscopeError
-from loopscope.analyses.loader_facts import ensure_facts
+from loopscope.analyses.notices import NO_TIMESTAMP, SYNTHETIC_BEFORE
+from loopscope.analyses.store.facts import ensure_facts
 from loopscope.analyses.selection import Selection
 
 # Grouping keys over prompts_v (aliased p); only these fixed texts are formatted in.
+# Prompts from messages without timestamps (the readers date them 1970-01-01
+# plus their index) go under ``notices.NO_TIMESTAMP``, never under a 1970 week.
+_UNDATED = f"p.first_ts < TIMESTAMP '{SYNTHETIC_BEFORE}'"
 GROUP_KEYS = {
     None: "'all'",
-    "day": "strftime(p.first_ts, '%Y-%m-%d')",
-    "week": "strftime(p.first_ts, '%G-W%V')",
+    "day": f"CASE WHEN {_UNDATED} THEN '{NO_TIMESTAMP}' ELSE strftime(p.first_ts, '%Y-%m-%d') END",
+    "week": f"CASE WHEN {_UNDATED} THEN '{NO_TIMESTAMP}' ELSE strftime(p.first_ts, '%G-W%V') END",
     "agent": "p.agent",
 }
 
-# Over prompt_facts (the views materialised per prompt by loader_facts).
+# Over prompt_facts (the views materialised per prompt by store.facts).
 FACTS_METRICS_SQL = """
 SELECT
     {group_key} AS grp,
@@ -49,8 +58,13 @@ SELECT
     sum(p.n_errors) AS errors,
     sum(p.n_recovered) AS recovered_errors,
     sum(p.n_recovered) / nullif(sum(p.n_errors), 0) AS recovery_rate,
+    sum(p.n_resolved_later) AS resolved_later_errors,
+    (sum(p.n_recovered) + sum(p.n_resolved_later)) / nullif(sum(p.n_errors), 0) AS conversation_recovery_rate,
     sum(p.n_replays) AS replays,
-    sum(p.n_replays) / nullif(sum(p.n_tool_calls), 0) AS replay_rate
+    sum(p.n_replays) / nullif(sum(p.n_tool_calls), 0) AS replay_rate,
+    sum(p.n_errors - p.n_recovered) FILTER (WHERE p.is_open) AS open_errors,
+    sum(p.n_errors - p.n_recovered) FILTER (WHERE NOT p.is_open AND NOT p.normal_exit) AS aborted_errors,
+    sum(p.n_errors - p.n_recovered) FILTER (WHERE p.normal_exit) AS gave_up_errors
 FROM prompt_facts p
 WHERE {where}
 GROUP BY grp
@@ -77,7 +91,11 @@ prompt_figures AS (
     GROUP BY grp
 ),
 error_figures AS (
-    SELECT s.grp, count(*) AS errors, count(*) FILTER (WHERE e.error_class = 'recovered') AS recovered_errors
+    SELECT s.grp, count(*) AS errors, count(*) FILTER (WHERE e.error_class = 'recovered') AS recovered_errors,
+           count(*) FILTER (WHERE e.resolved_later) AS resolved_later_errors,
+           count(*) FILTER (WHERE e.error_class = 'open') AS open_errors,
+           count(*) FILTER (WHERE e.error_class = 'aborted') AS aborted_errors,
+           count(*) FILTER (WHERE e.error_class = 'gave_up') AS gave_up_errors
     FROM errors_v e
     JOIN sel s USING (conversation_id, prompt_id)
     GROUP BY s.grp
@@ -99,14 +117,22 @@ SELECT
     coalesce(e.errors, 0) AS errors,
     coalesce(e.recovered_errors, 0) AS recovered_errors,
     coalesce(e.recovered_errors, 0) / nullif(coalesce(e.errors, 0), 0) AS recovery_rate,
+    coalesce(e.resolved_later_errors, 0) AS resolved_later_errors,
+    (coalesce(e.recovered_errors, 0) + coalesce(e.resolved_later_errors, 0)) / nullif(coalesce(e.errors, 0), 0)
+        AS conversation_recovery_rate,
     coalesce(r.replays, 0) AS replays,
-    coalesce(r.replays, 0) / nullif(f.tool_calls, 0) AS replay_rate
+    coalesce(r.replays, 0) / nullif(f.tool_calls, 0) AS replay_rate,
+    e.open_errors,
+    e.aborted_errors,
+    e.gave_up_errors
 FROM prompt_figures f
 LEFT JOIN error_figures e USING (grp)
 LEFT JOIN replay_figures r USING (grp)
 ORDER BY f.grp
 """
 
+# One vocabulary (spec, "Names in machine-readable output"): every JSON/CSV
+# output names these figures exactly so, overall, per group, per week, per agent.
 METRIC_KEYS = (
     "prompts",
     "open_prompts",
@@ -116,16 +142,26 @@ METRIC_KEYS = (
     "errors",
     "recovered_errors",
     "recovery_rate",
+    "resolved_later_errors",
+    "conversation_recovery_rate",
     "replays",
     "replay_rate",
 )
+ERROR_CLASSES_KEY = "error_classes"
+"""The per-class error counts, an object keyed by ``model.ERROR_CLASSES``."""
+RATE_KEYS = ("recovery_rate", "conversation_recovery_rate", "replay_rate")
+"""The figures that are rates (0..1, null when their denominator is 0)."""
 GROUP_BY_CHOICES = ("day", "week", "agent")
 QUANTILE_DECIMALS = 9
 
 
 @dataclass(frozen=True)
 class Metrics:
-    """The four metrics and the counts behind them, for one group of prompts."""
+    """The four metrics and the counts behind them, for one group of prompts.
+
+    Field names are the spec's names (``METRIC_KEYS``); ``as_dict`` is the
+    JSON shape every command prints.
+    """
 
     prompts: int
     open_prompts: int
@@ -134,19 +170,59 @@ class Metrics:
     p99_tool_calls_per_prompt: float | None
     errors: int
     recovered_errors: int
-    recovery_rate: float | None
+    resolved_later_errors: int
     replays: int
-    replay_rate: float | None
+    open_errors: int = 0
+    aborted_errors: int = 0
+    gave_up_errors: int = 0
     group: str | None = None
 
+    @property
+    def recovery_rate(self) -> float | None:
+        """Metric 3: recovered errors / errors, None without errors."""
+        return self.recovered_errors / self.errors if self.errors else None
+
+    @property
+    def conversation_recovery_rate(self) -> float | None:
+        """(recovered + unrecovered but resolved later) / errors, None without errors."""
+        return (self.recovered_errors + self.resolved_later_errors) / self.errors if self.errors else None
+
+    @property
+    def replay_rate(self) -> float | None:
+        """Metric 4: replays / tool calls, None without tool calls."""
+        return self.replays / self.tool_calls if self.tool_calls else None
+
+    @property
+    def error_classes(self) -> dict[str, int]:
+        """Errors per class, in ``ERROR_CLASSES`` order."""
+        return {
+            "recovered": self.recovered_errors,
+            "open": self.open_errors,
+            "aborted": self.aborted_errors,
+            "gave_up": self.gave_up_errors,
+        }
+
     def as_dict(self) -> dict[str, object]:
-        """Plain data with the JSON keys (``group`` only when grouped)."""
-        data = asdict(self)
-        group = data.pop("group")
-        return ({"group": group} | data) if group is not None else data
+        """Plain data with the spec's keys (``group`` first, only when grouped)."""
+        data: dict[str, object] = {key: getattr(self, key) for key in METRIC_KEYS}
+        data[ERROR_CLASSES_KEY] = self.error_classes
+        return ({"group": self.group} | data) if self.group is not None else data
+
+    def to_dict(self) -> dict[str, object]:
+        """The same as ``as_dict``."""
+        return self.as_dict()
 
 
-EMPTY = Metrics(0, 0, 0, None, None, 0, 0, None, 0, None)
+EMPTY = Metrics(0, 0, 0, None, None, 0, 0, 0, 0)
+
+
+def flat_dict(data: dict[str, object]) -> dict[str, object]:
+    """A metrics dict with ``error_classes`` spread into ``error_classes.<class>`` columns (CSV)."""
+    out = {k: v for k, v in data.items() if k != ERROR_CLASSES_KEY}
+    classes = data.get(ERROR_CLASSES_KEY)
+    if isinstance(classes, dict):
+        out.update({f"{ERROR_CLASSES_KEY}.{k}": v for k, v in classes.items()})
+    return out
 
 
 def _quantile(value: object) -> float | None:
@@ -155,19 +231,26 @@ def _quantile(value: object) -> float | None:
     return None if value is None else round(float(value), QUANTILE_DECIMALS)  # type: ignore[arg-type]
 
 
+def _int(value: object) -> int:
+    return int(value or 0)  # type: ignore[call-overload]
+
+
 def _row_to_metrics(row: tuple[object, ...], grouped: bool) -> Metrics:
-    grp, prompts, open_p, calls, med, p99, errors, recovered, rec_rate, replays, rep_rate = row
+    (grp, prompts, open_p, calls, med, p99, errors, recovered, _rec_rate, resolved_later, _conv_rate,
+     replays, _rep_rate, open_e, aborted_e, gave_up_e) = row
     return Metrics(
-        prompts=int(prompts),  # type: ignore[arg-type]
-        open_prompts=int(open_p),  # type: ignore[arg-type]
-        tool_calls=int(calls or 0),  # type: ignore[arg-type]
+        prompts=_int(prompts),
+        open_prompts=_int(open_p),
+        tool_calls=_int(calls),
         median_tool_calls_per_prompt=_quantile(med),
         p99_tool_calls_per_prompt=_quantile(p99),
-        errors=int(errors),  # type: ignore[arg-type]
-        recovered_errors=int(recovered),  # type: ignore[arg-type]
-        recovery_rate=None if rec_rate is None else float(rec_rate),  # type: ignore[arg-type]
-        replays=int(replays),  # type: ignore[arg-type]
-        replay_rate=None if rep_rate is None else float(rep_rate),  # type: ignore[arg-type]
+        errors=_int(errors),
+        recovered_errors=_int(recovered),
+        resolved_later_errors=_int(resolved_later),
+        replays=_int(replays),
+        open_errors=_int(open_e),
+        aborted_errors=_int(aborted_e),
+        gave_up_errors=_int(gave_up_e),
         group=str(grp) if grouped else None,
     )
 

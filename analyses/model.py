@@ -1,42 +1,74 @@
-"""The normative derived views: replays, prompts and error classes.
+"""The normative derived views: replays, id collisions, prompts and error classes.
 
 These views implement the definitions of docs/records.md (record format v1,
 "The four dashboard metrics" and "Incident analysis") once, so every analysis
 (metrics, triage, lint, audit, sampling) reads the same facts:
 
-- ``tool_calls_v``: every ``tool_call`` row plus ``is_replay``: its
-  ``tool_call_id`` already appeared in an earlier ``tool_call`` row of the same
-  conversation (ordered by ``ts``, then ``seq``), or it has ``replayed: true``.
+- ``tool_calls_v``: every ``tool_call`` row plus
+  ``is_replay``: it has ``replayed: true``, or the same call (same
+  ``tool_call_id``, ``tool_name`` and ``args_fingerprint``, two nulls equal)
+  already appeared in an earlier ``tool_call`` row of the same conversation
+  (ordered by ``ts``, then ``seq``);
+  ``is_id_collision``: its ``tool_call_id`` was used earlier in the
+  conversation by a *different* call (another tool or fingerprint), so it is a
+  new call, not a replay (reported as a ``reused_tool_call_id`` protocol
+  violation by ``id_collisions_v``);
+  ``is_scratchpad``: its tool is one of the store's scratchpad tools
+  (``scratchpad_tools``, ``think`` by default), which never recover an error.
 - ``prompts_v``: one row per (conversation_id, prompt_id) seen in any record:
   first/last ``ts``, agent, tags, the number of ``tool_call`` rows, and its
   ``loop_exit`` (the last one by ts, seq, if several were logged) or none
   (``is_open``). ``normal_exit`` is ``end_turn`` / ``stop_sequence``.
+  Prompt order, in a conversation, is (``first_ts``, ``first_seq``): the
+  time and input position of the prompt's first record.
+  ``max_ok_step`` is the last step with a successful call of a tool that is
+  not a scratchpad tool.
 - ``errors_v``: every error (``is_error`` and not a replay) with its class:
   ``recovered`` (a later step in the prompt has a ``tool_call`` with
-  ``is_error: false`` and the exit is normal), else ``open`` (no exit),
-  ``aborted`` (abnormal exit) or ``gave_up`` (normal exit, no later success).
+  ``is_error: false`` of a non-scratchpad tool and the exit is normal), else
+  ``open`` (no exit), ``aborted`` (abnormal exit) or ``gave_up`` (normal exit,
+  no later success); and ``resolved_later``: an unrecovered error after which
+  a later prompt of the conversation (by prompt order: first ``ts``, then first
+  ``seq``) has a successful, non-replay call of the same tool
+  (``resolved_in_prompt`` names the first such prompt).
+- ``id_collisions_v``: one row per id collision, naming both calls;
+  ``protocol_violations_v``: the readers' stored violations plus one
+  ``reused_tool_call_id`` per collision.
 
-Record-level facts (replay, class) are computed over everything in the store;
-a ``Selection`` then picks which prompts an analysis counts.
+Record-level facts (replay, class, resolved later) are computed over
+everything in the store; a ``Selection`` then picks which prompts an analysis
+counts.
 """
 
 from __future__ import annotations
 
 import duckdb
 
-from loopscope.analyses.migrations import migration
-
 NORMAL_EXIT_REASONS = ("end_turn", "stop_sequence")
 ERROR_CLASSES = ("recovered", "open", "aborted", "gave_up")
 
+DEFAULT_SCRATCHPAD_TOOLS = ("think",)
+"""Tools that do nothing in the world; a success of theirs never recovers an error (spec, metric 3)."""
+
+# The store's scratchpad tools: one row per tool name (``load --scratchpad-tool``).
+SCRATCHPAD_TABLE_SQL = "CREATE TABLE IF NOT EXISTS scratchpad_tools (tool_name VARCHAR PRIMARY KEY)"
+SCRATCHPAD_DEFAULTS_SQL = "INSERT INTO scratchpad_tools SELECT unnest($1::VARCHAR[])"
+SCRATCHPAD_TOOLS_SQL = "SELECT tool_name FROM scratchpad_tools ORDER BY tool_name"
+CLEAR_SCRATCHPAD_TOOLS_SQL = "DELETE FROM scratchpad_tools"
+
+# Same call: same conversation, tool_call_id, tool_name and fingerprint
+# (PARTITION BY puts nulls together: two null fingerprints are the same).
 TOOL_CALLS_VIEW_SQL = """
 CREATE OR REPLACE VIEW tool_calls_v AS
 SELECT
     t.*,
-    (t.replayed OR row_number() OVER (
-        PARTITION BY t.conversation_id, t.tool_call_id ORDER BY t.ts, t.seq
-    ) > 1) AS is_replay
+    (t.replayed OR row_number() OVER same_call > 1) AS is_replay,
+    (NOT t.replayed AND row_number() OVER same_call = 1 AND row_number() OVER same_id > 1) AS is_id_collision,
+    t.tool_name IN (SELECT tool_name FROM scratchpad_tools) AS is_scratchpad
 FROM tool_calls t
+WINDOW
+    same_call AS (PARTITION BY t.conversation_id, t.tool_call_id, t.tool_name, t.args_fingerprint ORDER BY t.ts, t.seq),
+    same_id AS (PARTITION BY t.conversation_id, t.tool_call_id ORDER BY t.ts, t.seq)
 """
 
 PROMPTS_VIEW_SQL = """
@@ -52,7 +84,7 @@ keys AS (
         prompt_id,
         min(ts) AS first_ts,
         max(ts) AS last_ts,
-        min(seq) AS first_seq,
+        arg_min(seq, (ts, seq)) AS first_seq,  -- the position of its first record
         arg_min(agent, (ts, seq)) AS first_agent,
         arg_min(tags, (ts, seq)) AS first_tags
     FROM seen
@@ -64,7 +96,8 @@ calls AS (
         prompt_id,
         count(*) AS n_tool_calls,
         count(*) FILTER (WHERE is_error) AS n_error_results,
-        max(step) FILTER (WHERE NOT is_error) AS max_ok_step
+        max(step) FILTER (WHERE NOT is_error AND tool_name NOT IN (SELECT tool_name FROM scratchpad_tools))
+            AS max_ok_step
     FROM tool_calls
     GROUP BY conversation_id, prompt_id
 ),
@@ -107,25 +140,105 @@ LEFT JOIN exits x USING (conversation_id, prompt_id)
 
 ERRORS_VIEW_SQL = """
 CREATE OR REPLACE VIEW errors_v AS
+WITH classed AS (
+    SELECT
+        t.*,
+        CASE
+            WHEN p.normal_exit AND p.max_ok_step > t.step THEN 'recovered'
+            WHEN p.is_open THEN 'open'
+            WHEN NOT p.normal_exit THEN 'aborted'
+            ELSE 'gave_up'
+        END AS error_class,
+        p.first_ts AS prompt_first_ts,
+        p.first_seq AS prompt_first_seq,
+        p.exit_reason
+    FROM tool_calls_v t
+    JOIN prompts_v p USING (conversation_id, prompt_id)
+    WHERE t.is_error AND NOT t.is_replay
+)
 SELECT
-    t.*,
-    CASE
-        WHEN p.normal_exit AND p.max_ok_step > t.step THEN 'recovered'
-        WHEN p.is_open THEN 'open'
-        WHEN NOT p.normal_exit THEN 'aborted'
-        ELSE 'gave_up'
-    END AS error_class,
-    p.first_ts AS prompt_first_ts,
-    p.first_seq AS prompt_first_seq,
-    p.exit_reason
-FROM tool_calls_v t
-JOIN prompts_v p USING (conversation_id, prompt_id)
-WHERE t.is_error AND NOT t.is_replay
+    c.*,
+    (c.error_class <> 'recovered' AND r.prompt_id IS NOT NULL) AS resolved_later,
+    CASE WHEN c.error_class <> 'recovered' THEN r.prompt_id END AS resolved_in_prompt
+FROM classed c
+LEFT JOIN LATERAL (
+    -- the first later prompt with a successful, non-replay call of the same tool
+    SELECT q.prompt_id
+    FROM tool_calls_v o
+    JOIN prompts_v q USING (conversation_id, prompt_id)
+    WHERE o.conversation_id = c.conversation_id
+      AND o.tool_name = c.tool_name
+      AND NOT o.is_error
+      AND NOT o.is_replay
+      AND (q.first_ts, q.first_seq) > (c.prompt_first_ts, c.prompt_first_seq)
+    ORDER BY q.first_ts, q.first_seq
+    LIMIT 1
+) r ON true
 """
 
+# One row per id collision: the later call (c) and the earlier call (f) that
+# first used its tool_call_id in the conversation.
+ID_COLLISIONS_VIEW_SQL = """
+CREATE OR REPLACE VIEW id_collisions_v AS
+SELECT
+    c.conversation_id,
+    c.prompt_id,
+    c.tool_call_id,
+    c.seq,
+    c.source_id,
+    c.line_no,
+    c.tool_name,
+    c.args_fingerprint,
+    f.prompt_id AS first_prompt_id,
+    f.tool_name AS first_tool_name,
+    f.args_fingerprint AS first_args_fingerprint,
+    f.source_id AS first_source_id,
+    f.line_no AS first_line_no
+FROM tool_calls_v c
+JOIN LATERAL (
+    SELECT e.* FROM tool_calls e
+    WHERE e.conversation_id = c.conversation_id AND e.tool_call_id = c.tool_call_id
+    ORDER BY e.ts, e.seq
+    LIMIT 1
+) f ON true
+WHERE c.is_id_collision
+"""
 
-@migration
-def m002_model_views(con: duckdb.DuckDBPyConnection) -> None:
-    con.execute(TOOL_CALLS_VIEW_SQL)
-    con.execute(PROMPTS_VIEW_SQL)
-    con.execute(ERRORS_VIEW_SQL)
+# Every protocol violation: those the readers stored, and one
+# ``reused_tool_call_id`` per id collision, whatever the input format.
+PROTOCOL_VIOLATIONS_VIEW_SQL = """
+CREATE OR REPLACE VIEW protocol_violations_v AS
+SELECT source_id, conversation_id, prompt_id, tool_call_id, kind, detail FROM protocol_violations
+UNION ALL
+SELECT
+    source_id,
+    conversation_id,
+    prompt_id,
+    tool_call_id,
+    'reused_tool_call_id' AS kind,
+    'tool call id ' || tool_call_id || ' of ' || tool_name || ' (prompt ' || prompt_id || ') was first used by '
+        || first_tool_name || CASE WHEN first_tool_name = tool_name THEN ' with other arguments' ELSE '' END
+        || ' (prompt ' || first_prompt_id || '): a new call, counted as one, not as a replay' AS detail
+FROM id_collisions_v
+"""
+
+MODEL_VIEWS = (
+    TOOL_CALLS_VIEW_SQL, PROMPTS_VIEW_SQL, ERRORS_VIEW_SQL, ID_COLLISIONS_VIEW_SQL, PROTOCOL_VIOLATIONS_VIEW_SQL,
+)
+
+
+def create_model(con: duckdb.DuckDBPyConnection) -> None:
+    """Create (or replace) the scratchpad table and the normative views; the table keeps its rows."""
+    exists = con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'scratchpad_tools' AND NOT temporary"
+    ).fetchone()
+    con.execute(SCRATCHPAD_TABLE_SQL)
+    if not (exists and exists[0]):
+        con.execute(SCRATCHPAD_DEFAULTS_SQL, [list(DEFAULT_SCRATCHPAD_TOOLS)])
+    for view in MODEL_VIEWS:
+        con.execute(view)
+
+
+def scratchpad_tools(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The store's scratchpad tools, sorted."""
+    return [row[0] for row in con.execute(SCRATCHPAD_TOOLS_SQL).fetchall()]

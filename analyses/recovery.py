@@ -46,6 +46,7 @@ SELECT
     count(*) FILTER (WHERE e.error_class = 'open') AS open,
     count(*) FILTER (WHERE e.error_class = 'aborted') AS aborted,
     count(*) FILTER (WHERE e.error_class = 'gave_up') AS gave_up,
+    count(*) FILTER (WHERE e.resolved_later) AS resolved_later_errors,
     count(DISTINCT e.conversation_id || chr(0) || e.prompt_id) AS prompts
 FROM errors_v e
 JOIN prompts_v p USING (conversation_id, prompt_id)
@@ -98,7 +99,7 @@ ORDER BY q.first_ts, q.first_seq, t.step, t.ts, t.seq
 
 # First unrecovered error per conversation among the selected prompts, then
 # filtered by tool / class; newest conversation (last record) first.
-# Parameters, in order: the Selection's, tools (twice), classes (twice), limit.
+# Parameters, in order: the Selection's, never_resolved, tools (twice), classes (twice), limit.
 FIRST_UNRECOVERED_ALL_SQL = """
 WITH sel AS (
     SELECT p.* FROM prompts_v p WHERE {where}
@@ -113,7 +114,7 @@ unrec AS (
         count(*) OVER (PARTITION BY e.conversation_id) AS n_unrecovered
     FROM errors_v e
     JOIN sel USING (conversation_id, prompt_id)
-    WHERE e.error_class <> 'recovered'
+    WHERE e.error_class <> 'recovered' AND NOT (? AND e.resolved_later)
 ),
 convs AS (
     SELECT conversation_id, max(last_ts) AS last_ts, min(first_ts) AS first_ts, count(*) AS prompts
@@ -138,6 +139,8 @@ SELECT
     f.agent,
     f.ts AS error_ts,
     f.n_unrecovered,
+    f.resolved_later,
+    f.resolved_in_prompt,
     c.prompts,
     c.first_ts,
     c.last_ts,
@@ -172,6 +175,7 @@ class ClassBreakdown:
     open: int
     aborted: int
     gave_up: int
+    resolved_later_errors: int
     prompts: int
 
     @property
@@ -179,9 +183,24 @@ class ClassBreakdown:
         """recovered / errors (the third dashboard metric for this group)."""
         return self.recovered / self.errors if self.errors else None
 
+    @property
+    def conversation_recovery_rate(self) -> float | None:
+        """(recovered + resolved later) / errors."""
+        return (self.recovered + self.resolved_later_errors) / self.errors if self.errors else None
+
     def to_dict(self) -> dict[str, Any]:
-        """Plain dict for JSON/CSV, with the recovery rate."""
-        return {**asdict(self), "recovery_rate": self.recovery_rate}
+        """Plain dict for JSON, with the spec's names (``error_classes`` per class)."""
+        return {
+            "key": self.key,
+            "prompts": self.prompts,
+            "errors": self.errors,
+            "recovered_errors": self.recovered,
+            "recovery_rate": self.recovery_rate,
+            "resolved_later_errors": self.resolved_later_errors,
+            "conversation_recovery_rate": self.conversation_recovery_rate,
+            "error_classes": {"recovered": self.recovered, "open": self.open, "aborted": self.aborted,
+                              "gave_up": self.gave_up},
+        }
 
 
 @dataclass(frozen=True)
@@ -252,6 +271,8 @@ class UnrecoveredRow(ErrorAt):
     agent: str
     error_ts: dt.datetime
     n_unrecovered: int
+    resolved_later: bool
+    resolved_in_prompt: str | None
     prompts: int
     first_ts: dt.datetime
     last_ts: dt.datetime
@@ -260,7 +281,8 @@ class UnrecoveredRow(ErrorAt):
 
 UNRECOVERED_COLUMNS = (
     "conversation_id", "prompt_id", "step", "tool_call_id", "tool_name", "class", "error_type",
-    "error_message", "exit_reason", "agent", "error_ts", "n_unrecovered", "prompts", "first_ts",
+    "error_message", "exit_reason", "agent", "error_ts", "n_unrecovered", "resolved_later", "resolved_in_prompt",
+    "prompts", "first_ts",
     "last_ts", "previous_attempts",
 )
 
@@ -337,6 +359,7 @@ def first_unrecovered_all(
     tools: tuple[str, ...] = (),
     classes: tuple[str, ...] = (),
     limit: int | None = None,
+    never_resolved: bool = False,
 ) -> list[UnrecoveredRow]:
     """The first unrecovered error of every conversation, newest conversation first.
 
@@ -346,6 +369,8 @@ def first_unrecovered_all(
         tools: keep only conversations whose first unrecovered error is in one of these tools.
         classes: keep only those whose first unrecovered error has one of these classes.
         limit: at most this many rows.
+        never_resolved: leave out the errors a later prompt resolved (``resolved_later``):
+            each row is then the conversation's first error never resolved.
 
     Raises:
         LoopscopeError: a class is not an unrecovered class, or ``limit`` is negative.
@@ -360,6 +385,6 @@ def first_unrecovered_all(
         raise LoopscopeError(f"--limit {limit} is negative", hint="use --limit 20, or leave it out for every row")
     where, params = selection.where("p")
     tool_list, class_list = list(tools), list(classes)
-    params = [*params, tool_list, tool_list, class_list, class_list, limit]
+    params = [*params, never_resolved, tool_list, tool_list, class_list, class_list, limit]
     sql = FIRST_UNRECOVERED_ALL_SQL.format(where=where, previous_attempt=_PREVIOUS_ATTEMPT_OF_ROW)
     return [UnrecoveredRow(**r) for r in _rows(con.execute(sql, params))]

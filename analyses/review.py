@@ -35,6 +35,7 @@ from loopscope.analyses import incidents
 from loopscope.analyses.errors import InputNotFound, LoopscopeError
 from loopscope.analyses.review_pack import CSV_FORMULA_START, VERDICT_COLUMNS
 from loopscope.analyses.selection import Selection
+from loopscope.analyses.store.transaction import transaction
 
 YES = {"yes", "y", "true", "1", "x"}
 NO = {"no", "n", "false", "0"}
@@ -137,9 +138,9 @@ def import_reviews(con: duckdb.DuckDBPyConnection, path: str | Path) -> ImportRe
         path = path / "reviews.csv"
     if path.is_dir():
         raise InputNotFound(f"{path} is a folder with no reviews.csv",
-                            hint="give the reviews.csv of a pack written by loopscope sample --out DIR")
+                            hint="give the reviews.csv of a pack written by loopscope review sample --out DIR")
     if not path.is_file():
-        raise InputNotFound(f"{path} does not exist", hint="give the reviews.csv of a pack written by loopscope sample --out DIR")
+        raise InputNotFound(f"{path} does not exist", hint="give the reviews.csv of a pack written by loopscope review sample --out DIR")
     try:
         text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -150,7 +151,7 @@ def import_reviews(con: duckdb.DuckDBPyConnection, path: str | Path) -> ImportRe
     missing = [c for c in REQUIRED_COLUMNS if c not in header]
     if missing:
         raise LoopscopeError(f"{path}: line 1 lacks the column(s) {', '.join(missing)}",
-                             hint="keep the header row of the reviews.csv that loopscope sample wrote")
+                             hint="keep the header row of the reviews.csv that loopscope review sample wrote")
     reader.fieldnames = header
     result = ImportResult(path=str(path))
     parsed: list[tuple[int, dict[str, Any]]] = []
@@ -187,8 +188,7 @@ def import_reviews(con: duckdb.DuckDBPyConnection, path: str | Path) -> ImportRe
                               **verdicts, "notes": notes or None, "source_file": str(path.resolve()), "line_no": line}))
     known = {r[0] for r in con.execute(KNOWN_CONVERSATIONS_SQL, [[p["conversation_id"] for _, p in parsed]]).fetchall()}
     existing = {r[0] for r in con.execute(REVIEWED_IDS_SQL).fetchall()}
-    con.execute("BEGIN TRANSACTION")
-    try:
+    with transaction(con):
         for line, params in parsed:
             if params["conversation_id"] not in known:
                 result.errors.append(RowError(line, params["conversation_id"],
@@ -197,10 +197,6 @@ def import_reviews(con: duckdb.DuckDBPyConnection, path: str | Path) -> ImportRe
             con.execute(UPSERT_REVIEW_SQL, params)
             result.imported += 1
             result.replaced += params["conversation_id"] in existing
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
     result.errors.sort(key=lambda e: e.line)
     return result
 

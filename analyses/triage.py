@@ -44,9 +44,11 @@ ORDER BY first_ts, first_seq, prompt_id
 """
 # Every record of the conversation, with its error class when it is an error.
 CONVERSATION_TOOL_CALLS_SQL = """
-SELECT t.*, e.error_class
+SELECT t.*, e.error_class, e.resolved_in_prompt
 FROM tool_calls_v t
-LEFT JOIN (SELECT seq, error_class FROM errors_v WHERE conversation_id = $conversation_id) e ON e.seq = t.seq
+LEFT JOIN (
+    SELECT seq, error_class, resolved_in_prompt FROM errors_v WHERE conversation_id = $conversation_id
+) e ON e.seq = t.seq
 WHERE t.conversation_id = $conversation_id
 ORDER BY t.prompt_id, t.step, t.ts, t.seq
 """
@@ -74,10 +76,17 @@ class ToolCallEntry:
     replayed: bool
     args_fingerprint: str | None
     first_unrecovered: bool = False
+    resolved_in_prompt: str | None = None
+    is_id_collision: bool = False
+
+    @property
+    def resolved_later(self) -> bool:
+        """An unrecovered error that a later prompt resolved (the same tool succeeded there)."""
+        return self.resolved_in_prompt is not None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict for JSON (``class`` is the error class, null unless an error)."""
-        return class_dict(self)
+        return {**class_dict(self), "resolved_later": self.resolved_later}
 
 
 @dataclass(frozen=True)
@@ -212,6 +221,8 @@ def _call_entry(row: dict[str, Any], first_id: tuple[str, int] | None) -> ToolCa
         replayed=row["replayed"],
         args_fingerprint=row["args_fingerprint"],
         first_unrecovered=first_id is not None and (row["prompt_id"], row["seq"]) == first_id,
+        resolved_in_prompt=row["resolved_in_prompt"],
+        is_id_collision=row["is_id_collision"],
     )
 
 
@@ -272,19 +283,30 @@ def recovery_context(error: recovery.UnrecoveredError, suggestions: list[str]) -
     return "\n".join(lines)
 
 
-def triage(con: duckdb.DuckDBPyConnection, conversation_id: str) -> Triage:
+def triage(con: duckdb.DuckDBPyConnection, conversation_id: str, *, files_loaded: int | None = None) -> Triage:
     """Pull one conversation and find its first unrecovered error.
 
     Args:
         con: an open store.
         conversation_id: the conversation to triage (exact id).
+        files_loaded: how many log files the caller has just loaded for this
+            triage (None when it loaded none); 0 changes the hint of an
+            unknown id to "the PATHs hold no log file".
 
     Raises:
         UnknownConversation: the id is not in the store (the hint names the
             closest ids, or how to list conversations).
     """
     if not con.execute(CONVERSATION_EXISTS_SQL, [conversation_id]).fetchone()[0]:
-        raise unknown_conversation(con, conversation_id)
+        unknown = unknown_conversation(con, conversation_id)
+        if files_loaded == 0:
+            # The store's hint ("load logs first") would send the user in a circle.
+            raise UnknownConversation(
+                unknown.message,
+                hint="the PATHs hold no log file loopscope reads (*.jsonl, *.ndjson, *.json, .gz, rotated .1); "
+                "check them with: loopscope load PATH",
+            )
+        raise unknown
     first = recovery.first_unrecovered(con, conversation_id)
     first_key = (first.prompt_id, first.seq) if first is not None else None
     calls_by_prompt: dict[str, list[dict[str, Any]]] = {}

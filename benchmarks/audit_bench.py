@@ -23,10 +23,10 @@ import time
 from pathlib import Path
 
 from loopscope.analyses.audit import audit
-from loopscope.analyses.loader import load_paths
-from loopscope.analyses.loader_facts import refresh_facts
+from loopscope.analyses.ingest.load import load_paths
+from loopscope.analyses.store.facts import refresh_facts
 from loopscope.analyses.metrics import compute_metrics
-from loopscope.analyses.report_html import render_html
+from loopscope.cli.render.html import render_html
 from loopscope.analyses.selection import Selection
 from loopscope.analyses.store import connect
 

@@ -62,8 +62,7 @@ def _phase_bare(files: list[str], db: str) -> dict[str, object]:
 
 
 def _phase_load(files: list[str], db: str) -> dict[str, object]:
-    from loopscope.analyses.loader import load_paths
-    from loopscope.analyses.loader_native import available
+    from loopscope.analyses.ingest.load import load_paths
     from loopscope.analyses.store import connect
 
     start = time.perf_counter()
@@ -71,8 +70,7 @@ def _phase_load(files: list[str], db: str) -> dict[str, object]:
     summary = load_paths(con, files)
     con.close()  # as for bare: until the data is durable in the file
     seconds = time.perf_counter() - start
-    path = "native scanner" if available() else "SQL (the C extension is not built)"
-    return {"seconds": seconds, "records": summary.loaded, "quarantined": summary.quarantined, "path": path}
+    return {"seconds": seconds, "records": summary.loaded, "quarantined": summary.quarantined}
 
 
 def _phase_metrics(db: str) -> dict[str, object]:
@@ -163,7 +161,7 @@ def main() -> None:
             f"peak {bare_mb:,.0f} MB  cpu {bare['cpu']:.2f} s (process)\n"
             f"  loopscope load : {load['seconds']:8.2f} s  {records / float(load['seconds']):>10,.0f} rec/s  "  # type: ignore[arg-type]
             f"peak {load_mb:,.0f} MB  cpu {load['cpu']:.2f} s (process)  ratio {ratio:.2f}x wall, {cpu_ratio:.2f}x cpu "
-            f"(target <= 1.25x)  quarantined {load['quarantined']}  fast path: {load['path']}\n"
+            f"(target <= 1.25x)  quarantined {load['quarantined']}\n"
             f"  four metrics   : {metrics['seconds']:8.2f} s  peak {metrics_mb:,.0f} MB"
             + ("  (target <= 3 s at 10M)" if n >= 10_000_000 else ""),
             flush=True,

@@ -22,7 +22,7 @@ from pathlib import Path
 # Every line parsed and kept (the document is one line): what any reader must at least hold.
 BASELINE = "import json, sys; parsed = [json.loads(line) for line in open(sys.argv[1], encoding='utf-8')]"
 READER = (
-    "import sys; from pathlib import Path; from loopscope.analyses.readers.messages import read; "
+    "import sys; from pathlib import Path; from loopscope.analyses.ingest.messages import read; "
     "out = read(Path(sys.argv[1]), {}); assert out.records and not out.bad"
 )
 PEAK = "import resource; print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"

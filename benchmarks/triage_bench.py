@@ -57,7 +57,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from loopscope.analyses import recovery
-    from loopscope.analyses.loader import load_paths
+    from loopscope.analyses.ingest.load import load_paths
     from loopscope.analyses.selection import Selection
     from loopscope.analyses.store import connect
     from loopscope.analyses.triage import triage

@@ -3,6 +3,8 @@
 Error contract (all commands): a ``LoopscopeError`` prints a titled panel on
 stderr and exits 1; a usage error exits 1; anything unexpected exits 2 with a
 one-line message (the traceback only with ``--debug`` or ``LOOPSCOPE_DEBUG=1``).
+A gate that ran and failed (``check`` thresholds, ``lint --message`` findings)
+exits 3, so a CI script can tell "the gate said no" from "the gate did not run".
 """
 
 from __future__ import annotations
@@ -24,9 +26,22 @@ from rich.panel import Panel
 from typer.core import TyperGroup
 
 from loopscope.analyses.errors import LoopscopeError
-from loopscope.cli.output import inert, stderr_console
+from loopscope.cli.render.output import inert, stderr_console
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+# Exit codes, the same for every command. 1 and 2 are the project's fixed contract; a gate
+# failure cannot reuse 1 (dbt's and ruff's "failure" code) because 1 already means a user or
+# data error here, and a mistyped option must not read as "the thresholds were violated".
+EXIT_OK = 0
+EXIT_USER_ERROR = 1
+EXIT_INTERNAL_ERROR = 2
+EXIT_GATE_FAILED = 3
+EXIT_CODES_HELP = (
+    "[b]Exit codes[/b] (every command): [b]0[/b] ok; [b]1[/b] user or data error (a mistyped option, a bad file, "
+    "an empty window); [b]2[/b] internal error (a bug in loopscope); [b]3[/b] a gate failed (check: a threshold "
+    "violated; lint --message/--messages: a finding of severity error)."
+)
 
 _DEBUG = {"on": False}
 
@@ -38,14 +53,14 @@ class _Group(TyperGroup):
         try:
             return super().parse_args(ctx, args)
         except UsageError as exc:
-            exc.exit_code = 1
+            exc.exit_code = EXIT_USER_ERROR
             raise
 
     def invoke(self, ctx: Context) -> Any:
         try:
             return super().invoke(ctx)
         except UsageError as exc:
-            exc.exit_code = 1
+            exc.exit_code = EXIT_USER_ERROR
             raise
 
 
@@ -56,6 +71,7 @@ app = typer.Typer(
     "Start with [b]loopscope metrics sample_logs/[/b].",
     rich_markup_mode="rich",
     no_args_is_help=True,
+    epilog=EXIT_CODES_HELP,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
@@ -99,7 +115,7 @@ def handle_errors(fn: F) -> F:
                 f"[red]loopscope: internal error:[/red] {inert(type(exc).__name__)}: {inert(exc)}\n"
                 "[dim]This is a bug in loopscope. Run again with --debug for the traceback and report it.[/dim]"
             )
-            raise typer.Exit(2) from None
+            raise typer.Exit(EXIT_INTERNAL_ERROR) from None
 
     return wrapper  # type: ignore[return-value]
 
@@ -113,6 +129,7 @@ PANELS = {
     "load": PANEL_MEASURE,
     "metrics": PANEL_MEASURE,
     "quarantine": PANEL_MEASURE,
+    "export": PANEL_MEASURE,
     "unrecovered": PANEL_INVESTIGATE,
     "triage": PANEL_INVESTIGATE,
     "lint": PANEL_INVESTIGATE,

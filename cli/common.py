@@ -1,15 +1,17 @@
 """Helpers shared by the analysis commands: open the store, load PATHs, build the selection.
 
-Every command that accepts PATHs calls ``open_store``: it opens ``--db``
+Every command that accepts PATHs opens the store with ``analysis_store``: it opens ``--db``
 (default ./loopscope.duckdb, ``:memory:`` for a throwaway store), loads the
-PATHs first (with a progress bar on a terminal) and returns a ``Selection``
+PATHs first (with a progress bar on a terminal), yields a ``Selection``
 limited to the prompts of those files, so ``loopscope metrics sample_logs/``
-reports on exactly those logs even when the database holds more.
+reports on exactly those logs even when the database holds more, and always
+closes the store (``loopscope.analyses.store.open_for_analysis``).
 """
 
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -17,12 +19,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loopscope.analyses.selection import Selection, parse_instant, parse_tag
-from loopscope.cli.output import stderr_console
+from loopscope.cli.render.output import shown_path, stderr_console
 
 if TYPE_CHECKING:
-    import duckdb
-
-    from loopscope.analyses.loader import LoadSummary
+    from loopscope.analyses.ingest import LoadSummary
+    from loopscope.analyses.store import Analysis
 
 
 def progress_bar():  # type: ignore[no-untyped-def]
@@ -59,61 +60,13 @@ def progress_bar():  # type: ignore[no-untyped-def]
     return _bar()
 
 
-def load_with_progress(
-    con: duckdb.DuckDBPyConnection,
-    paths: Sequence[str | os.PathLike[str]],
-    input_format: str = "auto",
-    reader_options: Mapping[str, Any] | None = None,
-) -> LoadSummary:
-    """``load_paths`` with the progress bar."""
-    from loopscope.analyses.loader import load_paths
-
-    with progress_bar() as update:
-        summary = load_paths(con, list(paths), input_format=input_format, reader_options=reader_options, progress=update)
-    _warn_unreadable(summary)
-    return summary
-
-
 def _warn_unreadable(summary: LoadSummary) -> None:
     """Name on stderr each file the load had to skip because it could not be read."""
-    from loopscope.cli.output import inert
+    from loopscope.cli.render.output import inert
 
     for d in summary.details:
         if d.status == "unreadable":
             stderr_console().print(f"[yellow]skipped[/yellow] {inert(shown_path(d.path))}: {inert(d.error)}")
-
-
-def open_store(
-    db: str | None,
-    paths: Sequence[str | os.PathLike[str] | Path] | None,
-    input_format: str = "auto",
-    reader_options: Mapping[str, Any] | None = None,
-) -> tuple[duckdb.DuckDBPyConnection, Selection, LoadSummary | None]:
-    """Open ``db`` and, when PATHs are given, load them first.
-
-    Returns:
-        The connection; a ``Selection`` with ``source_ids`` set to the loaded
-        files' sources (an empty ``Selection`` without PATHs); and the load
-        summary (None without PATHs).
-
-    Raises:
-        LoopscopeError: bad database, missing path, unreadable file.
-    """
-    from loopscope.analyses.store import connect
-
-    con = connect(db)
-    if not paths:
-        return con, Selection(), None
-    summary = load_with_progress(con, list(paths), input_format, reader_options)
-    return con, Selection(source_ids=summary.source_ids), summary
-
-
-def shown_path(path: str) -> str:
-    """A stored absolute path as the user would type it: relative to the current folder when inside it."""
-    try:
-        return os.path.relpath(path) if Path(path).resolve().is_relative_to(Path.cwd().resolve()) else path
-    except (ValueError, OSError):
-        return path
 
 
 def selection_from_options(
@@ -163,19 +116,51 @@ def window_selection(
     return selection
 
 
+def print_notices(found: Sequence[Any]) -> None:
+    """Print each ``notices.Notice`` on stderr (stdout stays the figures, whatever the format)."""
+    from loopscope.cli.render.output import inert
+
+    console = stderr_console()
+    for n in found:
+        console.print(f"[yellow]note:[/yellow] {inert(n.message)}\n  [dim]{inert(n.hint)}[/dim]")
+
+
+@contextmanager
+def newer_store_warnings() -> Iterator[None]:
+    """Print a ``NewerStoreWarning`` (a store written by a newer loopscope, opened to read) on stderr."""
+    import warnings
+
+    from loopscope.analyses.store import NewerStoreWarning
+    from loopscope.cli.render.output import inert
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", NewerStoreWarning)
+        yield
+    for w in caught:
+        if issubclass(w.category, NewerStoreWarning):
+            stderr_console().print(f"[yellow]warning:[/yellow] {inert(str(w.message))}")
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+
 @contextmanager
 def analysis_store(
     db: str | None,
     paths: Sequence[str | os.PathLike[str] | Path] | None,
     input_format: str = "auto",
     selection: Selection | None = None,
-) -> Iterator[tuple[duckdb.DuckDBPyConnection, Selection]]:
-    """Open the store, loading ``paths`` first; yield it with ``selection`` limited to those files; close it.
+    reader_options: Mapping[str, Any] | None = None,
+) -> Iterator[Analysis]:
+    """``open_for_analysis`` with the progress bar and a line per unreadable file: yields (con, selection, summary).
 
-    Without PATHs the selection covers the whole store.
+    Always closes the store. Without PATHs the selection covers the whole store.
     """
-    con, loaded, _summary = open_store(db, paths, input_format)
-    try:
-        yield con, replace(selection or Selection(), source_ids=loaded.source_ids)
-    finally:
-        con.close()
+    from loopscope.analyses.store import open_for_analysis
+
+    with progress_bar() as update, newer_store_warnings(), open_for_analysis(
+        db, list(paths or ()), selection=selection, input_format=input_format, reader_options=reader_options,
+        progress=update,
+    ) as opened:
+        if opened.summary is not None:
+            _warn_unreadable(opened.summary)
+        yield opened

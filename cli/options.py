@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from loopscope.cli.output import OutputFormat
+from loopscope.cli.render.output import OutputFormat
 
 DbOption = Annotated[
     Optional[str],

@@ -14,8 +14,10 @@ Public functions:
 
 - ``parse_ts(text)``: an RFC 3339 timestamp -> naive UTC datetime.
 - ``replay_flags(records)``: is each record a replay (None for loop exits).
+- ``collision_flags(records)``: is each record an id collision (None for loop exits).
 - ``prompts(records)``: one ``Prompt`` per (conversation_id, prompt_id).
-- ``errors(records)``: every error with its class (recovered/open/aborted/gave_up).
+- ``errors(records)``: every error with its class (recovered/open/aborted/gave_up)
+  and whether a later prompt resolved it (``resolved_later``).
 - ``metrics(records, keep=None)``: the four metrics and their counts.
 - ``first_unrecovered_error(records, conversation_id)``: the incident's start.
 - ``quantile(values, q)``: linear interpolation between closest ranks.
@@ -35,6 +37,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 NORMAL_EXITS = frozenset({"end_turn", "stop_sequence"})
+SCRATCHPAD = frozenset({"think"})
+"""The default scratchpad tools: a success of theirs never recovers an error."""
 
 _TS_RE = re.compile(
     r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(Z|z|[+-]\d{2}:\d{2})?$"
@@ -86,22 +90,47 @@ def _order_key(records: Sequence[Mapping[str, Any]], i: int) -> tuple[dt.datetim
     return (parse_ts(records[i]["ts"]), i)
 
 
+def _same_call(r: Mapping[str, Any]) -> tuple[str, str, str, str | None]:
+    return (r["conversation_id"], r["tool_call_id"], r["tool_name"], r.get("args_fingerprint"))
+
+
+def _calls_in_order(records: Sequence[Mapping[str, Any]]) -> list[int]:
+    calls = [i for i, r in enumerate(records) if r["kind"] == "tool_call"]
+    calls.sort(key=lambda i: _order_key(records, i))
+    return calls
+
+
 def replay_flags(records: Sequence[Mapping[str, Any]]) -> list[bool | None]:
     """For each record: True/False for a ``tool_call`` (is it a replay?), None otherwise.
 
-    A replay is a ``tool_call`` whose ``tool_call_id`` already appeared in an
-    earlier ``tool_call`` of the same conversation (ordered by ``ts``, then
-    input position), or that has ``replayed: true``.
+    A replay is a ``tool_call`` that has ``replayed: true``, or whose
+    ``tool_call_id`` already appeared in an earlier ``tool_call`` of the same
+    conversation (ordered by ``ts``, then input position) for the same call:
+    the same ``tool_name`` and ``args_fingerprint`` (two nulls are the same).
     """
     flags: list[bool | None] = [None] * len(records)
-    calls = [i for i, r in enumerate(records) if r["kind"] == "tool_call"]
-    calls.sort(key=lambda i: _order_key(records, i))
-    seen: set[tuple[str, str]] = set()
-    for i in calls:
+    seen: set[tuple[str, str, str, str | None]] = set()
+    for i in _calls_in_order(records):
+        r = records[i]
+        flags[i] = _same_call(r) in seen or bool(r.get("replayed", False))
+        seen.add(_same_call(r))
+    return flags
+
+
+def collision_flags(records: Sequence[Mapping[str, Any]]) -> list[bool | None]:
+    """For each ``tool_call``: is it an id collision (its id used earlier in the conversation by another call)?
+
+    Not a replay (neither flagged ``replayed`` nor a repeat of the same call),
+    and its ``tool_call_id`` appeared earlier in the conversation.
+    """
+    replays = replay_flags(records)
+    flags: list[bool | None] = [None] * len(records)
+    ids: set[tuple[str, str]] = set()
+    for i in _calls_in_order(records):
         r = records[i]
         key = (r["conversation_id"], r["tool_call_id"])
-        flags[i] = key in seen or bool(r.get("replayed", False))
-        seen.add(key)
+        flags[i] = key in ids and not replays[i]
+        ids.add(key)
     return flags
 
 
@@ -171,14 +200,19 @@ class ErrorFact:
     step: int
     ts: dt.datetime
     error_class: str
+    resolved_later: bool = False
 
 
-def errors(records: Sequence[Mapping[str, Any]]) -> list[ErrorFact]:
+def errors(records: Sequence[Mapping[str, Any]], scratchpad: frozenset[str] = SCRATCHPAD) -> list[ErrorFact]:
     """Every error in input order, classified.
 
     ``recovered``: the prompt has a later ``tool_call`` (step > s) with
-    ``is_error: false`` and a normal exit; otherwise ``open`` (no exit),
-    ``aborted`` (abnormal exit) or ``gave_up`` (normal exit, no later success).
+    ``is_error: false`` of a tool that is not a scratchpad tool, and a normal
+    exit; otherwise ``open`` (no exit), ``aborted`` (abnormal exit) or
+    ``gave_up`` (normal exit, no later success). An unrecovered error is
+    ``resolved_later`` when a later prompt of the conversation (by the
+    prompt's first ts, then first input position) has a ``tool_call`` of the
+    same tool with ``is_error: false`` that is not a replay.
     """
     flags = replay_flags(records)
     ps = prompts(records)
@@ -187,7 +221,10 @@ def errors(records: Sequence[Mapping[str, Any]]) -> list[ErrorFact]:
         if r["kind"] != "tool_call" or not r["is_error"] or flags[i]:
             continue
         p = ps[(r["conversation_id"], r["prompt_id"])]
-        later_ok = any(records[j]["step"] > r["step"] and not records[j]["is_error"] for j in p.calls)
+        later_ok = any(
+            records[j]["step"] > r["step"] and not records[j]["is_error"] and records[j]["tool_name"] not in scratchpad
+            for j in p.calls
+        )
         if later_ok and p.normal_exit:
             cls = "recovered"
         elif p.is_open:
@@ -196,8 +233,19 @@ def errors(records: Sequence[Mapping[str, Any]]) -> list[ErrorFact]:
             cls = "aborted"
         else:
             cls = "gave_up"
+        resolved = cls != "recovered" and any(
+            (q.first_ts, q.first_pos) > (p.first_ts, p.first_pos)
+            and any(
+                records[j]["tool_name"] == r["tool_name"] and not records[j]["is_error"] and not flags[j]
+                for j in q.calls
+            )
+            for q in ps.values()
+            if q.key[0] == r["conversation_id"]
+        )
         facts.append(
-            ErrorFact(i, r["conversation_id"], r["prompt_id"], r["tool_call_id"], r["step"], parse_ts(r["ts"]), cls)
+            ErrorFact(
+                i, r["conversation_id"], r["prompt_id"], r["tool_call_id"], r["step"], parse_ts(r["ts"]), cls, resolved
+            )
         )
     return facts
 
@@ -214,7 +262,8 @@ def metrics(
         A dict with the keys of ``loopscope metrics --format json``: prompts,
         open_prompts, tool_calls, median_tool_calls_per_prompt,
         p99_tool_calls_per_prompt, errors, recovered_errors, recovery_rate,
-        replays, replay_rate.
+        resolved_later_errors, conversation_recovery_rate, replays,
+        replay_rate, error_classes.
     """
     ps = prompts(records)
     chosen = {k: p for k, p in ps.items() if keep is None or keep(p)}
@@ -224,6 +273,7 @@ def metrics(
     replays = sum(1 for i, f in enumerate(flags) if f and (records[i]["conversation_id"], records[i]["prompt_id"]) in chosen)
     errs = [e for e in errors(records) if (e.conversation_id, e.prompt_id) in chosen]
     recovered = sum(1 for e in errs if e.error_class == "recovered")
+    resolved_later = sum(1 for e in errs if e.resolved_later)
     return {
         "prompts": len(chosen),
         "open_prompts": sum(1 for p in chosen.values() if p.is_open),
@@ -233,8 +283,11 @@ def metrics(
         "errors": len(errs),
         "recovered_errors": recovered,
         "recovery_rate": recovered / len(errs) if errs else None,
+        "resolved_later_errors": resolved_later,
+        "conversation_recovery_rate": (recovered + resolved_later) / len(errs) if errs else None,
         "replays": replays,
         "replay_rate": replays / n_calls if n_calls else None,
+        "error_classes": {c: sum(1 for e in errs if e.error_class == c) for c in ("recovered", "open", "aborted", "gave_up")},
     }
 
 

@@ -41,7 +41,7 @@ def _json(*args: str) -> dict:
 def test_audit_json_figures(db: Path) -> None:
     r = _json("--db", str(db))
     o = r["overall"]
-    assert (o["prompts"], o["open_prompts"], o["conversations"], o["errors"], o["recovered"], o["tool_calls"], o["replays"]) == (
+    assert (o["prompts"], o["open_prompts"], o["conversations"], o["errors"], o["recovered_errors"], o["tool_calls"], o["replays"]) == (
         78, 2, 74, 42, 22, 136, 4)
     assert [w["week"] for w in r["weeks"]] == ["2026-W45", "2026-W46", "2026-W47"]
     w46, w47 = r["weeks"][1], r["weeks"][2]
@@ -51,15 +51,15 @@ def test_audit_json_figures(db: Path) -> None:
     assert ch["difference"] == pytest.approx(16 / 18 - 3 / 12)
     assert ch["p_value"] == pytest.approx(stats.two_proportion_test(3, 12, 16, 18).p_value)
     assert ch["significant"] and ch["test"] == stats.TWO_PROPORTION
-    assert w47["changes"]["median_tool_calls"]["test"] == stats.MANN_WHITNEY
+    assert w47["changes"]["median_tool_calls_per_prompt"]["test"] == stats.MANN_WHITNEY
     assert r["weeks"][0]["changes"] == {}
     agents = {a["agent"]: a for a in r["agents"]}
     assert agents["researcher"]["prompts"] == 8 and agents["researcher"]["replays"] == 4
     assert agents["researcher"]["recovery_rate"] is None
     assert [w["week"] for w in agents["concierge"]["weeks"]] == ["2026-W45", "2026-W46", "2026-W47"]
     tools = {b["key"]: b for b in r["error_classes_by_tool"]}
-    assert tools["book_room"]["gave_up"] == 12 and tools["check_availability"]["aborted"] == 6
-    assert tools["search_rooms"]["open"] == 2 and tools["check_availability"]["recovered"] == 22
+    assert tools["book_room"]["error_classes"]["gave_up"] == 12 and tools["check_availability"]["error_classes"]["aborted"] == 6
+    assert tools["search_rooms"]["error_classes"]["open"] == 2 and tools["check_availability"]["recovered_errors"] == 22
     assert r["generic_templates"]["total"] == 4
     assert r["generic_templates"]["items"][0]["template"] == "failed"
     assert r["retry_loops"]["total"] == 2 and r["retry_loops"]["redundant_calls"] == 4
@@ -103,7 +103,7 @@ def test_audit_html_self_contained_and_escaped(db: Path, tmp_path: Path) -> None
     res = runner.invoke(app, ["audit", "--db", str(db), "--html", str(page), "--format", "json", "--limit", "20"])
     assert res.exit_code == 0, res.output
     text = page.read_text(encoding="utf-8")
-    assert text.count("<svg") == 4 and text.count('class="chart"') == 4
+    assert text.count("<svg") == 5 and text.count('class="chart"') == 5
     assert text.count("<script>") == 1  # ours only
     assert "<script>alert" not in text and "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in text
     assert "\x1b" not in text and "\\x1b[31mred" in text
@@ -161,9 +161,9 @@ def test_audit_on_sample_logs() -> None:
     r = _json(str(SAMPLE_LOGS), "--db", ":memory:")
     o = r["overall"]
     # sample_logs/EXPECTED.md
-    assert (o["prompts"], o["open_prompts"], o["tool_calls"], o["errors"], o["recovered"], o["replays"]) == (41, 1, 114, 26, 14, 3)
-    assert o["median_tool_calls"] == 2 and o["p99_tool_calls"] == pytest.approx(16.6)
-    assert [(w["week"], w["prompts"], w["errors"], w["recovered"], w["replays"]) for w in r["weeks"]] == [
+    assert (o["prompts"], o["open_prompts"], o["tool_calls"], o["errors"], o["recovered_errors"], o["replays"]) == (41, 1, 114, 26, 14, 3)
+    assert o["median_tool_calls_per_prompt"] == 2 and o["p99_tool_calls_per_prompt"] == pytest.approx(16.6)
+    assert [(w["week"], w["prompts"], w["errors"], w["recovered_errors"], w["replays"]) for w in r["weeks"]] == [
         ("2026-W44", 10, 5, 1, 0), ("2026-W45", 10, 8, 4, 0), ("2026-W46", 10, 7, 4, 2), ("2026-W47", 11, 6, 5, 1)]
     assert {a["agent"] for a in r["agents"]} == {"concierge", "back_office"}
     assert r["replays"]["short_circuited"] == 2 and r["replays"]["double_executions"] == 1
@@ -179,7 +179,7 @@ def test_audit_on_sample_logs_terminal_and_html(tmp_path: Path) -> None:
     res = runner.invoke(app, ["audit", str(SAMPLE_LOGS), "--db", ":memory:", "--html", str(page), "--limit", "20"])
     assert res.exit_code == 0, res.output
     out = res.stdout
-    assert "41 prompts (1 open) in 36 conversations, 114 tool calls, 26 errors (14 recovered), 3 replays" in out
+    assert "41 prompts (1 open) in 36 conversations, 114 tool calls, 26 errors (14 recovered, 1 more resolved later), 3 replays" in out
     assert "weeks 2026-W44 to 2026-W47" in out
     line = next(l for l in out.splitlines() if "recovery rate" in l)
     assert "53.8%" in line and "83.3%" in line and "+26.2pt" in line and "◆" not in line
@@ -219,10 +219,10 @@ def test_audit_reports_protocol_violations_of_conversation_logs(tmp_path: Path) 
 
 
 def test_html_charts_have_round_ticks_axis_labels_and_values() -> None:
-    from loopscope.analyses.report_html import nice_step, svg_chart
+    from loopscope.cli.render.html import nice_step, svg_chart
 
     assert [nice_step(s) for s in (4, 27.2, 0.275, 0.05, 100)] == [1, 10, 0.1, 0.02, 25]
-    svg = svg_chart(["2026-W46", "2026-W47"], [("all prompts", [3.0, 23.11], [False, True])], "p99_tool_calls")
+    svg = svg_chart(["2026-W46", "2026-W47"], [("all prompts", [3.0, 23.11], [False, True])], "p99_tool_calls_per_prompt")
     ticks = [t for t in ("0", "10", "20", "30") if f">{t}</text>" in svg]
     assert ticks == ["0", "10", "20", "30"]  # whole axis up to the first round tick above 23.11
     assert ">ISO week</text>" in svg and ">tool calls</text>" in svg

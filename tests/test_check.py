@@ -38,12 +38,12 @@ def test_check_fails_one_line_per_violation() -> None:
     res = _check("--min-recovery-rate", "0.53", "--max-median-tool-calls", "1.5", "--max-p99-tool-calls", "2.9",
                  "--max-replay-rate", "0.029", "--max-open-prompts", "1", "--max-retry-loops", "1",
                  "--max-double-executions", "1")
-    assert res.exit_code == 1, res.output
+    assert res.exit_code == 3, res.output
     violated = [line for line in res.stdout.splitlines() if line.startswith("VIOLATED")]
     assert violated == [
         "VIOLATED recovery_rate 52.4% is below the minimum 53.0% (--min-recovery-rate)",
-        "VIOLATED median_tool_calls 2 is above the maximum 1.5 (--max-median-tool-calls)",
-        "VIOLATED p99_tool_calls 3 is above the maximum 2.9 (--max-p99-tool-calls)",
+        "VIOLATED median_tool_calls_per_prompt 2 is above the maximum 1.5 (--max-median-tool-calls)",
+        "VIOLATED p99_tool_calls_per_prompt 3 is above the maximum 2.9 (--max-p99-tool-calls)",
         "VIOLATED replay_rate 2.9% is above the maximum 2.9% (--max-replay-rate)",
         "VIOLATED open_prompts 2 is above the maximum 1 (--max-open-prompts)",
         "VIOLATED retry_loops 2 is above the maximum 1 (--max-retry-loops)",
@@ -55,13 +55,13 @@ def test_check_fails_one_line_per_violation() -> None:
 def test_check_generic_templates_either_side() -> None:
     assert _check("--max-generic-templates", "4").exit_code == 0
     res = _check("--max-generic-templates", "3")
-    assert res.exit_code == 1
+    assert res.exit_code == 3
     assert "VIOLATED generic_templates 4 is above the maximum 3 (--max-generic-templates)" in res.stdout
 
 
 def test_check_json() -> None:
     res = _check("--min-recovery-rate", "0.9", "--max-open-prompts", "5", "--format", "json")
-    assert res.exit_code == 1
+    assert res.exit_code == 3
     out = json.loads(res.stdout)
     assert out["passed"] is False and out["violations"] == 1
     rec = out["outcomes"][0]
@@ -115,7 +115,7 @@ def test_check_on_sample_logs_either_side(option: str, passing: str, failing: st
     ok = runner.invoke(app, ["check", str(SAMPLE_LOGS), "--db", ":memory:", option, passing])
     assert ok.exit_code == 0, ok.output
     bad = runner.invoke(app, ["check", str(SAMPLE_LOGS), "--db", ":memory:", option, failing, "--format", "json"])
-    assert bad.exit_code == 1, bad.output
+    assert bad.exit_code == 3, bad.output
     assert json.loads(bad.stdout)["violations"] == 1
 
 
@@ -129,4 +129,4 @@ def test_help_teaches_with_examples(verb: list[str]) -> None:
 def test_check_help_explains_exit_codes() -> None:
     res = runner.invoke(app, ["check", "--help"], env={"COLUMNS": "100"})
     text = " ".join(res.output.split())
-    assert "Exit codes: 0 every threshold met (or skipped) 1 a threshold violated" in text
+    assert "Exit codes: 0 every threshold met (or skipped) 1 a user error" in text and "3 a threshold violated" in text

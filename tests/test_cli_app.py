@@ -68,3 +68,23 @@ def test_internal_errors_exit_2_with_a_one_line_message(monkeypatch) -> None:
     assert res.exit_code == 2
     assert "internal error" in res.output and "Traceback" not in res.output
     assert "\x1b" not in res.output
+
+
+def test_a_failed_gate_exits_3_distinct_from_a_mistyped_option(tmp_path) -> None:
+    """CI reads the code: 3 is "the gate ran and said no", 1 is "the gate did not run" (issue 20)."""
+    from pathlib import Path
+
+    logs = str(Path(__file__).resolve().parent.parent / "sample_logs")
+    failed = runner.invoke(app, ["check", logs, "--db", ":memory:", "--min-recovery-rate", "0.99"])
+    assert failed.exit_code == 3 and "VIOLATED" in failed.output
+    passed = runner.invoke(app, ["check", logs, "--db", ":memory:", "--min-recovery-rate", "0.01"])
+    assert passed.exit_code == 0 and "check passed" in passed.output
+    mistyped = runner.invoke(app, ["check", logs, "--db", ":memory:", "--min-recovery-rat", "0.99"])
+    assert mistyped.exit_code == 1
+    assert runner.invoke(app, ["lint", "--message", "Failed"]).exit_code == 3
+    assert runner.invoke(app, ["lint", "--mesage", "Failed"]).exit_code == 1
+
+
+def test_root_help_states_the_exit_codes() -> None:
+    out = " ".join(runner.invoke(app, ["--help"]).output.replace("│", " ").split())
+    assert "Exit codes" in out and "3 a gate failed" in out

@@ -39,8 +39,8 @@ def test_compare_blind_vs_corrective_json(db: Path) -> None:
     res = runner.invoke(app, ["compare", "--db", str(db), "--a", "tag:mode=blind", "--b", "tag:mode=corrective", "--format", "json"])
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
-    assert out["a"]["errors"] == 24 and out["a"]["recovered"] == 6
-    assert out["b"]["errors"] == 18 and out["b"]["recovered"] == 16
+    assert out["a"]["errors"] == 24 and out["a"]["recovered_errors"] == 6
+    assert out["b"]["errors"] == 18 and out["b"]["recovered_errors"] == 16
     assert out["a"]["prompts"] == 40 and out["b"]["prompts"] == 38
     assert out["a"]["open_prompts"] == 2 and out["b"]["open_prompts"] == 0
     m = {row["metric"]: row for row in out["metrics"]}
@@ -52,9 +52,9 @@ def test_compare_blind_vs_corrective_json(db: Path) -> None:
     assert m["recovery_rate"]["significant"] is True
     assert m["replay_rate"]["a"] == pytest.approx(2 / 66) and m["replay_rate"]["b"] == pytest.approx(2 / 70)
     assert m["replay_rate"]["significant"] is False
-    assert m["median_tool_calls"]["test"]["test"] == stats.MANN_WHITNEY
+    assert m["median_tool_calls_per_prompt"]["test"]["test"] == stats.MANN_WHITNEY
     # blind prompt sizes: 2x16+... ; median 2 in both
-    assert m["median_tool_calls"]["a"] == 2 and m["median_tool_calls"]["b"] == 2
+    assert m["median_tool_calls_per_prompt"]["a"] == 2 and m["median_tool_calls_per_prompt"]["b"] == 2
     assert out["overlap_prompts"] == 0 and res.stderr == ""
 
 
@@ -121,8 +121,8 @@ def test_compare_demo_blind_vs_corrective_on_sample_logs() -> None:
                               "--b", "tag:mode=corrective", "--format", "json"])
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
-    assert (out["a"]["prompts"], out["a"]["tool_calls"], out["a"]["errors"], out["a"]["recovered"]) == (17, 41, 15, 7)
-    assert (out["b"]["prompts"], out["b"]["tool_calls"], out["b"]["errors"], out["b"]["recovered"]) == (22, 71, 9, 7)
+    assert (out["a"]["prompts"], out["a"]["tool_calls"], out["a"]["errors"], out["a"]["recovered_errors"]) == (17, 41, 15, 7)
+    assert (out["b"]["prompts"], out["b"]["tool_calls"], out["b"]["errors"], out["b"]["recovered_errors"]) == (22, 71, 9, 7)
     rec = {m["metric"]: m for m in out["metrics"]}["recovery_rate"]
     assert rec["b"] > rec["a"] and rec["difference"] == pytest.approx(7 / 9 - 7 / 15)
     # the demo is small: the difference is real in the data but not significant at 0.05

@@ -137,7 +137,7 @@ def test_retry_loop_needs_three_and_one_prompt(con) -> None:  # type: ignore[no-
     ]
     path = Path("more.jsonl")
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    from loopscope.analyses.loader import load_paths
+    from loopscope.analyses.ingest.load import load_paths
 
     load_paths(con, [path])
     loops = incidents.retry_loops(con, Selection())

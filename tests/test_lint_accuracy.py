@@ -1,34 +1,57 @@
 """Precision and recall of the ``generic`` verdict on real, hand-labelled error messages.
 
-tests/fixtures/error_messages.jsonl holds distinct error texts from the
-tau2-bench conversations (MIT, (c) Sierra Research), public API docs, the code
-of MCP servers, SDKs and tools, and the seed documents, each labelled
-generic / instructive by reading it (see docs/lint.md, "Accuracy"). The rules
-were written from the seeds' principles on a development split; the held-out
-split (every message whose SHA-1 is divisible by 3) was not looked at while
-writing them, and its numbers are reported separately.
+Five files in tests/fixtures/, each line ``{message, label, source, note}`` with the source and
+licence of the message (see docs/lint.md, "Accuracy" for the labelling rules):
 
-tests/fixtures/error_messages_fresh.jsonl holds 36 more real messages
-(kubectl, docker, npm, pip, botocore, Slack, Twilio, FastAPI, Django, git,
-ssh, Lambda, OpenAI...) labelled after the rules were frozen and evaluated
-once; its numbers are printed too, and it counts in the overall figures.
+- ``error_messages.jsonl``, ``error_messages_fresh.jsonl``: the first 198 messages (tau2-bench,
+  MCP servers, SDKs, API docs, runtimes, the seeds);
+- ``error_messages_real.jsonl``: 138 messages added for issue 13 (tau2-bench domain tools,
+  gemini-cli, openhands-aci, SWE-agent, ToolBench RapidAPI observations, runtimes, RFC 9457);
+- ``error_messages_untuned.jsonl`` (set A, 64), ``..._untuned2`` (set B, 38), ``..._untuned3``
+  (set C, 35) and ``..._untuned4`` (set D, 41): labelled after the issue-13 rules were written,
+  each committed before it was evaluated; A and B were then used for one tuning round each, C and
+  D never (see the docs).
+
+Splits of the first three files: the **held-out third** is every message whose SHA-1 is divisible
+by 3 (a fixed, content-derived choice); the rest is **development**, which the rules were tuned on.
+
+``python tests/test_lint_accuracy.py docs/lint.md`` rewrites the figures table in docs/lint.md
+from these files; ``test_docs_figures_are_current`` fails when the table is stale, so the
+figures in the docs are always the ones the current rules produce.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from pathlib import Path
 
 from loopscope.analyses.lint import lint_message
 
-FIXTURE = Path(__file__).parent / "fixtures" / "error_messages.jsonl"
-FRESH = Path(__file__).parent / "fixtures" / "error_messages_fresh.jsonl"
-MIN_PRECISION = 0.9
-MIN_RECALL = 0.8
+FIXTURES = Path(__file__).parent / "fixtures"
+TUNED_FILES = ("error_messages.jsonl", "error_messages_fresh.jsonl", "error_messages_real.jsonl")
+SET_A = "error_messages_untuned.jsonl"
+SET_B = "error_messages_untuned2.jsonl"
+SET_C = "error_messages_untuned3.jsonl"
+SET_D = "error_messages_untuned4.jsonl"
+DOCS = Path(__file__).parent.parent / "docs" / "lint.md"
+START, END = "<!-- ACCURACY:START -->", "<!-- ACCURACY:END -->"
+
+# Floors that guard against regressions (the aim, precision >= 0.95 and recall >= 0.9 on messages the
+# rules never saw, is met only where docs/lint.md says so).
+FLOORS = {
+    "development": (0.95, 0.95),
+    "held-out third": (0.9, 0.9),
+    "set A": (0.9, 0.9),
+    "set B": (0.85, 0.85),
+    "set C": (0.65, 0.65),
+    "set D": (0.55, 0.45),
+}
 
 
-def _rows(path: Path = FIXTURE) -> list[dict[str, str]]:
+def _rows(name: str) -> list[dict[str, str]]:
+    path = FIXTURES / name
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
@@ -36,7 +59,21 @@ def _held_out(message: str) -> bool:
     return int(hashlib.sha1(message.encode("utf-8")).hexdigest(), 16) % 3 == 0
 
 
-def _scores(rows: list[dict[str, str]]) -> tuple[float, float, int]:
+def splits() -> dict[str, list[dict[str, str]]]:
+    """Every evaluation set by name, in the order the docs table lists them."""
+    tuned = [row for name in TUNED_FILES for row in _rows(name)]
+    return {
+        "development": [r for r in tuned if not _held_out(r["message"])],
+        "held-out third": [r for r in tuned if _held_out(r["message"])],
+        "set A": _rows(SET_A),
+        "set B": _rows(SET_B),
+        "set C": _rows(SET_C),
+        "set D": _rows(SET_D),
+    }
+
+
+def scores(rows: list[dict[str, str]]) -> dict[str, float | int]:
+    """Precision and recall of the ``generic`` verdict, with the counts behind them."""
     tp = fp = fn = 0
     for row in rows:
         predicted = lint_message(row["message"]).generic
@@ -44,37 +81,76 @@ def _scores(rows: list[dict[str, str]]) -> tuple[float, float, int]:
         tp += predicted and actual
         fp += predicted and not actual
         fn += actual and not predicted
-    return tp / (tp + fp), tp / (tp + fn), len(rows)
+    return {
+        "n": len(rows),
+        "generic": tp + fn,
+        "tp": tp,
+        "fp": fp,
+        "fn": fn,
+        "precision": tp / (tp + fp) if tp + fp else 1.0,
+        "recall": tp / (tp + fn) if tp + fn else 1.0,
+    }
 
 
-def test_fixture_is_well_formed() -> None:
-    rows = _rows()
-    messages = [row["message"] for row in rows + _rows(FRESH)]
-    assert len(rows) >= 120
-    assert len(set(messages)) == len(messages), "messages must be distinct"
-    for row in rows:
+_WHAT = {
+    "development": "two thirds of the first three files; the rules were tuned on it",
+    "held-out third": "SHA-1 divisible by 3; first looked at with the rules of 89a2528 (0.887 / 0.940), then tuned once (7608325)",
+    "set A": "labelled at 40ef815; first evaluated with the rules of 7608325 (0.737 / 0.700), then tuned once (a2c34f6)",
+    "set B": "labelled at cea8352; first evaluated with the rules of a2c34f6 (0.583 / 0.700), then tuned once (9c1d1b3)",
+    "set C": "labelled at ef66ed4; evaluated with the rules of 9c1d1b3, never tuned on (a change after its look was reverted)",
+    "set D": "labelled at f397a13; evaluated with the rules of 9c1d1b3, never tuned on",
+}
+
+
+def figures_markdown() -> str:
+    lines = [
+        "| set | n | generic | precision | recall | fp | fn | what it is |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name, rows in splits().items():
+        s = scores(rows)
+        lines.append(
+            f"| {name} | {s['n']} | {s['generic']} | {s['precision']:.3f} | {s['recall']:.3f} | {s['fp']} | {s['fn']} "
+            f"| {_WHAT[name]} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def render(doc: str) -> str:
+    head, _, rest = doc.partition(START)
+    _, _, tail = rest.partition(END)
+    return f"{head}{START}\n{figures_markdown()}{END}{tail}"
+
+
+def test_fixtures_are_well_formed() -> None:
+    every = [row for name in (*TUNED_FILES, SET_A, SET_B, SET_C, SET_D) for row in _rows(name)]
+    messages = [row["message"] for row in every]
+    assert len(every) >= 430
+    assert len(set(messages)) == len(messages), "messages must be distinct across all files"
+    for row in every:
         assert row["label"] in ("generic", "instructive"), row
         assert row["source"].strip(), row
+    # the issue-13 files say why each message got its label
+    for name in (TUNED_FILES[2], SET_A, SET_B, SET_C, SET_D):
+        assert all(row["note"].strip() for row in _rows(name)), name
     # every distinct error result of the tau2-bench files is in the set
-    assert sum("tau2-bench" in row["source"] for row in rows) >= 22
+    assert sum("tau2-bench" in row["source"] for row in _rows(TUNED_FILES[0])) >= 22
 
 
 def test_precision_and_recall_of_the_generic_verdict(capsys) -> None:  # type: ignore[no-untyped-def]
-    rows = _rows()
-    fresh = _rows(FRESH)
-    dev = [r for r in rows if not _held_out(r["message"])]
-    held = [r for r in rows if _held_out(r["message"])]
-    report = {}
-    for name, part in (("all", rows + fresh), ("development", dev), ("held-out", held), ("fresh", fresh)):
-        precision, recall, n = _scores(part)
-        report[name] = (precision, recall)
-        with capsys.disabled():
-            print(f"\nlint accuracy [{name}] n={n} precision={precision:.3f} recall={recall:.3f}")
-    precision, recall = report["all"]
-    assert precision >= MIN_PRECISION, report
-    assert recall >= MIN_RECALL, report
-    held_precision, held_recall = report["held-out"]
-    assert held_precision >= MIN_PRECISION and held_recall >= MIN_RECALL, report
+    report = {name: scores(rows) for name, rows in splits().items()}
+    with capsys.disabled():
+        for name, s in report.items():
+            print(f"\nlint accuracy [{name}] n={s['n']} precision={s['precision']:.3f} recall={s['recall']:.3f}")
+    for name, (min_precision, min_recall) in FLOORS.items():
+        s = report[name]
+        assert s["precision"] >= min_precision and s["recall"] >= min_recall, (name, s)
+
+
+def test_docs_figures_are_current() -> None:
+    doc = DOCS.read_text(encoding="utf-8")
+    assert START in doc and END in doc
+    assert render(doc) == doc, "run: python tests/test_lint_accuracy.py docs/lint.md"
 
 
 def test_non_english_and_remedied_messages_are_not_flagged_for_saying_error() -> None:
@@ -88,7 +164,7 @@ def test_non_english_and_remedied_messages_are_not_flagged_for_saying_error() ->
 
 
 def test_scores_hold_when_each_template_counts_once(capsys) -> None:  # type: ignore[no-untyped-def]
-    """The set has a few texts of one template (nine "Patient <id> not found" from tau2-bench).
+    """A few texts share a template (nine "Patient <id> not found" from tau2-bench).
 
     Counting each template once keeps a rule that happens to suit one frequent
     template from carrying the score.
@@ -96,10 +172,15 @@ def test_scores_hold_when_each_template_counts_once(capsys) -> None:  # type: ig
     from loopscope.analyses.lint.templates import template_of
 
     firsts: dict[str, dict[str, str]] = {}
-    for row in _rows() + _rows(FRESH):
+    for row in splits()["development"] + splits()["held-out third"]:
         firsts.setdefault(template_of(row["message"]), row)
-    assert len(firsts) >= 120
-    precision, recall, n = _scores(list(firsts.values()))
+    assert len(firsts) >= 250
+    s = scores(list(firsts.values()))
     with capsys.disabled():
-        print(f"\nlint accuracy [one per template] n={n} precision={precision:.3f} recall={recall:.3f}")
-    assert precision >= MIN_PRECISION and recall >= MIN_RECALL
+        print(f"\nlint accuracy [one per template] n={s['n']} precision={s['precision']:.3f} recall={s['recall']:.3f}")
+    assert s["precision"] >= 0.9 and s["recall"] >= 0.9
+
+
+if __name__ == "__main__":
+    target = Path(sys.argv[1] if len(sys.argv) > 1 else DOCS)
+    target.write_text(render(target.read_text(encoding="utf-8")), encoding="utf-8")

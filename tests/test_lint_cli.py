@@ -164,19 +164,33 @@ class TestMessages:
     """--message / --messages: lint texts before they ship."""
 
     def test_exit_code_follows_error_severity(self) -> None:
-        assert run("--message", "Failed").exit_code == 1
+        assert run("--message", "Failed").exit_code == 3
         assert run("--message", "Invalid date format. Use YYYY-MM-DD.").exit_code == 0
         # generic but only warning-level: passes unless --strict
         assert run("-m", "Too many reservations").exit_code == 0
-        assert run("-m", "Too many reservations", "--strict").exit_code == 1
+        assert run("-m", "Too many reservations", "--strict").exit_code == 3
 
     def test_json_shape(self) -> None:
         result = run("-f", "json", "-m", "Failed", "-m", "File not found: src/config.ts")
         rows = json.loads(result.stdout)
         assert [r["generic"] for r in rows] == [True, False]
-        assert set(rows[0]) == {"message", "generic", "findings"}
+        assert set(rows[0]) == {"message", "generic", "findings", "notes"}
         assert rows[0]["findings"][0]["rule_id"] == "LS101"
-        assert set(rows[0]["findings"][0]) == {"rule_id", "severity", "reason", "rewrite"}
+        assert set(rows[0]["findings"][0]) == {"rule_id", "severity", "reason", "rewrite", "evidence", "suggestion"}
+        assert "'Failed'" in rows[0]["findings"][0]["evidence"]
+
+    def test_findings_explain_themselves_in_the_terminal(self) -> None:
+        out = run("-m", "Order not found", "-m", "Unknown room type 'premium'").stdout
+        # what triggered the rule, and a rewrite that reuses the message's own nouns
+        assert "because: 'not found' with no value named" in out
+        assert "No order '<order id>'" in out
+        assert "because: 'Unknown room type 'premium''" in out
+        assert "Unknown room type 'premium'; expected <format or allowed values>" in out
+
+    def test_non_english_is_said_not_silently_passed(self) -> None:
+        rows = json.loads(run("-f", "json", "-m", "FEHLER:  Relation »users« existiert nicht").stdout)
+        assert rows[0]["generic"] is False and rows[0]["notes"] and "not English" in rows[0]["notes"][0]
+        assert "note: not English" in run("-m", "FEHLER:  Relation »users« existiert nicht").stdout
 
     def test_lines_file(self, tmp_path: Path) -> None:
         path = tmp_path / "errors.txt"
@@ -189,7 +203,7 @@ class TestMessages:
         path.write_text(json.dumps(["Rate limit exceeded. Retry after 60 seconds.", {"error": 404}]), encoding="utf-8")
         result = run("--messages", str(path), "-f", "json")
         rows = json.loads(result.stdout)
-        assert [r["generic"] for r in rows] == [False, True] and result.exit_code == 1
+        assert [r["generic"] for r in rows] == [False, True] and result.exit_code == 3
 
     def test_tool_catalog_file(self, tmp_path: Path) -> None:
         path = tmp_path / "tools.json"
@@ -225,7 +239,11 @@ class TestMessages:
 
     def test_csv(self) -> None:
         rows = list(csv.DictReader(io.StringIO(run("-f", "csv", "-m", "Failed").stdout)))
-        assert rows == [{"tool": "", "message": "Failed", "generic": "True", "rules": "LS101", "severities": "error"}]
+        [row] = rows
+        assert {k: row[k] for k in ("tool", "message", "generic", "rules", "severities", "notes")} == {
+            "tool": "", "message": "Failed", "generic": "True", "rules": "LS101", "severities": "error", "notes": "",
+        }
+        assert row["evidence"].startswith("LS101: only generic words ('Failed')")
 
 
 def test_rules_catalog() -> None:

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from loopscope.analyses.lint import RULES_BY_ID, lint_message
 from loopscope.analyses.lint.ranking import rank_templates
 from loopscope.analyses.lint.templates import template_of
-from loopscope.analyses.loader import load_paths
+from loopscope.analyses.ingest.load import load_paths
 from loopscope.analyses.selection import Selection
 from loopscope.analyses.store import connect
 

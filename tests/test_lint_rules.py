@@ -13,7 +13,7 @@ from loopscope.analyses.lint.rules import SEVERITIES
     [
         ("Something went wrong", "LS101"),
         ("An unexpected error occurred. Please try again later.", "LS101"),
-        ("Error: invalid request", "LS105"),
+        ("Error: invalid request", "LS101"),  # rejects nothing in particular: generic wording, not LS105
         ("KeyError: 'created_by'", "LS102"),
         ("invalid syntax (<string>, line 1)", "LS102"),
         ("'NoneType' object has no attribute 'strip'", "LS102"),
@@ -27,6 +27,15 @@ from loopscope.analyses.lint.rules import SEVERITIES
         ("check_in 'next friday' is not a valid date", "LS105"),
         ("unknown currency 'dollars'", "LS105"),
         ("Too many reservations", "LS106"),
+        ("Failed to read content of existing file: /home/dev/app/src/index.ts", "LS113"),
+        ("Failed to list directory.", "LS113"),
+        ('{"error": "", "response": "{\'message\': \'Not Found\'}"}', "LS103"),
+        ('{"error": "", "response": "{\\"status\\":\\"401\\",\\"msg\\":\\"Authentication required\\"}"}', "LS106"),
+        ('{"type": "about:blank", "title": "Bad Request", "status": 400}', "LS103"),
+        ("<h1>Bad Request</h1>\n<p>The browser sent a request that this server could not understand.</p><hr>", "LS108"),
+        ("An error occurred (NoSuchBucket) when calling the ListObjectsV2 operation: The specified bucket does not exist",
+         "LS104"),
+        ("TypeError: can only concatenate str (not \"int\") to str", "LS102"),
         ('Traceback (most recent call last):\n  File "/srv/app/tools.py", line 9, in run\nValueError: bad', "LS107"),
         ("TypeError: x is undefined\n    at handler (routes/orders.ts:67:5)", "LS107"),
         ('{"error": "boom", "stack": "at a (b.js:1:2)"}', "LS107"),
@@ -67,6 +76,18 @@ def test_rule_fires(text: str, rule_id: str) -> None:
         "Access denied - path outside allowed directories: /etc/passwd not in /home/u/projects",
         "Invalid integer: ten",
         "Received unknown parameter: colour",
+        # issue 13: instructive texts the rules used to call generic
+        "Unknown room type 'premium'. Valid room types: 'single', 'double', 'suite'.",
+        '{"error": "Start the engine before activating the cruise control."}',
+        "Provide only a file name, not a path.",
+        "TypeError: search_flights() got an unexpected keyword argument 'cabin'",
+        "NameError: name 'prices' is not defined",
+        "ENOENT: no such file or directory, open '/workspace/app/config.json'",
+        "FileNotFoundError: [Errno 2] No such file or directory: '/workspace/src/missing.py'",
+        '{"error": "", "response": "{\'message\': \'genre must be an integer: Thriller\'}"}',
+        "Error code: 400 - {'type': 'error', 'error': {'type': 'invalid_request_error', 'message': "
+        "'messages: text content blocks must contain non-whitespace text'}}",
+        "Your card was declined.",
         '{"error": "invalid_date_format", "message": "check_in \'x\' is not a valid date", '
         '"hint": "Dates must be YYYY-MM-DD format, e.g. 2026-03-15."}',
         # another language, even with its word for "error": wording rules stay quiet
@@ -140,4 +161,5 @@ def test_rewrite_follows_the_recovery_catalog_family() -> None:
 def test_to_dict_shape() -> None:
     out = lint_message("Failed").to_dict()
     assert out["message"] == "Failed" and out["generic"] is True
-    assert set(out["findings"][0]) == {"rule_id", "severity", "reason", "rewrite"}
+    assert set(out["findings"][0]) == {"rule_id", "severity", "reason", "rewrite", "evidence", "suggestion"}
+    assert out["notes"] == []

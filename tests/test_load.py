@@ -299,7 +299,7 @@ def test_record_without_final_newline_then_appended_keeps_line_numbers(tmp_path:
 
 
 def test_format_detection_from_the_first_lines(tmp_path: Path) -> None:
-    from loopscope.analyses.readers import detect_format
+    from loopscope.analyses.ingest.formats import detect_format
 
     record = json.dumps(rec("loop_exit", "c1", "p1", "2026-11-20T10:00:00Z")).encode()
     cases = {

@@ -13,7 +13,7 @@ from typing import Any
 import duckdb
 from typer.testing import CliRunner
 
-from loopscope.analyses.loader_facts import REFRESH_FACTS_SQL, facts_fresh
+from loopscope.analyses.store.facts import REFRESH_FACTS_SQL, facts_fresh
 from loopscope.cli.app import app
 
 runner = CliRunner()
@@ -58,7 +58,8 @@ def test_growing_files_keep_facts_equal_to_a_full_rebuild(tmp_path: Path) -> Non
 
 
 def test_a_late_record_turns_an_older_one_into_a_replay_and_recovers_an_error(tmp_path: Path, monkeypatch: Any) -> None:
-    from loopscope.analyses import loader, loader_facts
+    from loopscope.analyses.ingest import load as loader
+    from loopscope.analyses.store import facts as loader_facts
 
     calls: list[int | None] = []
 
@@ -102,7 +103,7 @@ def test_a_late_record_turns_an_older_one_into_a_replay_and_recovers_an_error(tm
 
 def test_facts_match_the_views_for_infinite_timestamps_in_an_older_store(tmp_path: Path) -> None:
     """The load now refuses ts 'infinity', but a store loaded before may hold it: facts still equal the views."""
-    from loopscope.analyses.loader_facts import VIEWS_FACTS_SQL, refresh_facts
+    from loopscope.analyses.store.facts import VIEWS_FACTS_SQL, refresh_facts
     from loopscope.analyses.store import connect
 
     con = connect(str(tmp_path / "old.duckdb"))

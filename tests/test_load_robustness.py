@@ -98,7 +98,7 @@ def test_unreadable_file_is_skipped_named_and_the_rest_loads(tmp_path: Path, mon
     import builtins
     import os
 
-    from loopscope.analyses import loader_files
+    from loopscope.analyses.ingest import files as loader_files
 
     logs = tmp_path / "logs"
     logs.mkdir()
@@ -370,7 +370,7 @@ def test_metrics_on_paths_names_an_unreadable_file_and_reports_the_rest(tmp_path
 def test_gzip_file_loads_exactly_like_the_plain_file(tmp_path: Path, monkeypatch: Any) -> None:
     import gzip
 
-    from loopscope.analyses import loader_records
+    from loopscope.analyses.ingest import jsonl as loader_records
 
     body = (
         "".join(line(tool_call_id=f"t{i}", step=i % 7) for i in range(500))
@@ -384,11 +384,8 @@ def test_gzip_file_loads_exactly_like_the_plain_file(tmp_path: Path, monkeypatch
     (plain_dir / "app.jsonl").write_text(body)
     (gz_dir / "app.jsonl.gz").write_bytes(gzip.compress(body.encode()))
     read: list[str] = []
-    real, real_native = loader_records._read_plain, loader_records._read_native_plain
+    real = loader_records._read_plain
     monkeypatch.setattr(loader_records, "_read_plain", lambda con, p: read.append(p.name) or real(con, p))
-    monkeypatch.setattr(
-        loader_records, "_read_native_plain", lambda con, p, *a: read.append(p.name) or real_native(con, p, *a)
-    )
     tables = {}
     for name, folder in (("plain", plain_dir), ("gz", gz_dir)):
         db = tmp_path / f"{name}.duckdb"
@@ -405,7 +402,7 @@ def test_gzip_file_loads_exactly_like_the_plain_file(tmp_path: Path, monkeypatch
             con.close()
     assert tables["gz"] == tables["plain"]
     assert [q[0] for q in tables["gz"][1]] == [502, 503]
-    # Both took the whole-file reader (native or DuckDB's parallel one), the .gz via a temporary copy.
+    # Both took the whole-file reader (DuckDB's parallel one), the .gz via a temporary copy.
     assert read == ["app.jsonl", "content.jsonl"]
 
 
@@ -414,7 +411,7 @@ def test_timestamps_that_are_not_rfc_3339_are_quarantined_on_both_paths(tmp_path
 
     Each value once in a line as the collector writes it (the fast path) and once as json.dumps writes it.
     """
-    from loopscope.analyses.loader_fast_sql import TOOL_CALL_ORDER
+    from loopscope.analyses.ingest.fast_sql import TOOL_CALL_ORDER
 
     def collector_line(ts: str, call_id: str) -> str:
         rec = dict.fromkeys(TOOL_CALL_ORDER) | rec_fields(ts=ts, tool_call_id=call_id)

@@ -1,9 +1,9 @@
 """The records loader's fast path stores exactly what the full validation stores.
 
-``analyses/loader_fast_sql.py`` inserts a line straight into ``tool_calls`` /
+``analyses/ingest/fast_sql.py`` inserts a line straight into ``tool_calls`` /
 ``loop_exits`` when it is byte for byte the canonical rendering of its own
 values; every other line goes through the full validation of
-``analyses/loader_sql.py``. Its soundness claim: for ANY input, loading with
+``analyses/ingest/records.py``. Its soundness claim: for ANY input, loading with
 ``loader_records.FAST_PATH`` on and off stores the same thing. These tests
 load the same bytes into two stores, one per setting, and compare every
 column of ``tool_calls`` and ``loop_exits``, the quarantine (line, reason,
@@ -39,11 +39,11 @@ import duckdb
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from loopscope.analyses import loader as loader_module
-from loopscope.analyses import loader_native, loader_records
-from loopscope.analyses.loader import load_paths
-from loopscope.analyses.loader_fast_sql import LOOP_EXIT_ORDER, OMITTED_WHEN_NULL, TOOL_CALL_ORDER
-from loopscope.analyses.loader_sql import FIELDS, MAX_LINE_BYTES
+from loopscope.analyses.ingest import load as loader_module
+from loopscope.analyses.ingest import jsonl as loader_records
+from loopscope.analyses.ingest.load import load_paths
+from loopscope.analyses.ingest.fast_sql import LOOP_EXIT_ORDER, OMITTED_WHEN_NULL, TOOL_CALL_ORDER
+from loopscope.analyses.ingest.records import FIELDS, MAX_LINE_BYTES
 from loopscope.analyses.metrics import compute_metrics
 from loopscope.analyses.store import connect
 from loopscope.collectors import Collector, JsonlSink
@@ -316,19 +316,6 @@ def lines(draw: st.DrawFn) -> tuple[str, int | None]:
 Stored = dict[str, Any]
 
 
-@pytest.fixture(autouse=True, params=["sql", "native"])
-def fast_path_kind(request: pytest.FixtureRequest) -> Iterator[str]:
-    """Every test here runs twice: with the SQL fast path, and with the native scanner (``loader_native``)."""
-    if request.param == "native" and not loader_native.available():
-        pytest.skip("the native scanner (loopscope.analyses._linescan) is not built")
-    saved = loader_records.NATIVE
-    loader_records.NATIVE = request.param == "native"
-    try:
-        yield request.param
-    finally:
-        loader_records.NATIVE = saved
-
-
 @contextmanager
 def fast_path(on: bool) -> Iterator[None]:
     saved = loader_records.FAST_PATH
@@ -348,7 +335,7 @@ def counting_fast_lines(counts: Counter[str]) -> Iterator[None]:
     """
     original = loader_records.check_and_insert
 
-    def traced(con: duckdb.DuckDBPyConnection, lines: str, *args: Any) -> tuple[int, int, int, bool]:
+    def traced(con: duckdb.DuckDBPyConnection, lines: str, *args: Any) -> Any:
         result = original(con, lines, *args)
         source = "_ls_raw" if lines == "file" else "_ls_lines"
         total = con.execute(f"SELECT count(*) FROM {source} WHERE line <> ''").fetchone()
@@ -358,24 +345,13 @@ def counting_fast_lines(counts: Counter[str]) -> Iterator[None]:
         counts["rest"] += rest[0]
         return result
 
-    original_native = loader_native.scan_and_insert
-
-    def traced_native(con: duckdb.DuckDBPyConnection, buf: Any, *args: Any) -> loader_native.Outcome:
-        out = original_native(con, buf, *args)
-        counts["fast"] += out.tool_calls + out.loop_exits
-        # Blank lines (JSON whitespace only) are no records on either path.
-        counts["rest"] += sum(1 for _, start, end in out.rest if bytes(buf[start:end]).strip(b" \t\r"))
-        return out
-
     loader_records.check_and_insert = traced  # type: ignore[assignment]
     loader_module.check_and_insert = traced  # type: ignore[assignment]
-    loader_native.scan_and_insert = traced_native  # type: ignore[assignment]
     try:
         yield
     finally:
         loader_records.check_and_insert = original  # type: ignore[assignment]
         loader_module.check_and_insert = original  # type: ignore[assignment]
-        loader_native.scan_and_insert = original_native  # type: ignore[assignment]
 
 
 def exact(value: Any) -> Any:
@@ -715,7 +691,7 @@ def test_sample_logs_take_the_fast_path_and_give_the_same_metrics(tmp_path: Path
     )
 
 
-def test_unknown_fields_after_the_known_ones_take_the_fast_path_and_match(fast_path_kind: str) -> None:
+def test_unknown_fields_after_the_known_ones_take_the_fast_path_and_match() -> None:
     """A newer writer's extra fields at the end keep the fast path; anything doubtful goes to the full validation."""
     rec = edge_records()[0]
     base = line_of(rec)[:-1]
@@ -724,20 +700,17 @@ def test_unknown_fields_after_the_known_ones_take_the_fast_path_and_match(fast_p
         ',"x_model":{"name":null,"v":[1,2]},"x_n":1.5}',
         ',"exit_reason":"stop"}',  # the other kind's field: unknown here
         ',"":null}',
-        # JSON whitespace: the SQL fast path takes it from DuckDB's parser, the native scanner itself.
+        # JSON whitespace: the fast path takes it from DuckDB's parser.
         ', "x_region" : "eu" }',
     ]
     lenient = [
-        # Not JSON, but DuckDB's parser takes it and so does the full validation: extra
-        # is the same either way. The SQL fast path takes these; the native scanner
-        # reads strict JSON only and leaves them to the full validation.
-        ',"x_region":"eu",}',
+        # Not JSON, but DuckDB's parser takes it and so does the validator: extra
+        # is the same either way. The fast path takes it.
         ',"x_region":NaN}',
     ]
-    if fast_path_kind == "sql":
-        taken, left = taken + lenient, []
-    else:
-        left = list(lenient)
+    taken, left = taken + lenient, []
+    # A trailing comma is not JSON: the fast path leaves it, the validator quarantines it (issue 22).
+    left += [',"x_region":"eu",}']
     left += [
         ',"x":1,"x":2}',  # an unknown key twice
         f',"{TOOL_CALL_ORDER[3]}":"again"}}',  # a known key again

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from loopscope.analyses.readers import messages
+from loopscope.analyses.ingest import messages
 from loopscope.cli.app import app
 
 runner = CliRunner()

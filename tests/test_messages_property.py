@@ -11,8 +11,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loopscope.analyses.readers.message_records import conversation_records
-from loopscope.analyses.readers.messages import read
+from loopscope.analyses.ingest.messages.records import conversation_records
+from loopscope.analyses.ingest.messages import read
 
 _spec = importlib.util.spec_from_file_location("loopscope_test_json_mutation", Path(__file__).parent / "json_mutation.py")
 assert _spec and _spec.loader

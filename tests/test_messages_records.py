@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 
 from loopscope.analyses.errors import LoopscopeError
-from loopscope.analyses.readers.message_errors import classify, parse_error_when
-from loopscope.analyses.readers.message_records import conversation_records
+from loopscope.analyses.ingest.messages.errors import classify, parse_error_when
+from loopscope.analyses.ingest.messages.records import conversation_records
 from loopscope.collectors import shape
 from loopscope.collectors.redact import clean_error_text
-from loopscope.analyses.readers.messages import parse_selector, read
+from loopscope.analyses.ingest.messages import parse_selector, read
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "messages"
 
@@ -280,7 +280,7 @@ class TestTau2Rules:
         paused = [{"role": "user", "content": "search"}, {"role": "assistant", "content": [{"type": "text", "text": "..."}], "stop_reason": "pause_turn"}]
         assert exits(conversation_records(paused, conversation_id="c").records) == []  # paused, never resumed: open
 
-    def test_reused_id_is_reported_and_stays_a_replay_candidate(self) -> None:
+    def test_reused_id_is_kept_for_the_store_to_judge(self) -> None:
         call = {"id": "same", "name": "transfer_to_human_agents", "arguments": {"summary": "x"}}
         messages = [{"role": "user", "content": "help"}]
         for _ in range(3):
@@ -288,7 +288,7 @@ class TestTau2Rules:
         out = conversation_records(messages, conversation_id="c")
         assert [r["tool_call_id"] for r in out.records] == ["same"] * 3
         assert [r["step"] for r in out.records] == [0, 1, 2]
-        assert [v["kind"] for v in out.violations] == ["duplicate_tool_call_id"] * 2
+        assert out.violations == []  # the store counts these repeats of one call as replays
 
 
 def _one_call(arguments: object, shape_key: str = "tau2") -> dict:

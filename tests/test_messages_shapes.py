@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from loopscope.analyses.readers.messages import read
+from loopscope.analyses.ingest.messages import read
 from loopscope.cli.app import app
 
 SHAPES = Path(__file__).resolve().parent / "fixtures" / "messages" / "shapes.jsonl"
@@ -57,7 +57,7 @@ def test_legacy_function_call_pair() -> None:
 
 
 def test_legacy_function_result_without_a_call_is_a_violation() -> None:
-    from loopscope.analyses.readers.message_records import conversation_records
+    from loopscope.analyses.ingest.messages.records import conversation_records
 
     messages = [
         {"role": "user", "content": "hi"},

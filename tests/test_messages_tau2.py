@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from loopscope.analyses.readers.messages import read
+from loopscope.analyses.ingest.messages import read
 
 TAU2 = Path(__file__).resolve().parent / "fixtures" / "tau2"
 CLAUDE = TAU2 / "claude-sonnet-4-5_airline_default_gpt4.1_1trials.json"
@@ -100,10 +100,11 @@ def test_langchain_airline_too_many_errors_and_reused_ids() -> None:
     assert {source for _, _, source in exits[:-1]} == {"inferred"}
     assert len(exits) == 9
     assert records[-1]["error_type"] == "too_many_errors"
-    # ids reused by later calls (8 reuses 2's, 43 reuses 41's, 55/57/59/61 reuse 53's)
-    assert [(v["prompt_id"], v["kind"]) for v in violations] == [("m1", "duplicate_tool_call_id"), ("m40", "duplicate_tool_call_id")] + [
-        ("m52", "duplicate_tool_call_id")
-    ] * 4
+    # ids reused by later calls (8 reuses 2's, 43 reuses 41's, 55/57/59/61 reuse 53's) are kept as they
+    # are: the store judges them (same call: replay; another call: id collision), as for every format
+    assert violations == []
+    reused = Counter(r["tool_call_id"] for r in records if r["kind"] == "tool_call")
+    assert sorted(n for n in reused.values() if n > 1) == [2, 2, 5]
 
 
 def test_medical_triage_errors_never_recovered() -> None:
@@ -142,4 +143,4 @@ def test_every_tool_message_becomes_one_record(path: Path) -> None:
     tool_messages = sum(1 for s in doc["simulations"] for m in s["messages"] if m["role"] == "tool" and m.get("requestor") != "user")
     out = read(path, {})
     assert sum(1 for r in out.records if r["kind"] == "tool_call") == tool_messages
-    assert not [v for v in out.violations if v["kind"] != "duplicate_tool_call_id"]
+    assert out.violations == []

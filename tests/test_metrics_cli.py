@@ -144,8 +144,11 @@ def test_metrics_json_figures_and_filters(small_logs: tuple[Path, Path]) -> None
         "errors": 2,
         "recovered_errors": 1,
         "recovery_rate": 0.5,
+        "resolved_later_errors": 0,  # c2/p2's error is in the conversation's last prompt
+        "conversation_recovery_rate": 0.5,
         "replays": 1,
         "replay_rate": 0.2,
+        "error_classes": {"recovered": 1, "open": 1, "aborted": 0, "gave_up": 0},
     }
     support = json.loads(invoke("metrics", "--agent", "support", "-f", "json").stdout)
     assert (support["prompts"], support["tool_calls"], support["errors"], support["replays"]) == (2, 2, 1, 0)
@@ -155,8 +158,13 @@ def test_metrics_json_figures_and_filters(small_logs: tuple[Path, Path]) -> None
     until = json.loads(invoke("metrics", "--until", "2026-11-09T10:00:00Z", "-f", "json").stdout)
     assert (until["prompts"], until["replays"], until["replay_rate"]) == (1, 1, 0.5)
     assert until["errors"] == 0 and until["recovery_rate"] is None
-    none = json.loads(invoke("metrics", "--agent", "nobody", "-f", "json").stdout)
-    assert none["prompts"] == 0 and none["median_tool_calls_per_prompt"] is None and none["replay_rate"] is None
+    # An agent no prompt has is a user error that lists the agents there are (not an all-zero table).
+    none = invoke("metrics", "--agent", "nobody", "-f", "json")
+    assert none.exit_code == 1 and none.stdout == ""
+    assert "no prompt has agent 'nobody'" in none.stderr and "billing, support" in none.stderr
+    # A window with no prompt of an existing agent is not an error: zeros, no rates.
+    empty = json.loads(invoke("metrics", "--agent", "support", "--until", "2026-11-01", "-f", "json").stdout)
+    assert empty["prompts"] == 0 and empty["median_tool_calls_per_prompt"] is None and empty["replay_rate"] is None
 
 
 def test_metrics_by_day_week_agent(small_logs: tuple[Path, Path]) -> None:

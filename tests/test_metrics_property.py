@@ -1,10 +1,14 @@
 """Property test: the SQL (load + views + metrics) agrees with tests/reference.py.
 
 Random record sets cover what the spec's definitions hinge on: prompts
-without tool calls, open prompts, parallel calls, replays (the same
-tool_call_id later in the conversation, possibly in another file, possibly
-with an earlier ``ts`` than the first), ``replayed: true``, tool_call ids
-reused across conversations (not replays), an error then a success in the
+without tool calls, open prompts, parallel calls, replays (the same call:
+tool_call_id, tool and fingerprint, later in the conversation, possibly in
+another file, possibly with an earlier ``ts`` than the first),
+``replayed: true``, id collisions (an earlier id reused by another tool or
+fingerprint, in the same and in another prompt: new calls, not replays),
+tool_call ids reused across conversations (not replays), ``think``
+scratchpad calls (never a recovery), errors resolved in a later prompt by the
+same tool or only by another tool (only the same tool counts), an error then a success in the
 same step (not a recovery), abnormal exits, unknown fields, equal timestamps
 (input position decides), mixed RFC 3339 spellings, and bad lines (which the
 loader quarantines and the reference never sees).
@@ -25,8 +29,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from loopscope.analyses.loader import load_paths
-from loopscope.analyses.loader_facts import VIEWS_FACTS_SQL
+from loopscope.analyses.ingest.load import load_paths
+from loopscope.analyses.store.facts import VIEWS_FACTS_SQL
 from loopscope.analyses.metrics import compute_metrics
 from loopscope.analyses.selection import Selection
 from loopscope.analyses.store import connect
@@ -40,6 +44,8 @@ _spec.loader.exec_module(reference)
 BASE = dt.datetime(2026, 11, 16, 23, 59, 59)
 EXITS = [None, "end_turn", "stop_sequence", "max_tokens", "error", "refusal", "budget_exceeded", "pause_turn"]
 SHARED_IDS = ["toolu_a", "toolu_b", "call_1"]
+TOOLS = ["search", "refund", "think"]
+FINGERPRINTS = [None, None, "ab12", "cd34"]
 _RUNS = itertools.count()
 FACTS_DIFF_SQL = """
 SELECT (SELECT count(*) FROM (SELECT * FROM prompt_facts EXCEPT ALL SELECT * FROM _ls_prompt_facts)),
@@ -83,7 +89,7 @@ def record_sets(draw: st.DrawFn) -> tuple[list[list[Any]], int]:
     counter = 0
     for c in range(draw(st.integers(1, 4))):
         conv = f"conv-{c}"
-        used: list[str] = []
+        used: list[tuple[str, str, str | None]] = []
         for p in range(draw(st.integers(1, 3))):
             prompt = f"prompt-{p}"
             agent = draw(st.sampled_from(["support", "billing", None]))
@@ -92,25 +98,29 @@ def record_sets(draw: st.DrawFn) -> tuple[list[list[Any]], int]:
                 common["agent"] = agent
             for step in range(draw(st.integers(0, 3))):
                 for _ in range(draw(st.integers(1, 3))):  # parallel calls share the step
-                    how = draw(st.sampled_from(["new", "new", "new", "shared", "replay"]))
-                    if how == "replay" and used:
-                        call_id = draw(st.sampled_from(used))
+                    how = draw(st.sampled_from(["new", "new", "new", "shared", "replay", "collision"]))
+                    tool_name = draw(st.sampled_from(TOOLS))
+                    fingerprint = draw(st.sampled_from(FINGERPRINTS))
+                    if how == "replay" and used:  # the same call again
+                        call_id, tool_name, fingerprint = draw(st.sampled_from(used))
+                    elif how == "collision" and used:  # an earlier id, maybe another tool or fingerprint
+                        call_id = draw(st.sampled_from(used))[0]
                     elif how == "shared":
                         call_id = draw(st.sampled_from(SHARED_IDS))
                     else:
                         counter += 1
                         call_id = f"toolu_{counter:04d}"
-                    used.append(call_id)
+                    used.append((call_id, tool_name, fingerprint))
                     is_error = draw(st.booleans())
                     clock += draw(st.integers(-2, 3))  # ties and small steps back
                     rec = dict(common, kind="tool_call", ts=spell(clock, draw(st.integers(0, 5))))
                     _vary_agent_and_tags(draw, rec)
                     rec.update(
                         tool_call_id=call_id,
-                        tool_name=draw(st.sampled_from(["search", "refund"])),
+                        tool_name=tool_name,
                         step=step,
                         input_shape={"q": "string"},
-                        args_fingerprint=None,
+                        args_fingerprint=fingerprint,
                         outcome="permanent_fail" if is_error else "ok",
                         is_error=is_error,
                         attempts=1,
@@ -152,6 +162,8 @@ def _write(files: list[list[Any]], folder: Path) -> list[Path]:
 
 
 def _close(a: Any, b: Any) -> bool:
+    if isinstance(a, dict) or isinstance(b, dict):
+        return a == b
     if a is None or b is None:
         return a is None and b is None
     return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
@@ -197,11 +209,24 @@ def test_sql_agrees_with_reference(tmp_path: Path, data: tuple[list[list[Any]], 
     want_flags = {(f, n): flags[k] for k, (f, n, rec) in enumerate(ordered) if rec["kind"] == "tool_call"}
     assert got_flags == want_flags
 
-    # Class of every error.
+    # Id collision flag of every tool_call row, and the violations that name them.
+    rows = con.execute("SELECT source_id, line_no, is_id_collision FROM tool_calls_v").fetchall()
+    collisions = reference.collision_flags(records)
+    want_collisions = {(f, n): collisions[k] for k, (f, n, rec) in enumerate(ordered) if rec["kind"] == "tool_call"}
+    assert {(file_of[s], n): c for s, n, c in rows} == want_collisions
+    n_violations = con.execute("SELECT count(*) FROM id_collisions_v").fetchone()[0]
+    assert n_violations == sum(1 for c in collisions if c)
+
+    # Class of every error, and whether a later prompt resolved it.
     got_errors = Counter(
-        con.execute("SELECT conversation_id, prompt_id, tool_call_id, step, error_class FROM errors_v").fetchall()
+        con.execute(
+            "SELECT conversation_id, prompt_id, tool_call_id, step, error_class, resolved_later FROM errors_v"
+        ).fetchall()
     )
-    want_errors = Counter((e.conversation_id, e.prompt_id, e.tool_call_id, e.step, e.error_class) for e in reference.errors(records))
+    want_errors = Counter(
+        (e.conversation_id, e.prompt_id, e.tool_call_id, e.step, e.error_class, e.resolved_later)
+        for e in reference.errors(records)
+    )
     assert got_errors == want_errors
 
     # Metrics over one file: the prompts with a record in it, facts from the whole store.

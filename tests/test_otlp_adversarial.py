@@ -15,7 +15,7 @@ from typing import Any
 
 from typer.testing import CliRunner
 
-from loopscope.analyses.readers.otlp import any_value
+from loopscope.analyses.ingest.otlp import any_value
 from loopscope.cli.app import app
 
 runner = CliRunner()
@@ -109,7 +109,7 @@ def test_mixed_file_keeps_the_good_spans_and_quarantines_the_rest(tmp_path: Path
 
 
 def test_long_result_is_capped_and_a_start_time_alone_places_the_span(tmp_path: Path) -> None:
-    from loopscope.analyses.readers import otlp
+    from loopscope.analyses.ingest import otlp
 
     path = tmp_path / "mixed.jsonl"
     write_mixed(path)
@@ -123,7 +123,7 @@ def test_long_result_is_capped_and_a_start_time_alone_places_the_span(tmp_path: 
 
 
 def test_odd_numbers_in_times_enums_and_token_counts(tmp_path: Path) -> None:
-    from loopscope.analyses.readers import otlp
+    from loopscope.analyses.ingest import otlp
 
     agent = span("aa00000000000001", "invoke_agent", 0, 100, [
         kv("gen_ai.operation.name", {"stringValue": "invoke_agent"}),

@@ -16,7 +16,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loopscope.analyses.readers import otlp
+from loopscope.analyses.ingest import otlp
 
 _spec = importlib.util.spec_from_file_location("loopscope_test_json_mutation", Path(__file__).parent / "json_mutation.py")
 assert _spec and _spec.loader

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from loopscope.analyses.errors import LoopscopeError
-from loopscope.analyses.readers import otlp
-from loopscope.analyses.readers.otlp import any_value, binary_reason, hex_id, sniff
+from loopscope.analyses.ingest import otlp
+from loopscope.analyses.ingest.otlp import any_value, binary_reason, hex_id, sniff
 
 TRACE = "5B8EFFF798038103D269B633813FC60C"
 T0 = 1_790_000_000_000_000_000  # 2026-09-21T14:13:20Z in ns

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from loopscope.analyses.readers import otlp
+from loopscope.analyses.ingest import otlp
 from loopscope.collectors import Collector, MemorySink
 
 pytest.importorskip("opentelemetry.sdk.trace", reason="the SDK exports the collector's spans")

@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from loopscope.analyses.readers import otlp
+from loopscope.analyses.ingest import otlp
 from loopscope.cli.app import app
 
 AGENT_SCRIPT = Path(__file__).parent / "thirdparty_agent.py"

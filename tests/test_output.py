@@ -6,7 +6,7 @@ import csv
 import io
 import json
 
-from loopscope.cli.output import inert, plain, to_csv, to_json
+from loopscope.cli.render.output import inert, plain, to_csv, to_json
 
 HOSTILE = "boom \x1b[31mred\x1b[0m [bold]markup[/bold] \x9b2J <script>alert(1)</script> \x07"
 

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from loopscope.analyses.untrusted import UNSAFE_RE, visible
 from loopscope.cli.app import app
-from loopscope.cli.output import plain
+from loopscope.cli.render.output import plain
 
 FIXTURE = Path(__file__).parent / "fixtures" / "audit" / "cohorts.jsonl"
 runner = CliRunner()

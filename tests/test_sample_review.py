@@ -317,3 +317,15 @@ def test_sample_out_that_cannot_be_a_folder(db: Path, tmp_path: Path) -> None:
         assert res.exit_code == 1, res.output
         assert message in " ".join(res.output.split()) and "Traceback" not in res.output
     assert blocker.read_text() == "not a folder"  # nothing lost
+
+
+def test_review_sample_is_the_same_command_as_sample(tmp_path: Path) -> None:
+    """``review`` is one noun with its verbs; ``loopscope sample`` stays as the older spelling."""
+    args = [str(SAMPLE_LOGS), "--db", ":memory:", "--n", "6", "--seed", "1", "--format", "json"]
+    grouped = runner.invoke(app, ["review", "sample", *args])
+    old = runner.invoke(app, ["sample", *args])
+    assert grouped.exit_code == 0 and old.exit_code == 0, grouped.output + old.output
+    assert json.loads(grouped.stdout) == json.loads(old.stdout)
+    assert len(json.loads(grouped.stdout)["conversations"]) == 6
+    top = runner.invoke(app, ["--help"]).output
+    assert "review" in top and "\n│ sample " not in top  # the old spelling is hidden from --help

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from loopscope.cli.app import app
+from loopscope.cli.app import EXIT_GATE_FAILED, app
 
 HERE = Path(__file__).resolve().parent
 SAMPLE_LOGS = HERE.parent / "sample_logs"
@@ -24,7 +24,7 @@ def invoke(args: list[str], columns: int) -> str:
     result = CliRunner().invoke(
         app, args, env={"COLUMNS": str(columns), "TERMINAL_WIDTH": str(columns)}, catch_exceptions=False
     )
-    assert result.exit_code in (0, 1), result.output
+    assert result.exit_code in (0, EXIT_GATE_FAILED), result.output
     return result.stdout
 
 
@@ -150,7 +150,7 @@ class TestMessagesFileErrors:
         result = self._run(path)
         rows = json.loads(result.stdout)
         assert len(rows) == 1 and json.loads(rows[0]["message"]) == {"error": "not_found", "message": "Failed"}
-        assert rows[0]["generic"] is True and result.exit_code == 1
+        assert rows[0]["generic"] is True and result.exit_code == EXIT_GATE_FAILED
 
     def test_bad_list_item_names_file_and_line(self, tmp_path: Path) -> None:
         path = tmp_path / "bad.json"
@@ -258,7 +258,7 @@ def test_ranking_example_is_deterministic_on_ties(tmp_path: Path) -> None:
 
 
 def test_one_line_flattens_cuts_and_shows_controls() -> None:
-    from loopscope.cli.output import one_line
+    from loopscope.cli.render.output import one_line
 
     assert one_line("a\n  b\tc", 10) == "a b c"
     assert one_line("abcdefghij", 5) == "abcd…" and len(one_line("x" * 500, 80)) == 80
@@ -275,6 +275,6 @@ def test_plain_mapping_catalog(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["lint", "--messages", str(path), "-f", "json"], catch_exceptions=False)
     rows = json.loads(result.stdout)
     assert [(r["tool"], r["generic"]) for r in rows] == [("book", True), ("search", False)]
-    assert result.exit_code == 1  # LS101 on "Failed" is severity error
+    assert result.exit_code == EXIT_GATE_FAILED  # LS101 on "Failed" is severity error
     table = invoke(["lint", "--messages", str(path)], 80)
     assert "generic  book: Failed" in table

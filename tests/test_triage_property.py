@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from loopscope.analyses import incidents, recovery
-from loopscope.analyses.loader import load_paths
+from loopscope.analyses.ingest.load import load_paths
 from loopscope.analyses.selection import Selection
 from loopscope.analyses.store import connect
 from loopscope.cli.app import app

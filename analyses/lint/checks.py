@@ -13,8 +13,13 @@ import re
 from dataclasses import dataclass
 
 from loopscope.analyses.lint.text import (
+    IDENT_RE,
+    PATH_RE,
+    QUOTED_RE,
+    URL_RE,
     EMAIL_RE,
     GENERIC_WORDS,
+    INJECTION_RE,
     NUMBER_RE,
     MessageView,
 )
@@ -51,27 +56,65 @@ NOT_FOUND_RE = re.compile(
     re.IGNORECASE,
 )
 INVALID_RE = re.compile(
-    r"\binvalid\b|\bnot (?:a )?valid\b|\bmalformed\b|\bunrecogni[sz]ed\b|\bunsupported\b|\billegal\b|"
+    r"\binvalid\b|\bnot (?:a )?valid\b|\bmalformed\b|\bunrecogni[sz]ed\b|\bunsupported\b|\bunhandled\b|\billegal\b|"
     r"\bwrong (?:format|type|value)\b|\bbad (?:value|format|parameter|argument|input)\b|"
     # "unknown room type 'deluxe'" rejects a value; "unknown parameter: colour" names a schema element, whose
     # valid names the model already has (the tool list and input schema), so it is not a rejection of a value.
     r"\bunknown (?!(?:tool|function|method|parameter|param|argument|arg|field|property|key|option|flag|command|"
-    r"column|table)s?\b)[\w ]{1,30}(?:'[^']*'|\"[^\"]*\"|: \S+)",
+    r"column|table)s?\b)[\w ]{1,30}(?:'[^']*'|\"[^\"]*\"|: \S+)|"
+    # "unknown service prime_video": an unquoted value that is an identifier
+    r"\bunknown (?!(?:tool|function|method|parameter|param|argument|arg|field|property|key|option|flag|command|"
+    r"column|table)s?\b)\w+ (?=[\w\-]*[_\d])[\w\-]+",
     re.IGNORECASE,
+)
+# Rejections whose subject is a name in the schema (argument, field, tool...) or an id: naming the value is
+# enough, because the schema lists the valid names and an id is looked up, not formatted.
+NAMED_SCHEMA_OR_ID_RE = re.compile(
+    r"\b(?:tool|function|method|parameter|param|argument|arg|field|property|key|option|flag|command|column|table|"
+    r"endpoint|id|ids|identifier)s?\b[^.\n]{0,30}?(?:'[^']+'|\"[^\"]+\"|`[^`]+`|:\s*\S+)",
+    re.IGNORECASE,
+)
+# A short statement of a specific state of a named thing is clear ("Your card was declined.", "Customer
+# already has an overdue bill", "Path not in workspace."): the vague rule is for statements that say only
+# that something went wrong ("Payment could not be processed", "Number of passengers does not match").
+STATE_RE = re.compile(
+    r"\b(?:already|declined|incorrect|expired|blocked|locked|disabled|suspended|closed|cancell?ed|archived|"
+    r"deleted|not in|outside|no more|not enough|in progress|(?:the )?user (?:denied|rejected|declined|cancell?ed)|"
+    r"(?:denied|rejected|cancell?ed) by the user|insufficient (?:\w+ ){0,2}(?:balance|funds|credit)|is not (?:active|enabled|"
+    r"verified|pending|delivered|finali[sz]ed|open)|has no|does not have|is empty|read-only|in use)\b",
+    re.IGNORECASE,
+)
+# "Failed to read content of existing file: /x": says what failed, on what, but not why or what to do.
+FAILURE_CLAUSE_RE = re.compile(
+    r"^(?:failed|unable|could ?n[o']t)(?: to)? (\w+)\b[^:\n]*?(?::\s*|\s+-\s+|\s+)?"
+    r"(?P<rest>.*)$",
+    re.IGNORECASE | re.DOTALL,
+)
+
+# A runtime message that names what the caller got wrong: the argument to drop or add, the name its code used,
+# the module it imported, the file an OS call failed on (errno name and path). The fix is evident.
+NAMES_CALLER_VALUE_RE = re.compile(
+    r"unexpected keyword argument '[^']+'|missing \d+ required (?:positional |keyword-only )?arguments?: '|"
+    r"\bname '[^']+' is not defined|^\s*\w+ is not defined\s*$|no module named '[^']+'|cannot find module '[^']+'|"
+    r"\[Errno \d+\] [^:\n]+: '[^']+'|^\s*E[A-Z]{2,}: [^,\n]+, \w+ '[^']+'|"
+    r"does not match format '[^']+'",
+    re.IGNORECASE | re.MULTILINE,
 )
 # "invalid integer: ten" names its expected form: scalar types have one obvious spelling.
 SELF_DESCRIBING_RE = re.compile(r"\b(?:invalid|not an?|not a valid)\s+(?:integer|int|number|float|boolean|bool)\b", re.IGNORECASE)
+# Kinds of value with one standard form: rejecting a named one ("Invalid URL \"htps://x\"") says enough.
+STANDARD_FORM_RE = re.compile(r"\b(?:invalid|not an?|not a valid)\s+(?:url|uri|email(?: address)?|uuid|json)\b", re.IGNORECASE)
 
 EXCEPTION_NAME_RE = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Fault)\b")
 EXCEPTION_LINE_RE = re.compile(r"^\s*(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?:\(.*\))?\s*$", re.MULTILINE)
 # Runtime messages written for the programmer, not the caller (Python, JavaScript, JSON decoders).
 RUNTIME_MESSAGE_RE = re.compile(
-    r"object has no attribute|'?NoneType'?|index out of range|is not defined\b|division by zero|"
+    r"object has no attribute|'?NoneType'?|index out of range|division by zero|can only concatenate|"
     r"unsupported operand type|object is not (?:subscriptable|callable|iterable)|is not a function|"
     r"cannot read propert(?:y|ies) of (?:undefined|null)|undefined is not|maximum recursion depth|"
-    r"is not JSON serializable|invalid literal for|invalid syntax|can't compare|unexpected keyword argument|"
-    r"missing \d+ required positional argument|unexpected token .{1,3} in JSON|expecting (?:value|property name|"
-    r"',' delimiter)|unhashable type|null ?pointer|segmentation fault|stack overflow|"
+    r"is not JSON serializable|invalid literal for|invalid syntax|can't compare|"
+    r"unexpected token .{1,3} in JSON|expecting (?:value|',' delimiter)|unexpected end of (?:JSON )?input|"
+    r"unhashable type|null ?pointer|segmentation fault|stack overflow|exceeded \d+ redirects|<class '[\w.]+'>|"
     r"\b\w+Pool\(host=",
     re.IGNORECASE,
 )
@@ -85,12 +128,15 @@ STACK_RE = re.compile(
 STACK_KEYS = frozenset({"stack", "stacktrace", "stack_trace", "traceback", "backtrace", "exception_stack"})
 
 HTML_RE = re.compile(r"^\s*(?:<!doctype html|<html\b|<\?xml)|<(?:html|head|body|title)\b[^>]*>", re.IGNORECASE)
+# An HTML fragment without <html>/<body>: two or more block tags ("<h1>Bad Request</h1><p>...</p>").
+HTML_BLOCK_TAG_RE = re.compile(r"</?(?:h[1-6]|p|pre|center|hr|div|table|ul|li|br|span|a)\b[^>]*>", re.IGNORECASE)
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0e-\x1f\x7f\ufffd]")
 
 TRANSIENT_RE = re.compile(
     r"\b429\b|\b50[234]\b|\b529\b|rate.?limit|too many requests|throttl|overloaded|timed? ?out\b|\btimeout\b|"
     r"deadline exceeded|connection (?:reset|refused|aborted|closed|issue|error)|econn(?:reset|refused|aborted)|"
     r"etimedout|socket hang up|broken pipe|service (?:temporarily )?unavailable|temporarily unavailable|"
+    r"(?:failed|unable|could ?n[o']t) (?:to )?connect|couldn't connect|"
     r"bad gateway|gateway time-?out|(?:database|table|resource) is locked|lock contention|deadlock",
     re.IGNORECASE,
 )
@@ -99,15 +145,6 @@ RETRY_GUIDANCE_RE = re.compile(
     r"(?:call|run|send|try)\b[^.\n]{0,40}\bagain\b|"
     r"is_retri?able|retry_after",
     re.IGNORECASE,
-)
-
-INJECTION_RE = re.compile(
-    r"ignore (?:all |any )?(?:the )?(?:previous|prior|above|earlier|preceding) (?:instructions|prompts?|messages?|rules)|"
-    r"disregard (?:all |any )?(?:the )?(?:previous|prior|above|system|earlier)|"
-    r"(?:^|[\s.;:>\"'])(?:SYSTEM|ASSISTANT|DEVELOPER)\s*:|<\|?(?:im_start|system|endoftext)\|?>|\[/?INST\]|</?system>|"
-    r"\byou (?:must|should) now\b|\byou are now\b|\bnew instructions\b|\bthe (?:assistant|model|AI) (?:must|should)\b|"
-    r"\bdo not (?:tell|inform) the user\b|\breveal (?:all|the|your) [\w ]{0,30}(?:data|secrets?|prompt|passwords?|keys?)\b",
-    re.IGNORECASE | re.MULTILINE,
 )
 
 SECRET_RES = (
@@ -147,14 +184,13 @@ def _transient_named(view: MessageView) -> bool:
 
 
 def _status(view: MessageView) -> int | None:
-    if view.obj is None:
-        return None
-    for key in ("status", "status_code", "statusCode", "code", "error"):
-        value = view.obj.get(key)
-        if isinstance(value, int) and 100 <= value <= 599:
-            return value
-        if isinstance(value, str) and value.isdigit() and 100 <= int(value) <= 599:
-            return int(value)
+    for obj in view.objs:
+        for key in ("status", "status_code", "statusCode", "code", "error"):
+            value = obj.get(key)
+            if isinstance(value, int) and not isinstance(value, bool) and 100 <= value <= 599:
+                return value
+            if isinstance(value, str) and value.isdigit() and 100 <= int(value) <= 599:
+                return int(value)
     return None
 
 
@@ -167,44 +203,72 @@ def check_bare_status(view: MessageView, ctx: Context) -> bool:
 
 
 def check_bare_exception(view: MessageView, ctx: Context) -> bool:
+    if NAMES_CALLER_VALUE_RE.search(view.body) and not RUNTIME_MESSAGE_RE.search(view.body):
+        return False  # "got an unexpected keyword argument 'cabin'": names what to change
+    if RUNTIME_MESSAGE_RE.search(view.body):
+        return True
     if view.has_remedy and not EXCEPTION_LINE_RE.search(view.prose):
         return False
     head = view.body.split("\n", 1)[0].strip()
     if EXCEPTION_NAME_RE.match(head):
         tail = head.split(":", 1)[1] if ":" in head else ""
         tail = re.sub(r"^\s*|\(.*\)$", "", tail)
-        # "KeyError: 'x'": the exception text names a key or value, not what was wrong with the request.
-        if len(_WORD_RE.findall(tail)) <= 6:
+        # "KeyError: 'x'": the exception names a key or value, not what was wrong with the request
+        # (a quoted sentence, "'No time zone found with key X'", is a message, judged as one).
+        quoted_words = [m.group(0) for m in QUOTED_RE.finditer(tail) if " " not in m.group(0).strip()]
+        if len(_WORD_RE.findall(QUOTED_RE.sub(" ", tail))) <= 1 and (quoted_words or not tail.strip()):
             return True
     if EXCEPTION_LINE_RE.search(view.prose):
         return True
-    if view.obj is not None:
+    for obj in view.objs[:1]:
         for key in ("error", "type", "name", "exception"):
-            value = view.obj.get(key)
+            value = obj.get(key)
             if isinstance(value, str) and EXCEPTION_NAME_RE.fullmatch(value.strip()):
                 return True
-    return bool(RUNTIME_MESSAGE_RE.search(view.prose))
+    return False
+
+
+# "The specified bucket does not exist": the value looked up is referred to, not named.
+UNNAMED_REFERENCE_RE = re.compile(
+    r"\b(?:the|this|that|your) (?:specified|provided|given|requested|supplied|selected|referenced) \w+", re.IGNORECASE
+)
 
 
 def check_not_found_unnamed(view: MessageView, ctx: Context) -> bool:
-    if not view.english or not NOT_FOUND_RE.search(view.body):
+    if not view.english or not NOT_FOUND_RE.search(view.body) or view.has_remedy:
         return False
-    return not view.specifics and not view.has_remedy
+    if UNNAMED_REFERENCE_RE.search(view.body):
+        # named only if a quoted value, path or URL appears (an operation name or error code is not the value)
+        return not (QUOTED_RE.search(view.body) or PATH_RE.search(view.body) or URL_RE.search(view.body))
+    return not view.specifics
 
 
 def check_invalid_without_expected(view: MessageView, ctx: Context) -> bool:
     if not view.english or not INVALID_RE.search(view.body) or SELF_DESCRIBING_RE.search(view.body):
         return False
-    return not view.has_remedy
+    if NAMED_SCHEMA_OR_ID_RE.search(view.body) or (STANDARD_FORM_RE.search(view.body) and view.specifics):
+        return False
+    # "Invalid request" rejects nothing in particular: that is generic wording (LS101), not a rejected value
+    return not view.has_remedy and bool(view.specifics or _content_words(view))
+
+
+# A Python syntax-error report: one frame in the model's own code ("<string>", "<stdin>"), the line and a
+# caret, then what is wrong. It points at the fix; it is not a stack trace.
+SYNTAX_REPORT_RE = re.compile(
+    r"^\s*File \"<(?:string|stdin|unknown|input)>\", line \d+\n.*\n\s*\^+\s*\n(?:SyntaxError|IndentationError|TabError): .+",
+    re.DOTALL,
+)
 
 
 def check_stack_trace(view: MessageView, ctx: Context) -> bool:
+    if "Traceback" not in view.raw and SYNTAX_REPORT_RE.match(view.raw):
+        return False
     return bool(STACK_RE.search(view.raw)) or bool(view.json_keys & STACK_KEYS)
 
 
 def check_html_or_blob(view: MessageView, ctx: Context) -> bool:
     text = view.raw
-    if HTML_RE.search(text):
+    if HTML_RE.search(text) or len(HTML_BLOCK_TAG_RE.findall(text)) >= 3:
         return True
     if text and len(_CONTROL_RE.findall(text)) > max(2, len(text) // 20):
         return True
@@ -229,17 +293,59 @@ def check_transient_no_guidance(view: MessageView, ctx: Context) -> bool:
     return True
 
 
+def _retry_guided(view: MessageView) -> bool:
+    """A transient failure that says to try again later: for a transient failure, that is the remedy (seed 001)."""
+    return _transient_named(view) and bool(RETRY_GUIDANCE_RE.search(view.prose))
+
+
 def check_generic_wording(view: MessageView, ctx: Context) -> bool:
-    if not view.english or view.specifics or view.has_remedy:
+    if not view.english or view.specifics or view.has_remedy or _retry_guided(view):
         return False
     return not _content_words(view)
 
 
 def check_vague(view: MessageView, ctx: Context) -> bool:
-    if not view.english or view.specifics or view.has_remedy:
+    if not view.english or view.specifics or view.has_remedy or STATE_RE.search(view.body) or _retry_guided(view):
         return False
     # Long prose usually explains itself; the rule targets short statements with nothing to act on.
     return 0 < len(_content_words(view)) <= 8
+
+
+# "Background process history lookup failed for PID 4242", "Path resolution failed", "Command '[...]' returned
+# non-zero exit status 1": the failure and its target, no cause.
+FAILED_AFTER_RE = re.compile(
+    r"^(?P<what>[\w .'\-\[\]]{1,60}?) (?:failed|was unsuccessful|returned non-zero exit status \d+|"
+    r"(?:exited|failed) with (?:exit )?(?:code|status) \d+)\b(?: (?:for|on|with|at|in))?(?P<rest>.*)$",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def check_failure_without_cause(view: MessageView, ctx: Context) -> bool:
+    if not view.english or view.has_remedy:
+        return False
+    before = FAILURE_CLAUSE_RE.match(view.body)
+    m = before or FAILED_AFTER_RE.match(view.body)
+    if m is None or _transient_named(view):
+        return False
+    # "UNIQUE constraint failed: users.email": the thing that failed is a named rule, which is the cause
+    if not before and re.search(r"\b(?:constraint|assertion|precondition)\b", m.group("what"), re.IGNORECASE):
+        return False
+    rest = m.group("rest")
+    if re.search(r"\b[1-5]\d\d\b|(?-i:\bE[A-Z]{3,}\b)|\b(?:because|due to|since|caused by)\b", rest, re.IGNORECASE):
+        return False
+    # what is left after the target (a path, URL, quoted value, id or number) must say why it failed;
+    # after "X failed for ...", one noun naming the target ("for PID 4242") is still the target
+    for regex in (PATH_RE, URL_RE, QUOTED_RE, IDENT_RE, NUMBER_RE):
+        rest = regex.sub(" ", rest)
+    return len(_content_words_of(rest)) <= (0 if before else 1)
+
+
+def _content_words_of(text: str) -> list[str]:
+    return [w for w in _WORD_RE.findall(text.lower()) if w not in GENERIC_WORDS and w not in _TARGET_WORDS]
+
+
+# Words that name the kind of target of a failure, not its cause ("file", "directory", "content").
+_TARGET_WORDS = frozenset("file files directory folder path content contents existing url page record item document".split())
 
 
 def check_injection(view: MessageView, ctx: Context) -> bool:
@@ -273,14 +379,32 @@ def check_json_no_suggestions(view: MessageView, ctx: Context) -> bool:
     return _is_error_body(view) and not view.json_keys & {"suggestions", "suggestion", "hint", "hints", "next_steps", "remedy"}
 
 
+_PRECONDITION_RE = re.compile(
+    r"precondition|not[-_ ]finali[sz]ed|required_status|must be \w+ before|conflict|already[-_ ]", re.IGNORECASE
+)
+# the body names the call to make first: "Call finalize_invoice before calling send_invoice"
+_NAMED_CALL_RE = re.compile(r"\bcall(?:ing)? [A-Za-z]+_\w+|\bcall(?:ing)? \w+\(", re.IGNORECASE)
+
+
+def _type_text(view: MessageView) -> str:
+    assert view.obj is not None
+    return " ".join(str(view.obj.get(k, "")) for k in ("type", "code", "error", "title"))
+
+
+def _is_precondition(view: MessageView) -> bool:
+    status = _status(view)
+    return status in {409, 412, 428} or bool(
+        _PRECONDITION_RE.search(view.prose + " " + _type_text(view) + " " + " ".join(view.json_keys))
+    )
+
+
 def _is_validation(view: MessageView) -> bool:
     status = _status(view)
-    text = " ".join(str(view.obj.get(k, "")) for k in ("type", "code", "error", "title")) if view.obj else ""
-    return status in {400, 422} or bool(re.search(r"valid|missing|required|param", text, re.IGNORECASE))
+    return status in {400, 422} or bool(re.search(r"valid|missing|required|param", _type_text(view), re.IGNORECASE))
 
 
 def check_json_validation_fields(view: MessageView, ctx: Context) -> bool:
-    if not _is_error_body(view) or not _is_validation(view):
+    if not _is_error_body(view) or not _is_validation(view) or _is_precondition(view):
         return False
     fields = view.obj.get("invalid_fields") if view.obj else None
     if not isinstance(fields, list) or not fields:
@@ -289,12 +413,9 @@ def check_json_validation_fields(view: MessageView, ctx: Context) -> bool:
 
 
 def check_json_precondition(view: MessageView, ctx: Context) -> bool:
-    if not _is_error_body(view) or "next_operation" in view.json_keys:
+    if not _is_error_body(view) or "next_operation" in view.json_keys or _NAMED_CALL_RE.search(view.prose):
         return False
-    status = _status(view)
-    return status in {409, 412, 428} or bool(
-        re.search(r"precondition|not[-_ ]finali[sz]ed|required_status|must be \w+ before|conflict", view.prose + " ".join(view.json_keys), re.IGNORECASE)
-    )
+    return _is_precondition(view)
 
 
 def check_json_5xx_trace(view: MessageView, ctx: Context) -> bool:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from loopscope.analyses.hints import Hint, match
+from loopscope.analyses.lint.explain import evidence, suggestion
 from loopscope.analyses.lint.rules import FALLBACK_RULES, RULES, Context
 from loopscope.analyses.lint.checks import RETRY_GUIDANCE_RE
 from loopscope.analyses.lint.text import read_message
@@ -23,20 +24,40 @@ from loopscope.analyses.lint.text import read_message
 HINT_BACKED_RULES = frozenset({"LS103", "LS104", "LS105", "LS109"})
 
 
+# A family whose advice does not fit the rule: "Unknown room type 'premium'" matches the lookup family,
+# but LS105's advice (say what a valid value looks like) is the one that applies.
+_UNFIT_FAMILIES = {"LS105": frozenset({"not_found"}), "LS104": frozenset({"validation", "date_format"})}
+
+
 def _rewrite(rule_id: str, default: str, family: Hint | None) -> str:
-    if rule_id in HINT_BACKED_RULES and family is not None:
+    if rule_id in HINT_BACKED_RULES and family is not None and family.key not in _UNFIT_FAMILIES.get(rule_id, ()):
         return family.rewrite
     return default
 
 
+# Said in the output when a message is not English prose, so a quiet verdict is not read as a pass.
+NOT_ENGLISH_NOTE = (
+    "not English: the wording rules (LS101, LS104, LS105, LS106, LS113) were not applied; the structural rules "
+    "(status, exception, stack trace, HTML, secrets, injection, JSON fields) were"
+)
+
+
 @dataclass(frozen=True)
 class Finding:
-    """One rule that fired on a message."""
+    """One rule that fired on a message.
+
+    ``reason`` and ``rewrite`` are the rule's (the same for every message);
+    ``evidence`` says what in this message triggered it (or what the rule looked
+    for and did not find) and ``suggestion`` is this message rewritten along
+    the rule's direction, reusing its own nouns.
+    """
 
     rule_id: str
     severity: str
     reason: str
     rewrite: str
+    evidence: str = ""
+    suggestion: str = ""
 
 
 @dataclass(frozen=True)
@@ -46,6 +67,7 @@ class LintResult:
     message: str
     generic: bool
     findings: list[Finding] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def has_error(self) -> bool:
@@ -58,8 +80,13 @@ class LintResult:
         return [f.rule_id for f in self.findings]
 
     def to_dict(self) -> dict[str, object]:
-        """``{message, generic, findings: [{rule_id, severity, reason, rewrite}]}``."""
-        return {"message": self.message, "generic": self.generic, "findings": [asdict(f) for f in self.findings]}
+        """``{message, generic, findings: [{rule_id, severity, reason, rewrite, evidence, suggestion}], notes}``."""
+        return {
+            "message": self.message,
+            "generic": self.generic,
+            "findings": [asdict(f) for f in self.findings],
+            "notes": list(self.notes),
+        }
 
 
 def lint_message(text: str, *, is_error: bool = True, outcome: str | None = None) -> LintResult:
@@ -86,10 +113,14 @@ def lint_message(text: str, *, is_error: bool = True, outcome: str | None = None
     if not is_error and not any(rule.id == "LS130" for rule in fired):
         fired = [rule for rule in fired if not rule.generic]
     family = match(None, view.prose) if any(rule.id in HINT_BACKED_RULES for rule in fired) else None
-    findings = [
-        Finding(rule.id, rule.severity, rule.reason, _rewrite(rule.id, rule.rewrite, family)) for rule in fired
-    ]
-    return LintResult(message=text, generic=any(rule.generic for rule in fired), findings=findings)
+    findings = []
+    for rule in fired:
+        rewrite = _rewrite(rule.id, rule.rewrite, family)
+        findings.append(
+            Finding(rule.id, rule.severity, rule.reason, rewrite, evidence(rule.id, view, ctx), suggestion(rule.id, view, rewrite))
+        )
+    notes = [NOT_ENGLISH_NOTE] if not view.english and view.body else []
+    return LintResult(message=text, generic=any(rule.generic for rule in fired), findings=findings, notes=notes)
 
 
 CHECKLIST_ITEMS = {

@@ -93,6 +93,8 @@ HAVING count(*) >= ?
 """
 
 _COUNTER = itertools.count()
+# The rule a silent error trips: it is behind a silent template's verdict although it is not "generic".
+SILENT_ERROR_RULE = "LS130"
 
 
 @dataclass(frozen=True)
@@ -125,6 +127,11 @@ class TemplateImpact:
         out.pop("extra")
         return out
 
+    @property
+    def verdict_rules(self) -> list[str]:
+        """The rules behind the verdict: those that make a message generic, and the silent-error rule."""
+        return [r for r in self.rules if RULES_BY_ID[r].generic or r == SILENT_ERROR_RULE]
+
 
 def _severity_rank(severity: str | None) -> int:
     return {"error": 0, "warning": 1, "info": 2}.get(severity or "", 3)
@@ -136,6 +143,7 @@ def rank_templates(
     *,
     tool: str | None = None,
     min_count: int = 1,
+    limit: int | None = None,
 ) -> list[TemplateImpact]:
     """Error-message templates of the selected prompts, costliest first.
 
@@ -144,6 +152,7 @@ def rank_templates(
         selection: which prompts count (``Selection()`` for all).
         tool: only this tool's messages.
         min_count: drop templates seen fewer times.
+        limit: keep only the first ``limit`` templates (None: all).
 
     Returns:
         Templates ordered by unrecovered occurrences, occurrences,
@@ -168,7 +177,7 @@ def rank_templates(
         con.execute(f"DROP TABLE IF EXISTS {table}")
     result = [_impact(row) for row in rows]
     result.sort(key=lambda r: (-r.unrecovered, -r.occurrences, -r.conversations, r.kind, r.tool_name, r.template))
-    return result
+    return result if limit is None else result[:limit]
 
 
 def _impact(row: tuple[Any, ...]) -> TemplateImpact:

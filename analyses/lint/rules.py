@@ -38,6 +38,7 @@ from loopscope.analyses.lint.checks import (
     check_transient_no_guidance,
     check_generic_wording,
     check_vague,
+    check_failure_without_cause,
     check_injection,
     check_secret_or_pii,
     check_json_no_retriable,
@@ -163,6 +164,15 @@ RULES: tuple[Rule, ...] = (
         "id instead, e.g. 'Key (email)=(jane@x.com) exists' -> 'a user with this email already exists (user u_19)'",
         "duplicate key: Key (email)=(jane.doe@example.com) already exists",
         check_secret_or_pii,
+    ),
+    Rule(
+        "LS113", "failure-without-cause", "warning", True,
+        "says what failed (and on what) but not why or what to do next",
+        "add the cause and the next step, reusing the target; e.g. 'Failed to read content of existing file: "
+        "src/a.ts' -> 'Cannot read src/a.ts: permission denied (EACCES); ask the user to fix its permissions or "
+        "write to a new file.'",
+        "Failed to read content of existing file: /home/dev/app/src/index.ts",
+        check_failure_without_cause,
     ),
     Rule(
         "LS120", "json-no-retriable", "info", False,

@@ -15,12 +15,23 @@ language, and the evidence the rules weigh:
   another language is never flagged for its wording (the structural rules,
   such as stack traces, HTML pages or secrets, still apply).
 
+- **JSON bodies are read by their fields**, the way a model reads them: a
+  wrapper whose ``error`` is empty and whose message sits in ``response`` or
+  ``message`` is judged by that message; a string field that itself holds JSON
+  or a Python-repr dict (``"{'message': 'Not Found'}"``, an SDK's
+  ``Error code: 400 - {...}``) is opened and read the same way.
+- **an imperative is a remedy**: a sentence that starts with a verb telling
+  the caller what to do ("Start the engine first", "Provide only a file
+  name"), "please <verb>", a precondition ("before", "first") or a list of
+  valid values ("Valid room types: a, b").
+
 Everything here is plain regular expressions over the text: deterministic,
 fast, and reviewable next to the rule catalog (``rules.py``).
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from dataclasses import dataclass, field
@@ -32,20 +43,33 @@ _PREFIX_RE = re.compile(
     re.IGNORECASE,
 )
 _ERROR_TAG_RE = re.compile(r"</?error>", re.IGNORECASE)
+# Wrapper prefixes that name the error class or the plumbing, not the failing value: botocore's
+# "An error occurred (NoSuchBucket) when calling the ListObjectsV2 operation: ", ToolBench's
+# "Function executing from my_tools.x.api import f error...\n".
+_WRAPPER_PREFIX_RE = re.compile(
+    r"^\s*(?:an error occurred \(\w+\) when calling the \w+ operation(?: \([^)]*\))?:\s*|"
+    r"function executing from [\w.]+ import \w+ error\.{0,3}\s*|"
+    r"the tool execution failed with the following error:\s*)",
+    re.IGNORECASE,
+)
 
 # Advice that is the same for every error, so it says nothing about this one.
 BOILERPLATE_ADVICE_RE = re.compile(
     r"please fix (?:your|the) (?:mistakes?|errors?)(?: and try again)?|"
     r"(?:please )?try again(?: later)?|sorry(?: about that)?!?|"
     r"(?:please )?check the logs?(?: for (?:more )?details)?|"
-    r"please contact (?:support|the administrator)|for further information visit \S+",
+    r"please contact (?:support|the administrator)|for further information visit \S+|"
+    # "retry with a properly formatted JSON argument" restates the rejection; it names no fix
+    r"(?:please )?(?:retry|try again) with (?:a |an )?(?:properly formatted|valid|correct|proper) [\w ]{0,30}?(?=[.!]|$)",
     re.IGNORECASE,
 )
 
-QUOTED_RE = re.compile(r"'[^'\n]{1,200}'|\"[^\"\n]{1,200}\"|`[^`\n]{1,200}`|«[^»\n]{1,200}»|»[^«\n]{1,200}«|“[^”\n]{1,200}”")
+QUOTED_RE = re.compile(
+    r"'[^'\n]{1,200}'|\"[^\"\n]{1,200}\"|`[^`\n]{1,200}`|«[^»\n]{1,200}»|»[^«\n]{1,200}«|“[^”\n]{1,200}”|‘[^’\n]{1,200}’"
+)
 URL_RE = re.compile(r"\b[a-z][a-z0-9+.\-]*://[^\s'\"<>)\]]+", re.IGNORECASE)
 EMAIL_RE = re.compile(r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}\b")
-PATH_RE = re.compile(r"(?:(?<![\w.])/[\w.\-]+(?:/[\w.\-]*)+|\b[A-Za-z]:\\[^\s'\"]+|\b[\w\-]+(?:/[\w.\-]+)+\.\w{1,5}\b|(?<!\w)\.[a-z]\w+\b)")
+PATH_RE = re.compile(r"(?:(?<![\w.])/[\w.\-]+(?:/[\w.\-]*)+|\b(?!and/or\b)[a-z][\w.\-]*/[\w.\-]*\w\b|\b[A-Za-z]:\\[^\s'\"]+|\b[\w\-]+(?:/[\w.\-]+)+\.\w{1,5}\b|(?<!\w)\.[a-z]\w+\b)")
 # Tokens that are ids or code names: snake_case, camelCase, dotted, letters+digits mixed.
 IDENT_RE = re.compile(
     r"\b(?:[A-Za-z]+_[A-Za-z0-9_]+|[a-z]+[A-Z]\w*|[A-Za-z]+[\-]?\d[\w\-]*|\d+[A-Za-z][\w\-]*|[A-Za-z]+(?:\.[A-Za-z_]\w*)+|\w+\[\d+\](?:\.\w+)*)\b"
@@ -63,8 +87,11 @@ CONSTRAINT_RE = re.compile(
     r"equal|precede|follow)|can only|may only|only \w+|needs? to|has to|have to|"
     r"at least|at most|no more than|no longer than|up to \d+|between \S+ and|"
     r"(?:maximum|minimum|max|min)(?: allowed)? (?:is|of|length|size|value|number|\d)|limit(?:ed)? (?:is|to|of)|"
-    r"expected|expects?|expecting|required|requires?|one of|valid (?:values|options|types|formats?|ids?|\w+ (?:are|is))|"
-    r"allowed (?:values|types|are|is)|accepted (?:values|formats?)|supported (?:values|formats?|types)|"
+    r"requires? (?:a|an|the|\w+_\w+|`)|expected|expects?|expecting (?!value\b|property name\b|',' delimiter\b)|one of|"
+    r"valid (?:values|options|types|formats?|ids?|\w+ (?:are|is))|(?:valid|allowed|accepted|supported|available)\b[\w ]{0,30}(?=:)|"
+    r"allowed (?:values|types|are|is)|accepted (?:values|formats?)|supported (?:values|formats?|types)|are supported|is supported|"
+    r"(?:before|prior to) (?:calling|using|activating|sending|creating|running|you)|\w+ first\b|"
+    r"(?:is|are) (?:an? )?\w+, not (?:an? )?\w+|"
     r"format(?:ted)? (?:is|as|like)|in the format|e\.g\.|for example|such as|looks? like)\b",
     re.IGNORECASE,
 )
@@ -73,6 +100,40 @@ NEXT_STEP_RE = re.compile(
     r"\b(?:use|try (?!again\b)\w+|call|retry|re-?run|provide|specify|pass|set|add|remove|change|check (?!the logs?)\w+|"
     r"verify|ensure|make sure|convert|reduce|wait|ask|choose|select|include|instead|did you mean|perhaps you meant|"
     r"you (?:can|may|should|need)|consider|suggest\w*|hint|resets? at|retry[_ ]after|after \d+ ?(?:s|ms|sec\w*|min\w*))\b",
+    re.IGNORECASE,
+)
+# "should be a valid date or datetime" restates the rejection; it names no form (seed 002's blind case).
+VACUOUS_CONSTRAINT_RE = re.compile(
+    r"\b(?:must|should) be (?:an? )?valid (?!integer|int|number|float|boolean|bool|url|uri|email|uuid|json)\w+"
+    r"(?: or (?:an? )?\w+)?(?=[\s,.;:]|$)",
+    re.IGNORECASE,
+)
+# "X is required" says what to add only when X names something: "url is required", "An API key is required",
+# "Parameter `old_str` is required"; "Authentication required" and "Arguments are required" do not.
+REQUIRED_RE = re.compile(
+    r"([\w`'\".\-\[\]]+)\s+(?:is |are )?(?:required|missing)\b|"
+    r"\bno ([\w`'\".\-\[\]]+) (?:was |were )?(?:provided|given|specified|supplied|passed)\b",
+    re.IGNORECASE,
+)
+# A sentence that starts with a verb in the imperative is an instruction to the caller.
+IMPERATIVE_VERBS = (
+    "start|stop|call|use|provide|pass|set|add|remove|delete|change|run|re-?run|read|open|create|try|check|verify|ensure|"
+    "make|convert|reduce|increase|shorten|split|wait|ask|choose|select|pick|include|specify|enter|supply|give|send|"
+    "submit|log ?in|sign ?in|authenticate|install|update|upgrade|enable|disable|cancel|finali[sz]e|confirm|review|"
+    "rename|move|restart|look ?up|replace|escape|quote|wrap|retry|fix|correct|define|import|declare|close|save|go|"
+    "switch|omit|append|prepend|encode|decode|upload|download|refresh|reconnect|resubmit|modify|edit|fetch|reserve|"
+    "activate|deactivate|register|subscribe|search|list|query|book|limit|format|drop|view"
+)
+# What follows an imperative verb: an object or a place ("Start the engine", "Call finalize_invoice",
+# "Provide only a file name"), so a noun at the start of a sentence ("Request aborted", "List index out of
+# range", "Update failed") is not read as an instruction. After "please" any verb is an instruction.
+_OBJECT = (
+    r"(?:the|a|an|your|it|its|them|this|that|these|those|only|all|any|each|every|one|another|more|less|fewer|some|"
+    r"with|to|for|from|in|into|on|at|by|first|again|up|out|back|down|sure|you|valid|correct|different|new|"
+    r"[A-Za-z]+_\w+|[A-Za-z]+\(|[`'\"<])"
+)
+IMPERATIVE_RE = re.compile(
+    rf"(?:(?:^|[.!?;\n]\s*|:\s+|\bthen\s+)(?:{IMPERATIVE_VERBS})\s+{_OBJECT}|\bplease\s+(?:{IMPERATIVE_VERBS})\b)",
     re.IGNORECASE,
 )
 # JSON keys that carry a remedy in a structured error body.
@@ -94,7 +155,7 @@ GENERIC_WORDS = frozenset(
     arguments argument api service unavailable conflict authentication authorization permission permissions
     denied insufficient forbidden unauthorized access rate limit limits reached exceeded connection timed
     timeout out network for in this that it its an we on at status code response call data result resource
-    found requested
+    found requested undefined null none
     """.split()
 )
 # "no such table: users": a short value after the last colon names what was looked up.
@@ -102,7 +163,19 @@ _TAIL_VALUE_RE = re.compile(r"\w[^:\n]*:\s+([^:\n]{1,60}?)\s*\.?\s*$", re.MULTIL
 # JSON keys whose values classify the error or trace the request; they are not about the failing value.
 _META_KEYS = frozenset(
     {"type", "code", "error_code", "error", "name", "status", "request_id", "trace_id", "correlation_id",
-     "documentation_url", "doc_url", "deprecated_type", "object"}
+     "documentation_url", "doc_url", "deprecated_type", "object", "traceid", "requestid", "instance", "statuscode",
+     "status_code", "success", "ok"}
+)
+
+# Text that reads like an instruction to the model, planted in a tool result (LS111). Its "imperatives"
+# are not remedies.
+INJECTION_RE = re.compile(
+    r"ignore (?:all |any )?(?:the )?(?:previous|prior|above|earlier|preceding) (?:instructions|prompts?|messages?|rules)|"
+    r"disregard (?:all |any )?(?:the )?(?:previous|prior|above|system|earlier)|"
+    r"(?:^|[\s.;:>\"'])(?-i:SYSTEM|ASSISTANT|DEVELOPER|System|Assistant|Developer)\s*:(?:\s|$)|<\|?(?:im_start|system|endoftext)\|?>|\[/?INST\]|</?system>|"
+    r"\byou (?:must|should) now\b|\byou are now\b|\bnew instructions\b|\bthe (?:assistant|model|AI) (?:must|should)\b|"
+    r"\bdo not (?:tell|inform) the user\b|\breveal (?:all|the|your) [\w ]{0,30}(?:data|secrets?|prompt|passwords?|keys?)\b",
+    re.IGNORECASE | re.MULTILINE,
 )
 
 # Common English words; a text with more of another language's function words is not English.
@@ -136,6 +209,7 @@ class MessageView:
     has_constraint: bool = False
     has_next_step: bool = False
     json_keys: frozenset[str] = frozenset()
+    objs: list[dict[str, Any]] = field(default_factory=list)  # every JSON object in the body, nested ones too
 
     @property
     def has_remedy(self) -> bool:
@@ -143,30 +217,50 @@ class MessageView:
         return self.has_constraint or self.has_next_step or bool(self.json_keys & REMEDY_KEYS)
 
 
-def _strings(value: Any, out: list[str], keys: set[str]) -> None:
-    if isinstance(value, dict):
-        for k, v in value.items():
-            keys.add(str(k).lower())
-            if str(k).lower() in _META_KEYS and isinstance(v, str) and " " not in v.strip():
-                continue  # an error code or request id classifies the error; it names no failing value
-            _strings(v, out, keys)
-    elif isinstance(value, list):
-        for item in value:
-            _strings(item, out, keys)
-    elif isinstance(value, str):
-        out.append(value)
-
-
-def parse_json_object(text: str) -> dict[str, Any] | None:
-    """The text as a JSON object, or ``None`` when it is not one."""
+def parse_object(text: str) -> dict[str, Any] | None:
+    """``text`` as an object: JSON, or a Python-repr dict (``{'message': 'Not Found'}``); else ``None``."""
     stripped = text.strip()
-    if not stripped.startswith("{"):
+    if len(stripped) < 2 or stripped[0] != "{" or stripped[-1] != "}":
         return None
     try:
         value = json.loads(stripped)
     except ValueError:
-        return None
+        if len(stripped) > 20_000:
+            return None
+        try:
+            value = ast.literal_eval(stripped)  # literals only: never evaluates code
+        except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
+            return None
     return value if isinstance(value, dict) else None
+
+
+def _strings(value: Any, out: list[str], keys: set[str], objs: list[dict[str, Any]], depth: int = 0) -> None:
+    """Collect the prose a model reads from a JSON body: non-empty strings, nested bodies opened."""
+    if depth > 8:
+        return
+    if isinstance(value, dict):
+        objs.append(value)
+        for k, v in value.items():
+            keys.add(str(k).lower())
+            if str(k).lower() in _META_KEYS and isinstance(v, str) and " " not in v.strip():
+                continue  # an error code or request id classifies the error; it names no failing value
+            _strings(v, out, keys, objs, depth + 1)
+    elif isinstance(value, list):
+        for item in value:
+            _strings(item, out, keys, objs, depth + 1)
+    elif isinstance(value, str):
+        text = value.strip()
+        if len(text) >= 2 and text[0] == text[-1] == '"':
+            try:  # a JSON-encoded string inside a string
+                decoded = json.loads(text)
+                text = decoded.strip() if isinstance(decoded, str) else text
+            except ValueError:
+                pass
+        nested = parse_object(text)
+        if nested is not None:
+            _strings(nested, out, keys, objs, depth + 1)
+        elif text:
+            out.append(text)
 
 
 def is_english(text: str) -> bool:
@@ -182,9 +276,22 @@ def is_english(text: str) -> bool:
     return not (other >= 2 and other > english)
 
 
+# "status_code=400", "HTTP 500", "code: 404" classify the failure; they name no value the model passed.
+STATUS_TOKEN_RE = re.compile(r"\b(?:status(?:[_ ]?code)?|http|error code|code)\s*[=:]?\s*[1-5]\d\d\b", re.IGNORECASE)
+
+
+# kebab-case names ("feature-x", "left-pad") are values; English compounds ("non-pending", "read-only") are not.
+KEBAB_RE = re.compile(
+    r"\b(?!(?:non|re|pre|co|self|read|write|built|well|multi|sub|anti|un|in|out|over|under|long|short|high|low|"
+    r"real|one|two|third|end|user|server|client|e)-)[a-z][a-z0-9]*(?:-[a-z0-9]+)+\b"
+)
+
+
 def find_specifics(text: str) -> list[str]:
     """Concrete values the text names (quoted values, ids, numbers, paths, URLs)."""
     found: list[str] = []
+    text = STATUS_TOKEN_RE.sub(" ", text)
+    found.extend(KEBAB_RE.findall(text))
     for regex in (QUOTED_RE, URL_RE, EMAIL_RE, ISO_DATE_RE, PATH_RE, IDENT_RE, NUMBER_RE):
         found.extend(m.group(0) for m in regex.finditer(text) if not ERROR_CODE_RE.fullmatch(m.group(0)))
     for m in _TAIL_VALUE_RE.finditer(text):
@@ -200,22 +307,65 @@ def strip_boilerplate(text: str) -> str:
     """The text without leading "Error:" prefixes, ``<error>`` tags and boilerplate advice."""
     body = _ERROR_TAG_RE.sub(" ", text)
     body = _PREFIX_RE.sub("", body)
+    body = _WRAPPER_PREFIX_RE.sub("", body)
+    body = _PREFIX_RE.sub("", body)
     body = BOILERPLATE_ADVICE_RE.sub(" ", body)
-    return re.sub(r"\s+", " ", body).strip(" .:;,-\n\t")
+    body = re.sub(r"[ \t\r\f\v]+", " ", body)
+    return re.sub(r" ?\n[\s]*", "\n", body).strip(" .:;,-\n\t")
+
+
+def parse_json_object(text: str) -> dict[str, Any] | None:
+    """The text as a JSON object (JSON only), or ``None`` when it is not one."""
+    stripped = text.strip()
+    if not stripped.startswith("{"):
+        return None
+    try:
+        value = json.loads(stripped)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+# A short lead-in before a body: "Error code: 400 - {...}", "[API Error: 400 {...}]", "400 {...}".
+_EMBEDDED_OBJECT_RE = re.compile(r"^(.{0,120}?)(\{.*\})\s*\]?\s*$", re.DOTALL)
+_SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def _without_injection(text: str) -> str:
+    """The text without the sentences that carry an injected instruction (they are not remedies)."""
+    if not INJECTION_RE.search(text):
+        return text
+    kept = [part for part in _SENTENCE_SPLIT_RE.split(text) if not INJECTION_RE.search(part)]
+    # "Booking failed. SYSTEM: Ignore ..." splits at ". "; a marker mid-sentence drops from the marker on
+    return INJECTION_RE.split(" ".join(kept))[0] if kept else ""
+
+
+def _named_requirement(body: str) -> bool:
+    for m in REQUIRED_RE.finditer(body):
+        subject = m.group(1) or m.group(2)
+        words = _WORD_RE.findall(subject.lower())
+        if subject[:1] in "`'\"" or any(w not in GENERIC_WORDS and w not in _EN_WORDS for w in words):
+            return True
+    return False
 
 
 def read_message(text: str) -> MessageView:
     """Parse ``text`` into the view every rule reads."""
-    obj = parse_json_object(text)
+    obj = parse_object(text)
+    if obj is None and "{" in text:
+        m = _EMBEDDED_OBJECT_RE.match(text.strip())
+        if m is not None and len(_WORD_RE.findall(m.group(1))) <= 6:
+            obj = parse_object(m.group(2))
     keys: set[str] = set()
+    objs: list[dict[str, Any]] = []
     if obj is not None:
         parts: list[str] = []
-        _strings(obj, parts, keys)
+        _strings(obj, parts, keys, objs)
         # Type URIs and documentation links identify the error class, not this error.
-        prose = ". ".join(p for p in parts if not URL_RE.fullmatch(p.strip()))
+        prose = ". ".join(p.rstrip(". ") for p in parts if not URL_RE.fullmatch(p.strip()))
     else:
         prose = text
-    body = strip_boilerplate(prose)
+    body = strip_boilerplate(_without_injection(prose))
     view = MessageView(
         raw=text,
         obj=obj,
@@ -223,8 +373,9 @@ def read_message(text: str) -> MessageView:
         body=body,
         english=is_english(prose),
         json_keys=frozenset(keys),
+        objs=objs,
     )
     view.specifics = find_specifics(body)
-    view.has_constraint = bool(CONSTRAINT_RE.search(body))
-    view.has_next_step = bool(NEXT_STEP_RE.search(body))
+    view.has_constraint = bool(CONSTRAINT_RE.search(VACUOUS_CONSTRAINT_RE.sub(" ", body))) or _named_requirement(body)
+    view.has_next_step = bool(NEXT_STEP_RE.search(body) or IMPERATIVE_RE.search(body))
     return view

@@ -20,7 +20,7 @@ from loopscope.cli.options import (
     UntilOption,
     WeekOption,
 )
-from loopscope.cli.output import OutputFormat, inert, stderr_console, stdout_console, write_json
+from loopscope.cli.render.output import OutputFormat, inert, stderr_console, stdout_console, write_json
 
 
 @command("audit")
@@ -54,31 +54,32 @@ def audit_command(
     """
     from loopscope.analyses.audit import audit
     from loopscope.analyses.errors import LoopscopeError
+    from loopscope.analyses.outputs import check_output_file, write_output_file
 
     if limit < 1:
         raise LoopscopeError(f"--limit {limit} must be at least 1", hint="for example --limit 20")
     if output is OutputFormat.csv:
         raise LoopscopeError("audit has no csv output: it is many tables", hint="use --format json, or --html FILE")
-    if html is not None and (html.is_dir() or not html.parent.is_dir()):  # fail before the work, not after
-        raise LoopscopeError(f"cannot write {html}: " + ("it is a folder" if html.is_dir() else f"no folder {html.parent}"),
-                             hint="give a file path in an existing folder, e.g. --html audit.html")
+    if html is not None:  # fail before the work, not after
+        check_output_file(html, "--html")
     window = window_selection(since, until, agent, tag, week)
-    with analysis_store(db, paths, input_format, window) as (con, selection):
+    with analysis_store(db, paths, input_format, window) as (con, selection, _summary):
         report = audit(con, selection, limit=limit)
     if report["overall"]["prompts"] == 0:
         raise LoopscopeError("the selection has no prompt to audit",
                              hint="load logs first (pass PATHs), or widen --since/--until/--agent/--tag")
-    if html is not None:
-        from loopscope.analyses.report_html import render_html
+    from loopscope.analyses.notices import Notice
+    from loopscope.cli.common import print_notices
 
-        try:
-            html.write_text(render_html(report), encoding="utf-8")
-        except OSError as exc:
-            raise LoopscopeError(f"cannot write {html}: {exc.strerror}", hint="check the folder exists and is writable") from None
+    print_notices([Notice(**n) for n in report["notices"]])
+    if html is not None:
+        from loopscope.cli.render.html import render_html
+
+        write_output_file(html, render_html(report))
         stderr_console().print(f"wrote {inert(html)}")
     if output is OutputFormat.json:
         write_json(report)
         return
-    from loopscope.cli.audit_render import render
+    from loopscope.cli.render.audit import render
 
     render(report, stdout_console())

@@ -1,4 +1,4 @@
-"""``loopscope check``: thresholds on the metrics, exit 1 when one is violated."""
+"""``loopscope check``: thresholds on the metrics, exit 3 when one is violated."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from loopscope.cli.app import command
+from loopscope.cli.app import EXIT_GATE_FAILED, command
 from loopscope.cli.common import analysis_store, window_selection
 from loopscope.cli.options import (
     AgentOption,
@@ -18,7 +18,7 @@ from loopscope.cli.options import (
     TagOption,
     UntilOption,
 )
-from loopscope.cli.output import OutputFormat, inert, stdout_console, write_csv, write_json
+from loopscope.cli.render.output import OutputFormat, write_csv, write_json
 
 
 def _opt(flag: str, help_text: str, kind: type = float):  # noqa: ANN202 - Annotated alias factory
@@ -29,6 +29,10 @@ def _opt(flag: str, help_text: str, kind: type = float):  # noqa: ANN202 - Annot
 def check_command(
     paths: PathsArgument = None,
     min_recovery_rate: _opt("--min-recovery-rate", "Fail when recovered errors / errors is below this (0..1).") = None,
+    min_conversation_recovery_rate: _opt(
+        "--min-conversation-recovery-rate",
+        "Fail when (recovered + resolved later in the conversation) / errors is below this (0..1).",
+    ) = None,
     max_median_tool_calls: _opt("--max-median-tool-calls", "Fail when the median tool calls per prompt is above this.") = None,
     max_p99_tool_calls: _opt("--max-p99-tool-calls", "Fail when the p99 tool calls per prompt is above this.") = None,
     max_replay_rate: _opt("--max-replay-rate", "Fail when replays / tool calls is above this (0..1).") = None,
@@ -44,7 +48,7 @@ def check_command(
     output: FormatOption = OutputFormat.table,
     input_format: InputFormatOption = "auto",
 ) -> None:
-    """Gate CI or alerting on the metrics: exit 1 with one line per violated threshold, 0 otherwise.
+    """Gate CI or alerting on the metrics: exit 3 with one line per violated threshold, 0 otherwise.
 
     Each threshold you set prints one line: OK, VIOLATED, or SKIPPED when the
     figure has no value (no error to compute a recovery rate from: never a failure).
@@ -53,8 +57,9 @@ def check_command(
     \b
     Exit codes:
       0  every threshold met (or skipped)
-      1  a threshold violated, or a user error (no threshold, a rate above 1, an empty window)
+      1  a user error (no threshold, a rate above 1, an empty window, a mistyped option)
       2  an internal error (a bug in loopscope)
+      3  a threshold violated
 
     \b
     Examples:
@@ -65,6 +70,7 @@ def check_command(
 
     thresholds = Thresholds(
         min_recovery_rate=min_recovery_rate,
+        min_conversation_recovery_rate=min_conversation_recovery_rate,
         max_median_tool_calls=max_median_tool_calls,
         max_p99_tool_calls=max_p99_tool_calls,
         max_replay_rate=max_replay_rate,
@@ -74,18 +80,15 @@ def check_command(
         max_double_executions=max_double_executions,
     )
     window = window_selection(since, until, agent, tag)
-    with analysis_store(db, paths, input_format, window) as (con, selection):
+    with analysis_store(db, paths, input_format, window) as (con, selection, _summary):
         result = check(con, selection, thresholds)
     if output is OutputFormat.json:
         write_json(result.to_dict())
     elif output is OutputFormat.csv:
         write_csv([o.to_dict() for o in result.outcomes], ("threshold", "figure", "value", "limit", "status", "reason"))
     else:
-        console = stdout_console()
-        for o in result.outcomes:
-            style = {"violated": "red", "ok": "green", "skipped": "yellow"}[o.status]
-            console.print(f"[{style}]{o.status.upper():<8}[/{style}] {inert(o.reason)}")
-        verdict = "[green]check passed[/green]" if result.passed else f"[red]check failed: {len(result.violations)} threshold(s) violated[/red]"
-        console.print(verdict)
+        from loopscope.cli.render.check import render
+
+        render(result)
     if not result.passed:
-        raise typer.Exit(1)
+        raise typer.Exit(EXIT_GATE_FAILED)

@@ -9,13 +9,9 @@ import typer
 from loopscope.cli.app import command
 from loopscope.cli.common import analysis_store
 from loopscope.cli.options import DbOption, FormatOption, InputFormatOption, PathsArgument
-from loopscope.cli.output import (
+from loopscope.cli.render.output import (
     OutputFormat,
-    fmt_number,
-    fmt_rate,
-    inert,
     stderr_console,
-    stdout_console,
     write_csv,
     write_json,
 )
@@ -28,7 +24,6 @@ CohortA = Annotated[
 ]
 CohortB = Annotated[list[str], typer.Option("--b", help="Cohort B, same syntax as --a.", show_default=False)]
 
-_RATES = {"recovery_rate", "replay_rate"}
 CSV_COLUMNS = ("metric", "a", "b", "difference", "test", "p_value", "significant")
 
 
@@ -57,7 +52,7 @@ def compare_command(
 
     parse_cohort(a, option="--a", resolve_files=False)  # syntax first: a typo fails before any loading
     parse_cohort(b, option="--b", resolve_files=False)
-    with analysis_store(db, paths, input_format) as (con, base):
+    with analysis_store(db, paths, input_format) as (con, base, _summary):
         sel_a = parse_cohort(a, con, option="--a", within=base)
         sel_b = parse_cohort(b, con, option="--b", within=base)
         result = compare(con, sel_a, sel_b, label_a=sel_a.extra["spec"], label_b=sel_b.extra["spec"])
@@ -81,35 +76,6 @@ def compare_command(
     if output is OutputFormat.csv:
         write_csv(rows, CSV_COLUMNS)
         return
-    _render(result, rows)
+    from loopscope.cli.render.compare import render
 
-
-def _fmt(metric: str, value: float | None, *, signed: bool = False) -> str:
-    if value is None:
-        return "-"
-    if metric in _RATES:
-        text = f"{value * 100:+.1f} pts" if signed else fmt_rate(value)
-        return text
-    text = fmt_number(value)
-    return f"+{text}" if signed and value > 0 else text
-
-
-def _render(result, rows) -> None:  # noqa: ANN001 - internal
-    from rich.table import Table
-
-    table = Table(title=f"A = {inert(result.label_a)}    B = {inert(result.label_b)}", title_justify="left")
-    for col, justify in (("metric", "left"), ("A", "right"), ("B", "right"), ("B - A", "right"),
-                         ("p", "right"), ("significant", "left"), ("test", "left")):
-        table.add_column(col, justify=justify)  # type: ignore[arg-type]
-    for m, row in zip(result.metrics, rows):
-        sig = "-" if m.test is None else ("[bold]yes[/bold]" if m.test.significant else
-                                          ("no" if not m.test.note else f"no ({inert(m.test.note)})"))
-        table.add_row(
-            m.metric, _fmt(m.metric, m.a), _fmt(m.metric, m.b), _fmt(m.metric, m.difference, signed=True),
-            "-" if row["p_value"] is None else f"{row['p_value']:.3g}", sig,
-            "Mann-Whitney U" if (row["test"] or "").startswith("Mann-Whitney") else row["test"] or "",
-        )
-    console = stdout_console()
-    console.print(table)
-    console.print(f"[dim]alpha = {result.alpha}; rates: two-proportion z-test; tool calls per prompt: "
-                  "Mann-Whitney U (see docs/audit.md)[/dim]")
+    render(result, rows)

@@ -8,7 +8,6 @@ from typing import Annotated
 import typer
 
 from loopscope.cli.app import command
-from loopscope.cli.output import inert, stdout_console
 
 
 @command("demo")
@@ -24,11 +23,9 @@ def demo(
     crash modes) recorded by the collector. The output is byte-identical on
     every run and equal to the repository's sample_logs/.
     """
-    from rich.table import Table
-
     from loopscope.analyses.errors import LoopscopeError
     from loopscope.collectors import CollectorConfigError
-    from loopscope.collectors.demo.run import describe, run_demo
+    from loopscope.cli.demo.run import describe, run_demo
 
     if out.exists() and not out.is_dir():
         raise LoopscopeError(f"--out {out} is a file, not a folder", hint="pass a folder to write the demo logs into")
@@ -40,12 +37,6 @@ def demo(
             f"cannot write the demo logs to {out}: {reason}",
             hint="pass a writable folder with --out",
         ) from None
-    table = Table(title="demo logs written", title_justify="left")
-    table.add_column("file")
-    table.add_column("tool_call records", justify="right")
-    table.add_column("loop_exit records", justify="right")
-    for path, kinds in describe(paths).items():
-        table.add_row(inert(path), str(kinds["tool_call"]), str(kinds["loop_exit"]))
-    console = stdout_console()
-    console.print(table)
-    console.print(f"Next: [b]loopscope metrics {inert(out)}[/b]")
+    from loopscope.cli.render.demo import render
+
+    render(describe(paths), out)

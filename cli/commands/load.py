@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import Annotated, Optional
 
 import typer
-
 from loopscope.cli.app import command
 from loopscope.cli.options import DbOption, FormatOption, InputFormatOption
-from loopscope.cli.output import OutputFormat, fmt_number, inert, stdout_console, write_csv, write_json
-
-if TYPE_CHECKING:
-    from loopscope.analyses.loader import LoadSummary
+from loopscope.cli.render.output import OutputFormat, write_csv, write_json
 
 MESSAGES_PANEL = "Conversation message arrays (--input-format messages, docs/inputs.md)"
 SUMMARY_COLUMNS = ("files", "loaded", "skipped", "quarantined", "tool_calls", "loop_exits", "protocol_violations", "unreadable")
@@ -58,6 +54,16 @@ def load(
             show_default=False,
         ),
     ] = None,
+    scratchpad_tool: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--scratchpad-tool",
+            help="A tool that does nothing in the world (a scratchpad such as [b]think[/b]): its success never "
+            "counts as recovering an error. Repeat for several; replaces the store's set (default: think), which "
+            "every command then uses. [b]--scratchpad-tool ''[/b] clears it.",
+            show_default=False,
+        ),
+    ] = None,
     agent_name: Annotated[
         Optional[str],
         typer.Option(
@@ -73,52 +79,47 @@ def load(
     Bad lines never stop a load: they are kept in the quarantine with file,
     line and reason (see [b]loopscope quarantine[/b]).
     """
-    from loopscope.analyses.store import connect
-    from loopscope.cli.common import load_with_progress
+    from loopscope.analyses.notices import notices as store_notices
+    from loopscope.cli.common import analysis_store
+    from loopscope.cli.render.output import inert, stderr_console
 
-    con = connect(db)
     reader_options = {
         key: value
         for key, value in (("messages_key", messages_key), ("id_key", id_key), ("error_when", error_when), ("agent_name", agent_name))
         if value
     }
-    summary = load_with_progress(con, paths, input_format, reader_options)
+    # loads the PATHs (required here) and closes the store; the summary is all load reports
+    with analysis_store(db, paths, input_format, reader_options=reader_options) as opened:
+        summary = opened.summary
+        if scratchpad_tool is not None:
+            from loopscope.analyses.store.facts import set_scratchpad_tools
+
+            set_scratchpad_tools(opened.con, scratchpad_tool)
+        notices = [n.as_dict() for n in store_notices(opened.con, opened.selection)]
+    assert summary is not None
     if fmt is OutputFormat.json:
         write_json(summary.as_dict())
     elif fmt is OutputFormat.csv:
         write_csv([{c: getattr(summary, c) for c in SUMMARY_COLUMNS}], SUMMARY_COLUMNS)
     else:
-        _render_table(summary, db)
+        from loopscope.cli.render.load import render
+
+        render(summary, db)
+    from loopscope.analyses.ingest.formats import fruitless_files
+    from loopscope.analyses.notices import Notice
+    from loopscope.cli.common import print_notices
+
+    print_notices([Notice(**n) for n in notices])
+    fruitless = fruitless_files(summary.details)
+    if fruitless and not (summary.loaded or summary.skipped):
+        # Nothing came of the whole load: that is a user error, not an empty success.
+        from loopscope.analyses.errors import LoopscopeError
+
+        first = fruitless[0]
+        more = f" (and {len(fruitless) - 1} more file(s) like it)" if len(fruitless) > 1 else ""
+        raise LoopscopeError(first.message() + more, hint=first.hint)
+    for f in fruitless:
+        stderr_console().print(f"[yellow]warning:[/yellow] {inert(f.message())}\n  [dim]{inert(f.hint)}[/dim]")
     if summary.unreadable:
         # The other files are loaded; exit 1 so a script notices the ones that were not.
-        con.close()
         raise typer.Exit(1)
-
-
-def _render_table(summary: LoadSummary, db: str | None) -> None:
-    from loopscope.cli.common import shown_path
-    from rich.table import Table
-
-    out = stdout_console()
-    table = Table(title=None, box=None, pad_edge=False)
-    for col in ("file", "format", "status", "loaded", "skipped", "quarantined"):
-        table.add_column(col, justify="right" if col in ("loaded", "skipped", "quarantined") else "left")
-    for d in summary.details:
-        table.add_row(
-            inert(shown_path(d.path)), inert(d.input_format), inert(d.status),
-            fmt_number(d.loaded), fmt_number(d.skipped), fmt_number(d.quarantined),
-        )
-    out.print(table)
-    out.print(
-        f"{summary.files} files: {summary.loaded} records loaded "
-        f"({summary.tool_calls} tool calls, {summary.loop_exits} loop exits), "
-        f"{summary.skipped} skipped as already loaded, {summary.quarantined} quarantined"
-        + (f", {summary.protocol_violations} protocol violations" if summary.protocol_violations else "")
-        + (f", {summary.unreadable} unreadable (not loaded)" if summary.unreadable else "")
-    )
-    if summary.ignored:
-        names = ", ".join(inert(shown_path(p)) for p in summary.ignored[:3]) + (", ..." if len(summary.ignored) > 3 else "")
-        n = len(summary.ignored)
-        out.print(f"Not log files (not *.jsonl, *.ndjson, *.json or .gz), left out: {n} file{'s' if n != 1 else ''}, {names}")
-    if summary.quarantined:
-        out.print("See the bad lines with: [b]loopscope quarantine[/b]" + (f" --db {inert(db)}" if db else ""))

@@ -6,10 +6,9 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-
 from loopscope.cli.app import command
 from loopscope.cli.options import DbOption, FormatOption
-from loopscope.cli.output import OutputFormat, inert, stdout_console, write_csv, write_json
+from loopscope.cli.render.output import OutputFormat, write_csv, write_json
 
 COLUMNS = ("path", "line_no", "reason", "hint", "raw")
 
@@ -24,13 +23,12 @@ def quarantine(
     ] = None,
 ) -> None:
     """List the bad lines found while loading: file, line, reason and a hint to fix each."""
-    from loopscope.analyses.loader_quarantine import list_quarantine
-    from loopscope.analyses.store import connect
-    from loopscope.cli.common import shown_path
+    from loopscope.analyses.quarantine import list_quarantine
+    from loopscope.cli.common import analysis_store
 
-    con = connect(db)
     name = str(Path(file).resolve()) if file and Path(file).exists() else file
-    lines, total = list_quarantine(con, file=name, limit=limit)
+    with analysis_store(db, None) as (con, _selection, _summary):
+        lines, total = list_quarantine(con, file=name, limit=limit)
     rows = [{"path": q.path, "line_no": q.line_no, "reason": q.reason, "hint": q.hint, "raw": q.raw} for q in lines]
     if fmt is OutputFormat.json:
         write_json(rows)
@@ -38,17 +36,6 @@ def quarantine(
     if fmt is OutputFormat.csv:
         write_csv(rows, COLUMNS)
         return
-    out = stdout_console()
-    if not rows:
-        out.print("No quarantined lines." if total == 0 else "No quarantined lines for that file.")
-        return
-    for q in lines:
-        where = f"{shown_path(q.path)}:{q.line_no}" if q.line_no is not None else shown_path(q.path)
-        raw = q.raw if len(q.raw) <= 120 else q.raw[:117] + "..."
-        out.print(f"[b]{inert(where)}[/b]  {inert(q.reason)}")
-        out.print(f"  [dim]line:[/dim] {inert(raw)}")
-        out.print(f"  [dim]hint:[/dim] {inert(q.hint)}")
-    if total > len(lines):
-        out.print(f"[dim]{len(lines)} of {total} shown; use --limit or --file to see others.[/dim]")
-    else:
-        out.print(f"[dim]{total} quarantined line{'s' if total != 1 else ''}.[/dim]")
+    from loopscope.cli.render.quarantine import render
+
+    render(lines, total)

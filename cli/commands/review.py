@@ -1,28 +1,106 @@
-"""``loopscope review import``: load reviewers' verdicts back into the database."""
+"""``loopscope review``: the weekly review of a sample of conversations, one noun with its verbs.
+
+``review sample`` draws the sample and writes its pack; ``review import`` loads the verdicts
+reviewers filled in. ``loopscope sample`` (the spelling before the group) is kept, hidden from
+--help, as the same command, so scripts and packs that name it keep working.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 
-from loopscope.cli.app import PANELS, app, handle_errors
-from loopscope.cli.options import DbOption, FormatOption
-from loopscope.cli.output import OutputFormat, inert, stderr_console, stdout_console, write_json
+from loopscope.cli.app import PANELS, app, command, handle_errors
+from loopscope.cli.common import analysis_store, window_selection
+from loopscope.cli.options import (
+    AgentOption,
+    DbOption,
+    FormatOption,
+    InputFormatOption,
+    PathsArgument,
+    SinceOption,
+    TagOption,
+    UntilOption,
+    WeekOption,
+)
+from loopscope.cli.render.output import OutputFormat, inert, stderr_console, stdout_console, write_csv, write_json
 
 review_app = typer.Typer(
-    help="Reviewer verdicts of a sample: [b]loopscope review import reviews.csv[/b].",
+    help="The weekly review: [b]loopscope review sample --out DIR[/b], fill in DIR/reviews.csv, "
+    "then [b]loopscope review import DIR/reviews.csv[/b].",
     no_args_is_help=True,
     rich_markup_mode="rich",
 )
 app.add_typer(review_app, name="review", rich_help_panel=PANELS["review"])
 
+CSV_COLUMNS = ("conversation_id", "stratum", "computed_class", "agent", "first_ts", "prompts", "tool_calls",
+               "errors", "unrecovered")
+
+
+def sample_command(
+    paths: PathsArgument = None,
+    n: Annotated[int, typer.Option("--n", help="How many conversations to draw.")] = 50,
+    week: WeekOption = None,
+    seed: Annotated[Optional[int], typer.Option("--seed", help="Random seed: the same seed draws the same sample. Default: a new one, printed.", show_default=False)] = None,
+    out: Annotated[Optional[Path], typer.Option("--out", help="Write the review pack here: index.md, one Markdown file per conversation, reviews.csv.", show_default=False)] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite a pack (and its reviews.csv) already in --out.")] = False,
+    since: SinceOption = None,
+    until: UntilOption = None,
+    agent: AgentOption = None,
+    tag: TagOption = None,
+    db: DbOption = None,
+    output: FormatOption = OutputFormat.table,
+    input_format: InputFormatOption = "auto",
+) -> None:
+    """Draw the weekly review sample (stratified over unrecovered / recovered / no-error conversations) and its pack.
+
+    Equal thirds of --n; a stratum smaller than its share is taken whole and the
+    others fill in. The same store, window, --n and --seed draw the same sample.
+    With --out, writes a review pack: one Markdown timeline per conversation,
+    an index.md, and reviews.csv with blank verdict columns to fill in.
+
+    \b
+    Examples:
+      loopscope review sample sample_logs/ --week 2026-W47 --seed 1 --out review-w47/
+      loopscope review import review-w47/reviews.csv
+      loopscope sample sample_logs/ --n 20     # the older spelling, still accepted
+    """
+    from loopscope.analyses.review_pack import write_pack
+    from loopscope.analyses.sampling import draw_sample
+
+    window_sel = window_selection(since, until, agent, tag, week)
+    with analysis_store(db, paths, input_format, window_sel) as (con, selection, _summary):
+        sample = draw_sample(con, selection, n=n, seed=seed)
+        window = week or (f"{since or '…'} to {until or '…'}" if since or until else "all loaded prompts")
+        pack = write_pack(con, sample, out, window=window, force=force) if out is not None else None
+    rows = [c.to_dict() for c in sample.conversations]
+    if output is OutputFormat.json:
+        data = sample.to_dict()
+        if pack is not None:
+            data["pack"] = {"index": str(pack.index), "reviews_csv": str(pack.reviews_csv), "files": [str(f) for f in pack.files]}
+        write_json(data)
+    elif output is OutputFormat.csv:
+        write_csv(rows, CSV_COLUMNS)
+    else:
+        from loopscope.cli.render.sample import render
+
+        render(sample, rows)
+    if pack is not None and output is OutputFormat.table:
+        stdout_console().print(f"review pack: {inert(pack.index)} ({len(pack.files)} conversations); "
+                               f"fill in {inert(pack.reviews_csv)}, then: loopscope review import {inert(pack.reviews_csv)}")
+    elif seed is None and output is not OutputFormat.table:
+        stderr_console().print(f"seed {sample.seed} (pass --seed {sample.seed} to draw this sample again)")
+
+review_app.command("sample")(handle_errors(sample_command))
+command("sample", hidden=True)(sample_command)
+
 
 @review_app.command("import")
 @handle_errors
 def import_command(
-    file: Annotated[Path, typer.Argument(help="The filled-in reviews.csv of a pack from loopscope sample --out (or the pack's folder).", show_default=False)],
+    file: Annotated[Path, typer.Argument(help="The filled-in reviews.csv of a pack from loopscope review sample --out (or the pack's folder).", show_default=False)],
     db: DbOption = None,
     output: FormatOption = OutputFormat.table,
 ) -> None:
@@ -42,13 +120,10 @@ def import_command(
       loopscope review import review-w47/
     """
     from loopscope.analyses.review import import_reviews
-    from loopscope.analyses.store import connect
+    from loopscope.cli.common import analysis_store
 
-    con = connect(db)
-    try:
+    with analysis_store(db, None) as (con, _selection, _summary):
         result = import_reviews(con, file)
-    finally:
-        con.close()
     if output is OutputFormat.json:
         write_json(result.to_dict())
     else:

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import datetime as dt
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import Annotated, Optional
 
 import typer
 
@@ -18,17 +17,7 @@ from loopscope.cli.options import (
     TagOption,
     UntilOption,
 )
-from loopscope.cli.output import OutputFormat, inert, one_line, stdout_console, write_csv, write_json
-
-if TYPE_CHECKING:  # imported inside the command body: the analyses pull in duckdb
-    from rich.console import Console
-
-    from loopscope.analyses.recovery import UnrecoveredRow
-
-CLASS_STYLE = {"gave_up": "yellow", "aborted": "red", "open": "magenta"}
-MESSAGE_CHARS = 70
-# The table needs about this many columns; narrower terminals get one block per row.
-TABLE_MIN_WIDTH = 120
+from loopscope.cli.render.output import OutputFormat, write_csv, write_json
 
 
 @command("unrecovered")
@@ -48,6 +37,13 @@ def unrecovered_command(
         Optional[list[str]],
         typer.Option("--class", help="Only this class of first unrecovered error: [b]gave_up[/b], [b]aborted[/b] or [b]open[/b] (repeat for several).", show_default=False),
     ] = None,
+    never_resolved: Annotated[
+        bool,
+        typer.Option(
+            "--never-resolved",
+            help="Only errors no later prompt of the conversation resolved (the same tool never succeeded again).",
+        ),
+    ] = False,
     limit: Annotated[Optional[int], typer.Option("--limit", "-n", help="Show at most this many conversations.", show_default=False)] = None,
     output: FormatOption = OutputFormat.table,
 ) -> None:
@@ -55,96 +51,32 @@ def unrecovered_command(
 
     Reads the store (--db), after loading any PATHs given. One row per
     conversation: its first unrecovered error (prompt, step, tool, class,
-    the message the model saw) among the selected prompts. Follow up with
-    [b]loopscope triage CONVERSATION_ID[/b].
+    the message the model saw) among the selected prompts, and whether a later
+    prompt resolved it (the same tool succeeded after the user helped).
+    Follow up with [b]loopscope triage CONVERSATION_ID[/b].
 
     \b
     Examples:
       loopscope unrecovered sample_logs/
       loopscope unrecovered --since 2026-11-20 --class gave_up --tool book
+      loopscope unrecovered --never-resolved --limit 20
       loopscope unrecovered --limit 20 --format csv > unrecovered.csv
     """
     from loopscope.analyses.recovery import UNRECOVERED_COLUMNS, first_unrecovered_all
-    from loopscope.cli.common import open_store, selection_from_options
+    from loopscope.cli.common import analysis_store, selection_from_options
 
     # Parse the options before loading anything, so a typo fails fast.
-    selection_from_options(since, until, agent, tag)
-    con, loaded, _summary = open_store(db, paths, input_format)
-    try:
-        selection = selection_from_options(since, until, agent, tag, source_ids=loaded.source_ids)
+    window = selection_from_options(since, until, agent, tag)
+    with analysis_store(db, paths, input_format, window) as (con, selection, _summary):
         rows = first_unrecovered_all(
-            con, selection, tools=tuple(tool or ()), classes=tuple(error_class or ()), limit=limit
+            con, selection, tools=tuple(tool or ()), classes=tuple(error_class or ()), limit=limit,
+            never_resolved=never_resolved,
         )
-    finally:
-        con.close()
     if output is OutputFormat.json:
         write_json([r.to_dict() for r in rows])
     elif output is OutputFormat.csv:
         write_csv([r.to_dict() for r in rows], UNRECOVERED_COLUMNS)
     else:
-        _render(rows)
+        from loopscope.cli.render.unrecovered import render
 
-
-def _ts(value: dt.datetime) -> str:
-    return value.strftime("%Y-%m-%d %H:%M") + "Z"
-
-
-def _render(rows: list[UnrecoveredRow]) -> None:
-    console = stdout_console()
-    if not rows:
-        console.print("No conversation in the selection has an unrecovered tool error.")
-        return
-    title = f"{len(rows)} conversation{'s' if len(rows) != 1 else ''} with an unrecovered tool error"
-    if console.width < TABLE_MIN_WIDTH:
-        _render_stacked(console, title, rows)
-    else:
-        _render_table(console, title, rows)
-    console.print("[dim]prev. = earlier calls at the same tool with the same arguments. "
-                  "Next: loopscope triage CONVERSATION_ID[/dim]")
-
-
-def _message(r: UnrecoveredRow, limit: int) -> str:
-    return one_line(r.error_message, limit)
-
-
-def _render_table(console: Console, title: str, rows: list[UnrecoveredRow]) -> None:
-    from rich.table import Table
-
-    table = Table(title=title, title_justify="left")
-    # Two lines per row keep the table narrow; tool_call_id and the other fields
-    # are in --format json/csv. Ids stay on one line (copy-pasteable), the message wraps.
-    table.add_column("last active", no_wrap=True)
-    table.add_column("conversation / prompt, step", no_wrap=True)
-    table.add_column("tool / class", no_wrap=True)
-    table.add_column("error message", ratio=1)
-    for r in rows:
-        style = CLASS_STYLE.get(r.error_class, "white")
-        table.add_row(
-            _ts(r.last_ts),
-            f"{inert(r.conversation_id)}\n[dim]{inert(r.prompt_id)}, step {r.step}[/dim]",
-            f"{inert(r.tool_name)}\n[{style}]{r.error_class}[/{style}] [dim]· prev. {r.previous_attempts}[/dim]",
-            inert(_message(r, MESSAGE_CHARS)),
-        )
-    console.print(table)
-
-
-def _render_stacked(console: Console, title: str, rows: list[UnrecoveredRow]) -> None:
-    # Below TABLE_MIN_WIDTH columns a table would crop ids or squeeze the message
-    # into a sliver: one block per conversation instead, ids whole on their own line.
-    from rich.padding import Padding
-    from rich.text import Text
-
-    console.print(f"[b]{title}[/b]")
-    for r in rows:
-        style = CLASS_STYLE.get(r.error_class, "white")
-        console.print()
-        console.print(
-            f"[b]{inert(r.conversation_id)}[/b]  [{style}]{r.error_class}[/{style}]"
-            f" [dim]· last active {_ts(r.last_ts)}[/dim]"
-        )
-        details = Text.from_markup(
-            f"{inert(r.tool_name)} [dim]· prompt[/dim] {inert(r.prompt_id)}[dim], step {r.step}"
-            f" · prev. {r.previous_attempts}[/dim]"
-        )
-        console.print(Padding(details, (0, 0, 0, 2), expand=False))
-        console.print(Padding(Text.from_markup(inert(_message(r, 2 * MESSAGE_CHARS))), (0, 0, 0, 2), expand=False))
+        render(rows)

@@ -1,0 +1,218 @@
+"""The fast path of the records loader: lines that are exactly what the collector writes.
+
+The collector (``collectors/sinks.py``) writes every record the same way:
+compact JSON, every field of its kind present (``null`` when it has no
+value; ``tags`` only when set), in the field order of docs/records.md. For such a line one typed
+parse is enough, and a single comparison proves it valid:
+
+1. ``from_json`` parses the line once into the kind's fields, each as text
+   (strings decoded, numbers and booleans as written, objects as compact
+   JSON).
+2. The fields are rendered back into the canonical line: keys in order,
+   strings quoted (re-escaped with ``to_json`` when the line has a
+   backslash), everything else as its text, ``null`` for no value (``tags``
+   left out instead, as the collector does).
+3. The line is accepted only if it is byte for byte that rendering, and
+   the values pass the spec's checks (types of the non-string fields,
+   ranges, the outcome set, a parseable ``ts``, required fields present).
+   Unknown fields written after the known ones (a newer writer's) are
+   accepted too when their keys are neither known keys nor repeated; they
+   go to ``extra`` exactly as the full validation puts them there.
+
+Equality with the rendering is the proof: a line that equals the canonical
+text of its own values has exactly the known keys, once each, in order,
+with strings where strings belong, so there is nothing the full validation
+(``records``) could find. Everything else (unknown fields among the
+known ones, other key orders, whitespace, missing keys, wrong types, bad
+JSON) is left for that full validation, which names the problem; the two
+paths store the same row for any line (tests/test_loader_fast_path.py
+checks it).
+
+Accepted lines are inserted straight into ``tool_calls`` / ``loop_exits``;
+the lines left over are collected by line number for the full validation.
+The SQL is built once, at import, from the fixed field table of
+``records``; no value is ever formatted into it.
+"""
+
+from __future__ import annotations
+
+import json
+
+from loopscope.analyses.ingest.records import (
+    FIELDS,
+    LOOP_EXIT_FIELDS,
+    MAX_LINE_BYTES,
+    TOOL_CALL_FIELDS,
+    TRAILING_COMMA_RE,
+    EXTRA_PATCH,
+    VALUE_SETS,
+    fast_check,
+    ts_value_sql,
+)
+
+# The order the collector writes each kind's fields in (docs/records.md's
+# tables); tests/test_loader_fast_path.py checks it against a real collector.
+_COMMON_ORDER = ("v", "kind", "ts", "conversation_id", "prompt_id", "agent", "trace_id", "span_id", "tags")
+TOOL_CALL_ORDER: tuple[str, ...] = _COMMON_ORDER + (
+    "tool_call_id", "tool_name", "step", "input_shape", "args_fingerprint", "outcome", "is_error", "attempts",
+    "latency_ms", "error_type", "error_message", "replayed",
+)
+LOOP_EXIT_ORDER: tuple[str, ...] = _COMMON_ORDER + (
+    "exit_reason", "steps", "tool_calls", "tool_errors", "max_tool_calls", "input_tokens", "output_tokens",
+    "duration_ms", "error_type", "error_message",
+)
+assert sorted(TOOL_CALL_ORDER) == sorted(TOOL_CALL_FIELDS) and sorted(LOOP_EXIT_ORDER) == sorted(LOOP_EXIT_FIELDS)
+OMITTED_WHEN_NULL = frozenset({"tags"})
+"""Fields the collector leaves out when they have no value (every other field is written, ``null`` if empty)."""
+
+_CLASS = {name: tclass for name, tclass, *_ in FIELDS} | {"v": "int", "kind": "str"}
+
+# Where a chunk's lines come from: the file read by DuckDB's CSV reader (line
+# number = rowid + 1) or a block of lines sent from Python.
+_LINE_SOURCES = {
+    "file": "SELECT rowid + 1 AS line_no, line FROM _ls_raw",
+    "block": "SELECT line_no, line FROM _ls_lines",
+}
+
+# An RFC 3339 timestamp to UTC, as the validator (records) reads it.
+_TS_VALUE = ts_value_sql("ts")
+
+
+def _structure(fields: tuple[str, ...]) -> str:
+    # Objects as JSON (compact text), everything else as text: the type of a
+    # non-string value is checked on its text, a string's by the quotes.
+    return json.dumps({k: ("JSON" if _CLASS[k] == "obj" else "VARCHAR") for k in fields})
+
+
+def _rendering(head: str, fields: tuple[str, ...], escaped: bool) -> str:
+    # ``head``: the line's fixed start ('{"v":1,"kind":"tool_call"'), checked
+    # with starts_with before the parse; ``fields``: the fields after it.
+    parts: list[str] = [f"'{head}'"]
+    for name in fields:
+        key = "," + json.dumps(name) + ":"
+        if name in OMITTED_WHEN_NULL:
+            parts.append(f"CASE WHEN {name} IS NULL THEN '' ELSE concat('{key}', {name}::VARCHAR) END")
+            continue
+        parts.append(f"'{key}'")
+        if _CLASS[name] != "str":
+            parts.append(f"coalesce({name}::VARCHAR, 'null')")
+        elif escaped:
+            parts.append(f"coalesce(to_json({name})::VARCHAR, 'null')")
+        else:
+            # No backslash in the line: no string in it has an escape, so its
+            # text is its value between quotes.
+            parts.append(f"""CASE WHEN {name} IS NULL THEN 'null' ELSE concat('"', {name}, '"') END""")
+    # No closing brace: the line is this and '}', or this, ',' and unknown fields.
+    return "concat(" + ", ".join(parts) + ")"
+
+
+def value_checks(fields: tuple[str, ...], line_length: bool = True) -> str:
+    """The spec's value checks on the text of each field (``ts_value`` the parsed ``ts``), as one SQL condition.
+
+    ``line_length``: also check ``_line`` against ``MAX_LINE_BYTES``.
+    """
+    tests = ["ts_value IS NOT NULL"] + ([f"strlen(_line) <= {MAX_LINE_BYTES}"] if line_length else [])
+    for name, tclass, required, _kinds, _check, _wants in FIELDS:
+        if name not in fields:
+            continue
+        if tclass == "str":
+            if name in VALUE_SETS:
+                values = ", ".join(f"'{v}'" for v in VALUE_SETS[name])
+                tests.append(f"{name} IN ({values})" if required else f"({name} IS NULL OR {name} IN ({values}))")
+            elif required:
+                tests.append(f"{name} IS NOT NULL")
+        elif tclass == "obj":
+            test = f"starts_with({name}::VARCHAR, '{{')"
+            tests.append(test if required else f"({name} IS NULL OR {test})")
+        else:
+            # The validator's checks read JSON fragments; for numbers and
+            # booleans the text here is the same fragment.
+            tests.append(fast_check(name, tclass, required))
+    return " AND ".join(tests)
+
+
+def _insert_sql(kind: str, order: tuple[str, ...], lines: str, columns: str) -> str:
+    head = '{"v":1,"kind":"' + kind + '"'
+    assert order[:2] == ("v", "kind")
+    fields = order[2:]  # v and kind are the fixed start
+    known = "[" + ", ".join(f"'{k}'" for k in order) + "]"
+    patch = EXTRA_PATCH[kind]
+    # Unknown fields after the known ones: at least one, their keys unknown
+    # (not a known key again) and distinct. try(): on a line that does not parse,
+    # the tail may be no JSON at all (the line is refused anyway).
+    tail_keys = "try(json_keys(concat('{', substr(_line, length(_body) + 2))))"
+    # A trailing comma in the unknown fields (DuckDB's parser allows it, JSON
+    # does not), even one inside a string: left for the validator to decide.
+    tail_ok = (
+        f"starts_with(_line, concat(_body, ',')) AND NOT list_has_any({tail_keys}, {known}) "
+        f"AND len({tail_keys}) = len(list_distinct({tail_keys})) AND len({tail_keys}) > 0 "
+        f"AND NOT regexp_matches(substr(_line, length(_body) + 2), '{TRAILING_COMMA_RE}')"
+    )
+    return f"""
+INSERT INTO {kind}s
+SELECT $1::BIGINT + line_no AS seq, $2::INTEGER AS source_id, line_no, 1 AS v, ts_value AS ts, {columns},
+       CASE WHEN strlen(_line) > strlen(_body) + 1 THEN json_merge_patch(_line, '{patch}') END AS extra
+FROM (
+    SELECT *, {_TS_VALUE} AS ts_value,
+           CASE WHEN contains(_line, chr(92)) THEN {_rendering(head, fields, True)}
+                ELSE {_rendering(head, fields, False)} END AS _body
+    FROM (
+        SELECT line_no, line AS _line, unnest(try(from_json(line, '{_structure(fields)}')))
+        FROM ({lines}) WHERE starts_with(line, '{head},')
+    )
+)
+-- One CASE: DuckDB keeps one copy of the parsed fields for a single
+-- expression, where separate conditions would each parse again.
+WHERE CASE WHEN (_line = concat(_body, '}}') OR ({tail_ok})) AND {value_checks(fields)}
+      THEN true ELSE false END
+"""
+
+
+_COMMON_COLUMNS = "conversation_id, prompt_id, coalesce(agent, 'default') AS agent, trace_id, span_id, tags"
+_TOOL_CALL_COLUMNS = (
+    _COMMON_COLUMNS
+    + ", tool_call_id, tool_name, step::INTEGER AS step, input_shape, args_fingerprint, outcome, "
+    "is_error = 'true' AS is_error, coalesce(attempts::INTEGER, 1) AS attempts, latency_ms::DOUBLE AS latency_ms, "
+    "error_type, error_message, coalesce(replayed = 'true', false) AS replayed"
+)
+_LOOP_EXIT_COLUMNS = (
+    _COMMON_COLUMNS
+    + ", exit_reason, steps::INTEGER AS steps, tool_calls::INTEGER AS tool_calls, tool_errors::INTEGER AS tool_errors, "
+    "max_tool_calls::INTEGER AS max_tool_calls, input_tokens::BIGINT AS input_tokens, "
+    "output_tokens::BIGINT AS output_tokens, duration_ms::DOUBLE AS duration_ms, error_type, error_message"
+)
+
+# ?1 seq base (seq = base + line_no), ?2 source_id. Returns the rows inserted.
+FAST_INSERT_SQL: dict[str, tuple[str, str]] = {
+    name: (
+        _insert_sql("tool_call", TOOL_CALL_ORDER, lines, _TOOL_CALL_COLUMNS),
+        _insert_sql("loop_exit", LOOP_EXIT_ORDER, lines, _LOOP_EXIT_COLUMNS),
+    )
+    for name, lines in _LINE_SOURCES.items()
+}
+
+# The lines the fast path did not take, for the full validation.
+# ?1 source_id, ?2 first line number, ?3 last line number of the chunk, ?4
+# the seq just below this chunk's (seq base + first line - 1): rows of earlier
+# loads can share a line number with this chunk's first line (a record
+# completed on the line an earlier load read up to), and must not hide it.
+REST_SQL: dict[str, str] = {
+    name: f"""
+CREATE OR REPLACE TEMP TABLE _ls_rest AS
+SELECT l.line_no, l.line FROM ({lines}) l
+ANTI JOIN (
+    SELECT line_no FROM tool_calls WHERE source_id = $1 AND line_no BETWEEN $2 AND $3 AND seq > $4
+    UNION ALL
+    SELECT line_no FROM loop_exits WHERE source_id = $1 AND line_no BETWEEN $2 AND $3 AND seq > $4
+) done ON l.line_no = done.line_no
+"""
+    for name, lines in _LINE_SOURCES.items()
+}
+
+EMPTY_REST_SQL = "CREATE OR REPLACE TEMP TABLE _ls_rest (line_no BIGINT, line VARCHAR)"
+"""Nothing left over (the fast path took every line): REST_SQL's table, empty, without the anti join."""
+
+# DuckDB keeps the rows of an INSERT in input order unless told not to; the
+# fast inserts carry their own seq and line_no, so order costs time for nothing.
+UNORDERED_SQL = "SET preserve_insertion_order = false"
+ORDERED_SQL = "RESET preserve_insertion_order"

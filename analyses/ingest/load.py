@@ -1,0 +1,521 @@
+"""Load log files into the store: idempotent, nothing lost, parsed by DuckDB.
+
+``load_paths(con, paths)`` expands PATHs (files, directories, globs), picks a
+reader per file and loads each file in its own transaction:
+
+- loopscope records (JSONL, optionally gzipped) are read by DuckDB, a whole
+  new file at once or blocks of whole lines (``jsonl``). Lines exactly as the
+  collector writes them go straight in (``fast_sql``); the rest through the
+  record validator (``records``). Bad lines go to ``quarantine`` with file,
+  line number, reason and the raw text; unknown fields are kept in ``extra``.
+- other formats (``messages``, ``otlp``) are read by their reader
+  (``messages``, ``otlp``); the records it returns are written to a temporary JSONL file
+  and loaded through the very same SQL, so every record meets one validator.
+
+Idempotency. A records file is known by the hash of its first bytes
+(``sources.head_hash`` over ``head_len`` bytes) and how far it was loaded
+(``bytes_loaded``): loading it again reads only what was appended since; a
+renamed (rotated) copy has the same head, so it resumes the same source
+instead of counting its lines twice. A file read by another reader is known by
+the hash of its whole content: unchanged -> skipped, changed -> that source's
+rows are replaced.
+
+``seq`` numbers records in input order over all loads (file order, then line),
+which breaks ``ts`` ties in the replay definition.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from loopscope.analyses.ingest import records as sql
+from loopscope.analyses.errors import LoopscopeError
+from loopscope.analyses.store import transaction
+from loopscope.collectors.redact import clean_error_text
+from loopscope.analyses.store.facts import facts_fresh, refresh_facts
+from loopscope.analyses.ingest.files import (
+    HEAD_BYTES,
+    OverlongLine,
+    StreamBreak,
+    UnreadableFile,
+    content_hash,
+    expand_paths,
+    iter_chunks,
+    read_head,
+    resume_point,
+    sha256,
+)
+from loopscope.analyses.ingest.jsonl import (
+    Counts,
+    LineSpan,
+    Target,
+    WholeFile,
+    check_and_insert,
+    ingest_chunk,
+    read_in_blocks,
+    read_whole_file,
+)
+from loopscope.analyses.ingest.formats import INPUT_FORMATS, ReaderOutput, detect_format, reader_module
+
+LOAD_MEMORY_LIMIT = "3GB"
+SET_MEMORY_LIMIT_SQL = f"SET memory_limit = '{LOAD_MEMORY_LIMIT}'"
+RESET_MEMORY_LIMIT_SQL = "RESET memory_limit"
+# Each file's inserts end in partly filled row groups; DuckDB's checkpoint
+# merges them ("vacuum"), on one core, 0.2 s every second 1M-record file. The
+# load checkpoints once at its end without merging: the row groups stay as
+# written (a few partly filled ones per file; scans do not care).
+NO_VACUUM_SQL = "SET max_vacuum_tasks = 0"
+RESET_VACUUM_SQL = "RESET max_vacuum_tasks"
+CHECKPOINT_SQL = "CHECKPOINT"
+
+ProgressFn = Callable[[int, int], None]
+"""Called as ``progress(bytes_done, bytes_total)`` while loading."""
+
+SOURCES_SQL = """
+SELECT source_id, path, head_hash, head_len, bytes_loaded, lines_loaded
+FROM sources WHERE input_format = ?
+"""
+NEXT_SOURCE_ID_SQL = "SELECT coalesce(max(source_id), 0) + 1 FROM sources"
+INSERT_SOURCE_SQL = """
+INSERT INTO sources (source_id, path, input_format, head_hash, head_len, bytes_loaded, lines_loaded)
+VALUES (?, ?, ?, ?, ?, 0, 0)
+"""
+UPDATE_SOURCE_SQL = """
+UPDATE sources
+SET path = ?, head_hash = ?, head_len = ?, bytes_loaded = ?, lines_loaded = ?, last_loaded_at = current_timestamp
+WHERE source_id = ?
+"""
+SOURCE_ROWS_SQL = """
+SELECT (SELECT count(*) FROM tool_calls WHERE source_id = ?) + (SELECT count(*) FROM loop_exits WHERE source_id = ?)
+"""
+CLEAR_QUARANTINE_FROM_SQL = "DELETE FROM quarantine WHERE source_id = ? AND line_no >= ?"
+DELETE_SOURCE_ROWS_SQL = """
+DELETE FROM tool_calls WHERE source_id = $1;
+DELETE FROM loop_exits WHERE source_id = $1;
+DELETE FROM quarantine WHERE source_id = $1;
+DELETE FROM protocol_violations WHERE source_id = $1;
+"""
+INSERT_VIOLATION_SQL = """
+INSERT INTO protocol_violations (source_id, conversation_id, prompt_id, tool_call_id, kind, detail)
+VALUES (?, ?, ?, ?, ?, ?)
+"""
+# Error text of the rows a load just stored (seq above the load's base), each distinct text once.
+NEW_ERROR_TEXTS_SQL = """
+SELECT DISTINCT error_message FROM (
+    SELECT error_message FROM tool_calls WHERE source_id = $1 AND seq > $2 AND error_message IS NOT NULL
+    UNION ALL
+    SELECT error_message FROM loop_exits WHERE source_id = $1 AND seq > $2 AND error_message IS NOT NULL
+)
+"""
+# ?1 the texts as stored, ?2 the same texts redacted.
+CREATE_REDACTED_SQL = """
+CREATE OR REPLACE TEMP TABLE _ls_redacted AS
+SELECT unnest(?::VARCHAR[]) AS stored, unnest(?::VARCHAR[]) AS redacted
+"""
+APPLY_REDACTED_SQL = """
+UPDATE tool_calls SET error_message = r.redacted FROM _ls_redacted r
+WHERE tool_calls.source_id = $1 AND tool_calls.seq > $2 AND tool_calls.error_message = r.stored;
+UPDATE loop_exits SET error_message = r.redacted FROM _ls_redacted r
+WHERE loop_exits.source_id = $1 AND loop_exits.seq > $2 AND loop_exits.error_message = r.stored;
+"""
+DROP_REDACTED_SQL = "DROP TABLE IF EXISTS _ls_redacted"
+READER_QUARANTINE_SQL = """
+UPDATE quarantine SET reason = ? || reason, line_no = NULL WHERE source_id = ?
+"""
+READER_LINES_SQL = """
+UPDATE tool_calls SET line_no = NULL WHERE source_id = $1;
+UPDATE loop_exits SET line_no = NULL WHERE source_id = $1;
+"""
+
+
+@dataclass
+class FileResult:
+    """What happened to one file.
+
+    ``status``: ``new`` (first load), ``grown`` (appended lines loaded),
+    ``rotated`` (a renamed copy of a known file; only its new lines loaded),
+    ``unchanged`` (nothing new), ``replaced`` (content changed; a non-records
+    file is re-read), ``empty``, ``unreadable`` (the operating system refused
+    to read it; ``error`` says why; nothing of it is loaded).
+    """
+
+    path: str
+    input_format: str
+    status: str
+    source_id: int | None = None
+    loaded: int = 0
+    skipped: int = 0
+    quarantined: int = 0
+    tool_calls: int = 0
+    loop_exits: int = 0
+    protocol_violations: int = 0
+    error: str | None = None
+
+
+@dataclass
+class LoadSummary:
+    """Totals of one ``load_paths`` call; ``details`` has one entry per file."""
+
+    files: int = 0
+    loaded: int = 0
+    skipped: int = 0
+    quarantined: int = 0
+    tool_calls: int = 0
+    loop_exits: int = 0
+    protocol_violations: int = 0
+    unreadable: int = 0
+    ignored: list[str] = field(default_factory=list)
+    """Files inside the named folders not loaded because their names are not log names (README.md, ...)."""
+    source_ids: tuple[int, ...] = ()
+    details: list[FileResult] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The summary as plain data (``--format json``)."""
+        return {
+            "files": self.files,
+            "loaded": self.loaded,
+            "skipped": self.skipped,
+            "quarantined": self.quarantined,
+            "tool_calls": self.tool_calls,
+            "loop_exits": self.loop_exits,
+            "protocol_violations": self.protocol_violations,
+            "unreadable": self.unreadable,
+            "ignored": list(self.ignored),
+            "source_ids": list(self.source_ids),
+            "details": [vars(d) for d in self.details],
+        }
+
+
+def load_paths(
+    con: duckdb.DuckDBPyConnection,
+    paths: list[str | os.PathLike[str]] | tuple[str | os.PathLike[str], ...],
+    *,
+    input_format: str = "auto",
+    reader_options: Mapping[str, Any] | None = None,
+    progress: ProgressFn | None = None,
+) -> LoadSummary:
+    """Load every file named by ``paths`` into the store behind ``con``.
+
+    Args:
+        con: a connection from ``store.connect`` (migrated, TimeZone UTC).
+        paths: files, directories (searched recursively for ``*.jsonl``,
+            ``*.jsonl.gz``, ``*.json``, ``*.ndjson`` and rotated ``*.jsonl.1``)
+            and glob patterns.
+        input_format: ``auto`` (detect per file), ``records``, ``messages``
+            or ``otlp``.
+        reader_options: passed to the reader of non-records formats.
+        progress: called with (bytes done, bytes total) as files are read.
+
+    Returns:
+        The totals and a ``FileResult`` per file. ``source_ids`` are the
+        sources of every named file, loaded now or before.
+
+    Raises:
+        LoopscopeError: a path does not exist or a format's reader is
+            missing. Bad lines never raise, and neither does a file the
+            operating system will not read: it gets status ``unreadable``
+            (counted in ``summary.unreadable``) and the other files load.
+    """
+    if input_format not in INPUT_FORMATS:
+        raise LoopscopeError(f"unknown input format {input_format!r}", hint="use auto, records, messages or otlp")
+    ignored: list[Path] = []
+    files = expand_paths(list(paths), ignored)
+    # DuckDB would use up to 80% of RAM before spilling to disk; a load keeps
+    # its working set (and the facts rebuild) under LOAD_MEMORY_LIMIT instead.
+    con.execute(SET_MEMORY_LIMIT_SQL)
+    no_vacuum = _try(con, NO_VACUUM_SQL)  # (a setting older DuckDB versions lack)
+    try:
+        summary = _load_files(con, files, input_format, dict(reader_options or {}), progress)
+        if no_vacuum and (summary.loaded or summary.quarantined):
+            _try(con, CHECKPOINT_SQL)  # refused while another connection writes: then the close checkpoints
+    finally:
+        con.execute(RESET_MEMORY_LIMIT_SQL)
+        if no_vacuum:
+            con.execute(RESET_VACUUM_SQL)
+    summary.ignored = [_display(p) for p in ignored]
+    return summary
+
+
+def _try(con: duckdb.DuckDBPyConnection, statement: str) -> bool:
+    try:
+        con.execute(statement)
+    except duckdb.Error:
+        return False
+    return True
+
+
+def _load_files(
+    con: duckdb.DuckDBPyConnection,
+    files: list[Path],
+    input_format: str,
+    reader_options: dict[str, Any],
+    progress: ProgressFn | None,
+) -> LoadSummary:
+    total = sum(_size(p) for p in files)
+    done = 0
+    if progress is not None:
+        progress(0, total)
+    summary = LoadSummary()
+    ids: list[int] = []
+    # Facts fresh now can be brought up to date for the conversations this load touches only.
+    seq_row = con.execute(sql.MAX_SEQ_SQL).fetchone()
+    seq_before = int(seq_row[0]) if seq_row else 0
+    was_fresh = facts_fresh(con)
+    for path in files:
+
+        def tick(n: int, _base: int = done) -> None:
+            if progress is not None:
+                progress(min(_base + n, total), total)
+
+        try:
+            result = _load_one(con, path, input_format, reader_options, tick)
+        except UnreadableFile as exc:
+            # One file the system will not read does not stop the others.
+            result = FileResult(path=_display(path), input_format=input_format, status="unreadable", error=exc.message)
+            summary.unreadable += 1
+        done += _size(path)
+        if progress is not None:
+            progress(done, total)
+        summary.details.append(result)
+        summary.files += 1
+        for name in ("loaded", "skipped", "quarantined", "tool_calls", "loop_exits", "protocol_violations"):
+            setattr(summary, name, getattr(summary, name) + getattr(result, name))
+        if result.source_id is not None and result.source_id not in ids:
+            ids.append(result.source_id)
+    summary.source_ids = tuple(ids)
+    replaced = any(d.status == "replaced" for d in summary.details)
+    if replaced or any(d.loaded for d in summary.details) or not facts_fresh(con):
+        with transaction(con):
+            # A replaced source deleted records: their conversations are not
+            # among the new records' ones, so only a full rebuild is right.
+            refresh_facts(con, since_seq=seq_before if was_fresh and not replaced else None)
+    return summary
+
+
+def _load_one(
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    input_format: str,
+    reader_options: dict[str, Any],
+    tick: Callable[[int], None],
+) -> FileResult:
+    """Load one file in its own transaction."""
+    head = read_head(path)
+    fmt = detect_format(path, head) if input_format == "auto" else input_format
+    known, fast = None, None
+    if fmt == "records":
+        known = _find_source(con, path, head)
+        # The fast reader runs before the transaction: a file it cannot
+        # read fails its statement only, and the block path takes over.
+        if known is None and head.lstrip(b"\xef\xbb\xbf"):
+            fast = read_whole_file(con, path)
+    with transaction(con):
+        if fmt == "records":
+            return _load_records_file(con, path, head, known, fast, tick)
+        return _load_reader_file(con, path, fmt, reader_options)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _display(path: Path) -> str:
+    return str(path.resolve())
+
+
+def _new_source(con: duckdb.DuckDBPyConnection, path: Path, fmt: str, head_hash: str, head_len: int | None) -> int:
+    row = con.execute(NEXT_SOURCE_ID_SQL).fetchone()
+    source_id = int(row[0]) if row else 1
+    con.execute(INSERT_SOURCE_SQL, [source_id, _display(path), fmt, head_hash, head_len])
+    return source_id
+
+
+@dataclass(frozen=True)
+class KnownSource:
+    """A records source already in the store that a file continues (same head bytes)."""
+
+    source_id: int
+    path: str
+    bytes_loaded: int
+    lines_loaded: int
+
+
+def _find_source(con: duckdb.DuckDBPyConnection, path: Path, head: bytes) -> KnownSource | None:
+    """The known records source this file continues, if any (same head bytes)."""
+    rows = con.execute(SOURCES_SQL, ["records"]).fetchall()
+    hashes: dict[int, str] = {}
+    matches = []
+    for row in rows:
+        head_len = row[3]
+        if head_len is None or head_len <= 0 or head_len > len(head):
+            continue
+        if head_len not in hashes:
+            hashes[head_len] = sha256(head[:head_len])
+        if hashes[head_len] == row[2]:
+            matches.append(row)
+    if not matches:
+        return None
+    here = _display(path)
+    # Prefer the source at this very path, then the one loaded furthest.
+    matches.sort(key=lambda r: (r[1] != here, -r[4]))
+    source_id, known_path, _hash, _len, bytes_loaded, lines_loaded = matches[0]
+    return KnownSource(int(source_id), known_path, int(bytes_loaded), int(lines_loaded))
+
+
+def _load_records_file(
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    head: bytes,
+    known: KnownSource | None,
+    fast: WholeFile | None,
+    tick: Callable[[int], None],
+) -> FileResult:
+    display = _display(path)
+    result = FileResult(path=display, input_format="records", status="new")
+    body = head.lstrip(b"\xef\xbb\xbf")
+    if not body:
+        result.status = "empty"
+        return result
+    if known is None:
+        source_id = _new_source(con, path, "records", "", None)
+        start_offset, lines_before = 0, 0
+    else:
+        source_id, start_offset, lines_before = known.source_id, known.bytes_loaded, known.lines_loaded
+        result.status = "grown" if known.path == display else "rotated"
+        counted = con.execute(SOURCE_ROWS_SQL, [source_id, source_id]).fetchone()
+        result.skipped = int(counted[0]) if counted else 0
+        at_line_start, more = resume_point(path, start_offset) if start_offset else (True, True)
+        if more:  # nothing new: the file is left as it is (numbers and quarantine too)
+            # A complete last record written without its newline was loaded;
+            # the newline the writer appends later ends that same line, so
+            # numbering resumes on it rather than after it.
+            if not at_line_start:
+                lines_before -= 1
+            # Lines after the resume point are read again: drop what an earlier
+            # load quarantined there (a truncated last line that may be whole now).
+            con.execute(CLEAR_QUARANTINE_FROM_SQL, [source_id, lines_before + 1])
+    result.source_id = source_id
+    seq_row = con.execute(sql.MAX_SEQ_SQL).fetchone()
+    seq_base = int(seq_row[0]) if seq_row else 0
+    target = Target(source_id, display, seq_base)
+    if fast is not None:
+        counts = check_and_insert(con, "file", LineSpan(1, fast.lines, fast.unterminated), target)
+        _add_counts(result, counts)
+        # Offsets count content bytes (decompressed for .gz), as the block path does.
+        end_offset, last_line = fast.content_bytes, fast.lines
+        if fast.unterminated and not counts.last_line_whole:
+            end_offset, last_line = end_offset - fast.tail_bytes, fast.lines - 1
+        tick(end_offset)
+    else:
+        read = read_in_blocks(con, path, start_offset, lines_before, target, tick)
+        end_offset, last_line = read.end_offset, read.last_line
+        _add_counts(result, read.counts)
+    redact_new_rows(con, source_id, seq_base)
+    con.execute(sql.DROP_TEMP_SQL)
+    result.loaded = result.tool_calls + result.loop_exits
+    if result.status in ("grown", "rotated") and end_offset == start_offset:
+        result.status = "unchanged"  # nothing new (a pending truncated last line is only re-checked)
+    new_len = min(len(head), HEAD_BYTES)
+    con.execute(UPDATE_SOURCE_SQL, [display, sha256(head[:new_len]), new_len, end_offset, last_line, source_id])
+    return result
+
+
+def redact_new_rows(con: duckdb.DuckDBPyConnection, source_id: int, seq_base: int) -> None:
+    """Redact secrets in the error text of the rows just stored, as the other readers do when they read.
+
+    The collector redacts before it writes; a records file from any other
+    writer may not have. ``clean_error_text`` (collectors/redact.py) runs once
+    per distinct text; only the texts it changes are rewritten.
+    """
+    texts = [row[0] for row in con.execute(NEW_ERROR_TEXTS_SQL, [source_id, seq_base]).fetchall()]
+    changed = [(text, clean) for text in texts if (clean := clean_error_text(text)) != text]
+    if not changed:
+        return
+    con.execute(CREATE_REDACTED_SQL, [[c[0] for c in changed], [c[1] for c in changed]])
+    _execute_each(con, APPLY_REDACTED_SQL, [source_id, seq_base])
+    con.execute(DROP_REDACTED_SQL)
+
+
+def _add_counts(result: FileResult, counts: Counts) -> None:
+    result.tool_calls += counts.tool_calls
+    result.loop_exits += counts.loop_exits
+    result.quarantined += counts.quarantined
+
+
+def _execute_each(con: duckdb.DuckDBPyConnection, script: str, params: list[Any]) -> None:
+    """Run each statement of ``script`` with ``params``: DuckDB binds parameters of the last statement only."""
+    for statement in script.split(";"):
+        if statement.strip():
+            con.execute(statement, params)
+
+
+def _load_reader_file(con: duckdb.DuckDBPyConnection, path: Path, fmt: str, options: dict[str, Any]) -> FileResult:
+    display = _display(path)
+    result = FileResult(path=display, input_format=fmt, status="new")
+    digest, _ = content_hash(path)
+    if options:
+        # The same bytes read with other options (--error-when, --messages-key...)
+        # are other records: the file is replaced, not skipped as unchanged.
+        digest += "+options:" + sha256(json.dumps(options, sort_keys=True, default=str).encode("utf-8"))[:16]
+    known = con.execute(SOURCES_SQL, [fmt]).fetchall()
+    same = [r for r in known if r[2] == digest]
+    if same:
+        source_id = next((r[0] for r in same if r[1] == display), same[0][0])
+        counted = con.execute(SOURCE_ROWS_SQL, [source_id, source_id]).fetchone()
+        result.status, result.source_id = "unchanged", source_id
+        result.skipped = int(counted[0]) if counted else 0
+        return result
+    at_path = [r for r in known if r[1] == display]
+    if at_path:
+        source_id = at_path[0][0]
+        _execute_each(con, DELETE_SOURCE_ROWS_SQL, [source_id])
+        result.status = "replaced"
+    else:
+        source_id = _new_source(con, path, fmt, digest, None)
+    result.source_id = source_id
+    module = reader_module(fmt)
+    output: ReaderOutput = module.read(path, options)
+    seq_row = con.execute(sql.MAX_SEQ_SQL).fetchone()
+    seq_base = int(seq_row[0]) if seq_row else 0
+    if output.records:
+        text = "\n".join(json.dumps(r, ensure_ascii=False, default=str) for r in output.records) + "\n"
+        with tempfile.TemporaryDirectory(prefix="loopscope-") as tmp:
+            staged = Path(tmp) / "records.jsonl"
+            staged.write_text(text, encoding="utf-8")
+            for piece in iter_chunks(staged, 0, 1):
+                if isinstance(piece, StreamBreak):  # a plain temporary file does not break
+                    raise LoopscopeError(f"cannot read back the staged records of {path}", hint="this is a bug in loopscope")
+                if isinstance(piece, OverlongLine):
+                    con.execute(
+                        sql.QUARANTINE_ONE_SQL,
+                        [source_id, display, piece.line_no, "record too long", piece.head[: sql.RAW_CAP].decode("utf-8", "replace")],
+                    )
+                    result.quarantined += 1
+                    continue
+                _add_counts(result, ingest_chunk(con, piece, Target(source_id, display, seq_base)))
+        con.execute(READER_QUARANTINE_SQL, [f"the {fmt} reader produced an invalid record: ", source_id])
+        _execute_each(con, READER_LINES_SQL, [source_id])
+    con.execute(sql.DROP_TEMP_SQL)
+    for bad in output.bad:
+        con.execute(sql.QUARANTINE_ONE_SQL, [source_id, display, bad.line_no, bad.reason, (bad.raw or "")[: sql.RAW_CAP]])
+        result.quarantined += 1
+    for v in output.violations:
+        con.execute(
+            INSERT_VIOLATION_SQL,
+            [source_id, v.get("conversation_id"), v.get("prompt_id"), v.get("tool_call_id"), v.get("kind") or "unknown", v.get("detail")],
+        )
+    result.protocol_violations = len(output.violations)
+    result.loaded = result.tool_calls + result.loop_exits
+    con.execute(UPDATE_SOURCE_SQL, [display, digest, None, _size(path), len(output.records), source_id])
+    return result

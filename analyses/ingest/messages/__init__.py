@@ -1,0 +1,430 @@
+"""Reader for conversation message arrays (``--input-format messages``).
+
+A file holds conversations as JSON or JSON Lines:
+
+- one conversation object per file or per line, ``{"id": ..., "messages": [...]}``;
+- a JSON list of such objects, or a bare list of messages (one conversation);
+- a container, found with ``messages_key`` (``--messages-key``), a small
+  selector of dotted keys where ``[]`` means "each element": tau2-bench's
+  ``{..., "simulations": [{"id", "messages": [...]}, ...]}`` is
+  ``simulations[].messages`` (detected by itself);
+- a per-message log (JSON Lines, one message per line, each carrying its
+  conversation id), or per-turn lines holding a conversation's new messages or
+  a snapshot of the whole array so far: lines of one conversation are joined
+  (a line that extends the previous array replaces it, any other is appended).
+
+The conversation id is ``id_key`` (``--id-key``) in the conversation object,
+else the first of ``conversation_id``, ``id``, ``session_id``, ``thread_id``,
+else ``<folder>/<file name>#<n>``. The agent is ``agent_name`` (``--agent-name``), else
+the conversation's or file's ``agent`` name (tau2-bench:
+``info.agent_info.implementation``), else ``"default"``.
+
+``message_records`` turns each conversation into v1 records.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any, Optional
+
+from loopscope.analyses.ingest import jsontext
+from loopscope.analyses.errors import LoopscopeError
+from loopscope.analyses.ingest.files import UnreadableFile
+from loopscope.analyses.ingest.formats import BadLine, ReaderOutput
+from loopscope.analyses.ingest.messages.errors import ErrorRules, parse_error_when
+from loopscope.analyses.ingest.messages.records import LINE_TIME_KEY, conversation_records
+from loopscope.analyses.ingest.messages.turns import TIMESTAMP_KEYS, parse_timestamp
+
+ID_KEYS = ("conversation_id", "id", "session_id", "thread_id")
+RAW_CAP = 2000
+# The reader decodes a whole file at once (lines of one conversation may be far apart): a
+# 90 MiB conversation takes about 1 GB in the reader. Past this size a file is refused.
+MAX_FILE_BYTES = 256 * 2**20
+TOO_DEEP = "JSON nested too deeply to read (deeper than Python's recursion limit)"
+# Markers of a conversation log in the first bytes of a pretty-printed JSON file; the last
+# two are tau2-bench's run settings, which come before its (long) simulations.
+SNIFF_MARKERS = (b'"messages"', b'"simulations"', b'"role"', b'"termination_reason"', b'"agent_info"', b'"user_info"')
+
+
+class _Conversation:
+    """One conversation found in a file, before derivation."""
+
+    def __init__(self, messages: list[Any], obj: Any, ordinal: int, line_no: Optional[int] = None) -> None:
+        self.messages = messages
+        self.line_no = line_no  # where it starts (None: a whole JSON document)
+        self.raw: list[Any] = messages  # as read, before _stamped: snapshots compare against it
+        self.obj = obj if isinstance(obj, dict) else {}
+        self.ordinal = ordinal
+
+
+def sniff(head: bytes) -> bool:
+    """Whether the first bytes of a file look like a conversation log (a JSON document)."""
+    text = head.lstrip(b"\xef\xbb\xbf").lstrip()
+    return text.startswith((b"{", b"[")) and any(marker in text for marker in SNIFF_MARKERS)
+
+
+def parse_selector(selector: str) -> tuple[list[tuple[str, bool]], list[str]]:
+    """Split ``a.b[].c.d`` into the path to the conversation objects and the path to messages.
+
+    Returns:
+        ``(outer, inner)``: ``outer`` is a list of ``(key, each)`` steps up to
+        and including the last ``[]``; ``inner`` the plain keys after it.
+
+    Raises:
+        LoopscopeError: an empty or malformed selector.
+    """
+    if not selector or not selector.strip():
+        raise LoopscopeError("--messages-key is empty", "Give dotted keys, e.g. --messages-key simulations[].messages.")
+    steps: list[tuple[str, bool]] = []
+    for part in selector.strip().split("."):
+        each = part.endswith("[]")
+        key = part[:-2] if each else part
+        if ("[" in key or "]" in key) or (not key and not each):
+            raise LoopscopeError(
+                f"--messages-key {selector!r}: cannot read {part!r}",
+                "Use dotted keys and [] for 'each element', e.g. simulations[].messages or conversations[].turns.",
+            )
+        steps.append((key, each))
+    last_each = max((i for i, (_, each) in enumerate(steps) if each), default=-1)
+    return steps[: last_each + 1], [key for key, _ in steps[last_each + 1 :]]
+
+
+def _walk(value: Any, steps: list[tuple[str, bool]]) -> list[Any]:
+    current = [value]
+    for key, each in steps:
+        nxt: list[Any] = []
+        for item in current:
+            if key:
+                item = item.get(key) if isinstance(item, dict) else None
+            if each:
+                nxt.extend(item if isinstance(item, list) else [])
+            elif item is not None:
+                nxt.append(item)
+        current = nxt
+    return current
+
+
+def _select(root: Any, selector: str) -> list[tuple[Any, Any]]:
+    """(conversation object, messages) pairs selected by ``selector`` in ``root``."""
+    outer, inner = parse_selector(selector)
+    roots = root if isinstance(root, list) and (not outer or outer[0][0]) else [root]
+    pairs = []
+    for start in roots:
+        for obj in _walk(start, outer):
+            messages = _walk(obj, [(key, False) for key in inner])
+            pairs.append((obj, messages[0] if messages else None))
+    return pairs
+
+
+RESPONSES_ITEM_TYPES = ("function_call", "function_call_output", "reasoning", "message")
+
+
+def _is_message(value: Any) -> bool:
+    """A chat message, or an OpenAI Responses API item."""
+    return isinstance(value, dict) and ("role" in value or value.get("type") in RESPONSES_ITEM_TYPES)
+
+
+def _auto(root: Any) -> Optional[list[tuple[Any, Any]]]:
+    """Conversations in ``root`` when its shape is unambiguous, else None."""
+    if isinstance(root, dict):
+        sims = root.get("simulations")
+        if isinstance(sims, list) and all(isinstance(s, dict) and "messages" in s for s in sims):
+            return [(s, s["messages"]) for s in sims]  # tau2-bench results
+        if isinstance(root.get("messages"), list):
+            return [(root, root["messages"])]
+        convs = root.get("conversations")
+        if isinstance(convs, list) and all(isinstance(c, dict) and "messages" in c for c in convs):
+            return [(c, c["messages"]) for c in convs]
+        return None
+    if isinstance(root, list):
+        if not root:
+            return []
+        if all(_is_message(m) for m in root):
+            return [({}, root)]  # a bare messages list
+        if all(isinstance(c, dict) and isinstance(c.get("messages"), list) for c in root):
+            return [(c, c["messages"]) for c in root]
+        if all(isinstance(c, list) for c in root):
+            return [({}, c) for c in root]
+    return None
+
+
+def _too_big(path: Path) -> UnreadableFile:
+    # UnreadableFile: the load skips this file, names it, loads the others and exits 1.
+    return UnreadableFile(
+        f"{path}: more than the messages reader's {MAX_FILE_BYTES / 2**20:g} MiB per file (it holds a whole "
+        "file in memory, about 10 times its size); split it into smaller files and load those",
+        "Split it into smaller files and load them together, e.g. for JSON Lines: "
+        "split -l 10000 FILE part- ; for one JSON document: jq -c '.simulations[]' FILE | split -l 1000 - part-",
+    )
+
+
+def _read_bytes(path: Path) -> bytes:
+    """The file's bytes, gunzipped; refused above ``MAX_FILE_BYTES`` (checked before reading it all)."""
+    with open(path, "rb") as f:
+        gz = f.read(2) == b"\x1f\x8b"
+    if gz:
+        with gzip.open(path, "rb") as f:
+            data = f.read(MAX_FILE_BYTES + 1)
+    else:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            raise _too_big(path)
+        data = path.read_bytes()
+    if len(data) > MAX_FILE_BYTES:
+        raise _too_big(path)
+    return data
+
+
+def _decode(data: bytes, where: str) -> tuple[Optional[str], str]:
+    """(text, "") or (None, why it is not UTF-8)."""
+    try:
+        return data.decode("utf-8-sig"), ""
+    except UnicodeDecodeError as exc:
+        return None, f"not UTF-8 (byte 0x{data[exc.start]:02x} at byte {exc.start + 1} of the {where})"
+
+
+def _lines(data: bytes) -> Iterator[tuple[int, bytes]]:
+    """Non-blank lines with their numbers, one at a time (no second copy of a big file)."""
+    # split on \n only: JSON strings may hold U+2028 and other separators str.splitlines() breaks on
+    start = 3 if data.startswith(b"\xef\xbb\xbf") else 0
+    line_no = 0
+    while start <= len(data):
+        end = data.find(b"\n", start)
+        end = len(data) if end < 0 else end
+        line_no += 1
+        line = data[start:end]
+        if line.strip():
+            yield line_no, line
+        start = end + 1
+
+
+def _is_id(value: Any) -> bool:
+    """A usable conversation id: text or an integer (not a boolean, which is an int in Python)."""
+    return isinstance(value, (str, int)) and not isinstance(value, bool) and value != ""
+
+
+def _explicit_id(obj: Any, id_key: Optional[str]) -> Optional[str]:
+    """The conversation id stored in ``obj`` (``id_key``, a dotted path, or the usual keys)."""
+    if not isinstance(obj, dict):
+        return None
+    for key in (id_key,) if id_key else ID_KEYS:
+        found = _walk(obj, [(k, False) for k in key.split(".")])
+        if found and _is_id(found[0]):
+            return str(found[0])
+    return None
+
+
+def _conversation_id(obj: Any, id_key: Optional[str], path: Path, ordinal: int) -> str:
+    # the folder too: same-named files in dated folders must not merge their conversations
+    return _explicit_id(obj, id_key) or f"{path.resolve().parent.name}/{path.name}#{ordinal}"
+
+
+def _file_agent(root: Any) -> Optional[str]:
+    if not isinstance(root, dict):
+        return None
+    if isinstance(root.get("agent"), str):
+        return root["agent"]
+    info = root.get("info")
+    agent_info = info.get("agent_info") if isinstance(info, dict) else None
+    if isinstance(agent_info, dict) and isinstance(agent_info.get("implementation"), str):
+        return agent_info["implementation"]
+    return None
+
+
+def _time_of(obj: Any) -> Optional[Any]:
+    """The stored time of a conversation object or per-turn line, as written (None if none)."""
+    if isinstance(obj, dict):
+        for key in TIMESTAMP_KEYS:
+            if parse_timestamp(obj.get(key)) is not None:
+                return obj[key]
+    return None
+
+
+def _stamped(messages: list[Any], stamp: Optional[Any]) -> list[Any]:
+    """Messages without a time of their own take the time of the line / object that holds them."""
+    if stamp is None:
+        return list(messages)
+    return [
+        {**m, LINE_TIME_KEY: stamp} if isinstance(m, dict) and not any(k in m for k in TIMESTAMP_KEYS) else m
+        for m in messages
+    ]
+
+
+class _Collector:
+    """Gathers the conversations of one file, in order, joining lines of one conversation."""
+
+    def __init__(self, path: Path, id_key: Optional[str]) -> None:
+        self.path = path
+        self.id_key = id_key
+        self.conversations: list[_Conversation] = []
+        self.by_id: dict[str, _Conversation] = {}
+        self.anonymous_log: Optional[_Conversation] = None
+
+    def add(self, obj: Any, messages: list[Any], joinable: bool, line_no: Optional[int] = None) -> None:
+        ordinal = len(self.conversations) + 1
+        stamp = _time_of(obj)
+        cid = _explicit_id(obj, self.id_key) if joinable else None
+        if cid is not None:
+            known = self.by_id.get(cid)
+            if known is not None:
+                if messages[: len(known.raw)] == known.raw:  # a snapshot of the whole array so far
+                    known.messages = known.messages + _stamped(messages[len(known.raw) :], stamp)
+                    known.raw = list(messages)
+                else:  # the new messages of a turn
+                    known.messages.extend(_stamped(messages, stamp))
+                    known.raw.extend(messages)
+                return
+        conv = _Conversation(_stamped(messages, stamp), obj, ordinal, line_no)
+        conv.raw = list(messages)
+        if cid is not None:
+            self.by_id[cid] = conv
+        self.conversations.append(conv)
+
+    def add_message_line(self, message: dict[str, Any], line_no: Optional[int] = None) -> None:
+        """A per-message log line: group by the conversation id it carries (or one per file)."""
+        keys = (self.id_key,) if self.id_key else ID_KEYS[:1] + ID_KEYS[2:]
+        cid = next((str(message[k]) for k in keys if _is_id(message.get(k))), None)
+        if cid is None:
+            if self.anonymous_log is None:
+                self.anonymous_log = _Conversation([], {}, len(self.conversations) + 1, line_no)
+                self.conversations.append(self.anonymous_log)
+            self.anonymous_log.messages.append(message)
+            return
+        conv = self.by_id.get(cid)
+        if conv is None:
+            conv = _Conversation([], {"conversation_id": cid}, len(self.conversations) + 1, line_no)
+            self.by_id[cid] = conv
+            self.conversations.append(conv)
+        conv.messages.append(message)
+
+
+def _no_messages(selector: Optional[str], root: Any = None) -> str:
+    if isinstance(root, dict) and "v" in root and "kind" in root:
+        return "a loopscope record, not a conversation: load this file with --input-format records"
+    if isinstance(root, dict) and ("resourceSpans" in root or "resourceLogs" in root):
+        return "an OpenTelemetry export, not a conversation: load this file with --input-format otlp"
+    if selector:
+        return f"--messages-key {selector!r} selects no messages list here"
+    return "no conversation found (no messages list at a known place); pass --messages-key, e.g. simulations[].messages"
+
+
+def _gather(root: Any, line_no: Optional[int], selector: Optional[str], coll: _Collector, out: ReaderOutput, raw: str, jsonl: bool) -> None:
+    if jsonl and selector is None and _is_message(root):
+        coll.add_message_line(root, line_no)
+        return
+    pairs = _select(root, selector) if selector else _auto(root)
+    if not pairs:
+        if pairs is None or selector:
+            out.bad.append(BadLine(line_no, _no_messages(selector, root), raw[:RAW_CAP]))
+        return
+    for obj, messages in pairs:
+        if not isinstance(messages, list):
+            out.bad.append(BadLine(line_no, _no_messages(selector), raw[:RAW_CAP]))
+            continue
+        coll.add(obj, messages, joinable=jsonl, line_no=line_no)
+
+
+def _is_json_line(raw: bytes) -> bool:
+    try:
+        json.loads(raw.decode("utf-8-sig"))
+    except (ValueError, RecursionError):  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        return False
+    return True
+
+
+def read(path: Path, options: Mapping[str, Any]) -> ReaderOutput:
+    """Read the conversations in ``path`` and derive their v1 records.
+
+    Args:
+        path: a JSON or JSON Lines file (gzip allowed).
+        options: ``messages_key``, ``id_key``, ``error_when`` (a convention or
+            a list of them), ``agent_name``, ``tags`` (a dict); all optional.
+
+    Returns:
+        Records in file order, protocol violations, and the lines that could
+        not be read (the file keeps loading past them).
+
+    Raises:
+        LoopscopeError: an invalid option (selector, ``--error-when``).
+    """
+    selector = options.get("messages_key") or None
+    id_key = options.get("id_key") or None
+    rules: ErrorRules = parse_error_when(options.get("error_when"))
+    if selector:
+        parse_selector(selector)  # fail fast on a malformed selector
+    out = ReaderOutput()
+    data = _read_bytes(path)
+    text, why = _decode(data, "file")
+    coll = _Collector(path, id_key)
+    root: Any = None
+    try:
+        if text is None:
+            raise ValueError(why)
+        root = jsontext.loads(text)
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
+        text = None  # memory: the lines are read from the bytes
+        first = next(_lines(data), None)
+        if first is None or not _is_json_line(first[1]):  # a broken JSON document, not JSON Lines
+            reason = why or (TOO_DEEP if isinstance(exc, RecursionError) else f"not JSON: {exc}")
+            out.bad.append(BadLine(getattr(exc, "lineno", None), reason, data[:RAW_CAP].decode("utf-8", "replace")))
+            return out
+        for line_no, raw in _lines(data):
+            line, line_why = _decode(raw, "line")
+            if line is None:
+                out.bad.append(BadLine(line_no, line_why, raw[:RAW_CAP].decode("utf-8", "replace")))
+                continue
+            try:
+                value = jsontext.loads(line)
+            except json.JSONDecodeError as line_exc:
+                out.bad.append(BadLine(line_no, f"not JSON: {line_exc.msg} (column {line_exc.colno})", line[:RAW_CAP]))
+                continue
+            except RecursionError:
+                out.bad.append(BadLine(line_no, TOO_DEEP, line[:RAW_CAP]))
+                continue
+            try:
+                _gather(value, line_no, selector, coll, out, line, jsonl=True)
+            except RecursionError:
+                out.bad.append(BadLine(line_no, TOO_DEEP, line[:RAW_CAP]))
+    else:
+        head, data, text = text[:RAW_CAP], b"", None  # memory: only the parsed document is needed now
+        _gather(root, None, selector, coll, out, head, jsonl=False)
+    agent_default = options.get("agent_name") or _file_agent(root) or "default"
+    tags = options.get("tags") or None
+    unflagged = 0
+    for conv in coll.conversations:
+        agent = options.get("agent_name") or (conv.obj.get("agent") if isinstance(conv.obj.get("agent"), str) else None) or agent_default
+        termination = conv.obj.get("termination_reason")
+        cid = _conversation_id(conv.obj, id_key, path, conv.ordinal)
+        try:
+            result = conversation_records(
+                conv.messages,
+                conversation_id=cid,
+                agent=agent,
+                rules=rules,
+                termination_reason=termination if isinstance(termination, str) else None,
+                tags=tags,
+            )
+        except RecursionError:  # a message nested deeper than Python can walk: lose this conversation only
+            out.bad.append(BadLine(conv.line_no, f"conversation {cid!r}: {TOO_DEEP}", ""))
+            continue
+        out.records.extend(result.records)
+        out.violations.extend(result.violations)
+        unflagged += result.unflagged_error_texts
+    if unflagged:
+        # The likeliest silent mistake: a log that marks errors only in the text, loaded with the
+        # default convention, shows no errors at all. Say so once per file.
+        out.violations.append(
+            {
+                "conversation_id": None,
+                "prompt_id": None,
+                "tool_call_id": None,
+                "kind": "unflagged_error_text",
+                "detail": f"{path.name}: {unflagged} tool result(s) carry no error flag but their text reads like "
+                "an error ('Error: ...' or a JSON \"error\" key); they were counted as successes. If this log "
+                "marks errors only in the text, load it with --error-when prefix or json-error-key "
+                "(docs/inputs.md)",
+            }
+        )
+    return out

@@ -1,0 +1,413 @@
+"""Normalise stored chat messages (Anthropic, OpenAI, tau2-bench) into neutral turns.
+
+A conversation log is a list of provider-shaped message objects. This module
+turns each one into zero or more of three neutral events, so the derivation of
+records (``message_records``) never looks at provider shapes:
+
+- ``UserText``: a user message that carries content for the agent (text, an
+  image, a document): it starts a prompt.
+- ``AssistantTurn``: one model response, with the tool calls it asked for
+  (several = parallel tool use), whether it carried text, and the stop reason
+  when the log stored one.
+- ``ToolResult``: the result of one tool call handed back to the model, with
+  its text and the error flag when the log stored one.
+
+Shapes understood:
+
+- Anthropic Messages: ``tool_use`` blocks in assistant ``content``;
+  ``tool_result`` blocks (``tool_use_id``, ``content``, ``is_error``) in the
+  next user message; ``stop_reason`` on the message when stored.
+- OpenAI Chat Completions: assistant ``tool_calls`` with
+  ``function.name`` / ``function.arguments`` (a JSON string); ``role: "tool"``
+  results with ``tool_call_id``; ``finish_reason`` when stored.
+- OpenAI Responses API item lists (what the OpenAI Agents SDK keeps as a
+  session): consecutive ``reasoning`` / assistant ``message`` /
+  ``function_call`` items are one model response (``as_chat_messages`` folds
+  them), ``function_call_output`` items are results, matched by ``call_id``.
+- legacy OpenAI: an assistant ``function_call`` answered by the next
+  ``role: "function"`` message; no ids (``as_chat_messages`` gives the call
+  the id ``m<index>`` and folds the pair into the Chat shape).
+- tau2-bench: assistant ``tool_calls`` as ``{id, name, arguments: {...}}``;
+  results ``{role: "tool", id, content, error: bool, requestor}``. A user
+  message carrying ``tool_calls`` is the simulated user running its own tools:
+  neither it nor its results (``requestor: "user"``) are agent tool calls.
+
+Everything else (system / developer messages, unknown roles, server-side tool
+blocks) is skipped: it is not an agent tool call and does not start a prompt.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Optional, Union
+
+from loopscope.analyses.ingest import jsontext
+
+# Keys under which logs store a message's time, tried in order.
+TIMESTAMP_KEYS = ("timestamp", "ts", "created_at", "time", "created")
+
+
+@dataclass
+class ToolCallRequest:
+    """One tool call the model asked for."""
+
+    id: Optional[str]
+    name: str
+    arguments: Any  # the decoded arguments, or the raw string when it was not JSON
+    arguments_valid: bool = True
+
+
+@dataclass
+class UserText:
+    """A user message carrying content for the agent: the start of a prompt."""
+
+    index: int
+    ts: Optional[datetime]
+
+
+@dataclass
+class AssistantTurn:
+    """One model response."""
+
+    index: int
+    ts: Optional[datetime]
+    calls: list[ToolCallRequest] = field(default_factory=list)
+    has_text: bool = False
+    stop_reason: Optional[str] = None
+    input_tokens: Optional[int] = None
+    output_tokens: Optional[int] = None
+
+
+@dataclass
+class ToolResult:
+    """One tool result handed back to the model."""
+
+    index: int
+    ts: Optional[datetime]
+    call_id: Optional[str]
+    text: str
+    flag: Optional[bool]  # the stored error flag; None when the log has none
+
+
+Turn = Union[UserText, AssistantTurn, ToolResult]
+
+
+def parse_timestamp(value: Any) -> Optional[datetime]:
+    """Read a stored message time: ISO 8601 text (naive = UTC) or epoch seconds / milliseconds."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        seconds = value / 1000.0 if value > 1e11 else float(value)
+        try:
+            return datetime.fromtimestamp(seconds, tz=timezone.utc)
+        except (OverflowError, OSError, ValueError):
+            return None
+    if isinstance(value, str) and value:
+        text = value.strip()
+        if text.endswith(("Z", "z")):
+            text = text[:-1] + "+00:00"
+        try:
+            parsed = datetime.fromisoformat(text)
+        except ValueError:
+            return None
+        if parsed.tzinfo is None:
+            return parsed.replace(tzinfo=timezone.utc)
+        return parsed.astimezone(timezone.utc)
+    return None
+
+
+def message_timestamp(message: dict[str, Any]) -> Optional[datetime]:
+    """The first parseable time stored on ``message``, if any."""
+    for key in TIMESTAMP_KEYS:
+        if key in message:
+            parsed = parse_timestamp(message[key])
+            if parsed is not None:
+                return parsed
+    return None
+
+
+def content_text(content: Any) -> str:
+    """Flatten a message or tool-result ``content`` (string, blocks, parts) into text."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if isinstance(part, str):
+                parts.append(part)
+            elif isinstance(part, dict):
+                if isinstance(part.get("text"), str):
+                    parts.append(part["text"])
+                elif "content" in part:
+                    parts.append(content_text(part["content"]))
+        return "\n".join(p for p in parts if p)
+    if isinstance(content, dict):
+        if isinstance(content.get("text"), str):
+            return content["text"]
+        return json.dumps(content, ensure_ascii=False, sort_keys=True)
+    return json.dumps(content, ensure_ascii=False)
+
+
+def _decode_arguments(raw: Any) -> tuple[Any, bool]:
+    """OpenAI stores arguments as a JSON string ("" for none); others as an object."""
+    if isinstance(raw, str):
+        if not raw.strip():
+            return {}, True
+        try:
+            return jsontext.loads(raw), True
+        except (json.JSONDecodeError, RecursionError):  # too deep to decode: as good as not JSON
+            return raw, False
+    return raw, True
+
+
+def _stop_reason(message: dict[str, Any]) -> Optional[str]:
+    """The stored stop / finish reason, also inside a kept raw provider response."""
+    for key in ("stop_reason", "finish_reason"):
+        if isinstance(message.get(key), str):
+            return message[key]
+    raw = message.get("raw_data") or message.get("raw_response") or message.get("response")
+    if isinstance(raw, dict):
+        for key in ("stop_reason", "finish_reason"):
+            if isinstance(raw.get(key), str):
+                return raw[key]
+        choices = raw.get("choices")
+        if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+            reason = choices[0].get("finish_reason")
+            if isinstance(reason, str):
+                return reason
+    return None
+
+
+def _usage(message: dict[str, Any]) -> tuple[Optional[int], Optional[int]]:
+    usage = message.get("usage")
+    if not isinstance(usage, dict):
+        return None, None
+
+    def pick(*keys: str) -> Optional[int]:
+        for key in keys:
+            value = usage.get(key)
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value
+        return None
+
+    return pick("input_tokens", "prompt_tokens"), pick("output_tokens", "completion_tokens")
+
+
+def _openai_or_tau2_call(call: Any) -> Optional[ToolCallRequest]:
+    if not isinstance(call, dict):
+        return None
+    if call.get("requestor") == "user":  # tau2: a simulated user's own tool
+        return None
+    function = call.get("function")
+    if isinstance(function, dict):  # OpenAI: {id, type, function: {name, arguments}}
+        name, raw = function.get("name"), function.get("arguments")
+    else:  # tau2: {id, name, arguments: {...}}
+        name, raw = call.get("name"), call.get("arguments", call.get("input"))
+    arguments, valid = _decode_arguments(raw)
+    call_id = call.get("id")
+    return ToolCallRequest(
+        id=str(call_id) if call_id is not None else None,
+        name=str(name) if name is not None else "unknown",
+        arguments=arguments,
+        arguments_valid=valid,
+    )
+
+
+def _assistant(message: dict[str, Any], index: int, ts: Optional[datetime]) -> AssistantTurn:
+    turn = AssistantTurn(index=index, ts=ts, stop_reason=_stop_reason(message))
+    refusal = message.get("refusal")
+    if isinstance(refusal, str) and refusal.strip() and turn.stop_reason in (None, "stop", "end_turn"):
+        turn.stop_reason = "refusal"  # OpenAI reports a refusal in its own field, with finish_reason "stop"
+    turn.input_tokens, turn.output_tokens = _usage(message)
+    content = message.get("content")
+    if isinstance(content, str):
+        turn.has_text = bool(content.strip())
+    elif isinstance(content, list):
+        for block in content:
+            if isinstance(block, str):
+                turn.has_text = turn.has_text or bool(block.strip())
+            elif isinstance(block, dict):
+                kind = block.get("type")
+                if kind == "tool_use":  # Anthropic client tool (server tools run on the provider's side)
+                    block_id = block.get("id")
+                    arguments, valid = _decode_arguments(block.get("input"))
+                    turn.calls.append(
+                        ToolCallRequest(
+                            id=str(block_id) if block_id is not None else None,
+                            name=str(block.get("name", "unknown")),
+                            arguments=arguments,
+                            arguments_valid=valid,
+                        )
+                    )
+                elif kind in ("text", "output_text") and str(block.get("text") or "").strip():
+                    turn.has_text = True
+    calls = message.get("tool_calls")
+    for call in calls if isinstance(calls, list) else []:
+        request = _openai_or_tau2_call(call)
+        if request is not None:
+            turn.calls.append(request)
+    return turn
+
+
+def _error_flag(container: dict[str, Any]) -> Optional[bool]:
+    for key in ("is_error", "error"):
+        if isinstance(container.get(key), bool):
+            return container[key]
+    return None
+
+
+def _result(container: dict[str, Any], call_id: Any, index: int, ts: Optional[datetime]) -> ToolResult:
+    """A result from an Anthropic ``tool_result`` block or a ``role: "tool"`` message (ids may be ints)."""
+    return ToolResult(
+        index=index,
+        ts=ts,
+        call_id=str(call_id) if call_id is not None else None,
+        text=content_text(container.get("content")),
+        flag=_error_flag(container),
+    )
+
+
+def _user(message: dict[str, Any], index: int, ts: Optional[datetime]) -> list[Turn]:
+    if message.get("tool_calls"):  # tau2: the simulated user running its own tools
+        return []
+    content = message.get("content")
+    turns: list[Turn] = []
+    carries_content = False
+    if isinstance(content, str):
+        carries_content = bool(content.strip())
+    elif isinstance(content, list):
+        for block in content:
+            if isinstance(block, dict) and block.get("type") == "tool_result":
+                turns.append(_result(block, block.get("tool_use_id"), index, ts))
+            elif isinstance(block, str):
+                carries_content = carries_content or bool(block.strip())
+            elif isinstance(block, dict):
+                if block.get("type") in ("text", "input_text"):
+                    carries_content = carries_content or bool(str(block.get("text") or "").strip())
+                else:  # an image, a document, audio: still something the user asked
+                    carries_content = True
+    if carries_content:
+        turns.append(UserText(index=index, ts=ts))
+    return turns
+
+
+def _tool(message: dict[str, Any], index: int, ts: Optional[datetime]) -> list[Turn]:
+    if message.get("requestor") == "user":  # tau2: result of a simulated user's tool
+        return []
+    return [_result(message, message.get("tool_call_id", message.get("id")), index, ts)]
+
+
+def message_turns(message: Any, index: int) -> list[Turn]:
+    """Neutral turns for the message at position ``index`` of a conversation.
+
+    Args:
+        message: one stored message object (anything else yields no turns).
+        index: its 0-based position in the conversation's messages list.
+
+    Returns:
+        The turns it holds, in order (tool results before a user's text, as
+        Anthropic requires them first in the content).
+    """
+    if not isinstance(message, dict):
+        return []
+    role = message.get("role")
+    ts = message_timestamp(message)
+    if role == "assistant":
+        return [_assistant(message, index, ts)]
+    if role == "user":
+        return _user(message, index, ts)
+    if role == "tool":
+        return _tool(message, index, ts)
+    return []  # system, developer and unknown roles
+
+
+# Responses API items a model response is made of.
+_MODEL_ITEMS = ("function_call", "reasoning")
+
+
+def _is_model_item(item: Any) -> bool:
+    if not isinstance(item, dict):
+        return False
+    kind = item.get("type")
+    return kind in _MODEL_ITEMS or (kind == "message" and item.get("role") == "assistant")
+
+
+def as_chat_messages(messages: list[Any]) -> list[tuple[int, Any]]:
+    """Pair each message with its index, folding OpenAI Responses API items into chat messages.
+
+    Chat-shaped lists come back unchanged, except the legacy OpenAI pair (an
+    assistant ``function_call``, answered by a ``role: "function"`` message),
+    which has no ids: the call gets the id ``m<index>`` of its message and the
+    next ``function`` message answers it. In a Responses item list, each run of
+    consecutive model items becomes one assistant message (its calls in
+    OpenAI Chat shape) at the index of the run's first item, and each
+    ``function_call_output`` a ``role: "tool"`` message.
+    """
+    if not any(isinstance(m, dict) and m.get("type") in ("function_call", "function_call_output") for m in messages):
+        return _legacy_functions(list(enumerate(messages)))
+    out: list[tuple[int, Any]] = []
+    group: Optional[dict[str, Any]] = None
+    for index, item in enumerate(messages):
+        if _is_model_item(item):
+            if group is None:
+                group = {"role": "assistant", "content": [], "tool_calls": []}
+                out.append((index, group))
+            for key in TIMESTAMP_KEYS:
+                if key in item and key not in group:
+                    group[key] = item[key]
+            if item.get("type") == "function_call":
+                group["tool_calls"].append(
+                    {
+                        "id": item.get("call_id", item.get("id")),
+                        "type": "function",
+                        "function": {"name": item.get("name"), "arguments": item.get("arguments")},
+                    }
+                )
+            elif item.get("type") == "message":
+                content = item.get("content")
+                group["content"].extend(content if isinstance(content, list) else [content_text(content)])
+            continue
+        group = None
+        if isinstance(item, dict) and item.get("type") == "function_call_output":
+            result = {"role": "tool", "tool_call_id": item.get("call_id"), "content": item.get("output")}
+            for key in TIMESTAMP_KEYS:
+                if key in item:
+                    result[key] = item[key]
+            out.append((index, result))
+        else:
+            out.append((index, item))
+    return out
+
+
+def _legacy_functions(pairs: list[tuple[int, Any]]) -> list[tuple[int, Any]]:
+    """The pre-``tool_calls`` OpenAI pair as ``tool_calls`` / ``role: "tool"`` messages.
+
+    That API had one call per response and no ids: a ``role: "function"``
+    message answers the latest call. A second answer to the same call, or one
+    with no call before it, keeps a null id (a protocol violation downstream).
+    """
+    if not any(isinstance(m, dict) and (m.get("role") == "function" or "function_call" in m) for _, m in pairs):
+        return pairs
+    out: list[tuple[int, Any]] = []
+    waiting: Optional[str] = None
+    for index, message in pairs:
+        if not isinstance(message, dict):
+            out.append((index, message))
+            continue
+        call = message.get("function_call")
+        if message.get("role") == "assistant" and isinstance(call, dict) and not message.get("tool_calls"):
+            waiting = f"m{index}"
+            folded = {k: v for k, v in message.items() if k != "function_call"}
+            folded["tool_calls"] = [{"id": waiting, "type": "function", "function": call}]
+            out.append((index, folded))
+        elif message.get("role") == "function":
+            result = {k: v for k, v in message.items() if k != "role"}
+            out.append((index, {**result, "role": "tool", "tool_call_id": waiting}))
+            waiting = None
+        else:
+            out.append((index, message))
+    return out

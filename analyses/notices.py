@@ -1,0 +1,151 @@
+"""What a user must know before trusting the figures of a selection.
+
+A figure can be right by arithmetic and still mislead: zero errors because
+the log marks its errors only in the text, weeks that are really "no
+timestamp", an ``--agent`` that matches nothing. ``notices(con, selection)``
+returns those facts of the store as ``Notice`` values (computed in SQL, one
+row per kind), and ``check_selection(con, selection)`` refuses a selection
+whose ``--agent``/``--tag`` names nothing in the store. ``load``, ``metrics``
+and ``audit`` print the notices; the audit's JSON carries them.
+
+Kinds:
+
+- ``unflagged_error_text``: a file of conversation messages had tool results
+  that read like errors but carry no error flag, and was loaded with the
+  default convention, so they count as successes (the reader's finding, kept in
+  ``protocol_violations``); the fix is ``--error-when``.
+- ``no_timestamps``: prompts whose records had no time of their own (the
+  readers give them 1970-01-01 plus their index, ``ts_synthetic``): time-based
+  views put them under ``no timestamp`` (``NO_TIMESTAMP``).
+- ``id_collisions``: ``tool_call_id`` values reused by a different call
+  (``id_collisions_v``): counted as new calls, not replays.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import duckdb
+
+from loopscope.analyses.errors import LoopscopeError
+from loopscope.analyses.selection import Selection
+
+NO_TIMESTAMP = "no timestamp"
+"""The group name time-based views give prompts whose records have no time of their own."""
+SYNTHETIC_BEFORE = "1971-01-01"
+"""Readers date records without a time 1970-01-01 plus their index: a prompt that starts before this has none."""
+
+# {where}: a Selection condition over prompts_v aliased p.
+UNFLAGGED_SQL = """
+SELECT s.path, v.detail
+FROM protocol_violations v
+JOIN sources s USING (source_id)
+WHERE v.kind = 'unflagged_error_text'
+  AND EXISTS (
+      SELECT 1 FROM tool_calls t JOIN prompts_v p USING (conversation_id, prompt_id)
+      WHERE t.source_id = v.source_id AND {where}
+  )
+ORDER BY s.path
+"""
+NO_TIMESTAMPS_SQL = f"""
+SELECT count(*) FILTER (WHERE p.first_ts < TIMESTAMP '{SYNTHETIC_BEFORE}'), count(*)
+FROM prompts_v p
+WHERE {{where}}
+"""
+ID_COLLISIONS_SQL = """
+SELECT count(*), count(DISTINCT c.conversation_id)
+FROM id_collisions_v c
+JOIN prompts_v p USING (conversation_id, prompt_id)
+WHERE {where}
+"""
+AGENTS_SQL = "SELECT DISTINCT agent FROM prompts_v ORDER BY agent LIMIT 20"
+TAGS_SQL = """
+SELECT DISTINCT k || '=' || (tags->>k) AS tag
+FROM (SELECT tags, unnest(json_keys(tags)) AS k FROM prompts_v WHERE tags IS NOT NULL)
+ORDER BY tag
+LIMIT 20
+"""
+
+
+@dataclass(frozen=True)
+class Notice:
+    """One thing the user must know about the figures: ``kind``, a sentence, what to do, how many."""
+
+    kind: str
+    message: str
+    hint: str
+    count: int
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain data for JSON."""
+        return asdict(self)
+
+
+def notices(con: duckdb.DuckDBPyConnection, selection: Selection | None = None) -> list[Notice]:
+    """The notices of the prompts ``selection`` picks (all prompts when None)."""
+    where, params = (selection or Selection()).where("p")
+    found: list[Notice] = []
+    for path, detail in con.execute(UNFLAGGED_SQL.format(where=where), params).fetchall():
+        count = _leading_count(detail)
+        found.append(
+            Notice(
+                "unflagged_error_text",
+                f"{count} tool result(s) in {path} read like an error but carry no error flag: "
+                "they were counted as successes, so the error figures are too low",
+                "load it again with --error-when prefix (text starts with 'Error:') or --error-when json-error-key "
+                "(docs/inputs.md)",
+                count,
+            )
+        )
+    synthetic, total = con.execute(NO_TIMESTAMPS_SQL.format(where=where), params).fetchone() or (0, 0)
+    if synthetic:
+        found.append(
+            Notice(
+                "no_timestamps",
+                f"{synthetic} of {total} prompts come from messages without timestamps: their order is the order "
+                f"in the file, and time-based views (days, weeks, newest first) show them as '{NO_TIMESTAMP}'",
+                "nothing to fix in loopscope; log a time with each message to get weekly figures",
+                int(synthetic),
+            )
+        )
+    collisions, conversations = con.execute(ID_COLLISIONS_SQL.format(where=where), params).fetchone() or (0, 0)
+    if collisions:
+        found.append(
+            Notice(
+                "id_collisions",
+                f"{collisions} tool call(s) in {conversations} conversation(s) reuse the tool_call_id of a different "
+                "earlier call (another tool or other arguments): counted as new calls, not replays",
+                "the harness reuses ids; loopscope audit lists them as reused_tool_call_id protocol violations",
+                int(collisions),
+            )
+        )
+    return found
+
+
+def _leading_count(detail: str) -> int:
+    """The count in a reader's ``unflagged_error_text`` detail (``"FILE: N tool result(s) ..."``)."""
+    head = detail.split(": ", 1)[-1].split(" ", 1)[0]
+    return int(head) if head.isdigit() else 0
+
+
+def check_selection(con: duckdb.DuckDBPyConnection, selection: Selection) -> None:
+    """Refuse an ``--agent`` or ``--tag`` that no prompt in the store has, naming what exists.
+
+    Raises:
+        LoopscopeError: an agent or tag matches no prompt.
+    """
+    for agent in selection.agents:
+        if not con.execute("SELECT 1 FROM prompts_v WHERE agent = ? LIMIT 1", [agent]).fetchone():
+            existing = [row[0] for row in con.execute(AGENTS_SQL).fetchall()]
+            raise LoopscopeError(
+                f"no prompt has agent {agent!r}",
+                hint="agents in the store: " + (", ".join(existing) if existing else "none (load logs first)"),
+            )
+    for key, value in selection.tags:
+        if not con.execute("SELECT 1 FROM prompts_v WHERE tags->>? = ? LIMIT 1", [key, value]).fetchone():
+            existing = [row[0] for row in con.execute(TAGS_SQL).fetchall()]
+            raise LoopscopeError(
+                f"no prompt has tag {key}={value}",
+                hint="tags in the store: " + (", ".join(existing) if existing else "none"),
+            )

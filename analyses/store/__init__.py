@@ -1,0 +1,185 @@
+"""Open the loopscope DuckDB store.
+
+``connect(path)`` opens (or creates) a DuckDB file, sets the session to UTC
+and migrates the schema. ``":memory:"`` gives a throwaway in-memory store.
+The default path is ``./loopscope.duckdb``, or ``$LOOPSCOPE_DB`` when set.
+
+Two checks protect what is already on disk. An existing file that is not a
+DuckDB database (a log passed as ``--db`` by mistake) is refused before
+DuckDB touches it. A store written by a newer loopscope (a migration or a
+column this one does not know) is refused for writing, and opened for
+reading with a ``NewerStoreWarning``: the figures may miss what the newer
+version added.
+
+``open_for_analysis(db, paths, ...)`` is how every analysis (CLI command or
+notebook) opens the store: it loads PATHs first, limits the selection to those
+files, and always closes the connection.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple
+
+import duckdb
+
+from loopscope.analyses.errors import DatabaseError
+from loopscope.analyses.selection import Selection
+from loopscope.analyses.store.migrations import migrate, newer_store
+from loopscope.analyses.store.transaction import transaction
+
+__all__ = [
+    "DB_ENV", "DEFAULT_DB", "Analysis", "NewerStoreWarning", "connect", "default_db_path", "open_for_analysis",
+    "transaction",
+]
+
+if TYPE_CHECKING:
+    from loopscope.analyses.ingest import LoadSummary
+
+DEFAULT_DB = "loopscope.duckdb"
+DB_ENV = "LOOPSCOPE_DB"
+DUCKDB_MAGIC = b"DUCK"
+"""DuckDB's file format: a checksum (8 bytes), then these 4 bytes."""
+DUCKDB_MAGIC_OFFSET = 8
+
+
+class NewerStoreWarning(UserWarning):
+    """The store was written by a newer loopscope; it is read as it is."""
+
+
+def default_db_path() -> str:
+    """The database the CLI uses when ``--db`` is not given."""
+    return os.environ.get(DB_ENV) or DEFAULT_DB
+
+
+def _open_hint(error: str) -> str:
+    """What to do about a database DuckDB would not open, by the cause it names."""
+    if "lock" in error:
+        return "another loopscope (or DuckDB) process has it open: wait for it to finish, or pass another --db FILE"
+    if "Is a directory" in error:
+        return "--db takes a file: name one inside that folder, e.g. --db FOLDER/loopscope.duckdb"
+    if "not a valid DuckDB database" in error:
+        return "that file is not a loopscope database (loopscope never overwrites it): pass another --db FILE"
+    if "ermission denied" in error or "read-only" in error:
+        return "the file or its folder is not writable: fix the permissions, or pass another --db FILE"
+    return "pass another --db FILE, or --db :memory:"
+
+
+def _refuse_foreign_file(target: str) -> None:
+    """Raise unless ``target`` is absent, empty, a folder (DuckDB names that) or a DuckDB database."""
+    path = Path(target).expanduser()
+    try:
+        if not path.is_file() or path.stat().st_size == 0:
+            return
+        with open(path, "rb") as f:
+            head = f.read(DUCKDB_MAGIC_OFFSET + len(DUCKDB_MAGIC))
+    except OSError:
+        return  # DuckDB reports what it cannot open, with a hint by cause
+    if head[DUCKDB_MAGIC_OFFSET:] != DUCKDB_MAGIC:
+        raise DatabaseError(
+            f"cannot open the database {target}: the file exists and is not a DuckDB database",
+            hint="that file is not a loopscope database (loopscope never overwrites it): check the order of the "
+            "arguments (loopscope load PATH... --db FILE), or pass another --db FILE",
+        )
+
+
+def connect(
+    path: str | os.PathLike[str] | None = None, *, read_only: bool = False, writes: bool = True
+) -> duckdb.DuckDBPyConnection:
+    """Open the store at ``path`` (default: ``default_db_path()``) and migrate it.
+
+    Args:
+        path: the DuckDB file, or ``":memory:"``.
+        read_only: open the file read-only (no migration).
+        writes: the caller will write (load, import). A store written by a
+            newer loopscope is refused then; otherwise it is opened as it is,
+            without migrating, with a ``NewerStoreWarning``.
+
+    Raises:
+        DatabaseError: the file is not a DuckDB database, is locked by another
+            process, its folder does not exist, or (for writes) it was written
+            by a newer loopscope.
+    """
+    target = str(path) if path is not None else default_db_path()
+    if target != ":memory:":
+        folder = Path(target).expanduser().resolve().parent
+        if not folder.is_dir():
+            raise DatabaseError(
+                f"cannot create the database {target}: folder {folder} does not exist",
+                hint="create the folder, or pass another --db FILE (or --db :memory:)",
+            )
+        _refuse_foreign_file(target)
+    try:
+        con = duckdb.connect(target, read_only=read_only)
+    except (duckdb.IOException, duckdb.InvalidInputException, duckdb.SerializationException) as exc:
+        raise DatabaseError(f"cannot open the database {target}: {exc}", hint=_open_hint(str(exc))) from None
+    con.execute("SET TimeZone = 'UTC'")
+    newer = newer_store(con)
+    if newer:
+        what = ", ".join(newer[:5]) + (f" and {len(newer) - 5} more" if len(newer) > 5 else "")
+        message = f"the database {target} was written by a newer loopscope ({what} unknown to this version)"
+        if writes and not read_only:
+            con.close()
+            raise DatabaseError(
+                message + ": not writing to it",
+                hint="upgrade loopscope (pip install -U loopscope), or pass another --db FILE",
+            )
+        warnings.warn(
+            NewerStoreWarning(message + "; reading it as it is: upgrade loopscope to see everything it holds"),
+            stacklevel=2,
+        )
+        return con
+    if not read_only:
+        migrate(con)
+    return con
+
+
+class Analysis(NamedTuple):
+    """An open store for one analysis: the connection, what to count, and the load of PATHs (None without)."""
+
+    con: duckdb.DuckDBPyConnection
+    selection: Selection
+    summary: LoadSummary | None
+
+
+@contextmanager
+def open_for_analysis(
+    db: str | os.PathLike[str] | None = None,
+    paths: Sequence[str | os.PathLike[str]] | None = None,
+    *,
+    selection: Selection | None = None,
+    input_format: str = "auto",
+    reader_options: Mapping[str, Any] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    read_only: bool = False,
+) -> Iterator[Analysis]:
+    """Open ``db``, load ``paths`` into it first, and close it on the way out, whatever happens.
+
+    With PATHs, the yielded selection is ``selection`` limited to the prompts of
+    those files (so an analysis reports on exactly them even when the store
+    holds more); without, it is ``selection`` (default: every prompt).
+
+    Raises:
+        LoopscopeError: bad database, missing path, unreadable file.
+    """
+    con = connect(db, read_only=read_only, writes=bool(paths))
+    try:
+        wanted = selection or Selection()
+        summary = None
+        if paths:
+            from loopscope.analyses.ingest import load_paths
+
+            summary = load_paths(con, list(paths), input_format=input_format, reader_options=reader_options,
+                                 progress=progress)
+            wanted = dataclasses.replace(wanted, source_ids=summary.source_ids)
+        from loopscope.analyses.notices import check_selection
+
+        check_selection(con, wanted)
+        yield Analysis(con, wanted, summary)
+    finally:
+        con.close()

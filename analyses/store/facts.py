@@ -1,0 +1,277 @@
+"""Per-prompt facts materialised from the records, for fast metrics.
+
+``prompts_v`` / ``tool_calls_v`` / ``errors_v`` define replays, prompts and
+error classes once (``model``); computing them means windows and joins over
+every record, seconds at 10M records. ``refresh_facts`` stores their per-prompt
+result in ``prompt_facts`` (one row per prompt: the prompt's columns plus its
+replay, error and recovered-error counts), and the load calls it after every
+load. It computes those rows with one query of groupings instead of the
+views' windows (about 25% faster); ``VIEWS_FACTS_SQL`` computes them from the
+views, and tests/test_metrics_property.py checks both give the same rows.
+``facts_fresh`` says whether the table still matches the records (same
+row counts and highest ``seq``); the metrics read ``prompt_facts`` only then,
+and fall back to the views otherwise (e.g. a read-only database changed by
+something other than the loader).
+
+Incremental refresh. Everything a prompt's facts depend on lies inside its
+conversation (prompts are keyed by conversation and prompt id, replays by
+conversation and tool_call id), so after a load that added records to a few
+conversations only those conversations' facts are recomputed: the records are
+filtered by a bound list of conversation ids before any grouping. A load that
+touches many conversations rebuilds all.
+"""
+
+from __future__ import annotations
+
+import duckdb
+
+# The meaning of every column, straight from the normative views. The load
+# computes the same rows with _REFRESH_TEMPLATE below (no windows over all
+# calls); tests/test_metrics_property.py checks the two agree on random stores.
+_VIEWS_TEMPLATE = """
+CREATE OR REPLACE TEMP TABLE _ls_prompt_facts AS
+WITH replays AS (
+    SELECT conversation_id, prompt_id, count(*) AS n_replays
+    FROM tool_calls_v WHERE is_replay AND {scope} GROUP BY conversation_id, prompt_id
+),
+errors AS (
+    SELECT conversation_id, prompt_id, count(*) AS n_errors,
+           count(*) FILTER (WHERE error_class = 'recovered') AS n_recovered,
+           count(*) FILTER (WHERE resolved_later) AS n_resolved_later
+    FROM errors_v WHERE {scope} GROUP BY conversation_id, prompt_id
+)
+SELECT p.conversation_id, p.prompt_id, p.first_ts, p.last_ts, p.first_seq, p.agent, p.tags, p.n_tool_calls,
+       p.is_open, p.exit_reason, p.normal_exit,
+       coalesce(r.n_replays, 0) AS n_replays, coalesce(e.n_errors, 0) AS n_errors,
+       coalesce(e.n_recovered, 0) AS n_recovered, coalesce(e.n_resolved_later, 0) AS n_resolved_later
+FROM (SELECT * FROM prompts_v WHERE {scope}) p
+LEFT JOIN replays r USING (conversation_id, prompt_id)
+LEFT JOIN errors e USING (conversation_id, prompt_id)
+"""
+VIEWS_FACTS_SQL = _VIEWS_TEMPLATE.replace("{scope}", "TRUE")
+
+# The same rows without the views' windows over every call. ``pos`` orders
+# records by (ts, seq) as one number (seq is unique and below 2^64), ``ppos``
+# prompts by their first record's pos (so ``first_seq`` is ppos mod 2^64). A call can only be a replay when it has
+# ``replayed: true`` or its tool_call_id is used more than once in its
+# conversation; ids used once (nearly all) need no ordering, so only the
+# repeated ones are ranked (``rep``: a later record of the same call, same
+# tool and fingerprint, is a replay; another call under the id is a new call).
+# A prompt's replays are its flagged calls plus the unflagged repeats; its
+# errors (``errs``) are the non-replays with ``is_error``, recovered when the
+# exit is normal and a later step has a success of a non-scratchpad tool, and
+# resolved later when unrecovered and a later prompt of the conversation has a
+# non-replay success of the same tool (``last_ok``, only for the conversation
+# and tool pairs that have errors). Agent and tags are the last loop_exit's,
+# else the earliest record's (tags: the earliest that has tags, as arg_min
+# skips NULLs).
+_FACTS_QUERY = """
+WITH calls AS NOT MATERIALIZED (
+    SELECT conversation_id, prompt_id, tool_call_id, tool_name, args_fingerprint, ts, seq, step, is_error,
+           replayed, agent, tags, {POS} AS pos
+    FROM tool_calls WHERE {scope}
+),
+exits AS NOT MATERIALIZED (
+    SELECT conversation_id, prompt_id, ts, seq, agent, tags, exit_reason,
+           {POS} AS pos
+    FROM loop_exits WHERE {scope}
+),
+repeated AS (
+    SELECT conversation_id, tool_call_id FROM calls GROUP BY conversation_id, tool_call_id HAVING count(*) > 1
+),
+rep AS (
+    SELECT conversation_id, prompt_id, tool_name, step, is_error, replayed,
+           replayed OR row_number() OVER (
+               PARTITION BY conversation_id, tool_call_id, tool_name, args_fingerprint ORDER BY pos
+           ) > 1 AS is_replay
+    FROM calls SEMI JOIN repeated USING (conversation_id, tool_call_id)
+),
+clean AS NOT MATERIALIZED (
+    SELECT conversation_id, prompt_id, tool_name, step, is_error
+    FROM calls ANTI JOIN repeated USING (conversation_id, tool_call_id) WHERE NOT replayed
+    UNION ALL
+    SELECT conversation_id, prompt_id, tool_name, step, is_error FROM rep WHERE NOT is_replay
+),
+errs AS (
+    SELECT conversation_id, prompt_id, tool_name, step FROM clean WHERE is_error
+),
+err_tools AS (
+    SELECT DISTINCT conversation_id, tool_name FROM errs
+),
+ok_prompts AS (
+    SELECT DISTINCT conversation_id, prompt_id, tool_name
+    FROM clean SEMI JOIN err_tools USING (conversation_id, tool_name)
+    WHERE NOT is_error
+),
+c AS (
+    SELECT conversation_id, prompt_id, count(*) AS n_tool_calls,
+           count(*) FILTER (WHERE replayed) AS n_flagged,
+           max(step) FILTER (WHERE NOT is_error AND tool_name NOT IN (SELECT tool_name FROM scratchpad_tools))
+               AS max_ok_step,
+           min(ts) AS first_ts, max(ts) AS last_ts, min(pos) AS first_pos,
+           arg_min(agent, pos) AS first_agent,
+           min(pos) FILTER (WHERE tags IS NOT NULL) AS tags_pos, arg_min(tags, pos) AS first_tags
+    FROM calls GROUP BY conversation_id, prompt_id
+),
+x AS (
+    SELECT conversation_id, prompt_id, arg_max(struct_pack(agent, tags, exit_reason), pos) AS last_exit,
+           min(ts) AS first_ts, max(ts) AS last_ts, min(pos) AS first_pos,
+           min(pos) FILTER (WHERE tags IS NOT NULL) AS tags_pos, arg_min(tags, pos) AS first_tags
+    FROM exits GROUP BY conversation_id, prompt_id
+),
+p AS (
+    SELECT conversation_id, prompt_id,
+           least(c.first_ts, x.first_ts) AS first_ts, greatest(c.last_ts, x.last_ts) AS last_ts,
+           least(c.first_pos, x.first_pos) AS ppos,  -- prompt order: its first record's (ts, seq)
+           ((least(c.first_pos, x.first_pos) % 18446744073709551616 + 18446744073709551616)
+               % 18446744073709551616)::BIGINT AS first_seq,
+           coalesce(x.last_exit.agent, c.first_agent) AS agent,  -- agent is never NULL: an exit's wins
+           coalesce(x.last_exit.tags,
+                    CASE WHEN x.tags_pos IS NULL OR c.tags_pos < x.tags_pos THEN c.first_tags
+                         ELSE x.first_tags END) AS tags,
+           coalesce(c.n_tool_calls, 0) AS n_tool_calls, coalesce(c.n_flagged, 0) AS n_flagged, c.max_ok_step,
+           x.conversation_id IS NULL AS is_open, x.last_exit.exit_reason AS exit_reason,
+           coalesce(x.last_exit.exit_reason IN ('end_turn', 'stop_sequence'), false) AS normal_exit
+    FROM c FULL OUTER JOIN x USING (conversation_id, prompt_id)
+),
+last_ok AS (
+    SELECT conversation_id, tool_name, max(p.ppos) AS last_ok_ppos
+    FROM ok_prompts JOIN p USING (conversation_id, prompt_id)
+    GROUP BY conversation_id, tool_name
+),
+e AS (
+    SELECT conversation_id, prompt_id, count(*) AS n_errors,
+           count(*) FILTER (WHERE recovered) AS n_recovered,
+           count(*) FILTER (WHERE NOT recovered AND last_ok_ppos > ppos) AS n_resolved_later
+    FROM (
+        SELECT errs.conversation_id, errs.prompt_id, l.last_ok_ppos, p.ppos,
+               coalesce(p.normal_exit AND errs.step < p.max_ok_step, false) AS recovered
+        FROM errs
+        JOIN p USING (conversation_id, prompt_id)
+        LEFT JOIN last_ok l USING (conversation_id, tool_name)
+    )
+    GROUP BY conversation_id, prompt_id
+),
+r AS (
+    SELECT conversation_id, prompt_id, count(*) AS n_repeats
+    FROM rep WHERE is_replay AND NOT replayed GROUP BY conversation_id, prompt_id
+)
+SELECT p.conversation_id, p.prompt_id, p.first_ts, p.last_ts, p.first_seq, p.agent, p.tags, p.n_tool_calls,
+       p.is_open, p.exit_reason, p.normal_exit,
+       p.n_flagged + coalesce(r.n_repeats, 0) AS n_replays,
+       coalesce(e.n_errors, 0) AS n_errors,
+       coalesce(e.n_recovered, 0) AS n_recovered,
+       coalesce(e.n_resolved_later, 0) AS n_resolved_later
+FROM p
+LEFT JOIN e USING (conversation_id, prompt_id)
+LEFT JOIN r USING (conversation_id, prompt_id)
+"""
+# (ts, seq) as one number. epoch_us of +-infinity is NULL (the load refuses
+# such timestamps; a store loaded before it did may hold them): put them last / first.
+_POS = (
+    "coalesce(epoch_us(ts), CASE WHEN ts > TIMESTAMP 'epoch' THEN 9223372036854775807 ELSE -9223372036854775807 END)"
+    "::HUGEINT * 18446744073709551616 + seq"
+)
+_FACTS_QUERY = _FACTS_QUERY.replace("{POS}", _POS)
+_REFRESH_TEMPLATE = "CREATE OR REPLACE TEMP TABLE _ls_prompt_facts AS " + _FACTS_QUERY
+REFRESH_FACTS_SQL = _REFRESH_TEMPLATE.replace("{scope}", "TRUE")
+# $1: the conversation ids to recompute.
+REFRESH_SOME_FACTS_SQL = _REFRESH_TEMPLATE.replace("{scope}", "list_contains($1::VARCHAR[], conversation_id)")
+TOUCHED_SQL = """
+SELECT DISTINCT conversation_id FROM (
+    SELECT conversation_id FROM tool_calls WHERE seq > $1
+    UNION ALL
+    SELECT conversation_id FROM loop_exits WHERE seq > $1
+)
+"""
+REPLACE_SOME_FACTS_SQL = "DELETE FROM prompt_facts WHERE list_contains($1::VARCHAR[], conversation_id)"
+INSERT_SOME_FACTS_SQL = """
+INSERT INTO prompt_facts SELECT * FROM _ls_prompt_facts;
+DROP TABLE _ls_prompt_facts;
+DELETE FROM prompt_facts_state;
+"""
+INCREMENTAL_MAX_CONVERSATIONS = 5000
+"""Above this many touched conversations, one full rebuild is cheaper than a filtered one."""
+# A full rebuild writes the table straight from the query.
+REPLACE_FACTS_SQL = """
+DELETE FROM prompt_facts;
+DELETE FROM prompt_facts_state;
+INSERT INTO prompt_facts
+""" + _FACTS_QUERY.replace("{scope}", "TRUE")
+STATE_NOW_SQL = """
+SELECT (SELECT count(*) FROM tool_calls), (SELECT count(*) FROM loop_exits),
+       greatest((SELECT coalesce(max(seq), 0) FROM tool_calls), (SELECT coalesce(max(seq), 0) FROM loop_exits))
+"""
+SAVE_STATE_SQL = "INSERT INTO prompt_facts_state VALUES (?, ?, ?, current_timestamp)"
+STATE_SAVED_SQL = "SELECT tool_calls, loop_exits, max_seq FROM prompt_facts_state"
+
+
+def _state(con: duckdb.DuckDBPyConnection) -> tuple[int, int, int]:
+    row = con.execute(STATE_NOW_SQL).fetchone()
+    return (int(row[0]), int(row[1]), int(row[2])) if row else (0, 0, 0)
+
+
+def refresh_facts(con: duckdb.DuckDBPyConnection, since_seq: int | None = None) -> None:
+    """Bring ``prompt_facts`` up to date with the records (in the caller's transaction, if any).
+
+    Args:
+        con: the store.
+        since_seq: if the facts were fresh when the records up to this ``seq``
+            were all there, recompute only the conversations of the records
+            added after it; None rebuilds everything.
+    """
+    if since_seq is not None:
+        touched = [row[0] for row in con.execute(TOUCHED_SQL, [since_seq]).fetchall()]
+        if len(touched) <= INCREMENTAL_MAX_CONVERSATIONS:
+            con.execute(REFRESH_SOME_FACTS_SQL, [touched])
+            con.execute(REPLACE_SOME_FACTS_SQL, [touched])
+            _run_each(con, INSERT_SOME_FACTS_SQL)
+            con.execute(SAVE_STATE_SQL, list(_state(con)))
+            return
+    _run_each(con, REPLACE_FACTS_SQL)
+    con.execute(SAVE_STATE_SQL, list(_state(con)))
+
+
+def _run_each(con: duckdb.DuckDBPyConnection, script: str) -> None:
+    for statement in script.split(";"):
+        if statement.strip():
+            con.execute(statement)
+
+
+def facts_fresh(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether ``prompt_facts`` was built from the records now in the store."""
+    try:
+        saved = con.execute(STATE_SAVED_SQL).fetchall()
+    except duckdb.CatalogException:
+        return False  # a database from before the facts table
+    return len(saved) == 1 and tuple(int(x) for x in saved[0]) == _state(con)
+
+
+def ensure_facts(con: duckdb.DuckDBPyConnection) -> bool:
+    """Make ``prompt_facts`` fresh if it is not and the store is writable; return whether it is fresh."""
+    if facts_fresh(con):
+        return True
+    try:
+        refresh_facts(con)
+    except (duckdb.InvalidInputException, duckdb.PermissionException, duckdb.TransactionException):
+        return False  # read-only: the caller reads the views instead
+    return True
+
+
+def set_scratchpad_tools(con: duckdb.DuckDBPyConnection, names: list[str]) -> bool:
+    """Make ``names`` the store's scratchpad tools (a success of theirs never recovers an error).
+
+    Every command reads the same set from the store. The per-prompt facts are
+    rebuilt when the set changes. Returns whether it changed.
+    """
+    from loopscope.analyses.model import CLEAR_SCRATCHPAD_TOOLS_SQL, SCRATCHPAD_DEFAULTS_SQL, scratchpad_tools
+    from loopscope.analyses.store.transaction import transaction
+
+    wanted = sorted({n for n in names if n})
+    if scratchpad_tools(con) == wanted:
+        return False
+    with transaction(con):
+        con.execute(CLEAR_SCRATCHPAD_TOOLS_SQL)
+        con.execute(SCRATCHPAD_DEFAULTS_SQL, [wanted])
+        refresh_facts(con)
+    return True

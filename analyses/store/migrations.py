@@ -1,0 +1,277 @@
+"""Ordered, idempotent schema migrations for the loopscope DuckDB store.
+
+Each migration is a function registered with ``@migration`` under a unique
+name ``mNNN_…``; all of them live in this module, numbered without gaps in
+the order they were written, and run in that order; applied names are kept in
+``_loopscope_migrations``. ``migrate`` runs the ones not applied yet, each in
+its own transaction, so opening an old database upgrades it and opening a new
+one creates it. Two migrations were renumbered (``RENAMED``): a store that
+applied them under their old names gets the new names too, and keeps the old
+ones (so an older loopscope still recognises them).
+
+``newer_store`` tells a store written by a newer loopscope apart: a migration
+name this loopscope does not know, or a column its migrations do not create.
+
+Table layout (record format v1 lives in docs/records.md):
+
+- ``sources``: one row per loaded file (path, identity of its head, how many
+  bytes and lines are already loaded) so a reload adds only new lines.
+- ``tool_calls`` / ``loop_exits``: one row per v1 record. ``seq`` is the
+  position in the input over all loads (file load order, then line), used to
+  break ``ts`` ties. ``extra`` keeps unknown fields as JSON.
+- ``quarantine``: lines that could not be loaded, with file, line, reason and
+  the raw text (capped).
+- ``protocol_violations``: problems readers found in conversation logs
+  (tool_use without a result, result for an unknown id, ...).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cache
+
+import duckdb
+
+from loopscope.analyses import model
+from loopscope.analyses.store.transaction import transaction
+
+MigrationFn = Callable[[duckdb.DuckDBPyConnection], None]
+MIGRATIONS: list[tuple[str, MigrationFn]] = []
+
+CREATE_MIGRATIONS_TABLE_SQL = """
+CREATE TABLE IF NOT EXISTS _loopscope_migrations (
+    name VARCHAR PRIMARY KEY,
+    applied_at TIMESTAMP DEFAULT current_timestamp
+)
+"""
+APPLIED_SQL = "SELECT name FROM _loopscope_migrations"
+HAS_MIGRATIONS_TABLE_SQL = """
+SELECT count(*) FROM information_schema.tables
+WHERE table_schema = current_schema() AND table_name = '_loopscope_migrations'
+"""
+COLUMNS_SQL = """
+SELECT c.table_name, c.column_name
+FROM information_schema.columns c
+JOIN information_schema.tables t USING (table_catalog, table_schema, table_name)
+WHERE t.table_type = 'BASE TABLE' AND c.table_schema = current_schema() AND c.table_catalog = current_database()
+"""
+RENAMED = {"m030_reviews": "m004_reviews", "m004_prompt_facts": "m005_prompt_facts"}
+"""Old name -> new name of migrations renumbered so that the list runs without gaps, in the order written."""
+RECORD_APPLIED_SQL = "INSERT INTO _loopscope_migrations (name) VALUES (?)"
+
+
+def migration(fn: MigrationFn) -> MigrationFn:
+    """Register ``fn`` as the next migration; its name must carry the next number."""
+    if any(name == fn.__name__ for name, _ in MIGRATIONS):
+        raise ValueError(f"migration {fn.__name__} is registered twice")
+    number = int(fn.__name__[1:4]) if fn.__name__[:1] == "m" and fn.__name__[1:4].isdigit() else -1
+    if number != len(MIGRATIONS) + 1:
+        raise ValueError(f"migration {fn.__name__} must be numbered m{len(MIGRATIONS) + 1:03d}: they run in order, without gaps")
+    MIGRATIONS.append((fn.__name__, fn))
+    return fn
+
+
+def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Apply every migration not applied yet, in order; return the names applied now."""
+    con.execute(CREATE_MIGRATIONS_TABLE_SQL)
+    applied = {row[0] for row in con.execute(APPLIED_SQL).fetchall()}
+    renamed = [new for old, new in RENAMED.items() if old in applied and new not in applied]
+    if renamed:
+        with transaction(con):
+            for new in renamed:
+                con.execute(RECORD_APPLIED_SQL, [new])
+        applied.update(renamed)
+    done = []
+    for name, fn in MIGRATIONS:
+        if name in applied:
+            continue
+        with transaction(con):
+            fn(con)
+            con.execute(RECORD_APPLIED_SQL, [name])
+        done.append(name)
+    return done
+
+
+def newer_store(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """What in this store a newer loopscope wrote: unknown migration names, unknown columns (``table.column``).
+
+    Empty for a store this loopscope knows (or an older one: missing migrations are not a sign).
+    """
+    found: list[str] = []
+    if con.execute(HAS_MIGRATIONS_TABLE_SQL).fetchone() != (0,):
+        known = {name for name, _ in MIGRATIONS} | set(RENAMED)
+        found += sorted(row[0] for row in con.execute(APPLIED_SQL).fetchall() if row[0] not in known)
+    expected = _expected_columns()
+    tables = {table for table, _ in expected}
+    found += sorted(
+        f"{table}.{column}"
+        for table, column in con.execute(COLUMNS_SQL).fetchall()
+        if table in tables and (table, column) not in expected
+    )
+    return found
+
+
+@cache
+def _expected_columns() -> frozenset[tuple[str, str]]:
+    """Every (table, column) this loopscope's migrations create, from a throwaway in-memory store."""
+    mem = duckdb.connect(":memory:")
+    try:
+        migrate(mem)
+        return frozenset((t, c) for t, c in mem.execute(COLUMNS_SQL).fetchall())
+    finally:
+        mem.close()
+
+
+@migration
+def m001_records(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute(
+        """
+        CREATE SEQUENCE IF NOT EXISTS record_seq START 1;
+        CREATE TABLE sources (
+            source_id INTEGER PRIMARY KEY,
+            path VARCHAR NOT NULL,          -- absolute path (or a reader's name for it)
+            input_format VARCHAR NOT NULL,  -- 'records', 'messages', 'otlp'
+            head_hash VARCHAR,              -- hash of the first bytes: identity across rotation
+            bytes_loaded BIGINT NOT NULL DEFAULT 0,
+            lines_loaded BIGINT NOT NULL DEFAULT 0,
+            first_loaded_at TIMESTAMP DEFAULT current_timestamp,
+            last_loaded_at TIMESTAMP DEFAULT current_timestamp
+        );
+        CREATE TABLE tool_calls (
+            seq BIGINT NOT NULL,            -- position in the input over all loads
+            source_id INTEGER,
+            line_no BIGINT,
+            v INTEGER NOT NULL,
+            ts TIMESTAMP NOT NULL,          -- UTC
+            conversation_id VARCHAR NOT NULL,
+            prompt_id VARCHAR NOT NULL,
+            agent VARCHAR NOT NULL,
+            trace_id VARCHAR,
+            span_id VARCHAR,
+            tags JSON,
+            tool_call_id VARCHAR NOT NULL,
+            tool_name VARCHAR NOT NULL,
+            step INTEGER NOT NULL,
+            input_shape JSON,
+            args_fingerprint VARCHAR,
+            outcome VARCHAR NOT NULL,
+            is_error BOOLEAN NOT NULL,
+            attempts INTEGER NOT NULL,
+            latency_ms DOUBLE,
+            error_type VARCHAR,
+            error_message VARCHAR,
+            replayed BOOLEAN NOT NULL,
+            extra JSON                      -- unknown fields, kept as they came
+        );
+        CREATE TABLE loop_exits (
+            seq BIGINT NOT NULL,
+            source_id INTEGER,
+            line_no BIGINT,
+            v INTEGER NOT NULL,
+            ts TIMESTAMP NOT NULL,
+            conversation_id VARCHAR NOT NULL,
+            prompt_id VARCHAR NOT NULL,
+            agent VARCHAR NOT NULL,
+            trace_id VARCHAR,
+            span_id VARCHAR,
+            tags JSON,
+            exit_reason VARCHAR NOT NULL,
+            steps INTEGER,
+            tool_calls INTEGER,
+            tool_errors INTEGER,
+            max_tool_calls INTEGER,
+            input_tokens BIGINT,
+            output_tokens BIGINT,
+            duration_ms DOUBLE,
+            error_type VARCHAR,
+            error_message VARCHAR,
+            extra JSON
+        );
+        CREATE TABLE quarantine (
+            source_id INTEGER,
+            path VARCHAR NOT NULL,
+            line_no BIGINT,
+            reason VARCHAR NOT NULL,
+            raw VARCHAR,                    -- the line as read, capped
+            quarantined_at TIMESTAMP DEFAULT current_timestamp
+        );
+        CREATE TABLE protocol_violations (
+            source_id INTEGER,
+            conversation_id VARCHAR,
+            prompt_id VARCHAR,
+            tool_call_id VARCHAR,
+            kind VARCHAR NOT NULL,          -- e.g. 'missing_result', 'unknown_result_id', 'result_out_of_order'
+            detail VARCHAR
+        );
+        """
+    )
+
+
+@migration
+def m002_model_views(con: duckdb.DuckDBPyConnection) -> None:
+    # The normative views and the scratchpad tools (analyses/model.py holds their SQL).
+    model.create_model(con)
+
+
+@migration
+def m003_source_identity(con: duckdb.DuckDBPyConnection) -> None:
+    # head_hash covers the first head_len bytes of a records file (or, with
+    # head_len NULL, the whole content of a file read by another reader), so
+    # a grown file resumes where it stopped and a rotated copy is recognised.
+    con.execute("ALTER TABLE sources ADD COLUMN head_len INTEGER")
+
+
+@migration
+def m004_reviews(con: duckdb.DuckDBPyConnection) -> None:
+    # Reviewer verdicts from `loopscope review import`, one row per
+    # conversation (a re-import replaces it). Verdicts are NULL when left blank.
+    con.execute(
+        """
+        CREATE TABLE reviews (
+            conversation_id VARCHAR PRIMARY KEY,
+            stratum VARCHAR,                -- as written in the pack when drawn
+            computed_class VARCHAR,         -- idem
+            recovered_cleanly BOOLEAN,
+            spun BOOLEAN,
+            gave_up BOOLEAN,
+            generic_apology BOOLEAN,
+            notes VARCHAR,
+            source_file VARCHAR NOT NULL,
+            line_no BIGINT NOT NULL,
+            imported_at TIMESTAMP DEFAULT current_timestamp
+        )
+        """
+    )
+
+
+@migration
+def m005_prompt_facts(con: duckdb.DuckDBPyConnection) -> None:
+    # The normative views materialised per prompt, so the dashboard metrics
+    # over 10M records are an aggregation of ~2M rows instead of windows over
+    # 10M. Rebuilt from the views after every load (store/facts.py); the state
+    # row says which table contents it was built from, so a stale copy is
+    # never read.
+    con.execute(
+        """
+        CREATE TABLE prompt_facts (
+            conversation_id VARCHAR, prompt_id VARCHAR, first_ts TIMESTAMP, last_ts TIMESTAMP,
+            first_seq BIGINT, agent VARCHAR, tags JSON, n_tool_calls BIGINT, is_open BOOLEAN,
+            exit_reason VARCHAR, normal_exit BOOLEAN, n_replays BIGINT, n_errors BIGINT, n_recovered BIGINT
+        );
+        CREATE TABLE prompt_facts_state (
+            tool_calls BIGINT, loop_exits BIGINT, max_seq BIGINT, refreshed_at TIMESTAMP
+        );
+        """
+    )
+
+
+@migration
+def m006_calls_not_ids(con: duckdb.DuckDBPyConnection) -> None:
+    # Spec of 2026-11-24: replays are repeats of the same call (not of an id),
+    # id collisions are new calls, scratchpad tools never recover an error,
+    # resolved_later. The views anew, and the per-prompt facts with their new
+    # column, rebuilt on next use.
+    model.create_model(con)
+    con.execute("ALTER TABLE prompt_facts ADD COLUMN IF NOT EXISTS n_resolved_later BIGINT")
+    con.execute("DELETE FROM prompt_facts")
+    con.execute("DELETE FROM prompt_facts_state")

@@ -1,0 +1,217 @@
+"""Terminal rendering of the audit report (rich tables and sparklines).
+
+Reads only the dict of ``loopscope.analyses.audit.audit``; every text from
+the logs goes through ``inert``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from loopscope.cli.render.output import inert, one_line
+from loopscope.cli.render.styles import AUDIT_METRICS, SIGNIFICANT_MARK, change_parts, figure_text
+from loopscope.cli.render.styles import label as figure_label
+
+SPARK = "▁▂▃▄▅▆▇█"
+METRICS = tuple((metric, figure_label(metric)) for metric in AUDIT_METRICS)
+# Ids stay whole on one line (copy-pasteable); long texts are cut to one line
+# here (JSON and HTML keep them whole); the message column takes what is left.
+ID_KEYS = {"conversation_id", "prompt_id", "tool_call_id", "where", "week"}
+LONG_TEXT_KEYS = {"template", "error_message", "notes"}
+LONG_TEXT_CHARS = 90
+
+
+def new_table(title: str | None = None) -> Table:
+    """A table in the audit family's style (also used by ``sample``)."""
+    # No vertical rules: 100 columns then hold the weekly table without cutting headers.
+    return Table(title=title, title_justify="left", title_style="bold", box=box.SIMPLE_HEAD, padding=(0, 1),
+                 collapse_padding=True, pad_edge=False)
+
+
+def _where(row: dict[str, Any]) -> str:
+    """Conversation and, dimmed below it, the prompt: two short lines instead of two wide columns."""
+    return f"{inert(row['conversation_id'])}\n[dim]{inert(row['prompt_id'])}[/dim]"
+
+
+def sparkline(values: Sequence[float | None]) -> str:
+    """One character per value, scaled between the series' min and max; a gap is a space."""
+    present = [v for v in values if v is not None]
+    if not present:
+        return ""
+    lo, hi = min(present), max(present)
+    out = []
+    for v in values:
+        if v is None:
+            out.append(" ")
+        elif hi == lo:
+            out.append(SPARK[3])
+        else:
+            out.append(SPARK[round((v - lo) / (hi - lo) * (len(SPARK) - 1))])
+    return "".join(out)
+
+
+def fmt(metric: str, value: float | None) -> str:
+    """A metric for a cell."""
+    return figure_text(metric, value)
+
+
+def fmt_change(metric: str, change: dict[str, Any] | None) -> str:
+    """Compact signed difference with its p-value; significant changes in bold red with a ◆."""
+    parts = change_parts(metric, change)
+    if parts is None:
+        return "[dim]-[/dim]"
+    text, ptxt, significant = parts
+    ptxt = f" {ptxt}" if ptxt else ""
+    if significant:
+        return f"[bold red]{text}{ptxt} {SIGNIFICANT_MARK}[/bold red]"
+    return f"{text}[dim]{ptxt}[/dim]"
+
+
+def _short_test(name: str) -> str:
+    # The JSON keeps the full name; a terminal column only needs which test.
+    return "Mann-Whitney U" if name.startswith("Mann-Whitney") else name
+
+
+def _table(title: str, columns: Sequence[tuple[str, str]], rows: Sequence[dict[str, Any]], console: Console,
+           texts: Sequence[str] = (), empty: str = "none") -> None:
+    if not rows:
+        console.print(f"[bold]{title}[/bold]: [dim]{empty}[/dim]")
+        return
+    table = new_table(title)
+    for key, header in columns:
+        if key in LONG_TEXT_KEYS:
+            table.add_column(header, justify="left", ratio=1, min_width=24, overflow="fold")
+        elif key in ID_KEYS:
+            table.add_column(header, justify="left", no_wrap=True)
+        elif key in texts:  # tool and agent names, rules, kinds: may wrap
+            table.add_column(header, justify="left", overflow="fold")
+        else:  # figures
+            table.add_column(header, justify="right", no_wrap=True)
+    for r in rows:
+        cells = []
+        for key, _ in columns:
+            v = r.get(key)
+            if key == "where":
+                cells.append(_where(r))
+                continue
+            if key in LONG_TEXT_KEYS and isinstance(v, str):
+                v = one_line(v, LONG_TEXT_CHARS)
+            if isinstance(v, list):
+                v = ", ".join(map(str, v))
+            if isinstance(v, bool):
+                v = "yes" if v else "no"
+            if isinstance(v, bool) or v is None or isinstance(v, str) or hasattr(v, "isoformat"):
+                cells.append(inert("" if v is None else (f"{v:%Y-%m-%d %H:%M}" if hasattr(v, "strftime") else v)))
+            else:
+                cells.append(fmt(key, v))
+        table.add_row(*cells)
+    console.print(table)
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def render(report: dict[str, Any], console: Console) -> None:
+    """Print the whole report."""
+    o = report["overall"]
+    weeks = report["weeks"]
+    span = (f"week {inert(weeks[0]['week'])}" if len(weeks) == 1 else
+            f"weeks {inert(weeks[0]['week'])} to {inert(weeks[-1]['week'])}" if weeks else "no week")
+    console.print(f"[bold]loopscope audit[/bold]: {_n(o['prompts'], 'prompt')} ({o['open_prompts']} open) in "
+                  f"{_n(o['conversations'], 'conversation')}, {_n(o['tool_calls'], 'tool call')}, "
+                  f"{_n(o['errors'], 'error')} ({o['recovered_errors']} recovered, {o['resolved_later_errors']} more resolved later), {_n(o['replays'], 'replay')}; {span}")
+    last = weeks[-1] if weeks else None
+    t = new_table("The four metrics")
+    for header, justify in (("metric", "left"), ("overall", "right"), ("weekly trend", "left"),
+                            (f"last week {last['week'] if last else ''}", "right"),
+                            (f"change vs {last['previous_week'] or '-' if last else '-'}", "left"), ("test", "left")):
+        t.add_column(inert(header), justify=justify, no_wrap=header in ("metric", "test", "overall"))  # type: ignore[arg-type]
+    for metric, label in METRICS:
+        t.add_row(label, fmt(metric, o[metric]), sparkline([w[metric] for w in weeks]),
+                  fmt(metric, last[metric]) if last else "-",
+                  fmt_change(metric, last["changes"].get(metric) if last else None), _short_test(report["tests"][metric]))
+    console.print(t)
+
+    def week_table(title: str, rows: list[dict[str, Any]]) -> None:
+        wt = new_table(title)
+        # Δ p99 has no column: it shares the median's rank test (see docs/audit.md).
+        for header in ("week", "prompts", "open", "median", "p99", "errors", "recovery", "conv. recovery", "replay",
+                       "Δ median", "Δ recovery", "Δ replay"):
+            wt.add_column(header, justify="left" if header == "week" else "right", no_wrap=header in ("week", "prompts", "errors"))
+        for w in rows:
+            wt.add_row(inert(w["week"]), str(w["prompts"]), str(w["open_prompts"]),
+                       *(fmt(m, w[m]) for m in ("median_tool_calls_per_prompt", "p99_tool_calls_per_prompt")), str(w["errors"]),
+                       *(fmt(m, w[m]) for m in ("recovery_rate", "conversation_recovery_rate", "replay_rate")),
+                       *(fmt_change(m, w["changes"].get(m)) for m in ("median_tool_calls_per_prompt", "recovery_rate", "replay_rate")))
+        console.print(wt)
+
+    week_table("Per ISO week (Δ vs the previous week; ◆ significant at alpha " + str(report["alpha"]) + ")", weeks)
+    at = new_table("Per agent (Δ: the agent's last week vs its previous one; ◆ significant; "
+                    "every week's changes in --format json and --html)")
+    for header in ("agent", "prompts", "median", "p99", "recovery", "replay", "recovery trend", "Δ recovery",
+                   "Δ replay", "significant in"):
+        at.add_column(header, justify="left" if header in ("agent", "recovery trend", "significant in") else "right",
+                      no_wrap=header in ("agent", "prompts", "median", "p99", "recovery", "replay"))
+    for a in report["agents"]:
+        flags = [f"{w['week']} {m}" for w in a["weeks"] for m, ch in w["changes"].items() if ch.get("significant")]
+        alast = a["weeks"][-1] if a["weeks"] else {"changes": {}}
+        at.add_row(inert(a["agent"]), str(a["prompts"]), fmt("median_tool_calls_per_prompt", a["median_tool_calls_per_prompt"]),
+                   fmt("p99_tool_calls_per_prompt", a["p99_tool_calls_per_prompt"]), fmt("recovery_rate", a["recovery_rate"]),
+                   fmt("replay_rate", a["replay_rate"]), sparkline([w["recovery_rate"] for w in a["weeks"]]),
+                   fmt_change("recovery_rate", alast["changes"].get("recovery_rate")),
+                   fmt_change("replay_rate", alast["changes"].get("replay_rate")),
+                   inert(", ".join(flags)) or "[dim]-[/dim]")
+    console.print(at)
+    _table("Error classes per tool", [("key", "tool"), ("errors", "errors"), ("recovered", "recovered"),
+           ("gave_up", "gave up"), ("aborted", "aborted"), ("open", "open"), ("recovery_rate", "recovery"),
+           ("resolved_later_errors", "resolved later"), ("conversation_recovery_rate", "conv. recovery")],
+           [{**b, **b["error_classes"]} for b in report["error_classes_by_tool"]], console, texts=("key",), empty="no tool error")
+    gt = report["generic_templates"]
+    _table(f"Generic error messages ({gt['total']} templates, costliest first)",
+           [("tool_name", "tool"), ("template", "template"), ("occurrences", "seen"), ("unrecovered", "unrecovered"),
+            ("recovery_rate", "recovery"), ("rules", "rules")], gt["items"], console,
+           texts=("tool_name", "template", "rules"), empty="no generic error message")
+    rl = report["retry_loops"]
+    _table(f"Retry loops ({rl['total']}, {rl['redundant_calls']} redundant calls)",
+           [("where", "conversation / prompt"), ("tool_name", "tool"), ("calls", "calls"),
+            ("exit_reason", "exit"), ("error_message", "message")], rl["items"], console,
+           texts=("tool_name", "error_message", "exit_reason"), empty="none")
+    rp, de = report["replays"], report["duplicate_executions"]
+    _table(f"Replays ({rp['total']}: {rp['short_circuited']} short-circuited, {rp['double_executions']} "
+           f"double execution{'s' if rp['double_executions'] != 1 else ''})",
+           [("where", "conversation / prompt"), ("tool_call_id", "tool_call_id"), ("tool_name", "tool"),
+            ("kind", "kind")], [{**r, "kind": r["kind"].replace("_", " ")} for r in rp["items"]], console,
+           texts=("tool_name", "kind"), empty="none")
+    _table(f"Duplicate executions ({de['total']})",
+           [("where", "conversation / prompt"), ("tool_name", "tool"),
+            ("duplicates", "duplicates")], de["items"], console, texts=("tool_name",), empty="none")
+    _table("Budget pressure per agent",
+           [("agent", "agent"), ("prompts", "prompts"), ("p99_tool_calls_per_prompt", "p99"), ("max_tool_calls_seen", "max seen"),
+            ("max_tool_calls", "budget"), ("p99_budget_ratio", "p99/budget"), ("budget_exceeded", "budget exits"),
+            ("budget_exceeded_share", "share")], report["budget_pressure"], console, texts=("agent",))
+    pv = report["protocol_violations"]
+    _table(f"Protocol violations ({pv['total']})", [("kind", "kind"), ("violations", "violations"),
+           ("conversations", "conversations")], pv["by_kind"], console, texts=("kind",), empty="none")
+    tf = report["triage_first"]
+    _table(f"Conversations to triage first ({tf['total']})",
+           [("conversation_id", "conversation"), ("class", "class"), ("tool_name", "tool"),
+            ("n_unrecovered", "unrec."), ("previous_attempts", "earlier tries"),
+            ("error_message", "first unrecovered error")], tf["items"], console,
+           texts=("class", "tool_name", "error_message"), empty="no unrecovered error")
+    rv = report["reviews"]
+    if not rv["reviewed"]:
+        console.print("[bold]Reviewer verdicts[/bold]: [dim]none imported (loopscope review sample --out DIR, then "
+                      "loopscope review import DIR/reviews.csv)[/dim]")
+        return
+    _table(f"Reviewer verdicts vs computed ({rv['reviewed']} reviewed; generic_apology yes: {rv['generic_apology_yes']})",
+           [("verdict", "verdict"), ("compared", "compared"), ("agree", "agree"), ("agreement", "agreement"), ("yes", "yes")],
+           [{"verdict": k, **v} for k, v in rv["verdicts"].items()], console, texts=("verdict",))
+    _table("Disagreements", [("conversation_id", "conversation"), ("verdict", "verdict"), ("reviewer", "reviewer"),
+           ("computed", "computed"), ("notes", "notes")], rv["disagreements"], console,
+           texts=("verdict", "notes"), empty="none")

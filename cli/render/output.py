@@ -1,0 +1,171 @@
+"""Rendering helpers shared by every command.
+
+Untrusted text (tool error messages, ids, tool names from logs) goes through
+``inert()`` before it reaches a rich console: ANSI escapes and other control
+characters become visible ``\\x1b``-style escapes and rich markup is escaped,
+so a hostile message can neither recolour the terminal nor inject markup.
+JSON and CSV are written with the standard library, never through rich.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import enum
+import io
+import json
+import math
+import os
+import re
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from loopscope.analyses.untrusted import BIDI_AND_INVISIBLE, UNSAFE_RE, escape_char
+
+# C0/C1 controls, bidirectional controls and invisible format characters: one definition for
+# every output (loopscope.analyses.untrusted), so log text cannot act on a terminal or disguise
+# itself ("Trojan Source").
+_BIDI = BIDI_AND_INVISIBLE
+_CONTROL_RE = UNSAFE_RE
+# Leading characters a spreadsheet would run as a formula.
+_CSV_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+class OutputFormat(str, enum.Enum):
+    """How a command prints its result."""
+
+    table = "table"
+    json = "json"
+    csv = "csv"
+
+
+def stdout_console() -> Console:
+    """Console for results (stdout). Created per call so tests can capture it."""
+    return Console(highlight=False, soft_wrap=False)
+
+
+def stderr_console() -> Console:
+    """Console for errors and progress (stderr), so piped output stays clean."""
+    return Console(stderr=True, highlight=False)
+
+
+_visible_control = escape_char
+
+
+def plain(text: object) -> str:
+    """Untrusted text with control characters made visible (no markup escaping)."""
+    if text is None:
+        return ""
+    return _CONTROL_RE.sub(_visible_control, str(text))
+
+
+def inert(text: object) -> str:
+    """Untrusted text made safe to embed in rich markup."""
+    return escape(plain(text))
+
+
+def one_line(text: object, limit: int) -> str:
+    """Untrusted text on one line (whitespace runs collapsed, controls visible), cut to ``limit`` with "…".
+
+    Not markup-safe on its own: pass the result through ``inert`` before rich.
+    """
+    flat = " ".join(plain(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def fmt_number(value: float | int | None, digits: int = 3) -> str:
+    """A number for a table cell: ``-`` for null, ints as ints, floats rounded."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if isinstance(value, int) or float(value).is_integer():
+        return str(int(value))
+    return f"{value:.{digits}f}".rstrip("0").rstrip(".")
+
+
+def fmt_rate(value: float | None) -> str:
+    """A rate as a percentage with one decimal, ``-`` for null."""
+    if value is None:
+        return "-"
+    return f"{value * 100:.1f}%"
+
+
+def _iso(value: Any) -> str:
+    # The store keeps UTC as naive TIMESTAMPs; say so in the output.
+    if isinstance(value, dt.datetime) and value.tzinfo is None:
+        return value.isoformat() + "Z"
+    return value.isoformat()
+
+
+def _json_default(value: Any) -> Any:
+    if hasattr(value, "isoformat"):
+        return _iso(value)
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    if isinstance(value, enum.Enum):
+        return value.value
+    raise TypeError(f"cannot serialise {type(value).__name__}")
+
+
+_C1_OR_DEL_RE = re.compile(f"[\x7f-\x9f{_BIDI}]")
+
+
+def _escape_c1(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group(0)):04x}"
+
+
+def to_json(obj: Any) -> str:
+    """Deterministic JSON text.
+
+    The encoder escapes C0 controls (ESC included); DEL and C1 controls (a
+    terminal may read U+009B as CSI) are escaped here, so no log text can act
+    on the terminal a JSON report is printed to.
+    """
+    text = json.dumps(obj, default=_json_default, ensure_ascii=False, indent=2)
+    return _C1_OR_DEL_RE.sub(_escape_c1, text)
+
+
+def write_json(obj: Any) -> None:
+    """Print ``obj`` as JSON on stdout."""
+    sys.stdout.write(to_json(obj) + "\n")
+
+
+def _csv_cell(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, (dict, list)):
+        value = json.dumps(value, ensure_ascii=False, default=_json_default)
+    if isinstance(value, str):
+        value = plain(value)
+        if value.startswith(_CSV_FORMULA_START):
+            value = "'" + value
+    elif hasattr(value, "isoformat"):
+        value = _iso(value)
+    return value
+
+
+def to_csv(rows: Iterable[Mapping[str, Any]], columns: Sequence[str]) -> str:
+    """CSV text with a header; nested values as JSON, formulas defused."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(columns)
+    for row in rows:
+        writer.writerow([_csv_cell(row.get(col)) for col in columns])
+    return buf.getvalue()
+
+
+def write_csv(rows: Iterable[Mapping[str, Any]], columns: Sequence[str]) -> None:
+    """Print rows as CSV on stdout."""
+    sys.stdout.write(to_csv(rows, columns))
+
+
+def shown_path(path: str) -> str:
+    """A stored absolute path as the user would type it: relative to the current folder when inside it."""
+    try:
+        return os.path.relpath(path) if Path(path).resolve().is_relative_to(Path.cwd().resolve()) else path
+    except (ValueError, OSError):
+        return path

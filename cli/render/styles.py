@@ -1,0 +1,92 @@
+"""The one table of labels, styles and figure formats every renderer (terminal and HTML) uses.
+
+A figure is shown with the same label and the same number format in every output; a recovery
+class has the same colour wherever it appears. Renderers wrap these plain strings in their own
+markup (rich markup in the terminal, HTML in the audit page).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+# The label of each figure, keyed by its machine-readable name (spec: "Names in machine-readable output").
+FIGURE_LABELS = {
+    "prompts": "prompts",
+    "open_prompts": "open prompts (no loop_exit)",
+    "tool_calls": "tool calls",
+    "median_tool_calls_per_prompt": "median tool calls / prompt",
+    "p99_tool_calls_per_prompt": "p99 tool calls / prompt",
+    "errors": "tool errors",
+    "recovered_errors": "recovered errors",
+    "recovery_rate": "recovery rate",
+    "resolved_later_errors": "errors resolved later",
+    "conversation_recovery_rate": "conversation recovery rate",
+    "replays": "replayed tool calls",
+    "replay_rate": "replay rate",
+}
+# The four dashboard metrics and, beside metric 3, the conversation recovery rate, in the order shown.
+AUDIT_METRICS = (
+    "median_tool_calls_per_prompt",
+    "p99_tool_calls_per_prompt",
+    "recovery_rate",
+    "conversation_recovery_rate",
+    "replay_rate",
+)
+
+# The y-axis caption of each audit chart.
+AXIS_LABELS = {
+    "median_tool_calls_per_prompt": "tool calls",
+    "p99_tool_calls_per_prompt": "tool calls",
+    "recovery_rate": "% of errors",
+    "conversation_recovery_rate": "% of errors",
+    "replay_rate": "% of tool calls",
+}
+
+# Recovery classes of a tool error (spec: error_classes); rich style names, mapped to CSS classes in HTML.
+CLASS_STYLE = {"recovered": "green", "gave_up": "yellow", "aborted": "red", "open": "magenta"}
+# check: one line per threshold.
+STATUS_STYLE = {"violated": "red", "ok": "green", "skipped": "yellow"}
+SIGNIFICANT_MARK = "◆"
+
+
+def label(figure: str) -> str:
+    """The label of a figure (its name when it has none)."""
+    return FIGURE_LABELS.get(figure, figure)
+
+
+def is_rate(figure: str) -> bool:
+    """Whether a figure is a fraction shown as a percentage."""
+    return figure.endswith(("_rate", "_share")) or figure == "agreement"
+
+
+def figure_text(figure: str, value: float | int | None, digits: int = 2, null: str = "-") -> str:
+    """A figure for a cell: rates as percentages with one decimal, counts as integers, others rounded."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return null
+    if is_rate(figure):
+        return f"{value * 100:.1f}%"
+    if isinstance(value, int) or float(value).is_integer():
+        return str(int(value))
+    return f"{value:.{digits}f}".rstrip("0").rstrip(".")
+
+
+def difference_text(figure: str, difference: float) -> str:
+    """A signed difference: percentage points for rates, the figure's unit otherwise."""
+    if is_rate(figure):
+        return f"{difference * 100:+.1f}pt"
+    return f"{difference:+.2f}".rstrip("0").rstrip(".")
+
+
+def p_text(p_value: float | None) -> str:
+    """A p-value, short: ``p<.001`` or ``p=.04``; empty when there is none."""
+    if p_value is None:
+        return ""
+    return "p<.001" if p_value < 0.001 else f"p={p_value:.2f}".replace("0.", ".", 1)
+
+
+def change_parts(figure: str, change: dict[str, Any] | None) -> tuple[str, str, bool] | None:
+    """A week-over-week change as (difference, p-value, significant) texts; None when there is no change."""
+    if not change or change.get("difference") is None:
+        return None
+    return difference_text(figure, change["difference"]), p_text(change.get("p_value")), bool(change.get("significant"))
