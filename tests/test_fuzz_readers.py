@@ -127,7 +127,8 @@ def load(db: Path, *paths: Path, fmt: str | None = None) -> dict[str, Any]:
     if fmt:
         args += ["--input-format", fmt]
     res = runner.invoke(app, args, catch_exceptions=False)  # a traceback fails the test
-    assert res.exit_code == 0, res.output
+    # exit 1 only for the one user error a fuzzed file may earn: nothing in it was a record
+    assert res.exit_code == 0 or (res.exit_code == 1 and "yielded 0 records" in res.output), res.output
     assert "Traceback" not in res.output
     return json.loads(res.stdout)
 
