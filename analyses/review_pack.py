@@ -32,21 +32,17 @@ import duckdb
 from loopscope.analyses import triage as triage_mod
 from loopscope.analyses.errors import LoopscopeError
 from loopscope.analyses.sampling import Sample
+from loopscope.analyses.untrusted import visible
+
 
 VERDICT_COLUMNS = ("recovered_cleanly", "spun", "gave_up", "generic_apology")
 CSV_COLUMNS = ("conversation_id", "stratum", "computed_class", "computed_spun", "computed_gave_up", "file",
                *VERDICT_COLUMNS, "notes")
 
-_CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _MD_SPECIAL_RE = re.compile(r"([\\`*_{}\[\]()#+\-.!|~])")
 _SLUG_RE = re.compile(r"[^A-Za-z0-9_-]+")
 # Leading characters a spreadsheet would run as a formula.
 CSV_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
-def visible(text: object) -> str:
-    """Control characters (ANSI escapes included) as visible ``\\xNN``."""
-    return _CONTROL_RE.sub(lambda m: f"\\x{ord(m.group(0)):02x}", "" if text is None else str(text))
 
 
 def md_inline(text: object) -> str:

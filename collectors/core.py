@@ -43,6 +43,8 @@ class CollectorStats:
         written: Records the sink wrote (JSONL lines, MemorySink entries).
         dropped: Records lost in the sink: queue full, sink closed, unserialisable, or a failed write.
         queued: Records waiting for the writer thread.
+        in_flight: Records the writer thread has taken and not yet written (a hung write holds
+            them here). At every moment ``emitted = written + dropped + queued + in_flight``.
         sink_errors: Sink failures (a raising sink, a failed write, an unserialisable record).
         internal_errors: Collector failures swallowed by the guard.
     """
@@ -53,6 +55,7 @@ class CollectorStats:
     queued: int
     sink_errors: int
     internal_errors: int
+    in_flight: int = 0
 
     def __getitem__(self, key: str) -> int:
         """``stats["dropped"]`` works as well as ``stats.dropped``."""
@@ -146,6 +149,14 @@ class Collector:
         ref = weakref.ref(self)
         self._atexit = lambda: (lambda c: c.close() if c is not None else None)(ref())
         atexit.register(self._atexit)
+        if hasattr(os, "register_at_fork"):
+            # A forked child's sink starts its counters at zero (the parent writes what it
+            # had queued): so does the child's emitted count.
+            os.register_at_fork(after_in_child=lambda: (lambda c: c._after_fork() if c is not None else None)(ref()))
+
+    def _after_fork(self) -> None:
+        if isinstance(self.sink, JsonlSink):
+            self._emitted = 0
 
     # -- internal helpers --
 
@@ -234,4 +245,5 @@ class Collector:
             queued=int(s.get("queued", 0)),
             sink_errors=self._sink_errors + int(s.get("errors", 0)),
             internal_errors=self._guard.internal_errors,
+            in_flight=int(s.get("in_flight", 0)),
         )

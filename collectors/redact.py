@@ -4,6 +4,13 @@ Error messages often quote what failed: a URL with credentials, an ``Authorizati
 config line. The model already saw that text, but the log must not keep it. Patterns cover common
 key formats; the replacement keeps the surrounding words so the message stays readable for triage
 and lint (``password=[REDACTED]``, ``Bearer [REDACTED]``).
+
+Redaction is best effort: a secret in a shape not listed here passes. The shapes follow public
+secret-scanning catalogues, read as references (no code taken): gitleaks' default rules
+(``config/gitleaks.toml``, MIT licence) for key prefixes (AWS ``A3T``/``ABIA``/``ACCA``, Stripe
+``prod``) and Yelp's detect-secrets plugins (Apache-2.0) for the Azure storage key and the bare AWS
+secret key (40 base64 characters). The expressions are written here, as data, one per shape, and
+stay linear in the text's length (bounded repeats, no nested quantifiers).
 """
 
 from __future__ import annotations
@@ -17,9 +24,16 @@ _TRUNCATED = "... [truncated]"
 _SECRET_KEYS = (
     r"(?:api[_-]?key|apikey|access[_-]?key|secret[_-]?key|client[_-]?secret|secret|"
     r"access[_-]?token|auth[_-]?token|refresh[_-]?token|session[_-]?token|token|"
-    r"password|passwd|pwd|authorization|x-api-key)"
+    r"private[_-]?key(?:[_-]?id)?|account[_-]?key|shared[_-]?access[_-]?key|"
+    r"password|passwd|passphrase|pwd|authorization|x-api-key)"
 )
 _SECRET_VALUE = r"(?!\[REDACTED\]|(?:Bearer|Basic|Token)\s)[^\s\"'&,;}]+"
+# After ":" (a config line, a header) "&" is part of the value, not a query-string separator.
+_SECRET_VALUE_COLON = r"(?!\[REDACTED\]|(?:Bearer|Basic|Token)\s)[^\s\"',;}]+"
+# 40 base64 characters standing alone, with upper and lower case letters and a digit: the shape
+# of an AWS secret access key (detect-secrets' AWS plugin). Hex digests (lower case only) and
+# words are left alone.
+_B64_40 = r"[A-Za-z0-9/+]"
 
 # (pattern, replacement); order matters: specific formats first, generic key=value pairs last.
 _RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
@@ -33,8 +47,23 @@ _RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         # A digit is required, so hyphenated words ("sk-learn-pipeline") are left alone.
         (r"\bsk-(?=[A-Za-z_-]{0,64}[0-9])[A-Za-z0-9_-]{16,}", REDACTED),
         (r"\b[rsp]k_(?:live|test)_[A-Za-z0-9]{10,}", REDACTED),
-        # AWS access key ids.
-        (r"\b(?:AKIA|ASIA|AIDA|AROA)[0-9A-Z]{16}\b", REDACTED),
+        # AWS access key ids (prefixes as in gitleaks' aws-access-token rule, plus AIDA/AROA).
+        (r"\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA|AIDA|AROA)[0-9A-Z]{16}\b", REDACTED),
+        # A bare AWS secret access key.
+        (
+            r"(?<![A-Za-z0-9/+=])(?=" + _B64_40 + r"{0,39}[0-9])(?=" + _B64_40 + r"{0,39}[a-z])(?="
+            + _B64_40 + r"{0,39}[A-Z])" + _B64_40 + r"{40}(?![A-Za-z0-9/+=])",
+            REDACTED,
+        ),
+        # Azure connection strings (AccountKey=, SharedAccessKey=, SharedAccessSignature=) and
+        # SAS tokens (the sig= signature of a query string).
+        (
+            r"(?i)\b((?:AccountKey|SharedAccessKey|SharedAccessSignature)\s*=\s*)[^;\s\"'<>]+",
+            r"\1" + REDACTED,
+        ),
+        (r"((?:^|[?&;\s])sig=)[^&\s\"';<>]+", r"\1" + REDACTED),
+        # Cookie headers: the whole value (every cookie in it).
+        (r"(?i)\b((?:set-)?cookie[\"']?\s*:\s*[\"']?)(?!\[REDACTED\])[^\r\n\"']+", r"\1" + REDACTED),
         # GitHub tokens (classic and fine-grained).
         (r"\bgh[pousr]_[A-Za-z0-9]{20,}", REDACTED),
         (r"\bgithub_pat_[A-Za-z0-9_]{20,}", REDACTED),
@@ -61,8 +90,15 @@ _RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"\1" + REDACTED,
         ),
         (
-            r"(?i)(" + _SECRET_KEYS + r"[\"']?\s*:\s*(?:[\"']|(?-i:(?![a-z]+\s+[A-Za-z]))))" + _SECRET_VALUE,
+            r"(?i)(" + _SECRET_KEYS + r"[\"']?\s*:\s*(?:[\"']|(?-i:(?![a-z]+\s+[A-Za-z]))))" + _SECRET_VALUE_COLON,
             r"\1" + REDACTED,
+        ),
+        # Prose: "password hunter2", "the password is s3cret!". The word after must hold a digit or
+        # a symbol, so "password must be at least 8 characters" is left alone.
+        (
+            r"(?i)\b(pass(?:word|wd|phrase)|pwd)((?:\s+(?:is|was|set\s+to))?\s+)"
+            r"(?!\[REDACTED\])(?=[^\s\"',;]{0,200}[0-9!@#$%^*+/~])[^\s\"',;]{4,200}",
+            r"\1\2" + REDACTED,
         ),
     )
 )

@@ -51,8 +51,16 @@ class Sink:
         """Flush and release resources (no-op by default)."""
 
     def stats(self) -> dict[str, int]:
-        """Sink counters: ``written``, ``dropped``, ``errors``."""
+        """Sink counters: ``written``, ``dropped``, ``errors`` (and ``queued``, ``in_flight``)."""
         return {"written": 0, "dropped": 0, "errors": 0}
+
+
+class _PartialWrite(OSError):
+    """A write that failed after ``lines`` whole lines of its batch had reached the file."""
+
+    def __init__(self, exc: OSError, lines: int) -> None:
+        super().__init__(exc.errno, exc.strerror)
+        self.lines = lines
 
 
 class MemorySink(Sink):
@@ -95,7 +103,15 @@ class JsonlSink(Sink):
     loses at most what it recorded in the last ``flush_interval`` and leaves at most one partial
     last line. The file is rotated by size (``path`` -> ``path.1`` -> ... -> ``path.<backups>``).
     Write errors (full disk, removed directory) are logged once, counted in ``errors`` and the
-    affected records dropped; the next cycle tries again.
+    affected records dropped; the next cycle tries again. Lines a failed write had already put in
+    the file whole (a partial write) count as written.
+
+    The counters balance at every moment: every record the collector handed over is
+    ``written``, ``dropped``, ``queued`` or ``in_flight`` (taken by the writer thread, not yet
+    written: a batch stuck in a hung write stays there).
+
+    Opening never blocks the host: a named pipe with no reader yet is opened by the writer thread
+    (records queue, then drop and count, until a reader comes).
 
     One process should write one file: rotation is not coordinated between processes.
 
@@ -130,12 +146,15 @@ class JsonlSink(Sink):
         self.backups = backups
         self._guard = Guard(strict=False)  # writer-thread errors can never reach the host anyway
         self.written = 0
-        self.dropped = 0
+        self.dropped = 0  # by the writer thread or close(), under _count_lock
+        self._host_dropped = 0  # by the host thread (queue full, closed)
+        self.in_flight = 0
         self.errors = 0
         self._partial = False
+        self._count_lock = threading.Lock()  # counter transitions only, never held during I/O
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fd, self._size, self._regular = self._open()
+            self._fd, self._size, self._regular = self._open(setup=True)
         except OSError as exc:
             raise CollectorConfigError(
                 f"cannot open the loopscope log {str(self.path)!r} for appending: {exc.strerror or exc}"
@@ -162,9 +181,12 @@ class JsonlSink(Sink):
         return thread
 
     def _after_fork(self) -> None:
+        # The parent writes what it had queued or in flight: the child's counters start at zero.
         self._queue.clear()
         self._io_lock = threading.Lock()
+        self._count_lock = threading.Lock()
         self._stop = threading.Event()
+        self.written = self.dropped = self._host_dropped = self.in_flight = self.errors = 0
         if not self._closed:
             self._thread = self._start_writer()
 
@@ -183,7 +205,7 @@ class JsonlSink(Sink):
         return submit
 
     def _drop(self) -> None:
-        self.dropped += 1
+        self._host_dropped += 1
         if self._closed:
             self._guard.once("closed", 30, "loopscope: record after the JSONL sink %s was closed; dropped", self.path)
         else:
@@ -193,8 +215,19 @@ class JsonlSink(Sink):
 
     # -- file handling (writer thread, or a flushing/closing thread, under _io_lock) --
 
-    def _open(self) -> tuple[int, int, bool]:
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    def _open(self, setup: bool = False) -> tuple[int, int, bool]:
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+        if setup and hasattr(os, "O_NONBLOCK"):
+            # open() of a named pipe waits for a reader: never on the host's thread.
+            try:
+                fd = os.open(self.path, flags | os.O_NONBLOCK, 0o644)
+            except OSError as exc:
+                if exc.errno == errno.ENXIO:  # a FIFO with no reader: the writer thread opens it
+                    return -1, 0, False
+                raise
+            os.set_blocking(fd, True)
+        else:
+            fd = os.open(self.path, flags, 0o644)
         st = os.fstat(fd)
         return fd, st.st_size, stat.S_ISREG(st.st_mode)
 
@@ -212,62 +245,110 @@ class JsonlSink(Sink):
             os.truncate(base, 0)
         self._fd, self._size, self._regular = self._open()
 
-    def _write_all(self, data: bytes) -> None:
+    def _write_all(self, data: bytes) -> int:
+        """Write ``data`` whole; on failure raise with how many bytes reached the file."""
         view = memoryview(data)
-        while view:
-            n = os.write(self._fd, view)
-            if n <= 0:
-                raise OSError(errno.EIO, "short write")
-            self._partial = True
-            view = view[n:]
+        done = 0
+        try:
+            while view:
+                n = os.write(self._fd, view)
+                if n <= 0:
+                    raise OSError(errno.EIO, "short write")
+                self._partial = True
+                done += n
+                self._size += n
+                view = view[n:]
+        except OSError as exc:
+            exc.bytes_written = done  # type: ignore[attr-defined]
+            raise
         self._partial = False
-        self._size += len(data)
+        return done
+
+    def _write_chunk(self, chunk: list[bytes], done_before: int) -> None:
+        try:
+            self._write_all(b"".join(chunk))
+        except OSError as exc:
+            # Whole lines before the cut are in the file: count them as written, not dropped.
+            left = getattr(exc, "bytes_written", 0)
+            whole = 0
+            for line in chunk:
+                if left < len(line):
+                    break
+                left -= len(line)
+                whole += 1
+            if whole and left == 0:
+                self._partial = False  # the cut fell between two lines
+            raise _PartialWrite(exc, done_before + whole) from exc
 
     def _write_lines(self, lines: list[bytes]) -> None:
         if self._fd < 0:
-            self._fd, self._size, self._regular = self._open()
+            # Only the writer thread may wait in open() (a named pipe with no reader); a flush
+            # or close on another thread gives up at once and the records count as dropped.
+            host = threading.current_thread() is not self._thread
+            self._fd, self._size, self._regular = self._open(setup=host)
+            if self._fd < 0:
+                raise OSError(errno.ENXIO, "a named pipe with no reader")
         if self._partial:
             # A failed write left half a line: end it so the next record starts on its own line.
             self._write_all(b"\n")
         chunk: list[bytes] = []
         size = 0
+        done = 0
         limit = self.max_bytes if self._regular else None
         for line in lines:
             if limit is not None and self._size + size + len(line) > limit and (self._size + size) > 0:
                 if chunk:
-                    self._write_all(b"".join(chunk))
+                    self._write_chunk(chunk, done)
+                    done += len(chunk)
                     chunk, size = [], 0
                 if self._size > 0:
-                    self._rotate()
+                    try:
+                        self._rotate()
+                    except OSError as exc:
+                        raise _PartialWrite(exc, done) from exc
             chunk.append(line)
             size += len(line)
         if chunk:
-            self._write_all(b"".join(chunk))
+            self._write_chunk(chunk, done)
+
+    def _take(self) -> list[dict[str, Any]]:
+        """Move up to 4,096 records from the queue to in flight, as one step for stats()."""
+        popleft = self._queue.popleft
+        with self._count_lock:
+            batch = [popleft() for _ in range(min(len(self._queue), 4096))]
+            self.in_flight += len(batch)
+        return batch
+
+    def _settle(self, taken: int, written: int) -> None:
+        with self._count_lock:
+            self.written += written
+            self.dropped += taken - written
+            self.in_flight -= taken
 
     def _drain(self) -> None:
         queue = self._queue
         encode = _ENCODER.encode
         while queue:
+            batch = self._take()
             lines: list[bytes] = []
-            popleft = queue.popleft
-            for _ in range(min(len(queue), 4096)):
-                rec = popleft()
+            for rec in batch:
                 try:
                     lines.append((encode(finish(rec)) + "\n").encode("utf-8", "surrogatepass"))
                 except Exception as exc:  # noqa: BLE001 - one bad record must not stop the writer
                     self.errors += 1
-                    self.dropped += 1
                     self._guard.once(
                         f"encode:{type(exc).__name__}", 40, "loopscope: cannot serialise a record", exc_info=exc
                     )
+            taken = len(batch)
+            del batch
             if not lines:
+                self._settle(taken, 0)
                 continue
             try:
                 self._write_lines(lines)
-                self.written += len(lines)
             except OSError as exc:
                 self.errors += 1
-                self.dropped += len(lines)
+                self._settle(taken, getattr(exc, "lines", 0))
                 self._guard.once(
                     f"write:{exc.errno}",
                     40,
@@ -279,6 +360,11 @@ class JsonlSink(Sink):
                     continue
                 if self._fd >= 0 and exc.errno in (errno.EBADF, errno.ESTALE):
                     self._fd = -1
+            except BaseException:
+                self._settle(taken, 0)
+                raise
+            else:
+                self._settle(taken, len(lines))
 
     def _run(self) -> None:
         wait = self.flush_interval / 2
@@ -358,14 +444,26 @@ class JsonlSink(Sink):
         else:
             # The writer still owns the descriptor; it exits after its current write.
             popleft = self._queue.popleft
-            while True:
-                try:
-                    popleft()
-                except IndexError:
-                    break
-                self.dropped += 1
+            with self._count_lock:
+                while True:
+                    try:
+                        popleft()
+                    except IndexError:
+                        break
+                    self.dropped += 1
         atexit.unregister(self._atexit)
 
     def stats(self) -> dict[str, int]:
-        """``written`` lines, ``dropped`` records (queue full, closed, unserialisable, or write failed), ``errors``."""
-        return {"written": self.written, "dropped": self.dropped, "errors": self.errors, "queued": len(self._queue)}
+        """``written`` lines, ``dropped`` records (queue full, closed, unserialisable, or write failed),
+        ``queued``, ``in_flight`` (taken by the writer, not yet written), ``errors``.
+
+        One consistent snapshot: records handed over = written + dropped + queued + in_flight.
+        """
+        with self._count_lock:
+            return {
+                "written": self.written,
+                "dropped": self.dropped + self._host_dropped,
+                "errors": self.errors,
+                "queued": len(self._queue),
+                "in_flight": self.in_flight,
+            }

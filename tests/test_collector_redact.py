@@ -106,3 +106,66 @@ def test_cap_and_redaction_together() -> None:
     assert len(out) == MAX_ERROR_CHARS and "AAAA" not in out and out.endswith("[truncated]")
     assert clean_error_text("short") == "short"
     assert clean_error_text(ValueError("v")) == "v"
+
+
+# Shapes a hostile probe found passing (issue 22), and the ones gitleaks / detect-secrets name.
+WIDER = [
+    ("S3 said: wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY is invalid", "S3 said: [REDACTED] is invalid"),
+    (
+        "DefaultEndpointsProtocol=https;AccountName=acme;AccountKey=Zm9vYmFyYmF6cXV4Zm9vYmFyYmF6cXV4Zm9vYmFyYmF6cXV4Zm9vYmFyYmF6cXV4Zm9vYmFyYmF6cXV4Zm9vYmFyYg==;EndpointSuffix=core.windows.net",
+        "DefaultEndpointsProtocol=https;AccountName=acme;AccountKey=[REDACTED];EndpointSuffix=core.windows.net",
+    ),
+    (
+        "GET https://acme.blob.core.windows.net/c/b?sv=2022-11-02&se=2026-01-01&sp=r&sig=AbC%2Fdef123xyz%3D -> 403",
+        "GET https://acme.blob.core.windows.net/c/b?sv=2022-11-02&se=2026-01-01&sp=r&sig=[REDACTED] -> 403",
+    ),
+    (
+        'Endpoint=sb://x.servicebus.windows.net/;SharedAccessKeyName=Root;SharedAccessKey=abcDEF123+/xyz=',
+        "Endpoint=sb://x.servicebus.windows.net/;SharedAccessKeyName=Root;SharedAccessKey=[REDACTED]",
+    ),
+    (
+        'bad credentials {"type": "service_account", "private_key_id": "3f2a9c0d1e4b5a6f7e8d9c0b1a2f3e4d5c6b7a8f"}',
+        'bad credentials {"type": "service_account", "private_key_id": "[REDACTED]"}',
+    ),
+    ("request headers: Cookie: session=9f8e7d6c; theme=dark", "request headers: Cookie: [REDACTED]"),
+    ('headers {"Cookie": "sid=abc123; csrftoken=xyz"}', 'headers {"Cookie": "[REDACTED]"}'),
+    ("Set-Cookie: sid=abc123; Path=/; HttpOnly", "Set-Cookie: [REDACTED]"),
+    ("login failed with password hunter2 for bob", "login failed with password [REDACTED] for bob"),
+    ("the password is s3cret! (rotated)", "the password is [REDACTED] (rotated)"),
+    ("passwd: abc&def&ghi", "passwd: [REDACTED]"),
+    ("AWS ABIAIOSFODNN7EXAMPL2 and A3TXIOSFODNN7EXAMPL3", "AWS [REDACTED] and [REDACTED]"),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), WIDER)
+def test_wider_secret_shapes_are_redacted(text: str, expected: str) -> None:
+    assert redact_secrets(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "commit 3f2a9c0d1e4b5a6f7e8d9c0b1a2f3e4d5c6b7a8f not found",  # a git hash: hex, lower case
+        "fingerprint 2a6c60ef284f199e24941b35c46c1b99c82037b66d1755ad3fa34d09e26fdafa",
+        "password must be at least 8 characters",
+        "password reset required; password is wrong",
+        "cookie banner not dismissed",
+        "the signature check failed (sig mismatch)",
+        "id 0f8fad5b-d9cb-469f-a165-70867728950e",
+    ],
+)
+def test_wider_rules_leave_ordinary_text(text: str) -> None:
+    assert redact_secrets(text) == text
+
+
+def test_redaction_time_is_linear_in_the_text() -> None:
+    import time
+
+    def cost(n: int) -> float:
+        text = ("a" * 39 + "/") * (n // 40) + "password " + "x" * n
+        t = time.perf_counter()
+        redact_secrets(text)
+        return time.perf_counter() - t
+
+    small, big = min(cost(20_000) for _ in range(3)), min(cost(160_000) for _ in range(3))
+    assert big < 8 * small * 3  # 8x the text: well under the 64x of a quadratic pass

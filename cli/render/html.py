@@ -20,7 +20,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from loopscope.analyses.review_pack import visible
+from loopscope.analyses.untrusted import visible
 from loopscope.cli.render.styles import (
     AUDIT_METRICS,
     AXIS_LABELS,

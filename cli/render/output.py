@@ -25,11 +25,13 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-# C0 controls except tab and newline, DEL, and C1 controls.
-# Bidirectional controls (U+061C, U+200E/F, U+202A-E, U+2066-9) reorder what a
-# terminal shows ("Trojan Source"), so log text cannot use them to disguise itself.
-_BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
-_CONTROL_RE = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_BIDI}]")
+from loopscope.analyses.untrusted import BIDI_AND_INVISIBLE, UNSAFE_RE, escape_char
+
+# C0/C1 controls, bidirectional controls and invisible format characters: one definition for
+# every output (loopscope.analyses.untrusted), so log text cannot act on a terminal or disguise
+# itself ("Trojan Source").
+_BIDI = BIDI_AND_INVISIBLE
+_CONTROL_RE = UNSAFE_RE
 # Leading characters a spreadsheet would run as a formula.
 _CSV_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
@@ -52,9 +54,7 @@ def stderr_console() -> Console:
     return Console(stderr=True, highlight=False)
 
 
-def _visible_control(match: re.Match[str]) -> str:
-    code = ord(match.group(0))
-    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+_visible_control = escape_char
 
 
 def plain(text: object) -> str:

@@ -32,6 +32,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Optional
 
+from loopscope.analyses.ingest import jsontext
 from loopscope.analyses.errors import LoopscopeError
 from loopscope.analyses.ingest.files import UnreadableFile
 from loopscope.analyses.ingest.formats import BadLine, ReaderOutput
@@ -367,7 +368,7 @@ def read(path: Path, options: Mapping[str, Any]) -> ReaderOutput:
     try:
         if text is None:
             raise ValueError(why)
-        root = json.loads(text)
+        root = jsontext.loads(text)
     except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
         text = None  # memory: the lines are read from the bytes
         first = next(_lines(data), None)
@@ -381,7 +382,7 @@ def read(path: Path, options: Mapping[str, Any]) -> ReaderOutput:
                 out.bad.append(BadLine(line_no, line_why, raw[:RAW_CAP].decode("utf-8", "replace")))
                 continue
             try:
-                value = json.loads(line)
+                value = jsontext.loads(line)
             except json.JSONDecodeError as line_exc:
                 out.bad.append(BadLine(line_no, f"not JSON: {line_exc.msg} (column {line_exc.colno})", line[:RAW_CAP]))
                 continue

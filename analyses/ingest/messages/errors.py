@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Optional, Union
 
 from loopscope.analyses.errors import LoopscopeError
+from loopscope.analyses.ingest import jsontext
 
 CONVENTIONS = ("flag", "prefix", "json-error-key", "regex:PATTERN")
 ERROR_PREFIX_RE = re.compile(r"\s*Error[: ]")
@@ -84,7 +85,7 @@ def _json_error(text: str) -> Optional[Any]:
     if not stripped.startswith("{"):
         return None
     try:
-        body = json.loads(stripped)
+        body = jsontext.loads(stripped)
     except (json.JSONDecodeError, RecursionError):
         return None
     if isinstance(body, dict):

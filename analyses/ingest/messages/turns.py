@@ -43,6 +43,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Optional, Union
 
+from loopscope.analyses.ingest import jsontext
+
 # Keys under which logs store a message's time, tried in order.
 TIMESTAMP_KEYS = ("timestamp", "ts", "created_at", "time", "created")
 
@@ -156,7 +158,7 @@ def _decode_arguments(raw: Any) -> tuple[Any, bool]:
         if not raw.strip():
             return {}, True
         try:
-            return json.loads(raw), True
+            return jsontext.loads(raw), True
         except (json.JSONDecodeError, RecursionError):  # too deep to decode: as good as not JSON
             return raw, False
     return raw, True

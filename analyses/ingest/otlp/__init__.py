@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from loopscope.analyses.ingest import jsontext
 from loopscope.analyses.ingest.files import UnreadableFile
 
 if TYPE_CHECKING:  # the package __init__ is imported lazily by read(); see there
@@ -180,6 +181,35 @@ def _number(raw: Any, kind: type) -> Any:
     return raw
 
 
+class Malformed(ValueError):
+    """A field of the wrong JSON type, said in plain words (``spans is a string, not a list``)."""
+
+
+_KINDS = {dict: "an object", list: "a list", str: "a string", bool: "true/false", int: "a number", float: "a number"}
+
+
+def _kind(value: Any) -> str:
+    return "null" if value is None else _KINDS.get(type(value), type(value).__name__)
+
+
+def _as_list(value: Any, where: str) -> list[Any]:
+    """``value`` when it is a JSON array; absent/null is empty; anything else is :class:`Malformed`."""
+    if value is None:
+        return []
+    if isinstance(value, list):
+        return value
+    raise Malformed(f"{where} is {_kind(value)}, not a list")
+
+
+def _as_obj(value: Any, where: str) -> Mapping[str, Any]:
+    """``value`` when it is a JSON object; absent/null is empty; anything else is :class:`Malformed`."""
+    if value is None:
+        return {}
+    if isinstance(value, Mapping):
+        return value
+    raise Malformed(f"{where} is {_kind(value)}, not an object")
+
+
 def any_value(value: Any) -> Any:
     """Decode an OTLP ``AnyValue`` into a plain Python value (kvlist -> dict, array -> list)."""
     if not isinstance(value, Mapping) or not value:
@@ -193,18 +223,23 @@ def any_value(value: Any) -> Any:
     if "doubleValue" in value:
         return _number(value["doubleValue"], float)
     if "arrayValue" in value:
-        return [any_value(v) for v in (value["arrayValue"] or {}).get("values") or []]
+        values = _as_list(_as_obj(value["arrayValue"], "arrayValue").get("values"), "arrayValue.values")
+        return [any_value(v) for v in values]
     if "kvlistValue" in value:
-        return attributes((value["kvlistValue"] or {}).get("values"))
+        return attributes(_as_obj(value["kvlistValue"], "kvlistValue").get("values"), "kvlistValue.values")
     if "bytesValue" in value:
         return value["bytesValue"]  # base64 text: kept as the exporter wrote it
     return None
 
 
-def attributes(items: Any) -> dict[str, Any]:
-    """Decode an OTLP ``KeyValue`` list into a dict (later duplicates win)."""
+def attributes(items: Any, where: str = "attributes") -> dict[str, Any]:
+    """Decode an OTLP ``KeyValue`` list into a dict (later duplicates win).
+
+    Raises:
+        Malformed: ``items`` is not a list (a string would otherwise be read character by character).
+    """
     out: dict[str, Any] = {}
-    for item in items or []:
+    for item in _as_list(items, where):
         if isinstance(item, Mapping) and isinstance(item.get("key"), str):
             out[item["key"]] = any_value(item.get("value"))
     return out
@@ -223,7 +258,12 @@ def _int(value: Any, default: int | None = None) -> int | None:
         return default
     if isinstance(value, str) and value in ENUM_NAMES:
         return ENUM_NAMES[value]
-    return int(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise Malformed(f"{_kind(value)} where a whole number was expected")
+    try:
+        return int(value)
+    except (ValueError, OverflowError):
+        raise Malformed(f"{str(value)[:40]!r} is not a whole number") from None
 
 
 def _enum(value: Any) -> int:
@@ -265,7 +305,7 @@ def _camel(obj: Any) -> Any:
 
 
 def _span(raw: Mapping[str, Any], resource: dict[str, Any], scope: str | None, line_no: int) -> Span:
-    status = raw.get("status") or {}
+    status = _as_obj(raw.get("status"), "status")
     start = _time(raw.get("startTimeUnixNano"))  # 0 means unset, as for log times
     end = _time(raw.get("endTimeUnixNano"))
     if start is None and end is None:
@@ -287,7 +327,7 @@ def _span(raw: Mapping[str, Any], resource: dict[str, Any], scope: str | None, l
         attrs=attributes(raw.get("attributes")),
         events=[
             (str(e.get("name") or ""), _event_time(e.get("timeUnixNano")), attributes(e.get("attributes")))
-            for e in raw.get("events") or []
+            for e in _as_list(raw.get("events"), "events")
             if isinstance(e, Mapping)
         ],
         status_code=_enum(status.get("code")),
@@ -331,12 +371,23 @@ def _walk(obj: Mapping[str, Any], line_no: int, raw_line: str) -> Decoded:
         ("resourceLogs", "scopeLogs", "logRecords", _log),
     ):
         legacy_key = scopes_key.replace("scope", "instrumentationLibrary")
-        for res in obj.get(signal) or []:
-            resource = attributes((res.get("resource") or {}).get("attributes"))
+        # The containers must be lists of objects: a string in their place (read character by
+        # character it cost one quarantine row per character) makes the whole line bad, once.
+        for r, res in enumerate(_as_list(obj.get(signal), signal)):
+            at = f"{signal}[{r}]"
+            res = _as_obj(res, at)
+            resource = attributes(_as_obj(res.get("resource"), f"{at}.resource").get("attributes"),
+                                  f"{at}.resource.attributes")
             # OTLP before 0.15 called scopes "instrumentation libraries"; old exports still exist.
-            for sc in (res.get(scopes_key) or []) + (res.get(legacy_key) or []):
-                scope = (sc.get("scope") or sc.get("instrumentationLibrary") or {}).get("name") or None
-                for i, item in enumerate(sc.get(items_key) or []):
+            scopes = [(f"{at}.{k}[{j}]", sc) for k in (scopes_key, legacy_key)
+                      for j, sc in enumerate(_as_list(res.get(k), f"{at}.{k}"))]
+            for where, sc in scopes:
+                sc = _as_obj(sc, where)
+                lib = sc.get("scope") or sc.get("instrumentationLibrary")
+                scope = _as_obj(lib, f"{where}.scope").get("name") or None
+                for i, item in enumerate(_as_list(sc.get(items_key), f"{where}.{items_key}")):
+                    if not isinstance(item, Mapping):
+                        raise Malformed(f"{where}.{items_key}[{i}] is {_kind(item)}, not an object")
                     try:
                         decoded = build(item, resource, scope, line_no)
                     except (TypeError, ValueError, AttributeError, RecursionError) as exc:
@@ -364,7 +415,7 @@ def _whole_document(path: Path, lines_out: Decoded) -> Decoded:
         with opener(path, "rb") as fh:  # type: ignore[operator]
             text = fh.read().decode("utf-8", errors="replace")
         try:
-            doc = json.loads(text)
+            doc = jsontext.loads(text)
         except (json.JSONDecodeError, RecursionError):
             doc = None
         docs = doc if isinstance(doc, list) else [doc]
@@ -372,7 +423,14 @@ def _whole_document(path: Path, lines_out: Decoded) -> Decoded:
             out = Decoded()
             for d in docs:
                 d = _camel(d) if any(k in d for k in SNAKE_SIGNAL_KEYS) else d
-                part = _walk(d, 1, "")
+                try:
+                    part = _walk(d, 1, "")
+                except Malformed as exc:  # the document is bad as a whole: quarantined once
+                    return Decoded(bad=[(1, f"malformed OTLP document: {exc}", text[:RAW_CAP])])
+                except RecursionError:
+                    return Decoded(bad=[(1, "JSON nested too deeply to read", text[:RAW_CAP])])
+                except (TypeError, AttributeError, ValueError) as exc:
+                    return Decoded(bad=[(1, f"malformed OTLP document: {exc}", text[:RAW_CAP])])
                 out.spans += part.spans
                 out.logs += part.logs
                 out.bad += part.bad
@@ -420,7 +478,7 @@ def decode_file(path: Path) -> Decoded:
         if not text:
             continue
         try:
-            obj = json.loads(text)
+            obj = jsontext.loads(text)
         except json.JSONDecodeError as exc:
             out.bad.append((line_no, f"not JSON: {exc.msg} at column {exc.colno}", text[:RAW_CAP]))
             continue
@@ -440,7 +498,13 @@ def decode_file(path: Path) -> Decoded:
             continue
         try:
             part = _walk(obj, line_no, text)
-        except (TypeError, AttributeError, ValueError, RecursionError) as exc:
+        except Malformed as exc:
+            out.bad.append((line_no, f"malformed OTLP structure: {exc}", text[:RAW_CAP]))
+            continue
+        except RecursionError:
+            out.bad.append((line_no, "JSON nested too deeply to read", text[:RAW_CAP]))
+            continue
+        except (TypeError, AttributeError, ValueError) as exc:
             out.bad.append((line_no, f"malformed OTLP structure: {exc}", text[:RAW_CAP]))
             continue
         out.spans += part.spans

@@ -15,6 +15,7 @@ from collections import defaultdict
 from datetime import datetime, timezone
 from typing import Any
 
+from loopscope.analyses.ingest import jsontext
 from loopscope.analyses.ingest.otlp import Span
 from loopscope.collectors.redact import clean_error_text
 
@@ -120,7 +121,7 @@ def json_value(value: Any) -> Any:
     """Parse a JSON string attribute (content keys are often JSON text); other values pass."""
     if isinstance(value, str):
         try:
-            return json.loads(value)
+            return jsontext.loads(value)
         except (ValueError, RecursionError):
             return value
     return value
@@ -233,7 +234,7 @@ def unwrap_arguments(value: Any) -> Any:
         # LangChain's on_tool_start payload (OpenLLMetry): input_str is JSON or a Python dict repr.
         text = value["input_str"]
         try:
-            return json.loads(text)
+            return jsontext.loads(text)
         except (ValueError, RecursionError):
             pass
         try:
