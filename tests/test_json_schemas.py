@@ -311,3 +311,15 @@ def test_every_schema_is_used_and_every_document_has_one() -> None:
     assert {n for n in names if n != "figures.json" and f'"{n}"' not in text} == set()
     page = (REPO / "docs" / "json-output.md").read_text()
     assert {n for n in names if f"schemas/{n}" not in page} == set()
+
+
+@needs_samples
+def test_resolved_in_prompt_is_set_exactly_when_resolved_later(sample_db: str) -> None:
+    rows = run_json("unrecovered", "--db", sample_db, "--format", "json")
+    resolved = [r for r in rows if r["resolved_later"]]
+    assert [r["resolved_in_prompt"] for r in resolved] == ["c14-noname-corrective-p2"]
+    broken = [dict(resolved[0], resolved_in_prompt=None)]
+    with pytest.raises(ValidationError):
+        validator("unrecovered.json").validate(broken)
+    never = run_json("unrecovered", "--db", sample_db, "--never-resolved", "--format", "json")
+    assert len(never) == len(rows) - 1 and not any(r["resolved_later"] for r in never)
