@@ -59,7 +59,12 @@ def table_frame(con: duckdb.DuckDBPyConnection, table: str, selection: Selection
     import polars as pl
 
     sql, params = _rows_sql(table, selection)
-    return pl.DataFrame(con.sql(sql, params=params))
+    # a cursor of its own: a result the caller left unfinished on ``con`` does not block this read
+    cursor = con.cursor()
+    try:
+        return pl.DataFrame(cursor.sql(sql, params=params))
+    finally:
+        cursor.close()
 
 
 def load_frames(

@@ -136,14 +136,14 @@ def check_selection(con: duckdb.DuckDBPyConnection, selection: Selection) -> Non
         LoopscopeError: an agent or tag matches no prompt.
     """
     for agent in selection.agents:
-        if not con.execute("SELECT 1 FROM prompts_v WHERE agent = ? LIMIT 1", [agent]).fetchone():
+        if not con.execute("SELECT 1 FROM prompts_v WHERE agent = ? LIMIT 1", [agent]).fetchall():
             existing = [row[0] for row in con.execute(AGENTS_SQL).fetchall()]
             raise LoopscopeError(
                 f"no prompt has agent {agent!r}",
                 hint="agents in the store: " + (", ".join(existing) if existing else "none (load logs first)"),
             )
     for key, value in selection.tags:
-        if not con.execute("SELECT 1 FROM prompts_v WHERE tags->>? = ? LIMIT 1", [key, value]).fetchone():
+        if not con.execute("SELECT 1 FROM prompts_v WHERE tags->>? = ? LIMIT 1", [key, value]).fetchall():
             existing = [row[0] for row in con.execute(TAGS_SQL).fetchall()]
             raise LoopscopeError(
                 f"no prompt has tag {key}={value}",

@@ -13,9 +13,11 @@ fresh process so peak memory is per phase:
   makes the data durable counts (DuckDB may defer work to it);
 - ``metrics``: the four dashboard metrics over the loaded database.
 
-It prints time, records/s, the load/bare ratio and peak RSS. Targets on the
-2-core reference machine: load <= 1.25x bare, metrics on 10M <= 3 s, peak
-memory <= 4 GB.
+It prints time, records/s, the load/bare ratio and peak RSS. Targets (issue
+20), as ratios to the bare read of the same files in the same run: load <=
+1.5x bare (aim: 1.25x), peak memory of the load <= 2 GiB at 10M, metrics on
+10M <= 3 s. Wall time on a shared machine moves with other jobs; the CPU
+ratio moves less, so both are printed.
 
     python benchmarks/load_bench.py --sizes 1m          # quick
     python benchmarks/load_bench.py --sizes 1m,10m --dir /tmp/loopscope-bench
@@ -45,6 +47,9 @@ BARE_COLUMNS = {
     "exit_reason": "VARCHAR", "steps": "INTEGER", "tool_calls": "INTEGER", "tool_errors": "INTEGER",
     "max_tool_calls": "INTEGER", "input_tokens": "BIGINT", "output_tokens": "BIGINT", "duration_ms": "DOUBLE",
 }
+TARGET_RATIO = 1.5
+AIM_RATIO = 1.25
+PEAK_TARGET_MB = 2048  # at 10M
 BARE_SQL = "CREATE TABLE records AS SELECT * FROM read_json(?, format = 'newline_delimited', columns = ?)"
 COUNT_SQL = "SELECT count(*) FROM records"
 
@@ -161,9 +166,16 @@ def main() -> None:
             f"peak {bare_mb:,.0f} MB  cpu {bare['cpu']:.2f} s (process)\n"
             f"  loopscope load : {load['seconds']:8.2f} s  {records / float(load['seconds']):>10,.0f} rec/s  "  # type: ignore[arg-type]
             f"peak {load_mb:,.0f} MB  cpu {load['cpu']:.2f} s (process)  ratio {ratio:.2f}x wall, {cpu_ratio:.2f}x cpu "
-            f"(target <= 1.25x)  quarantined {load['quarantined']}\n"
+            f"(target <= {TARGET_RATIO}x, aim {AIM_RATIO}x: {'met' if ratio <= TARGET_RATIO else 'NOT met'})  "
+            f"quarantined {load['quarantined']}\n"
             f"  four metrics   : {metrics['seconds']:8.2f} s  peak {metrics_mb:,.0f} MB"
-            + ("  (target <= 3 s at 10M)" if n >= 10_000_000 else ""),
+            + ("  (target <= 3 s at 10M)" if n >= 10_000_000 else "")
+            + (
+                f"\n  peak memory of the load {load_mb:,.0f} MB (target <= {PEAK_TARGET_MB:,} MB at 10M: "
+                f"{'met' if load_mb <= PEAK_TARGET_MB else 'NOT met'})"
+                if n >= 10_000_000
+                else ""
+            ),
             flush=True,
         )
 

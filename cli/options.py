@@ -52,7 +52,8 @@ InputFormatOption = Annotated[
     typer.Option(
         "--input-format",
         help="How to read PATHs: [b]auto[/b] (detect per file), [b]records[/b] (loopscope JSONL), "
-        "[b]messages[/b] (conversation message arrays), [b]otlp[/b] (OpenTelemetry JSON Lines).",
+        "[b]messages[/b] (conversation message arrays), [b]otlp[/b] (OpenTelemetry JSON Lines), "
+        "[b]claude-code[/b] (~/.claude/projects sessions), [b]codex[/b] (~/.codex/sessions rollouts).",
     ),
 ]
 WeekOption = Annotated[

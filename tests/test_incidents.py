@@ -86,14 +86,14 @@ def test_budget_pressure(con) -> None:  # type: ignore[no-untyped-def]
     a = rows["a"]
     assert (a.prompts, a.exited_prompts, a.budget_exceeded) == (4, 3, 1)
     # numpy's linear interpolation over [1, 2, 3, 10]: 3 + 0.97 * (10 - 3)
-    assert a.p99_tool_calls == pytest.approx(9.79)
-    assert a.median_tool_calls == pytest.approx(2.5)
+    assert a.p99_tool_calls_per_prompt == pytest.approx(9.79)
+    assert a.median_tool_calls_per_prompt == pytest.approx(2.5)
     # the budget in force is the one on the newest exit that set one
     assert (a.max_tool_calls, a.budgets_seen, a.max_tool_calls_seen) == (10, 2, 10)
     assert a.budget_exceeded_share == pytest.approx(1 / 3)
     assert a.p99_budget_ratio == pytest.approx(0.979)
     b = rows["b"]
-    assert (b.prompts, b.p99_tool_calls, b.max_tool_calls, b.p99_budget_ratio, b.budget_exceeded_share) == (
+    assert (b.prompts, b.p99_tool_calls_per_prompt, b.max_tool_calls, b.p99_budget_ratio, b.budget_exceeded_share) == (
         1, 0.0, None, None, 0.0
     )
     only_b = incidents.budget_pressure(con, Selection(agents=("b",)))

@@ -211,7 +211,8 @@ def test_bad_database_is_a_user_error(tmp_path: Path) -> None:
 def test_quarantine_limit_file_csv_and_inert_output(tmp_path: Path) -> None:
     (tmp_path / "one.jsonl").write_text("[not json\n" * 3)
     (tmp_path / "two.jsonl").write_text('\x1b[31m[bold red]evil[/bold red]\n')
-    assert invoke("load", str(tmp_path), "--db", "s.duckdb").exit_code == 0
+    # Nothing loadable: a user error (exit 1), and the bad lines are kept in the quarantine all the same.
+    assert invoke("load", str(tmp_path), "--db", "s.duckdb").exit_code == 1
     limited = json.loads(invoke("quarantine", "--db", "s.duckdb", "-f", "json", "--limit", "2").stdout)
     assert len(limited) == 2
     only_two = json.loads(invoke("quarantine", "--db", "s.duckdb", "-f", "json", "--file", "two.jsonl").stdout)

@@ -237,3 +237,25 @@ def test_a_store_migrated_under_the_old_names_upgrades_without_running_them_agai
     more = tmp_path / "more.jsonl"
     more.write_text(line(tool_call_id="t9"))
     assert invoke("load", str(more), "--db", str(db)).exit_code == 0  # not taken for a newer store
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        line()[:-2] + ', "x_score": NaN}\n',
+        line()[:-2] + ', "x": {"y": [1, -Infinity]}}\n',
+        json.dumps(rec(), separators=(",", ":"))[:-1] + ',"x_score":nan}\n',  # compact, as the collector writes
+    ],
+    ids=["unknown_field", "nested", "compact"],
+)
+def test_nan_and_infinity_in_unknown_fields_are_quarantined(tmp_path: Path, bad: str) -> None:
+    """JSON numbers are finite: NaN in a known field was refused already; in an unknown one it reached extra."""
+    log = tmp_path / "app.jsonl"
+    log.write_text(line(tool_call_id="good") + bad + line(tool_call_id="info", tool_name="Infinity_nan", note="NaN"))
+    db = tmp_path / "s.duckdb"
+    out = json.loads(invoke("load", "--db", str(db), "--format", "json", str(log)).stdout)
+    assert (out["loaded"], out["quarantined"]) == (2, 1), bad
+    con = duckdb.connect(str(db), read_only=True)
+    reasons = con.execute("SELECT line_no, reason FROM quarantine").fetchall()
+    con.close()
+    assert reasons == [(2, "malformed JSON (NaN or Infinity: JSON numbers are finite)")]

@@ -94,7 +94,10 @@ def test_document_nested_too_deeply_is_quarantined_and_other_lines_load(tmp_path
 def test_single_document_nested_too_deeply(tmp_path: Path) -> None:
     path = tmp_path / "deep.json"
     path.write_text('{"messages": ' + "[" * 100_000 + "]" * 100_000 + "}", encoding="utf-8")
-    summary = load(path)
+    res = run("load", "--db", "s.duckdb", "--format", "json", "--input-format", "messages", str(path))
+    # nothing loadable: a user error (exit 1, no traceback), the summary still printed, the line quarantined
+    assert res.exit_code == 1 and "Traceback" not in res.output and "yielded 0 records" in res.output
+    summary = json.loads(res.stdout)
     assert (summary["loaded"], summary["quarantined"]) == (0, 1)
     assert quarantine()[0]["reason"].startswith("JSON nested too deeply to read")
 

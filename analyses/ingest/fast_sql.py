@@ -44,6 +44,7 @@ from loopscope.analyses.ingest.records import (
     MAX_LINE_BYTES,
     TOOL_CALL_FIELDS,
     TRAILING_COMMA_RE,
+    NON_JSON_NUMBER_RE,
     EXTRA_PATCH,
     VALUE_SETS,
     fast_check,
@@ -146,7 +147,8 @@ def _insert_sql(kind: str, order: tuple[str, ...], lines: str, columns: str) -> 
     tail_ok = (
         f"starts_with(_line, concat(_body, ',')) AND NOT list_has_any({tail_keys}, {known}) "
         f"AND len({tail_keys}) = len(list_distinct({tail_keys})) AND len({tail_keys}) > 0 "
-        f"AND NOT regexp_matches(substr(_line, length(_body) + 2), '{TRAILING_COMMA_RE}')"
+        f"AND NOT regexp_matches(substr(_line, length(_body) + 2), '{TRAILING_COMMA_RE}') "
+        f"AND NOT regexp_matches(substr(_line, length(_body) + 2), '{NON_JSON_NUMBER_RE}')"
     )
     return f"""
 INSERT INTO {kind}s

@@ -1,6 +1,6 @@
 """Input formats: which reader turns a file into loopscope v1 records.
 
-Three formats reach the one store:
+Five formats reach the one store:
 
 - ``records``: loopscope record format v1 JSON Lines (what the collector
   writes). The loader parses these itself, in DuckDB (``ingest.records``).
@@ -8,6 +8,8 @@ Three formats reach the one store:
   read by ``loopscope.analyses.ingest.messages``.
 - ``otlp``: OpenTelemetry spans as OTLP JSON (Lines), read by
   ``loopscope.analyses.ingest.otlp``.
+- ``claude-code``, ``codex``: coding-agent session transcripts, read by
+  ``loopscope.analyses.ingest.transcripts.claude_code`` / ``.codex``.
 
 The reader protocol (``messages``, ``otlp`` and any later format): a module
 ``loopscope.analyses.ingest.<format>`` with
@@ -39,8 +41,20 @@ from typing import Any
 
 from loopscope.analyses.errors import LoopscopeError
 
-FORMATS = ("records", "messages", "otlp")
+FORMATS = ("records", "messages", "otlp", "claude-code", "codex")
 INPUT_FORMATS = ("auto",) + FORMATS
+# Formats whose reader lives elsewhere than ``loopscope.analyses.ingest.<format>``.
+MODULES = {
+    "claude-code": "loopscope.analyses.ingest.transcripts.claude_code",
+    "codex": "loopscope.analyses.ingest.transcripts.codex",
+}
+# Asked before the generic formats: a coding-agent transcript also has "role" keys.
+TRANSCRIPT_FORMATS = ("claude-code", "codex")
+
+
+def module_name(fmt: str) -> str:
+    """The module that reads ``fmt``."""
+    return MODULES.get(fmt, f"loopscope.analyses.ingest.{fmt}")
 
 
 @dataclass(frozen=True)
@@ -68,11 +82,14 @@ class ReaderOutput:
             ``conversation_id``, ``prompt_id``, ``tool_call_id``, ``kind``,
             ``detail`` (stored in ``protocol_violations``).
         bad: lines that could not be read (stored in ``quarantine``).
+        skipped_types: lines of types the reader does not know, skipped (not
+            errors), counted per type for the load summary.
     """
 
     records: list[dict[str, Any]] = field(default_factory=list)
     violations: list[dict[str, Any]] = field(default_factory=list)
     bad: list[BadLine] = field(default_factory=list)
+    skipped_types: dict[str, int] = field(default_factory=dict)
 
 
 def reader_module(fmt: str) -> Any:
@@ -84,9 +101,9 @@ def reader_module(fmt: str) -> Any:
     if fmt not in FORMATS or fmt == "records":
         raise LoopscopeError(
             f"unknown input format {fmt!r}",
-            hint="use --input-format auto, records, messages or otlp",
+            hint="use --input-format auto, records, messages, otlp, claude-code or codex",
         )
-    name = f"loopscope.analyses.ingest.{fmt}"
+    name = module_name(fmt)
     try:
         module = importlib.import_module(name)
     except ModuleNotFoundError as exc:
@@ -110,14 +127,14 @@ def _json_lines(head: bytes) -> list[Any]:
             continue
         try:
             values.append(json.loads(line.decode("utf-8")))
-        except (UnicodeDecodeError, ValueError):
+        except (UnicodeDecodeError, ValueError, RecursionError):
             values.append(None)
     return values
 
 
 def _sniffed(fmt: str, head: bytes) -> bool:
     try:
-        module = importlib.import_module(f"loopscope.analyses.ingest.{fmt}")
+        module = importlib.import_module(module_name(fmt))
     except ImportError:
         return False
     sniff = getattr(module, "sniff", None)
@@ -132,7 +149,8 @@ def _sniffed(fmt: str, head: bytes) -> bool:
 def detect_format(path: Path, head: bytes) -> str:
     """Guess the format of a file from its first bytes (decompressed).
 
-    loopscope records win when one of the first lines is a v1 record; OTLP when it
+    loopscope records win when one of the first lines is a v1 record; then a
+    Claude Code or Codex CLI transcript when its reader's ``sniff`` says so; OTLP when it
     carries ``resourceSpans``; message arrays when the first line is a JSON
     array, a ``.json`` file starts with ``[``, or the first object has
     ``messages`` or ``role``. Otherwise each
@@ -145,6 +163,9 @@ def detect_format(path: Path, head: bytes) -> str:
     # must not send a records file to another reader.
     if any(isinstance(x, dict) and "v" in x and "kind" in x for x in values):
         return "records"
+    for fmt in TRANSCRIPT_FORMATS:
+        if _sniffed(fmt, head):
+            return fmt
     first = values[0] if values else None
     if isinstance(first, dict):
         if "v" in first and "kind" in first:
@@ -180,6 +201,8 @@ FORMAT_NAMES = {
     "records": "loopscope records (JSON Lines, v1)",
     "messages": "conversation message arrays",
     "otlp": "OpenTelemetry spans or logs (OTLP JSON)",
+    "claude-code": "a Claude Code session",
+    "codex": "a Codex CLI session",
 }
 
 
@@ -191,7 +214,7 @@ def looks_like(head: bytes) -> tuple[str, str] | None:
     if first is None and text.startswith(b"{"):
         try:
             first = json.loads(text.decode("utf-8", "replace"))
-        except ValueError:
+        except (ValueError, RecursionError):
             first = None
     if isinstance(first, list) and first and isinstance(first[0], dict):
         first = first[0]
@@ -230,6 +253,8 @@ def fruitless_files(details: list[Any]) -> list[Fruitless]:
     for d in details:
         if d.status not in ("new", "replaced", "grown", "rotated") or d.loaded or d.skipped:
             continue
+        if d.input_format in TRANSCRIPT_FORMATS and not d.quarantined:
+            continue  # a session with no prompt (opened and closed) or Claude Code's housekeeping: nothing wrong
         try:
             seen = looks_like(read_head(Path(d.path)))
         except UnreadableFile:
@@ -238,6 +263,6 @@ def fruitless_files(details: list[Any]) -> list[Fruitless]:
             hint = seen[1]
         else:
             hint = ("see why with loopscope quarantine; if it is another format, say which with --input-format "
-                    "records|messages|otlp (docs/inputs.md lists what loopscope reads)")
+                    "records|messages|otlp|claude-code|codex (docs/inputs.md lists what loopscope reads)")
         found.append(Fruitless(d.path, d.input_format, d.quarantined, seen[0] if seen else None, hint))
     return found

@@ -65,7 +65,8 @@ from loopscope.analyses.ingest.jsonl import (
 )
 from loopscope.analyses.ingest.formats import INPUT_FORMATS, ReaderOutput, detect_format, reader_module
 
-LOAD_MEMORY_LIMIT = "3GB"
+LOAD_MEMORY_LIMIT = "1536MB"
+"""DuckDB's memory cap during a load: the load's peak stays under 2 GiB (the target at 10M records) with Python and the read on top."""
 SET_MEMORY_LIMIT_SQL = f"SET memory_limit = '{LOAD_MEMORY_LIMIT}'"
 RESET_MEMORY_LIMIT_SQL = "RESET memory_limit"
 # Each file's inserts end in partly filled row groups; DuckDB's checkpoint
@@ -158,6 +159,8 @@ class FileResult:
     loop_exits: int = 0
     protocol_violations: int = 0
     error: str | None = None
+    skipped_types: dict[str, int] = field(default_factory=dict)
+    """Lines of types the reader does not know, skipped (not errors), per type."""
 
 
 @dataclass
@@ -172,6 +175,8 @@ class LoadSummary:
     loop_exits: int = 0
     protocol_violations: int = 0
     unreadable: int = 0
+    skipped_types: dict[str, int] = field(default_factory=dict)
+    """Lines of types a reader does not know, skipped and counted per type (all files)."""
     ignored: list[str] = field(default_factory=list)
     """Files inside the named folders not loaded because their names are not log names (README.md, ...)."""
     source_ids: tuple[int, ...] = ()
@@ -188,6 +193,7 @@ class LoadSummary:
             "loop_exits": self.loop_exits,
             "protocol_violations": self.protocol_violations,
             "unreadable": self.unreadable,
+            "skipped_types": dict(self.skipped_types),
             "ignored": list(self.ignored),
             "source_ids": list(self.source_ids),
             "details": [vars(d) for d in self.details],
@@ -209,8 +215,8 @@ def load_paths(
         paths: files, directories (searched recursively for ``*.jsonl``,
             ``*.jsonl.gz``, ``*.json``, ``*.ndjson`` and rotated ``*.jsonl.1``)
             and glob patterns.
-        input_format: ``auto`` (detect per file), ``records``, ``messages``
-            or ``otlp``.
+        input_format: ``auto`` (detect per file), ``records``, ``messages``,
+            ``otlp``, ``claude-code`` or ``codex``.
         reader_options: passed to the reader of non-records formats.
         progress: called with (bytes done, bytes total) as files are read.
 
@@ -225,7 +231,7 @@ def load_paths(
             (counted in ``summary.unreadable``) and the other files load.
     """
     if input_format not in INPUT_FORMATS:
-        raise LoopscopeError(f"unknown input format {input_format!r}", hint="use auto, records, messages or otlp")
+        raise LoopscopeError(f"unknown input format {input_format!r}", hint="use auto, records, messages, otlp, claude-code or codex")
     ignored: list[Path] = []
     files = expand_paths(list(paths), ignored)
     # DuckDB would use up to 80% of RAM before spilling to disk; a load keeps
@@ -288,6 +294,8 @@ def _load_files(
         summary.files += 1
         for name in ("loaded", "skipped", "quarantined", "tool_calls", "loop_exits", "protocol_violations"):
             setattr(summary, name, getattr(summary, name) + getattr(result, name))
+        for type_name, count in result.skipped_types.items():
+            summary.skipped_types[type_name] = summary.skipped_types.get(type_name, 0) + count
         if result.source_id is not None and result.source_id not in ids:
             ids.append(result.source_id)
     summary.source_ids = tuple(ids)
@@ -516,6 +524,7 @@ def _load_reader_file(con: duckdb.DuckDBPyConnection, path: Path, fmt: str, opti
             [source_id, v.get("conversation_id"), v.get("prompt_id"), v.get("tool_call_id"), v.get("kind") or "unknown", v.get("detail")],
         )
     result.protocol_violations = len(output.violations)
+    result.skipped_types = dict(output.skipped_types)
     result.loaded = result.tool_calls + result.loop_exits
     con.execute(UPDATE_SOURCE_SQL, [display, digest, None, _size(path), len(output.records), source_id])
     return result

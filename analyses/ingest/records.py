@@ -15,7 +15,7 @@ and inserted into ``tool_calls`` / ``loop_exits`` (unknown fields into
 text, capped.
 
 Strict JSON (RFC 8259). DuckDB's parser is lenient in two ways JSON is not:
-it reads ``NaN`` and ``Infinity`` (refused as values here) and trailing commas
+it reads ``NaN`` and ``Infinity`` (refused here anywhere outside a string) and trailing commas
 (``{"a": 1,}``, ``[1, 2,]``), refused by ``TRAILING_COMMA``: a comma followed
 by a closing bracket once the strings are taken out.
 
@@ -133,6 +133,22 @@ def trailing_comma_sql(text: str) -> str:
 
 
 TRAILING_COMMA_REASON = "malformed JSON (a trailing comma: JSON allows none)"
+
+# NaN and Infinity (any case, DuckDB's parser takes them): outside strings the
+# only letters JSON has are those of true, false, null and the exponent e/E,
+# none of which spell "nan" or "inf".
+NON_JSON_NUMBER_RE = "(?i)(nan|inf)"
+
+
+def non_json_number_sql(text: str) -> str:
+    """SQL: whether the JSON text ``text`` (which DuckDB parsed) has NaN or Infinity outside its strings."""
+    return (
+        f"(regexp_matches({text}, '{NON_JSON_NUMBER_RE}') AND "
+        f"regexp_matches(regexp_replace({text}, '{_JSON_STRING_RE}', '\"\"', 'g'), '{NON_JSON_NUMBER_RE}'))"
+    )
+
+
+NON_JSON_NUMBER_REASON = "malformed JSON (NaN or Infinity: JSON numbers are finite)"
 
 # Only the RFC 3339 shape is cast (DuckDB's cast would also take 'epoch',
 # 'infinity', a bare date or single-digit fields).
@@ -255,6 +271,8 @@ def _reason_sql() -> str:
                 f"WHEN {applies} AND {name} IS NOT NULL AND NOT {fast_check(name, tclass, True)} "
                 f"THEN 'bad value for {name}: ' || left({name}, 60) || ', expected a finite number'"
             )
+    # NaN / Infinity in a known field has its own reason above; anywhere else (an unknown field):
+    whens.append(f"WHEN non_json_number THEN '{NON_JSON_NUMBER_REASON}'")
     # Never drop a line silently, even if the two checks ever disagree.
     whens.append("ELSE 'invalid record'")
     return "CASE\n        " + "\n        ".join(whens) + "\n        END"
@@ -321,7 +339,12 @@ typed AS (
     SELECT *, {_TS_VALUE} AS ts_value FROM flat
 ),
 checked AS (
-    SELECT *, {_ok_sql()} AS ok FROM typed
+    -- NaN / Infinity outside strings: looked for only in lines that pass every other check
+    SELECT * EXCLUDE (ok0), ok0 AND NOT non_json_number AS ok
+    FROM (
+        SELECT *, CASE WHEN ok0 THEN coalesce({non_json_number_sql('line')}, false) ELSE false END AS non_json_number
+        FROM (SELECT *, {_ok_sql()} AS ok0 FROM typed)
+    )
 )
 -- The line itself is kept only where it is still needed: bad lines (for the
 -- quarantine) and lines with unknown fields (for extra).

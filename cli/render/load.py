@@ -32,6 +32,10 @@ def render(summary: LoadSummary, db: str | None) -> None:
         + (f", {summary.protocol_violations} protocol violations" if summary.protocol_violations else "")
         + (f", {summary.unreadable} unreadable (not loaded)" if summary.unreadable else "")
     )
+    if summary.skipped_types:
+        counts = ", ".join(f"{inert(name)} {n}" for name, n in sorted(summary.skipped_types.items(), key=lambda kv: (-kv[1], kv[0])))
+        total = sum(summary.skipped_types.values())
+        out.print(f"Lines not read (not errors), per type: {total} ({counts})")
     if summary.ignored:
         names = ", ".join(inert(shown_path(p)) for p in summary.ignored[:3]) + (", ..." if len(summary.ignored) > 3 else "")
         n = len(summary.ignored)

@@ -7,7 +7,9 @@ A file holds conversations as JSON or JSON Lines:
 - a container, found with ``messages_key`` (``--messages-key``), a small
   selector of dotted keys where ``[]`` means "each element": tau2-bench's
   ``{..., "simulations": [{"id", "messages": [...]}, ...]}`` is
-  ``simulations[].messages`` (detected by itself);
+  ``simulations[].messages`` (detected by itself), and tau-bench's
+  ``[{"task_id", "trial", "traj": [...]}, ...]`` (its ``historical_trajectories/``)
+  is ``[].traj`` (detected by itself too);
 - a per-message log (JSON Lines, one message per line, each carrying its
   conversation id), or per-turn lines holding a conversation's new messages or
   a snapshot of the whole array so far: lines of one conversation are joined
@@ -45,7 +47,9 @@ MAX_FILE_BYTES = 256 * 2**20
 TOO_DEEP = "JSON nested too deeply to read (deeper than Python's recursion limit)"
 # Markers of a conversation log in the first bytes of a pretty-printed JSON file; the last
 # two are tau2-bench's run settings, which come before its (long) simulations.
-SNIFF_MARKERS = (b'"messages"', b'"simulations"', b'"role"', b'"termination_reason"', b'"agent_info"', b'"user_info"')
+SNIFF_MARKERS = (
+    b'"messages"', b'"simulations"', b'"role"', b'"termination_reason"', b'"agent_info"', b'"user_info"', b'"traj"',
+)
 
 
 class _Conversation:
@@ -145,6 +149,8 @@ def _auto(root: Any) -> Optional[list[tuple[Any, Any]]]:
             return [({}, root)]  # a bare messages list
         if all(isinstance(c, dict) and isinstance(c.get("messages"), list) for c in root):
             return [(c, c["messages"]) for c in root]
+        if all(isinstance(c, dict) and isinstance(c.get("traj"), list) for c in root):
+            return [(c, c["traj"]) for c in root]  # tau-bench results (historical_trajectories/)
         if all(isinstance(c, list) for c in root):
             return [({}, c) for c in root]
     return None
