@@ -1,8 +1,9 @@
 """Every ``--format json`` document matches its JSON Schema in docs/schemas/ (issue 12, "One vocabulary").
 
 Each command runs through the CLI (Typer CliRunner) on sample_logs/, on the
-real tau2-bench excerpts in tests/fixtures/tau2/ and on a message log with
-unflagged error texts and no timestamps (so the notices, the protocol
+real tau2-bench excerpts in tests/fixtures/tau2/, on the Claude Code and Codex
+transcripts in tests/fixtures/transcripts/ (an id collision) and on a message
+log with unflagged error texts and no timestamps (so the notices, the protocol
 violations and the 'no timestamp' group are not empty), and its output is
 validated against the schema the docs name for it (docs/json-output.md).
 The figures schema (docs/schemas/figures.json) must list exactly the names
@@ -34,6 +35,7 @@ SAMPLE_LOGS = REPO / "sample_logs"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 TAU2 = sorted((FIXTURES / "tau2").glob("*.json"))
 TEXT_ERRORS = FIXTURES / "messages" / "openai_text_errors.jsonl"
+TRANSCRIPTS = FIXTURES / "transcripts"  # Claude Code and Codex CLI sessions (one id collision)
 
 runner = CliRunner()
 needs_samples = pytest.mark.skipif(not (SAMPLE_LOGS / "EXPECTED.md").exists(), reason="sample_logs/ not generated")
@@ -106,7 +108,16 @@ def text_errors_db(tmp_path_factory: pytest.TempPathFactory) -> str:
     return db
 
 
-STORES = ["sample_db", "tau2_db", "text_errors_db"]
+@pytest.fixture(scope="module")
+def transcripts_db(tmp_path_factory: pytest.TempPathFactory) -> str:
+    db = str(tmp_path_factory.mktemp("transcripts") / "transcripts.duckdb")
+    out = run_json("load", str(TRANSCRIPTS), "--db", db, "--format", "json")
+    assert_valid("load.json", out)
+    assert {d["input_format"] for d in out["details"]} == {"claude-code", "codex"}
+    return db
+
+
+STORES = ["sample_db", "tau2_db", "text_errors_db", "transcripts_db"]
 
 
 def _store(request: pytest.FixtureRequest, name: str) -> str:
@@ -139,6 +150,7 @@ def test_the_figures_schema_names_exactly_the_codes_figures() -> None:
         (lambda d: d["error_classes"].update(spun=0), "an extra error class"),
         (lambda d: d.update(recovery_rate=1.5), "a rate above 1"),
         (lambda d: d.update(errors="26"), "a count as text"),
+        (lambda d: d.update(replays=-1), "a negative count"),
     ],
 )
 def test_the_figures_schema_rejects(change: Any, why: str) -> None:
@@ -197,6 +209,9 @@ def test_audit_document(request: pytest.FixtureRequest, store: str) -> None:
     if store == "text_errors_db":
         assert {n["kind"] for n in report["notices"]} == {"unflagged_error_text", "no_timestamps"}
         assert report["protocol_violations"]["items"]
+    if store == "transcripts_db":
+        assert "id_collisions" in {n["kind"] for n in report["notices"]}
+        assert "reused_tool_call_id" in {v["kind"] for v in report["protocol_violations"]["by_kind"]}
 
 
 @pytest.mark.parametrize("store", STORES)
@@ -212,6 +227,14 @@ def test_unrecovered_and_triage_documents(request: pytest.FixtureRequest, store:
     if store == "text_errors_db":
         assert rows == []  # its errors are unflagged texts: counted as successes
         conversations = ["t-1", "t-2"]  # the fixture's ids (no timestamps: first_ts is 1970)
+    if store == "transcripts_db":  # the conversation whose call reuses another call's id
+        report = run_json("audit", "--db", db, "--format", "json")
+        collided = [v["conversation_id"] for v in report["protocol_violations"]["items"]
+                    if v["kind"] == "reused_tool_call_id"]
+        assert collided
+        doc = run_json("triage", collided[0], "--db", db, "--format", "json")
+        assert any(c["is_id_collision"] for p in doc["prompts"] for s in p["steps"] for c in s["tool_calls"])
+        conversations.append(collided[0])
     assert conversations
     for conversation in conversations:
         assert_valid("triage.json", run_json("triage", conversation, "--db", db, "--format", "json"))
