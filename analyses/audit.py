@@ -99,6 +99,11 @@ def _selection_dict(sel: Selection) -> dict[str, Any]:
     }
 
 
+def _figures(fig: Figures) -> dict[str, Any]:
+    """A group's figures without its ``group`` key (the row names it as ``week`` or ``agent``)."""
+    return {k: v for k, v in fig.to_dict().items() if k != "group"}
+
+
 def weekly_series(con: duckdb.DuckDBPyConnection, selection: Selection, *, alpha: float = stats.ALPHA) -> list[dict[str, Any]]:
     """Figures per ISO week, each with its change against the previous week in the data."""
     series: list[dict[str, Any]] = []
@@ -108,7 +113,7 @@ def weekly_series(con: duckdb.DuckDBPyConnection, selection: Selection, *, alpha
         if week == NO_TIMESTAMP:
             continue  # not a week: the notices say how many prompts have no time
         counts = counts_by_week.get(week, [])
-        row: dict[str, Any] = {"week": week, **fig.to_dict(), "previous_week": None, "changes": {}}
+        row: dict[str, Any] = {"week": week, **_figures(fig), "previous_week": None, "changes": {}}
         if prev is not None:
             pweek, pfig, pcounts = prev
             row["previous_week"] = pweek
@@ -152,7 +157,7 @@ def audit(
     agents = []
     for agent, fig in figures_by(con, selection, "agent"):
         only = replace(selection, agents=(agent,))
-        agents.append({"agent": agent, **fig.to_dict(), "weeks": weekly_series(con, only, alpha=alpha)})
+        agents.append({"agent": agent, **_figures(fig), "weeks": weekly_series(con, only, alpha=alpha)})
 
     templates = [t for t in rank_templates(con, selection) if t.generic]
     loops = incidents.retry_loops(con, selection)

@@ -257,6 +257,8 @@ class UnrecoveredError(ErrorAt):
     input_shape: dict[str, str] | None = None
     seq: int | None = None
     previous_attempts: list[Attempt] = field(default_factory=list)
+    resolved_later: bool = False
+    resolved_in_prompt: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict for JSON (``class`` is the error class; ``seq`` is internal)."""
@@ -349,6 +351,8 @@ def first_unrecovered(con: duckdb.DuckDBPyConnection, conversation_id: str) -> U
         input_shape=json_object(e["input_shape"]),
         seq=e["seq"],
         previous_attempts=previous_attempts(con, e),
+        resolved_later=bool(e["resolved_later"]),
+        resolved_in_prompt=e["resolved_in_prompt"],
     )
 
 

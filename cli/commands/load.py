@@ -98,7 +98,7 @@ def load(
         notices = [n.as_dict() for n in store_notices(opened.con, opened.selection)]
     assert summary is not None
     if fmt is OutputFormat.json:
-        write_json(summary.as_dict())
+        write_json({**summary.as_dict(), "notices": notices})
     elif fmt is OutputFormat.csv:
         write_csv([{c: getattr(summary, c) for c in SUMMARY_COLUMNS}], SUMMARY_COLUMNS)
     else:
