@@ -177,7 +177,10 @@ def audit(
         "overall": {**overall.to_dict(), "conversations": len(selected)},
         "weeks": weekly_series(con, selection, alpha=alpha),
         "agents": agents,
-        "error_classes_by_tool": [b.to_dict() for b in recovery.class_breakdown(con, selection, by="tool")],
+        "error_classes_by_tool": [
+            {"tool_name": b.key, **{k: v for k, v in b.to_dict().items() if k != "key"}}
+            for b in recovery.class_breakdown(con, selection, by="tool")
+        ],
         "generic_templates": {"total": len(templates), "items": [t.as_dict() for t in templates[:limit]]},
         "retry_loops": {
             "total": len(loops),

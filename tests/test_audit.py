@@ -57,7 +57,7 @@ def test_audit_json_figures(db: Path) -> None:
     assert agents["researcher"]["prompts"] == 8 and agents["researcher"]["replays"] == 4
     assert agents["researcher"]["recovery_rate"] is None
     assert [w["week"] for w in agents["concierge"]["weeks"]] == ["2026-W45", "2026-W46", "2026-W47"]
-    tools = {b["key"]: b for b in r["error_classes_by_tool"]}
+    tools = {b["tool_name"]: b for b in r["error_classes_by_tool"]}
     assert tools["book_room"]["error_classes"]["gave_up"] == 12 and tools["check_availability"]["error_classes"]["aborted"] == 6
     assert tools["search_rooms"]["error_classes"]["open"] == 2 and tools["check_availability"]["recovered_errors"] == 22
     assert r["generic_templates"]["total"] == 4

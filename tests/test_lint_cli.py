@@ -85,7 +85,7 @@ class TestRanking:
         ]
         order = rows[0]
         assert order["template"] == "Error: Order <id> not found"
-        assert order["variants"] == 3 and order["recovered"] == 1
+        assert order["variants"] == 3 and order["recovered_errors"] == 1
         assert order["recovery_rate"] == pytest.approx(1 / 3)
         assert order["classes"] == {"open": 0, "aborted": 1, "gave_up": 1}
         assert order["generic"] is False  # names the order id

@@ -122,9 +122,10 @@ class TemplateImpact:
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def as_dict(self) -> dict[str, Any]:
-        """Plain values for JSON/CSV output."""
+        """Plain values for JSON/CSV output; the recovered errors under the spec's name ``recovered_errors``."""
         out = asdict(self)
         out.pop("extra")
+        out["recovered_errors"] = out.pop("recovered")
         return out
 
     @property

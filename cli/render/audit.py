@@ -169,10 +169,10 @@ def render(report: dict[str, Any], console: Console) -> None:
                    fmt_change("replay_rate", alast["changes"].get("replay_rate")),
                    inert(", ".join(flags)) or "[dim]-[/dim]")
     console.print(at)
-    _table("Error classes per tool", [("key", "tool"), ("errors", "errors"), ("recovered", "recovered"),
+    _table("Error classes per tool", [("tool_name", "tool"), ("errors", "errors"), ("recovered", "recovered"),
            ("gave_up", "gave up"), ("aborted", "aborted"), ("open", "open"), ("recovery_rate", "recovery"),
            ("resolved_later_errors", "resolved later"), ("conversation_recovery_rate", "conv. recovery")],
-           [{**b, **b["error_classes"]} for b in report["error_classes_by_tool"]], console, texts=("key",), empty="no tool error")
+           [{**b, **b["error_classes"]} for b in report["error_classes_by_tool"]], console, texts=("tool_name",), empty="no tool error")
     gt = report["generic_templates"]
     _table(f"Generic error messages ({gt['total']} templates, costliest first)",
            [("tool_name", "tool"), ("template", "template"), ("occurrences", "seen"), ("unrecovered", "unrecovered"),

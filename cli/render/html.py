@@ -291,7 +291,7 @@ def render_html(report: dict[str, Any]) -> str:
                  f"rates: two-proportion z-test, tool calls per prompt: Mann-Whitney U; ◆ = p &lt; {esc(report['alpha'])}.</p>", "weeks"),
         _section("Per agent", _table(agent_cols, report["agents"]) + agents_html, "agents"),
         _section("Error classes per tool", _table(
-            [("key", "tool"), ("errors", "errors"), ("recovered", "recovered"), ("gave_up", "gave up"),
+            [("tool_name", "tool"), ("errors", "errors"), ("recovered", "recovered"), ("gave_up", "gave up"),
              ("aborted", "aborted"), ("open", "open"), ("recovery_rate", "recovery"), ("conversation_recovery_rate", "conv. recovery")], [{**b, **b["error_classes"]} for b in report["error_classes_by_tool"]],
             empty="No tool errors."), "classes"),
         _section(f"Generic error messages ({gt['total']} templates, costliest first)", _table(
