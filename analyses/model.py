@@ -205,7 +205,8 @@ WHERE c.is_id_collision
 """
 
 # Every protocol violation: those the readers stored, and one
-# ``reused_tool_call_id`` per id collision, whatever the input format.
+# ``reused_tool_call_id`` per id collision a reader did not report itself,
+# whatever the input format.
 PROTOCOL_VIOLATIONS_VIEW_SQL = """
 CREATE OR REPLACE VIEW protocol_violations_v AS
 SELECT source_id, conversation_id, prompt_id, tool_call_id, kind, detail FROM protocol_violations
@@ -219,7 +220,11 @@ SELECT
     'tool call id ' || tool_call_id || ' of ' || tool_name || ' (prompt ' || prompt_id || ') was first used by '
         || first_tool_name || CASE WHEN first_tool_name = tool_name THEN ' with other arguments' ELSE '' END
         || ' (prompt ' || first_prompt_id || '): a new call, counted as one, not as a replay' AS detail
-FROM id_collisions_v
+FROM id_collisions_v c
+WHERE NOT EXISTS (  -- a reader that reported it already (with its lines) is not repeated
+    SELECT 1 FROM protocol_violations v
+    WHERE v.kind = 'reused_tool_call_id' AND v.conversation_id = c.conversation_id AND v.tool_call_id = c.tool_call_id
+)
 """
 
 MODEL_VIEWS = (

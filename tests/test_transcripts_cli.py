@@ -223,6 +223,9 @@ def test_claude_code_folder_matches_the_raw_counts() -> None:
     assert expected == {"sessions": 7, "prompts": 13, "tool_calls": 47, "errors": 5}
     agents = {row["agent"] for row in audit["agents"]}
     assert agents == {"claude-code", "claude-code/subagent"}
+    # the one id collision (toolu_G1) is reported once: by the reader, with its lines, not again by the store
+    kinds = {row["kind"]: row["violations"] for row in audit["protocol_violations"]["by_kind"]}
+    assert kinds.get("reused_tool_call_id") == 1
     # the session's Task call names the subagent's conversation, which names its session
     session = "ae4a77f8-aedd-4bc1-888f-c94edc91af04"
     links = _query("SELECT extra->>'subagent_conversation_id' FROM tool_calls WHERE extra->>'subagent_conversation_id' IS NOT NULL")
