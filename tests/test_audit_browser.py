@@ -1,7 +1,7 @@
 """The audit HTML page in a real headless browser (Debian's chromium; .ci/run installs it).
 
 Checks that the page renders (a screenshot is produced), that its script ran
-(``data-ready``), that the four charts are in the DOM, that hostile log text did
+(``data-ready``), that the five charts (four metrics, conversation recovery rate) are in the DOM, that hostile log text did
 not inject any element, and that the browser logged no console message at all
 (errors, CSP violations and failed requests all show up as console messages).
 Skips only when no Chromium binary is on the machine.
@@ -66,7 +66,7 @@ def test_sample_logs_report_renders_without_console_messages(tmp_path: Path) -> 
     dom = _run(page, tmp_path, "--dump-dom")
     assert dom.returncode == 0, dom.stderr[-2000:]
     assert 'data-ready="1"' in dom.stdout, "the page's script did not run"
-    assert len(re.findall(r'<svg[^>]*class="chart"', dom.stdout)) == 4
+    assert len(re.findall(r'<svg[^>]*class="chart"', dom.stdout)) == 5  # the four metrics and the conversation recovery rate
     assert len(re.findall(r"<polyline", dom.stdout)) >= 4
     for section in ("metrics", "charts", "weeks", "agents", "triage", "reviews"):
         assert f'<section id="{section}">' in dom.stdout
@@ -86,8 +86,9 @@ def test_real_conversations_render_without_console_messages(tmp_path: Path) -> N
     dom = _run(page, tmp_path, "--dump-dom")
     assert dom.returncode == 0, dom.stderr[-2000:]
     assert 'data-ready="1"' in dom.stdout
-    assert len(re.findall(r'<svg[^>]*class="chart"', dom.stdout)) == 4
-    assert "Protocol violations (7)" in dom.stdout
+    assert len(re.findall(r'<svg[^>]*class="chart"', dom.stdout)) == 5
+    # its 7 reused ids are the same call dispatched again: replays, not protocol violations (spec 2026-11-24)
+    assert "Protocol violations (0)" in dom.stdout and "Replays (7" in dom.stdout
     assert _console(dom.stderr) == []
 
 
