@@ -62,7 +62,7 @@ VIEWS_FACTS_SQL = _VIEWS_TEMPLATE.replace("{scope}", "TRUE")
 # exit is normal and a later step has a success of a non-scratchpad tool, and
 # resolved later when unrecovered and a later prompt of the conversation has a
 # non-replay success of the same tool (``last_ok``, only for the conversation
-# and tool pairs that have errors). Agent and tags are the last loop_exit's,
+# and tool pairs that have unrecovered errors). Agent and tags are the last loop_exit's,
 # else the earliest record's (tags: the earliest that has tags, as arg_min
 # skips NULLs).
 _FACTS_QUERY = """
@@ -95,14 +95,6 @@ clean AS NOT MATERIALIZED (
 errs AS (
     SELECT conversation_id, prompt_id, tool_name, step FROM clean WHERE is_error
 ),
-err_tools AS (
-    SELECT DISTINCT conversation_id, tool_name FROM errs
-),
-ok_prompts AS (
-    SELECT DISTINCT conversation_id, prompt_id, tool_name
-    FROM clean SEMI JOIN err_tools USING (conversation_id, tool_name)
-    WHERE NOT is_error
-),
 c AS (
     SELECT conversation_id, prompt_id, count(*) AS n_tool_calls,
            count(*) FILTER (WHERE replayed) AS n_flagged,
@@ -134,6 +126,19 @@ p AS (
            coalesce(x.last_exit.exit_reason IN ('end_turn', 'stop_sequence'), false) AS normal_exit
     FROM c FULL OUTER JOIN x USING (conversation_id, prompt_id)
 ),
+e0 AS (
+    SELECT errs.conversation_id, errs.prompt_id, errs.tool_name, p.ppos,
+           coalesce(p.normal_exit AND errs.step < p.max_ok_step, false) AS recovered
+    FROM errs JOIN p USING (conversation_id, prompt_id)
+),
+unrec_tools AS (
+    SELECT DISTINCT conversation_id, tool_name FROM e0 WHERE NOT recovered
+),
+ok_prompts AS (
+    SELECT DISTINCT conversation_id, prompt_id, tool_name
+    FROM clean SEMI JOIN unrec_tools USING (conversation_id, tool_name)
+    WHERE NOT is_error
+),
 last_ok AS (
     SELECT conversation_id, tool_name, max(p.ppos) AS last_ok_ppos
     FROM ok_prompts JOIN p USING (conversation_id, prompt_id)
@@ -143,13 +148,7 @@ e AS (
     SELECT conversation_id, prompt_id, count(*) AS n_errors,
            count(*) FILTER (WHERE recovered) AS n_recovered,
            count(*) FILTER (WHERE NOT recovered AND last_ok_ppos > ppos) AS n_resolved_later
-    FROM (
-        SELECT errs.conversation_id, errs.prompt_id, l.last_ok_ppos, p.ppos,
-               coalesce(p.normal_exit AND errs.step < p.max_ok_step, false) AS recovered
-        FROM errs
-        JOIN p USING (conversation_id, prompt_id)
-        LEFT JOIN last_ok l USING (conversation_id, tool_name)
-    )
+    FROM e0 LEFT JOIN last_ok l USING (conversation_id, tool_name)
     GROUP BY conversation_id, prompt_id
 ),
 r AS (
