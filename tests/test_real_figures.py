@@ -145,3 +145,19 @@ def test_langgraph_redispatches_are_replays_not_collisions(tmp_path: Path) -> No
     report = json.loads(out.stdout)
     assert report["replays"]["total"] == 7 and report["replays"]["double_executions"] == 7
     assert not [v for v in report["protocol_violations"]["items"] if v["kind"] == "reused_tool_call_id"]
+
+
+def test_undated_logs_say_no_timestamp_instead_of_1970(tmp_path: Path) -> None:
+    # Messages without times get 1970-01-01 plus their index inside the store (ts_synthetic); no view
+    # may show that as a date: weeks group them as "no timestamp", the terminal lists say so too.
+    path = Path(__file__).resolve().parent / "fixtures" / "messages" / "openai_text_errors.jsonl"
+    db = str(tmp_path / "t.duckdb")
+    load = runner.invoke(app, ["load", str(path), "--db", db, "--error-when", "prefix"], catch_exceptions=False)
+    assert load.exit_code == 0 and "without timestamps" in load.stderr
+    weeks = json.loads(runner.invoke(app, ["metrics", "--db", db, "--by", "week", "-f", "json"]).stdout)
+    assert [w["group"] for w in weeks] == ["no timestamp"]
+    listing = runner.invoke(app, ["unrecovered", "--db", db], env={"COLUMNS": "140"}, catch_exceptions=False)
+    assert "no timestamp" in listing.stdout and "1970" not in listing.stdout
+    first = json.loads(runner.invoke(app, ["unrecovered", "--db", db, "-f", "json"]).stdout)[0]["conversation_id"]
+    timeline = runner.invoke(app, ["triage", first, "--db", db], env={"COLUMNS": "140"}, catch_exceptions=False)
+    assert "no timestamp" in timeline.stdout and "1970" not in timeline.stdout

@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import TYPE_CHECKING, Any
 
+from loopscope.analyses.notices import NO_TIMESTAMP, SYNTHETIC_BEFORE
 from loopscope.cli.render.output import fmt_number, inert, one_line
 from loopscope.cli.render.styles import CLASS_STYLE
 
@@ -35,8 +36,13 @@ def csv_rows(result: Triage) -> list[dict[str, Any]]:
     return rows
 
 
+UNDATED_BEFORE = dt.datetime.fromisoformat(SYNTHETIC_BEFORE)
+
+
 def _ts(value: dt.datetime | None) -> str:
     # Store timestamps are naive UTC.
+    if value is not None and value.replace(tzinfo=None) < UNDATED_BEFORE:  # the readers' stand-in time for a message without one
+        return NO_TIMESTAMP
     return "-" if value is None else value.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import TYPE_CHECKING
 
+from loopscope.analyses.notices import NO_TIMESTAMP, SYNTHETIC_BEFORE
 from loopscope.cli.render.output import inert, one_line, stdout_console
 from loopscope.cli.render.styles import CLASS_STYLE
 
@@ -18,7 +19,12 @@ MESSAGE_CHARS = 70
 TABLE_MIN_WIDTH = 120
 
 
+UNDATED_BEFORE = dt.datetime.fromisoformat(SYNTHETIC_BEFORE)
+
+
 def _ts(value: dt.datetime) -> str:
+    if value.replace(tzinfo=None) < UNDATED_BEFORE:  # the readers' stand-in time for a message without one
+        return NO_TIMESTAMP
     return value.strftime("%Y-%m-%d %H:%M") + "Z"
 
 
