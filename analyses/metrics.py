@@ -57,11 +57,8 @@ SELECT
     quantile_cont(p.n_tool_calls, 0.99) AS p99_tool_calls_per_prompt,
     sum(p.n_errors) AS errors,
     sum(p.n_recovered) AS recovered_errors,
-    sum(p.n_recovered) / nullif(sum(p.n_errors), 0) AS recovery_rate,
     sum(p.n_resolved_later) AS resolved_later_errors,
-    (sum(p.n_recovered) + sum(p.n_resolved_later)) / nullif(sum(p.n_errors), 0) AS conversation_recovery_rate,
     sum(p.n_replays) AS replays,
-    sum(p.n_replays) / nullif(sum(p.n_tool_calls), 0) AS replay_rate,
     sum(p.n_errors - p.n_recovered) FILTER (WHERE p.is_open) AS open_errors,
     sum(p.n_errors - p.n_recovered) FILTER (WHERE NOT p.is_open AND NOT p.normal_exit) AS aborted_errors,
     sum(p.n_errors - p.n_recovered) FILTER (WHERE p.normal_exit) AS gave_up_errors
@@ -116,12 +113,8 @@ SELECT
     f.p99_tool_calls_per_prompt,
     coalesce(e.errors, 0) AS errors,
     coalesce(e.recovered_errors, 0) AS recovered_errors,
-    coalesce(e.recovered_errors, 0) / nullif(coalesce(e.errors, 0), 0) AS recovery_rate,
     coalesce(e.resolved_later_errors, 0) AS resolved_later_errors,
-    (coalesce(e.recovered_errors, 0) + coalesce(e.resolved_later_errors, 0)) / nullif(coalesce(e.errors, 0), 0)
-        AS conversation_recovery_rate,
     coalesce(r.replays, 0) AS replays,
-    coalesce(r.replays, 0) / nullif(f.tool_calls, 0) AS replay_rate,
     e.open_errors,
     e.aborted_errors,
     e.gave_up_errors
@@ -236,8 +229,8 @@ def _int(value: object) -> int:
 
 
 def _row_to_metrics(row: tuple[object, ...], grouped: bool) -> Metrics:
-    (grp, prompts, open_p, calls, med, p99, errors, recovered, _rec_rate, resolved_later, _conv_rate,
-     replays, _rep_rate, open_e, aborted_e, gave_up_e) = row
+    # The counts only: the rates are the Metrics properties (one definition each).
+    grp, prompts, open_p, calls, med, p99, errors, recovered, resolved_later, replays, open_e, aborted_e, gave_up_e = row
     return Metrics(
         prompts=_int(prompts),
         open_prompts=_int(open_p),
