@@ -178,6 +178,7 @@ TOOL_RATE_KEYS = ("error_rate", "recovery_rate", "conversation_recovery_rate", "
 LATENCY_KEYS = ("p50_latency_ms", "p95_latency_ms", "p99_latency_ms")
 LATENCY_QUANTILES = (0.5, 0.95, 0.99)
 GROUP_BY_CHOICES = ("day", "week", "agent")
+BY_TOOL = "tool"
 """Groupings of prompts; ``metrics --by tool`` groups calls instead (``tools.tool_health``, ``TOOL_KEYS``)."""
 QUANTILE_DECIMALS = 9
 
