@@ -45,25 +45,27 @@ from loopscope.analyses.metrics import ERROR_CLASSES_KEY, QUANTILE_DECIMALS, TOO
 from loopscope.analyses.selection import Selection
 from loopscope.analyses.store.facts import ensure_facts
 
-# The selected prompts: {prompts} is prompt_facts when it matches the records
-# (store.facts), else prompts_v (same columns); {where} a Selection condition.
-_SELECTED = "SELECT p.conversation_id, p.prompt_id FROM {prompts} p WHERE {where}"
-
-# The distinct error texts of the selected prompts (what the model saw).
-ERROR_TEXTS_SQL = f"""
-WITH sel AS ({_SELECTED})
+# The texts to mask: the distinct error texts (what the model saw) of the
+# selected prompts' calls with is_error (replays' too: a superset costs a few
+# masks and spares the replay ranking). {prompts}: prompt_facts when it matches
+# the records (store.facts), else prompts_v (same columns); {where} a
+# Selection condition. Parameters: the selection's, the tool filter twice.
+ERROR_TEXTS_SQL = """
+WITH sel AS (SELECT p.conversation_id, p.prompt_id FROM {prompts} p WHERE {where})
 SELECT DISTINCT coalesce(t.error_message, t.error_type, '') AS message
-FROM tool_calls_v t
+FROM tool_calls t
 JOIN sel USING (conversation_id, prompt_id)
-WHERE t.is_error AND NOT t.is_replay
+WHERE t.is_error
   AND (CAST(? AS VARCHAR[]) IS NULL OR list_contains(?, t.tool_name))
 """
 
-# One row per tool. Parameters: the selection's, the tool filter twice (a
-# list or NULL), the texts and their templates (two lists of equal length),
-# the limit (NULL: every tool).
-TOOL_HEALTH_SQL = f"""
-WITH sel AS ({_SELECTED}),
+# The two inputs of the per-tool figures, from the normative views (model.py):
+# ``calls``, every selected tool call with is_replay and is_scratchpad; ``errs``,
+# every selected error (errors_v) with its class, resolved_later and text.
+# Used when prompt_facts is stale (a read-only store), and by the tests as the
+# definition the fast inputs below must match.
+_VIEWS_INPUTS = """
+sel AS (SELECT p.conversation_id, p.prompt_id FROM prompts_v p WHERE {where}),
 calls AS (
     SELECT t.tool_name, t.is_replay, t.is_scratchpad, t.latency_ms
     FROM tool_calls_v t
@@ -75,7 +77,99 @@ errs AS (
     FROM errors_v e
     JOIN sel USING (conversation_id, prompt_id)
     WHERE e.tool_name IN (SELECT tool_name FROM calls)
+),"""
+
+# The same two inputs without the views' windows over every call and their
+# per-error lookups (the views take seconds at 1M records): the selection
+# from prompt_facts, and the facts the views define, computed as store.facts
+# does. A call can only be a replay when it has ``replayed: true`` or its
+# tool_call_id is used more than once in its conversation, so only those ids
+# are ranked (``ranked``, keyed by ``seq``, unique per record), over the whole
+# conversation (a selected call may repeat an unselected one). An error is
+# recovered when its prompt exits normally and has a later step with a
+# success of a non-scratchpad tool (``ok_steps``, only for prompts with an
+# error); an unrecovered one is resolved later when a later prompt of the
+# conversation, by (first_ts, first_seq), has a non-replay success of the same
+# tool (``last_ok``, only for the conversation and tool pairs that need it).
+_FAST_INPUTS = """
+sel AS (
+    SELECT p.conversation_id, p.prompt_id, p.is_open, p.normal_exit, p.first_ts, p.first_seq
+    FROM prompt_facts p WHERE {where}
 ),
+repeated AS (
+    SELECT conversation_id, tool_call_id FROM tool_calls GROUP BY conversation_id, tool_call_id HAVING count(*) > 1
+),
+ranked AS (
+    SELECT t.seq,
+           t.replayed OR row_number() OVER (
+               PARTITION BY t.conversation_id, t.tool_call_id, t.tool_name, t.args_fingerprint ORDER BY t.ts, t.seq
+           ) > 1 AS is_replay
+    FROM tool_calls t
+    JOIN repeated r ON r.conversation_id = t.conversation_id AND r.tool_call_id = t.tool_call_id
+),
+sel_calls AS (
+    SELECT t.conversation_id, t.prompt_id, t.tool_name, t.step, t.is_error, t.latency_ms,
+           coalesce(t.error_message, t.error_type, '') AS message,
+           coalesce(k.is_replay, t.replayed) AS is_replay,
+           s.is_open, s.normal_exit, s.first_ts, s.first_seq
+    FROM tool_calls t
+    JOIN sel s ON s.conversation_id = t.conversation_id AND s.prompt_id = t.prompt_id
+    LEFT JOIN ranked k ON k.seq = t.seq
+    WHERE CAST(? AS VARCHAR[]) IS NULL OR list_contains(?, t.tool_name)
+),
+calls AS (
+    SELECT tool_name, is_replay, tool_name IN (SELECT tool_name FROM scratchpad_tools) AS is_scratchpad, latency_ms
+    FROM sel_calls
+),
+err_calls AS (
+    SELECT conversation_id, prompt_id, tool_name, step, message, is_open, normal_exit, first_ts, first_seq
+    FROM sel_calls WHERE is_error AND NOT is_replay
+),
+err_prompts AS (SELECT DISTINCT conversation_id, prompt_id FROM err_calls),
+ok_steps AS (
+    SELECT t.conversation_id, t.prompt_id, max(t.step) AS max_ok_step
+    FROM tool_calls t
+    JOIN err_prompts e ON e.conversation_id = t.conversation_id AND e.prompt_id = t.prompt_id
+    WHERE NOT t.is_error AND t.tool_name NOT IN (SELECT tool_name FROM scratchpad_tools)
+    GROUP BY t.conversation_id, t.prompt_id
+),
+classed AS (
+    SELECT e.*, coalesce(e.normal_exit AND o.max_ok_step > e.step, false) AS recovered
+    FROM err_calls e
+    LEFT JOIN ok_steps o ON o.conversation_id = e.conversation_id AND o.prompt_id = e.prompt_id
+),
+unrec_tools AS (SELECT DISTINCT conversation_id, tool_name FROM classed WHERE NOT recovered),
+ok_order AS (
+    SELECT DISTINCT t.conversation_id, t.tool_name, p.first_ts, p.first_seq
+    FROM tool_calls t
+    JOIN unrec_tools u ON u.conversation_id = t.conversation_id AND u.tool_name = t.tool_name
+    JOIN prompt_facts p ON p.conversation_id = t.conversation_id AND p.prompt_id = t.prompt_id
+    LEFT JOIN ranked k ON k.seq = t.seq
+    WHERE NOT t.is_error AND NOT coalesce(k.is_replay, t.replayed)
+),
+last_ts AS (SELECT conversation_id, tool_name, max(first_ts) AS first_ts FROM ok_order GROUP BY conversation_id, tool_name),
+last_ok AS (
+    SELECT l.conversation_id, l.tool_name, l.first_ts, max(o.first_seq) AS first_seq
+    FROM last_ts l
+    JOIN ok_order o ON o.conversation_id = l.conversation_id AND o.tool_name = l.tool_name AND o.first_ts = l.first_ts
+    GROUP BY l.conversation_id, l.tool_name, l.first_ts
+),
+errs AS (
+    SELECT
+        c.tool_name,
+        CASE WHEN c.recovered THEN 'recovered' WHEN c.is_open THEN 'open' WHEN NOT c.normal_exit THEN 'aborted'
+             ELSE 'gave_up' END AS error_class,
+        NOT c.recovered AND coalesce(l.first_ts > c.first_ts OR (l.first_ts = c.first_ts AND l.first_seq > c.first_seq),
+                                     false) AS resolved_later,
+        c.message
+    FROM classed c
+    LEFT JOIN last_ok l ON l.conversation_id = c.conversation_id AND l.tool_name = c.tool_name
+),"""
+
+# One row per tool from ``calls`` and ``errs``. Parameters: the selection's,
+# the tool filter twice (a list or NULL), the texts and their templates (two
+# lists of equal length), the limit (NULL: every tool).
+_FIGURES = """
 templates AS (
     SELECT unnest(CAST(? AS VARCHAR[])) AS message, unnest(CAST(? AS VARCHAR[])) AS template
 ),
@@ -138,6 +232,10 @@ LEFT JOIN template_counts tc ON tc.tool_name = c.tool_name AND tc.rank = 1
 ORDER BY c.tool_calls DESC, c.tool_name
 LIMIT ?
 """
+TOOL_HEALTH_SQL = "WITH" + _FAST_INPUTS + _FIGURES
+"""Per-tool health over prompt_facts and the tables (the store's facts are fresh)."""
+TOOL_HEALTH_VIEWS_SQL = "WITH" + _VIEWS_INPUTS + _FIGURES
+"""The same rows from the normative views (a stale, read-only store; the tests' yardstick)."""
 
 # Of some tool names, those the store has a call of (check --tool: a typo is an error, not a pass).
 SEEN_TOOLS_SQL = "SELECT DISTINCT tool_name FROM tool_calls WHERE list_contains(?, tool_name)"
@@ -205,6 +303,7 @@ def tool_health(
     *,
     tools: tuple[str, ...] | None = None,
     limit: int | None = None,
+    source: str = "auto",
 ) -> ToolHealthReport:
     """Per-tool health of the selected prompts, most-called tool first.
 
@@ -213,18 +312,21 @@ def tool_health(
         selection: which prompts count (all when None).
         tools: only these tools (None: every tool).
         limit: keep the first ``limit`` tools (None: all); ``total`` counts them all.
+        source: ``auto`` reads ``prompt_facts`` and the tables when the facts
+            are (or can be made) fresh, else the views; ``views`` always reads
+            the views (the tests compare both).
     """
     if limit is not None and limit < 1:
         raise LoopscopeError(f"limit {limit} must be at least 1", hint="for example --limit 20")
     where, params = (selection or Selection()).where("p")
-    prompts = "prompt_facts" if ensure_facts(con) else "prompts_v"
+    fast = source == "auto" and ensure_facts(con)
     wanted = list(tools) if tools is not None else None
-    texts = [row[0] for row in con.execute(ERROR_TEXTS_SQL.format(prompts=prompts, where=where),
-                                           [*params, wanted, wanted]).fetchall()]
+    texts = [row[0] for row in con.execute(
+        ERROR_TEXTS_SQL.format(prompts="prompt_facts" if fast else "prompts_v", where=where), [*params, wanted, wanted]
+    ).fetchall()]
     templates = [template_of(text) for text in texts]  # once per distinct text
-    rows = con.execute(
-        TOOL_HEALTH_SQL.format(prompts=prompts, where=where), [*params, wanted, wanted, texts, templates, limit]
-    ).fetchall()
+    query = (TOOL_HEALTH_SQL if fast else TOOL_HEALTH_VIEWS_SQL).format(where=where)
+    rows = con.execute(query, [*params, wanted, wanted, texts, templates, limit]).fetchall()
     total = int(rows[0][-1]) if rows else 0
     return ToolHealthReport([_row(row) for row in rows], total)
 
