@@ -22,7 +22,6 @@ try:  # typer >= 0.22 vendors click as typer._click and no longer installs click
     from typer._click.exceptions import ClickException, UsageError
 except ImportError:  # older typer runs on click itself
     from click import ClickException, Context, UsageError  # type: ignore[no-redef]
-from rich.panel import Panel
 from typer.core import TyperCommand, TyperGroup
 
 from loopscope.analyses.errors import LoopscopeError
@@ -128,6 +127,8 @@ def _root(
 
 def report_error(exc: LoopscopeError) -> None:
     """Print a user error as a titled panel on stderr."""
+    from rich.panel import Panel
+
     body = inert(exc.message)
     if exc.hint:
         body += f"\n\n[dim]hint:[/dim] {inert(exc.hint)}"

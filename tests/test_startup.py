@@ -40,7 +40,13 @@ def test_help_loads_no_duckdb_pydantic_or_polars() -> None:
     assert not loaded & {"duckdb", "pydantic", "polars", "pyarrow"}
 
 
-@pytest.mark.parametrize("args", [["metrics", SAMPLE, "--db", ":memory:", "-f", "json", "--week", "2026-W47"],
+def test_json_output_loads_no_rich() -> None:
+    loaded, out = _modules("metrics", SAMPLE, "--db", ":memory:", "-f", "json", "--week", "2026-W47")
+    assert json.loads(out)["prompts"] == 11
+    assert not loaded & {"rich", "pydantic", "polars", "pyarrow"}
+
+
+@pytest.mark.parametrize("args", [["metrics", SAMPLE, "--db", ":memory:", "--week", "2026-W47"],
                                   ["audit", SAMPLE, "--db", ":memory:", "--limit", "3"],
                                   ["lint", "check", "-m", "Failed"]], ids=lambda a: a[0])
 def test_a_command_on_small_data_loads_no_pydantic_or_polars(args: list[str]) -> None:
