@@ -15,9 +15,13 @@ import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-import typer
+from loopscope.cli import lazy_rich
 
-try:  # typer >= 0.22 vendors click as typer._click and no longer installs click
+lazy_rich.defer()  # before Typer's help imports rich.markdown and rich.traceback, which it never uses here
+
+import typer  # noqa: E402
+
+try:  # noqa: E402  # typer >= 0.22 vendors click as typer._click and no longer installs click
     from typer._click import Context
     from typer._click.exceptions import ClickException, UsageError
 except ImportError:  # older typer runs on click itself
