@@ -7,17 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from loopscope.cli.app import EXIT_GATE_FAILED, command
-from loopscope.cli.common import analysis_store, window_selection
-from loopscope.cli.options import (
-    AgentOption,
-    DbOption,
-    FormatOption,
-    InputFormatOption,
-    PathsArgument,
-    SinceOption,
-    TagOption,
-    UntilOption,
-)
+from loopscope.cli.options import FormatOption, Scope, selection_options
 from loopscope.cli.render.output import OutputFormat, write_csv, write_json
 
 
@@ -26,8 +16,9 @@ def _opt(flag: str, help_text: str, kind: type = float):  # noqa: ANN202 - Annot
 
 
 @command("check")
+@selection_options()
 def check_command(
-    paths: PathsArgument = None,
+    scope: Scope,
     min_recovery_rate: _opt("--min-recovery-rate", "Fail when recovered errors / errors is below this (0..1).") = None,
     min_conversation_recovery_rate: _opt(
         "--min-conversation-recovery-rate",
@@ -48,13 +39,7 @@ def check_command(
     max_error_rate: _opt("--max-error-rate", "Fail when the --tool's errors / its tool calls is above this (0..1).") = None,
     max_p95_latency_ms: _opt("--max-p95-latency-ms", "Fail when the --tool's p95 latency_ms is above this.") = None,
     max_p99_latency_ms: _opt("--max-p99-latency-ms", "Fail when the --tool's p99 latency_ms is above this.") = None,
-    since: SinceOption = None,
-    until: UntilOption = None,
-    agent: AgentOption = None,
-    tag: TagOption = None,
-    db: DbOption = None,
     output: FormatOption = OutputFormat.table,
-    input_format: InputFormatOption = "auto",
 ) -> None:
     """Gate CI or alerting on the metrics: exit 3 with one line per violated threshold, 0 otherwise.
 
@@ -94,8 +79,7 @@ def check_command(
         max_p99_latency_ms=max_p99_latency_ms,
         tools=tuple(tool or ()),
     )
-    window = window_selection(since, until, agent, tag)
-    with analysis_store(db, paths, input_format, window) as (con, selection, _summary):
+    with scope.open() as (con, selection, _summary):
         result = check(con, selection, thresholds)
     if output is OutputFormat.json:
         write_json(result.to_dict())
