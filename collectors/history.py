@@ -185,7 +185,10 @@ class Spin:
 class PromptWatch:
     """One prompt's loop counters (freed with the prompt). Thread-safe."""
 
-    __slots__ = ("_lock", "_errors", "_oks", "_prev", "_run", "spin", "spin_step", "keys_dropped", "warned")
+    __slots__ = (
+        "_lock", "_errors", "_oks", "_prev", "_run", "_pair", "_n", "_start", "spin", "spin_step", "seen",
+        "keys_dropped", "warned",
+    )
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -193,6 +196,10 @@ class PromptWatch:
         self._oks: dict[tuple[Any, ...], int] = {}
         self._prev: tuple[Any, Any] = (None, None)  # the call keys before the latest, latest
         self._run = 0  # consecutive calls with key(i) == key(i-2) != key(i-1)
+        self._pair: tuple[Any, Any] = (None, None)  # the cycle's first and second call
+        self._n = 0  # calls observed
+        self._start = 0  # position of the current cycle's first call
+        self.seen: dict[tuple[Any, ...], Spin] = {}  # every loop of the prompt, its latest state
         self.spin: Spin | None = None
         self.spin_step = -1
         self.keys_dropped = 0
@@ -208,30 +215,40 @@ class PromptWatch:
         counts[key] = n = n + 1
         return n
 
-    def observe(self, entry: CallEntry, error_message: str | None, step: int) -> Spin | None:
-        """Count one finished call; return the loop it completed or extended, if any."""
+    def observe(self, entry: CallEntry, error_message: str | None, step: int) -> list[Spin]:
+        """Count one finished call; return the loops it completed or extended (retry, no-progress, cycle order)."""
         with self._lock:
-            found = None
+            found: list[tuple[tuple[Any, ...], Spin]] = []
             if entry.is_error:
                 # Spec: same tool and fingerprint; a null fingerprint compares the error message.
                 key = (entry.tool_name, entry.fingerprint, error_message if entry.fingerprint is None else None)
                 n = self._count(self._errors, key)
                 if n >= RETRY_LOOP_MIN_CALLS:
-                    found = Spin(RETRY_LOOP, entry.tool_name, entry.fingerprint, n)
+                    found.append(((RETRY_LOOP, *key), Spin(RETRY_LOOP, entry.tool_name, entry.fingerprint, n)))
             elif entry.result_fingerprint is not None:
-                n = self._count(self._oks, (entry.tool_name, entry.fingerprint, entry.result_fingerprint))
+                key = (entry.tool_name, entry.fingerprint, entry.result_fingerprint)
+                n = self._count(self._oks, key)
                 if n >= NO_PROGRESS_MIN_CALLS:
-                    found = Spin(NO_PROGRESS, entry.tool_name, entry.fingerprint, n)
+                    found.append(((NO_PROGRESS, *key), Spin(NO_PROGRESS, entry.tool_name, entry.fingerprint, n)))
             call = (entry.tool_name, entry.fingerprint)
             before, last = self._prev
+            self._n += 1
             self._run = self._run + 1 if (call == before and call != last) else 0
+            if self._run == 1:
+                self._pair = (call, last)  # A-B-A: the cycle started two calls back, with A
+                self._start = self._n - 2
             self._prev = (last, call)
-            if found is None and self._run >= CYCLE_MIN_CALLS - 2:
-                assert last is not None
-                found = Spin(CYCLE, last[0], last[1], self._run + 2, call[0], call[1])
-            if found is not None:
-                self.spin, self.spin_step = found, step
-            return found
+            if self._run >= CYCLE_MIN_CALLS - 2:
+                (a_tool, a_fp), (b_tool, b_fp) = self._pair
+                found.append(((CYCLE, self._start), Spin(CYCLE, a_tool, a_fp, self._run + 2, b_tool, b_fp)))
+            for key, spin in found:
+                if key in self.seen or len(self.seen) < MAX_KEYS_PER_PROMPT:
+                    self.seen[key] = spin
+                else:
+                    self.keys_dropped += 1
+            if found:
+                self.spin, self.spin_step = found[0][1], step
+            return [spin for _, spin in found]
 
     def current(self, step: int) -> Spin | None:
         """The loop found among the calls of ``step`` (the latest model call's), or None."""

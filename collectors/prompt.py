@@ -290,6 +290,15 @@ class PromptLoop:
             col._guard.internal_error("spinning", exc)
             return None
 
+    def loops(self) -> list[Spin]:
+        """Every loop found in this prompt so far (its latest state), in the order found. Never raises."""
+        try:
+            watch = self._watch
+            return [] if watch is None else list(watch.seen.values())
+        except Exception as exc:  # noqa: BLE001
+            self._col._guard.internal_error("loops", exc)
+            return []
+
     def tool_call(
         self, tool_call_id: str, tool_name: str, arguments: Any = None, *, step: int | None = None, catch: bool = False
     ) -> ToolCall:
