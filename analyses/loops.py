@@ -12,6 +12,9 @@ thresholds (imported from the collector, defined once there):
   same thing again and got the same answer (HKUDS/nanobot#2298: 172 identical ``exec`` calls with
   an empty result). Records without ``result_fingerprint`` (older writers, results not handed
   to the collector) never form one.
+
+Records flagged ``replayed: true`` (short-circuited by an idempotency layer: a resumed loop, not
+the model asking again) take no part in no-progress loops and cycles; they are replays.
 - **Cycle**: within one prompt, in call order (step, then ``ts``, then position in the input),
   ``CYCLE_MIN_CALLS`` (4) or more consecutive calls alternating between two different calls,
   a call being its ``tool_name`` and ``args_fingerprint``: A-B-A-B (confident-ai/deepeval#2643).
@@ -42,7 +45,7 @@ NO_PROGRESS_LOOPS_SQL = """
 WITH calls AS (
     SELECT t.*, json_extract_string(t.extra, '$.result_fingerprint') AS result_fingerprint
     FROM tool_calls_v t
-    WHERE NOT t.is_error AND {calls}
+    WHERE NOT t.is_error AND NOT t.replayed AND {calls}
 )
 SELECT
     c.conversation_id,
@@ -80,7 +83,7 @@ WITH ordered AS (
         lag(t.tool_name, 2) OVER w AS tool_2,
         lag(t.args_fingerprint, 2) OVER w AS fp_2
     FROM tool_calls_v t
-    WHERE {calls}
+    WHERE NOT t.replayed AND {calls}
     WINDOW w AS (PARTITION BY t.conversation_id, t.prompt_id ORDER BY t.step, t.ts, t.seq)
 ),
 flagged AS (

@@ -215,10 +215,16 @@ class PromptWatch:
         counts[key] = n = n + 1
         return n
 
-    def observe(self, entry: CallEntry, error_message: str | None, step: int) -> list[Spin]:
-        """Count one finished call; return the loops it completed or extended (retry, no-progress, cycle order)."""
+    def observe(self, entry: CallEntry, error_message: str | None, step: int, replayed: bool = False) -> list[Spin]:
+        """Count one finished call; return the loops it completed or extended (retry, no-progress, cycle order).
+
+        A call flagged ``replayed`` (short-circuited: a resumed loop, not the model asking again)
+        counts toward retry loops only, as in the spec; no-progress loops and cycles skip it.
+        """
         with self._lock:
             found: list[tuple[tuple[Any, ...], Spin]] = []
+            if replayed and not entry.is_error:
+                return []
             if entry.is_error:
                 # Spec: same tool and fingerprint; a null fingerprint compares the error message.
                 key = (entry.tool_name, entry.fingerprint, error_message if entry.fingerprint is None else None)
@@ -231,6 +237,8 @@ class PromptWatch:
                 if n >= NO_PROGRESS_MIN_CALLS:
                     found.append(((NO_PROGRESS, *key), Spin(NO_PROGRESS, entry.tool_name, entry.fingerprint, n)))
             call = (entry.tool_name, entry.fingerprint)
+            if replayed:
+                return self._found(found, step)
             before, last = self._prev
             self._n += 1
             self._run = self._run + 1 if (call == before and call != last) else 0
@@ -241,14 +249,18 @@ class PromptWatch:
             if self._run >= CYCLE_MIN_CALLS - 2:
                 (a_tool, a_fp), (b_tool, b_fp) = self._pair
                 found.append(((CYCLE, self._start), Spin(CYCLE, a_tool, a_fp, self._run + 2, b_tool, b_fp)))
-            for key, spin in found:
-                if key in self.seen or len(self.seen) < MAX_KEYS_PER_PROMPT:
-                    self.seen[key] = spin
-                else:
-                    self.keys_dropped += 1
-            if found:
-                self.spin, self.spin_step = found[0][1], step
-            return [spin for _, spin in found]
+            return self._found(found, step)
+
+    def _found(self, found: list[tuple[tuple[Any, ...], Spin]], step: int) -> list[Spin]:
+        # Called with the lock held.
+        for key, spin in found:
+            if key in self.seen or len(self.seen) < MAX_KEYS_PER_PROMPT:
+                self.seen[key] = spin
+            else:
+                self.keys_dropped += 1
+        if found:
+            self.spin, self.spin_step = found[0][1], step
+        return [spin for _, spin in found]
 
     def current(self, step: int) -> Spin | None:
         """The loop found among the calls of ``step`` (the latest model call's), or None."""

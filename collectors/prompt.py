@@ -499,7 +499,7 @@ class PromptLoop:
                     hist = self._col._history
                     if hist is not None:
                         hist.add(self.conversation_id, entry)
-                    watch.observe(entry, message, step)
+                    watch.observe(entry, message, step, replayed)
                 except Exception as exc:  # noqa: BLE001
                     self._col._guard.internal_error("tool_call.watch", exc)
         if self._logs is not None:

@@ -387,13 +387,14 @@ CALLS = [
 ]
 
 
-def _random_prompt(rng: random.Random) -> list[tuple[str, Any, bool, str | None]]:
+def _random_prompt(rng: random.Random) -> list[tuple[str, Any, bool, str | None, bool]]:
     out = []
     for _ in range(rng.randint(3, 25)):
         tool, args = rng.choice(CALLS[: rng.choice((2, 3, 4))])
         failed = rng.random() < 0.4
         result = None if failed else rng.choice(("", "same", None))
-        out.append((tool, args, failed, result))
+        replayed = not failed and rng.random() < 0.15  # short-circuited: not part of no-progress loops or cycles
+        out.append((tool, args, failed, result, replayed))
     return out
 
 
@@ -404,11 +405,13 @@ def test_run_time_signal_and_offline_queries_find_the_same_loops(tmp_path: Path)
     runtime: set[tuple] = set()
     for c in range(60):
         with col.prompt(f"c{c}", prompt_id="p") as loop:
-            for i, (tool, args, failed, result) in enumerate(_random_prompt(rng)):
+            for i, (tool, args, failed, result, replayed) in enumerate(_random_prompt(rng)):
                 loop.model_response("tool_use")
                 with loop.tool_call(f"t{i}", tool, args, catch=True) as call:
                     if failed:
                         raise ValueError(rng.choice(("bad", "worse")))
+                    if replayed:
+                        call.replayed(result)
                     if result is not None:
                         call.returned(result)
             for s in loop.loops():
@@ -429,3 +432,32 @@ def test_run_time_signal_and_offline_queries_find_the_same_loops(tmp_path: Path)
     kinds = {k[1] for k in offline}
     assert kinds == {RETRY_LOOP, NO_PROGRESS, CYCLE}, kinds  # the data exercises all three
     assert runtime == offline
+
+
+# ------------------------------------------------------------------ the demo, with and without the block
+
+
+def test_demo_blind_conversations_with_the_block_spin_less(tmp_path: Path) -> None:
+    out = tmp_path / "demo"
+    result = CliRunner().invoke(app, ["demo", "--out", str(out), "--recovery-context"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "blind_context.jsonl" in result.stdout
+    text = (out / "blind_context.jsonl").read_text(encoding="utf-8")
+    assert "Recovery Context" not in text  # the block goes to the model, never to the log
+    db = str(tmp_path / "d.duckdb")
+    assert CliRunner().invoke(app, ["load", str(out), "--db", db]).exit_code == 0
+    con = connect(db)
+    try:
+        blind = Selection(tags=(("mode", "blind"),))
+        context = Selection(tags=(("mode", "blind+context"),))
+        counts = {
+            name: (len(incidents.retry_loops(con, sel)), con.execute(
+                "SELECT count(*) FROM tool_calls WHERE is_error AND json_extract_string(tags, '$.mode') = ?", [mode]
+            ).fetchone()[0])
+            for name, sel, mode in (("blind", blind, "blind"), ("context", context, "blind+context"))
+        }
+    finally:
+        con.close()
+    # Counted from the scripted policies: book_lost_race retries the same booking 3 times blind and
+    # goes back to check_availability with the block; the date and room-name guessing stops sooner.
+    assert counts == {"blind": (1, 15), "context": (0, 8)}

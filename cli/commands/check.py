@@ -39,6 +39,10 @@ def check_command(
     max_open_prompts: _opt("--max-open-prompts", "Fail when more prompts than this have no loop_exit.", int) = None,
     max_generic_templates: _opt("--max-generic-templates", "Fail when more generic error-message templates than this are found (lint).", int) = None,
     max_retry_loops: _opt("--max-retry-loops", "Fail when there are more retry loops (spins) than this.", int) = None,
+    max_no_progress_loops: _opt(
+        "--max-no-progress-loops", "Fail when there are more no-progress loops (same call, same result, 3+ times) than this.", int
+    ) = None,
+    max_cycles: _opt("--max-cycles", "Fail when there are more A-B-A-B cycles than this.", int) = None,
     max_double_executions: _opt("--max-double-executions", "Fail when more replays than this really executed again.", int) = None,
     since: SinceOption = None,
     until: UntilOption = None,
@@ -77,6 +81,8 @@ def check_command(
         max_open_prompts=max_open_prompts,
         max_generic_templates=max_generic_templates,
         max_retry_loops=max_retry_loops,
+        max_no_progress_loops=max_no_progress_loops,
+        max_cycles=max_cycles,
         max_double_executions=max_double_executions,
     )
     window = window_selection(since, until, agent, tag)
