@@ -461,3 +461,68 @@ def test_demo_blind_conversations_with_the_block_spin_less(tmp_path: Path) -> No
     # Counted from the scripted policies: book_lost_race retries the same booking 3 times blind and
     # goes back to check_availability with the block; the date and room-name guessing stops sooner.
     assert counts == {"blind": (1, 15), "context": (0, 8)}
+
+
+# ------------------------------------------------------------------ triage and audit, records and message arrays
+
+
+def _chat(conv: str, calls: list[tuple[str, dict, str]]) -> dict[str, Any]:
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Go."}]
+    for i, (name, args, result) in enumerate(calls):
+        cid = f"{conv}-call{i}"
+        messages.append({"role": "assistant", "content": None, "tool_calls": [
+            {"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}]})
+        messages.append({"role": "tool", "tool_call_id": cid, "content": result})
+    messages.append({"role": "assistant", "content": "Done."})
+    return {"conversation_id": conv, "messages": messages}
+
+
+def test_triage_and_audit_show_no_progress_loops_and_cycles_from_records_and_message_arrays(tmp_path: Path) -> None:
+    # Message arrays: 4 identical exec calls with an empty result (nanobot#2298's shape), and an
+    # A-B-A-B-A cycle of two reads (5 calls: one cycle of 5) whose results change each time (with the
+    # same result, the three reads of "a" would also be a no-progress loop).
+    chats = tmp_path / "chats.jsonl"
+    chats.write_text(
+        json.dumps(_chat("m-np", [("exec", {"cmd": "ls /nope"}, "")] * 4)) + "\n"
+        + json.dumps(_chat("m-cy", [("read", {"path": p}, f"text of {p}, version {i}") for i, p in enumerate("ababa")])) + "\n",
+        encoding="utf-8",
+    )
+    # Collector records: 3 identical successful calls with the same result, handed over with returned().
+    log = tmp_path / "records.jsonl"
+    col = Collector(JsonlSink(log))
+    with col.prompt("r-np", prompt_id="p1") as loop:
+        for i in range(3):
+            loop.model_response("tool_use")
+            with loop.tool_call(f"t{i}", "poll_job", {"job_id": "j1"}) as call:
+                call.returned({"status": "pending"})
+        loop.model_response("end_turn")
+    col.close()
+    db = str(tmp_path / "s.duckdb")
+    runner = CliRunner()
+    assert runner.invoke(app, ["load", "--db", db, "--input-format", "messages", str(chats)]).exit_code == 0
+    assert runner.invoke(app, ["load", "--db", db, str(log)]).exit_code == 0
+
+    def triage(conv: str) -> dict[str, Any]:
+        res = runner.invoke(app, ["triage", conv, "--db", db, "--format", "json"], catch_exceptions=False)
+        assert res.exit_code == 0, res.output
+        return json.loads(res.stdout)
+
+    np_m, cy_m, np_r = triage("m-np"), triage("m-cy"), triage("r-np")
+    assert [(n["tool_name"], n["calls"], n["redundant_calls"]) for n in np_m["no_progress_loops"]] == [("exec", 4, 3)]
+    assert np_m["no_progress_loops"][0]["result_fingerprint"] == hashlib.sha256(b"").hexdigest()
+    assert np_m["cycles"] == [] and cy_m["no_progress_loops"] == []
+    assert [(c["tool_name"], c["other_tool_name"], c["calls"]) for c in cy_m["cycles"]] == [("read", "read", 5)]
+    assert cy_m["cycles"][0]["args_fingerprint"] != cy_m["cycles"][0]["other_args_fingerprint"]
+    assert [(n["tool_name"], n["calls"]) for n in np_r["no_progress_loops"]] == [("poll_job", 3)]
+    # The table view names them too.
+    text = runner.invoke(app, ["triage", "m-cy", "--db", db], catch_exceptions=False).stdout
+    assert "1 cycle" in text and "No-progress loops and cycles" in text
+
+    res = runner.invoke(app, ["audit", "--db", db, "--format", "json"], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    report = json.loads(res.stdout)
+    assert (report["no_progress_loops"]["total"], report["no_progress_loops"]["redundant_calls"]) == (2, 3 + 2)
+    assert (report["cycles"]["total"], report["cycles"]["redundant_calls"]) == (1, 3)
+    res = runner.invoke(app, ["check", "--db", db, "--max-no-progress-loops", "1", "--max-cycles", "0"])
+    assert res.exit_code == 3
+    assert "VIOLATED no_progress_loops 2" in res.stdout and "VIOLATED cycles 1" in res.stdout
