@@ -22,6 +22,7 @@ from loopscope.analyses.lint.text import (
     INJECTION_RE,
     NUMBER_RE,
     MessageView,
+    find_specifics,
 )
 
 
@@ -44,7 +45,7 @@ HTTP_REASONS = (
     "service (?:temporarily )?unavailable|gateway time-?out"
 )
 BARE_STATUS_RE = re.compile(
-    rf"^(?:(?:http|status|status code|error|code)\s*)?(?:[1-5]\d\d\s*(?:{HTTP_REASONS})?|(?:{HTTP_REASONS}))$|"
+    rf"^(?:(?:http(?: error)?|status|status code|error|code)\s*)?(?:[1-5]\d\d\s*:?\s*(?:{HTTP_REASONS}|i'm a teapot)?|(?:{HTTP_REASONS}))$|"
     rf"^(?:request failed with )?status code [1-5]\d\d$|^(?:http )?[1-5]\d\d\s+(?:{HTTP_REASONS})$|"
     # a bare error code: "error code: 1020", "SSL: CERTIFICATE_VERIFY_FAILED"
     r"^(?:error |status )?code:?\s*[\w\-]+$|^(?:[\w ]{1,20}:\s*)?(?-i:[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)$",
@@ -56,7 +57,7 @@ NOT_FOUND_RE = re.compile(
     re.IGNORECASE,
 )
 INVALID_RE = re.compile(
-    r"\binvalid\b|\bnot (?:a )?valid\b|\bmalformed\b|\bunrecogni[sz]ed\b|\bunsupported\b|\bunhandled\b|\billegal\b|"
+    r"\binvalid\b|\bnot (?:a )?valid\b|\bmalformed\b|\bmisplaced\b|\bunrecogni[sz]ed\b|\bunsupported\b|\bunhandled\b|\billegal\b|"
     r"\bwrong (?:format|type|value)\b|\bbad (?:value|format|parameter|argument|input)\b|"
     # "unknown room type 'deluxe'" rejects a value; "unknown parameter: colour" names a schema element, whose
     # valid names the model already has (the tool list and input schema), so it is not a rejection of a value.
@@ -71,7 +72,7 @@ INVALID_RE = re.compile(
 # enough, because the schema lists the valid names and an id is looked up, not formatted.
 NAMED_SCHEMA_OR_ID_RE = re.compile(
     r"\b(?:tool|function|method|parameter|param|argument|arg|field|property|key|option|flag|command|column|table|"
-    r"endpoint|id|ids|identifier)s?\b[^.\n]{0,30}?(?:'[^']+'|\"[^\"]+\"|`[^`]+`|:\s*\S+)",
+    r"endpoint|id|ids|identifier|name|ref|reference|object name)s?\b[^.\n]{0,30}?(?:'[^']+'|\"[^\"]+\"|`[^`]+`|:\s*\S+)",
     re.IGNORECASE,
 )
 # A short statement of a specific state of a named thing is clear ("Your card was declined.", "Customer
@@ -81,7 +82,12 @@ STATE_RE = re.compile(
     r"\b(?:already|declined|incorrect|expired|blocked|locked|disabled|suspended|closed|cancell?ed|archived|"
     r"deleted|not in|outside|no more|not enough|in progress|(?:the )?user (?:denied|rejected|declined|cancell?ed)|"
     r"(?:denied|rejected|cancell?ed) by the user|insufficient (?:\w+ ){0,2}(?:balance|funds|credit)|is not (?:active|enabled|"
-    r"verified|pending|delivered|finali[sz]ed|open)|has no|does not have|is empty|read-only|in use)\b",
+    r"verified|pending|delivered|finali[sz]ed|open)|has no|does not have|is empty|read-only|in use|revoked|"
+    # a classification ("File is not a zip file"), a capability ("Operation MatMult is not supported"), a
+    # comparison that says which way to change ("INSERT has more expressions than target columns") or a fact
+    # with its agent ("The last commit was not made by aider"): each says what is wrong, not only that it is
+    r"(?:is|are) not an? (?!valid\b|proper\b|correct\b|well)\w+|(?:is|are) not (?:supported|allowed|permitted)|(?:more|fewer|less) \w+(?: \w+)? than|"
+    r"(?:was|were|is|are) not \w+ by)\b",
     re.IGNORECASE,
 )
 # "Failed to read content of existing file: /x": says what failed, on what, but not why or what to do.
@@ -101,18 +107,35 @@ NAMES_CALLER_VALUE_RE = re.compile(
     re.IGNORECASE | re.MULTILINE,
 )
 # "invalid integer: ten" names its expected form: scalar types have one obvious spelling.
-SELF_DESCRIBING_RE = re.compile(r"\b(?:invalid|not an?|not a valid)\s+(?:integer|int|number|float|boolean|bool)\b", re.IGNORECASE)
+SELF_DESCRIBING_RE = re.compile(
+    r"\b(?:invalid|not an?|not a valid)\s+(?:integer|int|number|float|boolean|bool)\b|"
+    # "Invalid count value: -1", "invalid literal for int() with base 10: '0x1A'": numbers have one spelling
+    r"\binvalid (?:count|size|length|limit|offset|index|port|amount|quantity)(?: value)?\b|\binvalid literal for\b",
+    re.IGNORECASE,
+)
 # Kinds of value with one standard form: rejecting a named one ("Invalid URL \"htps://x\"") says enough.
-STANDARD_FORM_RE = re.compile(r"\b(?:invalid|not an?|not a valid)\s+(?:url|uri|email(?: address)?|uuid|json)\b", re.IGNORECASE)
+# Registries the model knows (IANA time zones, URL schemes, encodings) count too: "unknown url type: 'x'",
+# "Invalid timezone: 'No time zone found with key X'", "invalid input syntax for type json".
+STANDARD_FORM_RE = re.compile(
+    r"\b(?:invalid|unknown|unsupported|not an?|not a valid|invalid input syntax for(?: type)?)\s+"
+    r"(?:url|uri|email(?: address)?|uuid|json|url (?:type|scheme)|time ?zone|encoding|charset|locale)\b",
+    re.IGNORECASE,
+)
 
+# "[Errno 98] Address already in use", "EISDIR: illegal operation on a directory, read": an errno and its text.
+ERRNO_RE = re.compile(
+    r"^\s*(?:[A-Za-z]\w*(?:Error|Exception): )?(?:\[Errno -?\d+\]|(?-i:E[A-Z]{2,}):)\s*(?P<rest>[^\n]*)$", re.IGNORECASE
+)
 EXCEPTION_NAME_RE = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Fault)\b")
 EXCEPTION_LINE_RE = re.compile(r"^\s*(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?:\(.*\))?\s*$", re.MULTILINE)
 # Runtime messages written for the programmer, not the caller (Python, JavaScript, JSON decoders).
 RUNTIME_MESSAGE_RE = re.compile(
-    r"object has no attribute|'?NoneType'?|index out of range|division by zero|can only concatenate|"
+    r"object has no attribute|'?NoneType'?|index (?:\d+ )?out of range|division by zero|can only concatenate|"
+    r"(?:dictionary|list|deque|set|heap|queue|stack) is empty|from empty (?:list|deque|dict|set)|"
+    r"codec can't (?:decode|encode)|not supported between instances of|"
     r"unsupported operand type|object is not (?:subscriptable|callable|iterable)|is not a function|"
     r"cannot read propert(?:y|ies) of (?:undefined|null)|undefined is not|maximum recursion depth|"
-    r"is not JSON serializable|invalid literal for|invalid syntax|can't compare|"
+    r"is not JSON serializable|invalid syntax|can't compare|"
     r"unexpected token .{1,3} in JSON|expecting (?:value|',' delimiter)|unexpected end of (?:JSON )?input|"
     r"unhashable type|null ?pointer|segmentation fault|stack overflow|exceeded \d+ redirects|<class '[\w.]+'>|"
     r"\b\w+Pool\(host=",
@@ -137,6 +160,7 @@ TRANSIENT_RE = re.compile(
     r"deadline exceeded|connection (?:reset|refused|aborted|closed|issue|error)|econn(?:reset|refused|aborted)|"
     r"etimedout|socket hang up|broken pipe|service (?:temporarily )?unavailable|temporarily unavailable|"
     r"(?:failed|unable|could ?n[o']t) (?:to )?connect|couldn't connect|"
+    r"name or service not known|temporary failure in name resolution|could not resolve host|\benotfound\b|"
     r"bad gateway|gateway time-?out|(?:database|table|resource) is locked|lock contention|deadlock",
     re.IGNORECASE,
 )
@@ -179,8 +203,21 @@ def _content_words(view: MessageView) -> list[str]:
     return [w for w in _WORD_RE.findall(view.body.lower()) if w not in GENERIC_WORDS]
 
 
+# What happened on the wire, as opposed to a word such as "timeout" used as the name of a setting or program.
+_TRANSIENT_EVENT_RE = re.compile(
+    r"\b(?:429|50[234]|529)\b|timed? out\b|connection (?:reset|refused|aborted|closed)|econn\w+|rate.?limit|"
+    r"too many requests|unavailable|overloaded|name or service not known|name resolution|resolve host|enotfound",
+    re.IGNORECASE,
+)
+
+
 def _transient_named(view: MessageView) -> bool:
-    return bool(TRANSIENT_RE.search(view.prose)) or (view.obj is not None and _status(view) in {429, 502, 503, 504, 529})
+    if not (TRANSIENT_RE.search(view.prose) or (view.obj is not None and _status(view) in {429, 502, 503, 504, 529})):
+        return False
+    # A rejected input ("timeout: invalid time interval 'abc'") is a validation error whatever words it uses.
+    if INVALID_RE.search(view.body) and view.specifics and not _TRANSIENT_EVENT_RE.search(view.prose):
+        return False
+    return True
 
 
 def _status(view: MessageView) -> int | None:
@@ -202,9 +239,20 @@ def check_bare_status(view: MessageView, ctx: Context) -> bool:
     return bool(BARE_STATUS_RE.match(body)) and (bool(NUMBER_RE.search(body)) or not view.has_remedy)
 
 
+def errno_without_subject(body: str) -> str | None:
+    """An OS error that names its errno but not the path or address it failed on, else ``None``."""
+    m = ERRNO_RE.match(body)
+    if m is None:
+        return None
+    rest = m.group("rest")
+    return m.group(0).strip() if not find_specifics(rest) else None
+
+
 def check_bare_exception(view: MessageView, ctx: Context) -> bool:
     if NAMES_CALLER_VALUE_RE.search(view.body) and not RUNTIME_MESSAGE_RE.search(view.body):
         return False  # "got an unexpected keyword argument 'cabin'": names what to change
+    if errno_without_subject(view.body):
+        return True  # "[Errno 98] Address already in use": which address?
     if RUNTIME_MESSAGE_RE.search(view.body):
         return True
     if view.has_remedy and not EXCEPTION_LINE_RE.search(view.prose):
@@ -246,7 +294,13 @@ def check_not_found_unnamed(view: MessageView, ctx: Context) -> bool:
 def check_invalid_without_expected(view: MessageView, ctx: Context) -> bool:
     if not view.english or not INVALID_RE.search(view.body) or SELF_DESCRIBING_RE.search(view.body):
         return False
-    if NAMED_SCHEMA_OR_ID_RE.search(view.body) or (STANDARD_FORM_RE.search(view.body) and view.specifics):
+    # the value of a standard form must be given, quoted or after a colon ("unknown url type: ftp2"), not just any
+    # name ("Invalid JSON argument used with github for create_issue" does not show the JSON)
+    given = bool(QUOTED_RE.search(view.body) or re.search(r":\s+\S", view.body))
+    if NAMED_SCHEMA_OR_ID_RE.search(view.body) or (STANDARD_FORM_RE.search(view.body) and given):
+        return False
+    # a rejection that says why ("Invalid code: this code has been revoked", "hunk for path 'x' is empty")
+    if STATE_RE.search(view.body):
         return False
     # "Invalid request" rejects nothing in particular: that is generic wording (LS101), not a rejected value
     return not view.has_remedy and bool(view.specifics or _content_words(view))
@@ -331,6 +385,13 @@ def check_failure_without_cause(view: MessageView, ctx: Context) -> bool:
     if not before and re.search(r"\b(?:constraint|assertion|precondition)\b", m.group("what"), re.IGNORECASE):
         return False
     rest = m.group("rest")
+    if before and ": " in rest:
+        # "unable to open database '/tmp': unable to open database file": a cause that only repeats the failure
+        target, cause = rest.rsplit(": ", 1)
+        said = set(_content_words_of(view.body[: m.start("rest")] + " " + target))
+        balanced = target.count("(") == target.count(")")
+        if balanced and cause.strip() and not [w for w in _content_words_of(cause) if w not in said]:
+            return True
     if re.search(r"\b[1-5]\d\d\b|(?-i:\bE[A-Z]{3,}\b)|\b(?:because|due to|since|caused by)\b", rest, re.IGNORECASE):
         return False
     # what is left after the target (a path, URL, quoted value, id or number) must say why it failed;

@@ -287,11 +287,23 @@ KEBAB_RE = re.compile(
 )
 
 
+# A function or call named in the text: "wrong number of arguments to function max()", "lower(integer, integer)".
+CALL_RE = re.compile(r"\b[A-Za-z_][\w.]*\([^()\n]{0,40}\)")
+# A value introduced by the attribute it was looked up by: "Entity with name Alice Smith not found".
+ATTRIBUTE_VALUE_RE = re.compile(
+    r"\b(?:with|for|by) (?:the )?(?:name|id|key|email|title|slug|code|username|sku) ([^\s,.;:]+)", re.IGNORECASE
+)
+
+
 def find_specifics(text: str) -> list[str]:
     """Concrete values the text names (quoted values, ids, numbers, paths, URLs)."""
     found: list[str] = []
     text = STATUS_TOKEN_RE.sub(" ", text)
     found.extend(KEBAB_RE.findall(text))
+    found.extend(CALL_RE.findall(text))
+    found.extend(
+        m.group(1) for m in ATTRIBUTE_VALUE_RE.finditer(text) if m.group(1).lower() not in GENERIC_WORDS | _EN_WORDS
+    )
     for regex in (QUOTED_RE, URL_RE, EMAIL_RE, ISO_DATE_RE, PATH_RE, IDENT_RE, NUMBER_RE):
         found.extend(m.group(0) for m in regex.finditer(text) if not ERROR_CODE_RE.fullmatch(m.group(0)))
     for m in _TAIL_VALUE_RE.finditer(text):
@@ -340,11 +352,23 @@ def _without_injection(text: str) -> str:
     return INJECTION_RE.split(" ".join(kept))[0] if kept else ""
 
 
+# Words that name a kind of thing in a schema, not which one: "missing field" does not say which field.
+_KIND_WORDS = frozenset(
+    "field fields value values key keys property properties item items entry entries option options data input "
+    "argument arguments parameter parameters param params required".split()
+)
+
+
+# "Missing authentication credentials for the Greeting resource" (not "missing field": which one?)
+MISSING_RE = re.compile(r"\bmissing ([\w`'\"\-\[\]]+(?: [\w`'\"\-\[\]]+)?)", re.IGNORECASE)
+
+
 def _named_requirement(body: str) -> bool:
-    for m in REQUIRED_RE.finditer(body):
-        subject = m.group(1) or m.group(2)
+    for m in [*REQUIRED_RE.finditer(body), *MISSING_RE.finditer(body)]:
+        subject = next(g for g in m.groups() if g)
         words = _WORD_RE.findall(subject.lower())
-        if subject[:1] in "`'\"" or any(w not in GENERIC_WORDS and w not in _EN_WORDS for w in words):
+        kinds = _KIND_WORDS if m.re is MISSING_RE else frozenset()
+        if subject[:1] in "`'\"" or any(w not in GENERIC_WORDS and w not in _EN_WORDS and w not in kinds for w in words):
             return True
     return False
 
