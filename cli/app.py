@@ -153,6 +153,24 @@ def command(name: str, **kwargs: Any) -> Callable[[F], F]:
     return register
 
 
+def deprecated_alias(old: str, new: str, fn: F) -> None:
+    """Keep ``loopscope OLD`` working for scripts, hidden from --help, as ``fn`` (the command now
+    spelled ``loopscope NEW``), with a one-line notice on stderr."""
+
+    @functools.wraps(fn)
+    def alias(*args: Any, **kwargs: Any) -> Any:
+        deprecation_notice(f"loopscope {old}", f"loopscope {new}")
+        return fn(*args, **kwargs)
+
+    app.command(old, hidden=True)(handle_errors(alias))
+
+
+def deprecation_notice(old: str, new: str) -> None:
+    """One line on stderr: ``old`` is now spelled ``new`` (stdout stays the result)."""
+    stderr_console().print(f"[yellow]note:[/yellow] '{old}' is now '{new}'; the old spelling still works for now",
+                           soft_wrap=True)
+
+
 def main() -> None:
     """Console-script entry point."""
     try:

@@ -7,17 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from loopscope.cli.app import EXIT_GATE_FAILED, command
-from loopscope.cli.common import analysis_store, window_selection
-from loopscope.cli.options import (
-    AgentOption,
-    DbOption,
-    FormatOption,
-    InputFormatOption,
-    PathsArgument,
-    SinceOption,
-    TagOption,
-    UntilOption,
-)
+from loopscope.cli.options import FormatOption, Scope, selection_options
 from loopscope.cli.render.output import OutputFormat, write_csv, write_json
 
 
@@ -26,8 +16,9 @@ def _opt(flag: str, help_text: str, kind: type = float):  # noqa: ANN202 - Annot
 
 
 @command("check")
+@selection_options()
 def check_command(
-    paths: PathsArgument = None,
+    scope: Scope,
     min_recovery_rate: _opt("--min-recovery-rate", "Fail when recovered errors / errors is below this (0..1).") = None,
     min_conversation_recovery_rate: _opt(
         "--min-conversation-recovery-rate",
@@ -40,13 +31,7 @@ def check_command(
     max_generic_templates: _opt("--max-generic-templates", "Fail when more generic error-message templates than this are found (lint).", int) = None,
     max_retry_loops: _opt("--max-retry-loops", "Fail when there are more retry loops (spins) than this.", int) = None,
     max_double_executions: _opt("--max-double-executions", "Fail when more replays than this really executed again.", int) = None,
-    since: SinceOption = None,
-    until: UntilOption = None,
-    agent: AgentOption = None,
-    tag: TagOption = None,
-    db: DbOption = None,
     output: FormatOption = OutputFormat.table,
-    input_format: InputFormatOption = "auto",
 ) -> None:
     """Gate CI or alerting on the metrics: exit 3 with one line per violated threshold, 0 otherwise.
 
@@ -79,8 +64,7 @@ def check_command(
         max_retry_loops=max_retry_loops,
         max_double_executions=max_double_executions,
     )
-    window = window_selection(since, until, agent, tag)
-    with analysis_store(db, paths, input_format, window) as (con, selection, _summary):
+    with scope.open() as (con, selection, _summary):
         result = check(con, selection, thresholds)
     if output is OutputFormat.json:
         write_json(result.to_dict())

@@ -7,33 +7,19 @@ from typing import Annotated, Optional
 import typer
 
 from loopscope.cli.app import command
-from loopscope.cli.options import (
-    AgentOption,
-    DbOption,
-    FormatOption,
-    InputFormatOption,
-    PathsArgument,
-    SinceOption,
-    TagOption,
-    UntilOption,
-)
+from loopscope.cli.options import FormatOption, Scope, selection_options
 from loopscope.cli.render.output import OutputFormat, write_csv, write_json
 
 
 @command("metrics")
+@selection_options()
 def metrics(
-    paths: PathsArgument = None,
-    db: DbOption = None,
+    scope: Scope,
     fmt: FormatOption = OutputFormat.table,
-    since: SinceOption = None,
-    until: UntilOption = None,
-    agent: AgentOption = None,
-    tag: TagOption = None,
     by: Annotated[
         Optional[str],
         typer.Option("--by", help="One row per [b]day[/b], ISO [b]week[/b] (2026-W47) or [b]agent[/b].", show_default=False),
     ] = None,
-    input_format: InputFormatOption = "auto",
 ) -> None:
     """The four dashboard metrics: tool calls per prompt (median, p99), recovery rate, replay rate.
 
@@ -54,12 +40,11 @@ def metrics(
     from loopscope.analyses.model import ERROR_CLASSES
     from loopscope.analyses.notices import notices
     from loopscope.analyses.errors import LoopscopeError
-    from loopscope.cli.common import analysis_store, print_notices, selection_from_options
+    from loopscope.cli.common import print_notices
 
     if by is not None and by not in GROUP_KEYS:
         raise LoopscopeError(f"--by {by!r} is not a grouping", hint="use --by day, --by week or --by agent")
-    window = selection_from_options(since, until, agent, tag)
-    with analysis_store(db, paths, input_format, window) as (con, selection, _summary):
+    with scope.open() as (con, selection, _summary):
         rows = metrics_by(con, selection, by)
         found = notices(con, selection)
     print_notices(found)
