@@ -19,6 +19,7 @@ from loopscope.analyses.lint.text import (
     URL_RE,
     EMAIL_RE,
     GENERIC_WORDS,
+    IMPERATIVE_RE,
     INJECTION_RE,
     NUMBER_RE,
     MessageView,
@@ -82,12 +83,12 @@ STATE_RE = re.compile(
     r"\b(?:already|declined|incorrect|expired|blocked|locked|disabled|suspended|closed|cancell?ed|archived|"
     r"deleted|not in|outside|no more|not enough|in progress|(?:the )?user (?:denied|rejected|declined|cancell?ed)|"
     r"(?:denied|rejected|cancell?ed) by the user|insufficient (?:\w+ ){0,2}(?:balance|funds|credit)|is not (?:active|enabled|"
-    r"verified|pending|delivered|finali[sz]ed|open)|has no|does not have|is empty|read-only|in use|revoked|"
+    r"verified|pending|delivered|finali[sz]ed|open)|(?:has|have|includes?|contains?) no|does not have|is empty|read-only|in use|revoked|"
     # a classification ("File is not a zip file"), a capability ("Operation MatMult is not supported"), a
     # comparison that says which way to change ("INSERT has more expressions than target columns") or a fact
     # with its agent ("The last commit was not made by aider"): each says what is wrong, not only that it is
     r"(?:is|are) not an? (?!valid\b|proper\b|correct\b|well)\w+|(?:is|are) not (?:supported|allowed|permitted)|(?:more|fewer|less) \w+(?: \w+)? than|"
-    r"(?:was|were|is|are) not \w+ by)\b",
+    r"(?:was|were|is|are) not \w+ by|nothing to \w+|(?:working tree|index) (?:is )?clean)\b",
     re.IGNORECASE,
 )
 # "Failed to read content of existing file: /x": says what failed, on what, but not why or what to do.
@@ -109,6 +110,7 @@ NAMES_CALLER_VALUE_RE = re.compile(
 # "invalid integer: ten" names its expected form: scalar types have one obvious spelling.
 SELF_DESCRIBING_RE = re.compile(
     r"\b(?:invalid|not an?|not a valid)\s+(?:integer|int|number|float|boolean|bool)\b|"
+    r"\bnot an? (?:valid )?(?:[\w,]+ ){0,3}(?:dictionary|dict|object|list|array|string|mapping|tuple)\b|"
     # "Invalid count value: -1", "invalid literal for int() with base 10: '0x1A'": numbers have one spelling
     r"\binvalid (?:count|size|length|limit|offset|index|port|amount|quantity)(?: value)?\b|\binvalid literal for\b",
     re.IGNORECASE,
@@ -136,7 +138,7 @@ RUNTIME_MESSAGE_RE = re.compile(
     r"unsupported operand type|object is not (?:subscriptable|callable|iterable)|is not a function|"
     r"cannot read propert(?:y|ies) of (?:undefined|null)|undefined is not|maximum recursion depth|"
     r"is not JSON serializable|invalid syntax|can't compare|"
-    r"unexpected token .{1,3} in JSON|expecting (?:value|',' delimiter)|unexpected end of (?:JSON )?input|"
+    r"unexpected token .{1,3} in JSON|expecting value\b|unexpected end of (?:JSON )?input|"
     r"unhashable type|null ?pointer|segmentation fault|stack overflow|exceeded \d+ redirects|<class '[\w.]+'>|"
     r"\b\w+Pool\(host=",
     re.IGNORECASE,
@@ -159,6 +161,8 @@ TRANSIENT_RE = re.compile(
     r"\b429\b|\b50[234]\b|\b529\b|rate.?limit|too many requests|throttl|overloaded|timed? ?out\b|\btimeout\b|"
     r"deadline exceeded|connection (?:reset|refused|aborted|closed|issue|error)|econn(?:reset|refused|aborted)|"
     r"etimedout|socket hang up|broken pipe|service (?:temporarily )?unavailable|temporarily unavailable|"
+    r"\b(?:site|server|host|service|backend|upstream|endpoint|api|gateway) (?:is )?(?:temporarily )?"
+    r"(?:unavailable|down|unreachable)\b|\bunreachable\b|"
     r"(?:failed|unable|could ?n[o']t) (?:to )?connect|couldn't connect|"
     r"name or service not known|temporary failure in name resolution|could not resolve host|\benotfound\b|"
     r"bad gateway|gateway time-?out|(?:database|table|resource) is locked|lock contention|deadlock",
@@ -166,7 +170,7 @@ TRANSIENT_RE = re.compile(
 )
 RETRY_GUIDANCE_RE = re.compile(
     r"retry|try again (?:later|in|after)|please try again later|wait\b|resets? at|backoff|"
-    r"(?:call|run|send|try)\b[^.\n]{0,40}\bagain\b|"
+    r"(?:call|run|send)\b[^.\n]{0,40}\bagain\b|"
     r"is_retri?able|retry_after",
     re.IGNORECASE,
 )
@@ -206,7 +210,9 @@ def _content_words(view: MessageView) -> list[str]:
 # What happened on the wire, as opposed to a word such as "timeout" used as the name of a setting or program.
 _TRANSIENT_EVENT_RE = re.compile(
     r"\b(?:429|50[234]|529)\b|timed? out\b|connection (?:reset|refused|aborted|closed)|econn\w+|rate.?limit|"
-    r"too many requests|unavailable|overloaded|name or service not known|name resolution|resolve host|enotfound",
+    r"too many requests|unavailable|overloaded|name or service not known|name resolution|resolve host|enotfound|"
+    r"timeout (?:\d+\s*m?s )?exceeded|timeout expired|\w*timeout(?:error|exception)|request timeout|unreachable|"
+    r"\b(?:is|are|went) down\b",
     re.IGNORECASE,
 )
 
@@ -215,7 +221,10 @@ def _transient_named(view: MessageView) -> bool:
     if not (TRANSIENT_RE.search(view.prose) or (view.obj is not None and _status(view) in {429, 502, 503, 504, 529})):
         return False
     # A rejected input ("timeout: invalid time interval 'abc'") is a validation error whatever words it uses.
-    if INVALID_RE.search(view.body) and view.specifics and not _TRANSIENT_EVENT_RE.search(view.prose):
+    # So is a constraint on a setting ("timeout must be a positive integer").
+    if ((INVALID_RE.search(view.body) and view.specifics) or view.has_constraint) and not _TRANSIENT_EVENT_RE.search(
+        view.prose
+    ):
         return False
     return True
 
@@ -344,6 +353,8 @@ def check_transient_no_guidance(view: MessageView, ctx: Context) -> bool:
         return False
     if RETRY_GUIDANCE_RE.search(view.prose) or view.json_keys & {"is_retriable", "retry_after", "retry_after_seconds", "retryable"}:
         return False
+    if IMPERATIVE_RE.search(view.body):
+        return False  # "... or have a connection issue. Try a different URL or approach.": a way forward
     return True
 
 
@@ -361,6 +372,8 @@ def check_generic_wording(view: MessageView, ctx: Context) -> bool:
 def check_vague(view: MessageView, ctx: Context) -> bool:
     if not view.english or view.specifics or view.has_remedy or STATE_RE.search(view.body) or _retry_guided(view):
         return False
+    if SELF_DESCRIBING_RE.search(view.body):
+        return False  # "not a valid key, value dictionary" names the expected form
     # Long prose usually explains itself; the rule targets short statements with nothing to act on.
     return 0 < len(_content_words(view)) <= 8
 
@@ -368,7 +381,8 @@ def check_vague(view: MessageView, ctx: Context) -> bool:
 # "Background process history lookup failed for PID 4242", "Path resolution failed", "Command '[...]' returned
 # non-zero exit status 1": the failure and its target, no cause.
 FAILED_AFTER_RE = re.compile(
-    r"^(?P<what>[\w .'\-\[\]]{1,60}?) (?:failed|was unsuccessful|returned non-zero exit status \d+|"
+    r"^(?P<what>[^\n]{1,120}?) (?:failed|was unsuccessful|returned non-zero exit status \d+|"
+    r"returned (?:no (?:results?|data|output|response)|nothing|an empty (?:result|response))|"
     r"(?:exited|failed) with (?:exit )?(?:code|status) \d+)\b(?: (?:for|on|with|at|in))?(?P<rest>.*)$",
     re.IGNORECASE | re.DOTALL,
 )
@@ -390,7 +404,8 @@ def check_failure_without_cause(view: MessageView, ctx: Context) -> bool:
         target, cause = rest.rsplit(": ", 1)
         said = set(_content_words_of(view.body[: m.start("rest")] + " " + target))
         balanced = target.count("(") == target.count(")")
-        if balanced and cause.strip() and not [w for w in _content_words_of(cause) if w not in said]:
+        words = _content_words_of(QUOTED_RE.sub(" ", cause))
+        if balanced and words and not [w for w in words if w not in said]:
             return True
     if re.search(r"\b[1-5]\d\d\b|(?-i:\bE[A-Z]{3,}\b)|\b(?:because|due to|since|caused by)\b", rest, re.IGNORECASE):
         return False

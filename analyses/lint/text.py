@@ -97,10 +97,14 @@ CONSTRAINT_RE = re.compile(
 )
 # A next step: a call to make, a value to use, a wait.
 NEXT_STEP_RE = re.compile(
-    r"\b(?:use|try (?!again\b)\w+|call|retry|re-?run|provide|specify|pass|set|add|remove|change|check (?!the logs?)\w+|"
-    r"verify|ensure|make sure|convert|reduce|wait|ask|choose|select|include|instead|did you mean|perhaps you meant|"
-    r"you (?:can|may|should|need)|consider|suggest\w*|hint|resets? at|retry[_ ]after|after \d+ ?(?:s|ms|sec\w*|min\w*))\b",
-    re.IGNORECASE,
+    # a single verb is an instruction where a clause starts ("Invalid date format. Use YYYY-MM-DD.", "...; call
+    # x first", "please provide"), not mid-noun-phrase ("Invalid Add File Line", "the Use case", "Set failed")
+    r"(?:^|[.!?;:,\n(]\s*|\b(?:please|then|or|and|to|first|instead)\s+)"
+    r"(?:use|try (?!again\b)\w+|call|retry|re-?run|provide|specify|pass|set|add|remove|change|check (?!the logs?)\w+|"
+    r"verify|ensure|convert|reduce|wait|ask|choose|select|include)\b|"
+    r"\b(?:make sure|instead|did you mean|perhaps you meant|you (?:can|may|should|need|must)|consider|suggest\w*|hint|"
+    r"resets? at|retry[_ ]after|after \d+ ?(?:s|ms|sec\w*|min\w*))\b",
+    re.IGNORECASE | re.MULTILINE,
 )
 # "should be a valid date or datetime" restates the rejection; it names no form (seed 002's blind case).
 VACUOUS_CONSTRAINT_RE = re.compile(
@@ -160,6 +164,8 @@ GENERIC_WORDS = frozenset(
 )
 # "no such table: users": a short value after the last colon names what was looked up.
 _TAIL_VALUE_RE = re.compile(r"\w[^:\n]*:\s+([^:\n]{1,60}?)\s*\.?\s*$", re.MULTILINE)
+# "merge: nope - not something we can merge": an operand between a program's colon and its explanation
+_OPERAND_RE = re.compile(r"^[\w.\-]+: (\S{1,40}) - \w", re.MULTILINE)
 # JSON keys whose values classify the error or trace the request; they are not about the failing value.
 _META_KEYS = frozenset(
     {"type", "code", "error_code", "error", "name", "status", "request_id", "trace_id", "correlation_id",
@@ -301,6 +307,7 @@ def find_specifics(text: str) -> list[str]:
     text = STATUS_TOKEN_RE.sub(" ", text)
     found.extend(KEBAB_RE.findall(text))
     found.extend(CALL_RE.findall(text))
+    found.extend(_OPERAND_RE.findall(text))
     found.extend(
         m.group(1) for m in ATTRIBUTE_VALUE_RE.finditer(text) if m.group(1).lower() not in GENERIC_WORDS | _EN_WORDS
     )
