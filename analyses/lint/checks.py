@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 from loopscope.analyses.lint.text import (
+    CONSTRAINT_RE,
     IDENT_RE,
     PATH_RE,
     QUOTED_RE,
@@ -80,8 +81,9 @@ NAMED_SCHEMA_OR_ID_RE = re.compile(
 # already has an overdue bill", "Path not in workspace."): the vague rule is for statements that say only
 # that something went wrong ("Payment could not be processed", "Number of passengers does not match").
 STATE_RE = re.compile(
-    r"\b(?:already|declined|incorrect|expired|blocked|locked|disabled|suspended|closed|cancell?ed|archived|"
-    r"deleted|not in|outside|no more|not enough|in progress|(?:the )?user (?:denied|rejected|declined|cancell?ed)|"
+    # a negated participle is the failed outcome ("The repository was not deleted"), not a state of the thing
+    r"\b(?:already|(?<!not )(?:declined|incorrect|expired|blocked|locked|disabled|suspended|closed|cancell?ed|archived|"
+    r"deleted)|not in|outside|no more|not enough|in progress|(?:the )?user (?:denied|rejected|declined|cancell?ed)|"
     r"(?:denied|rejected|cancell?ed) by the user|insufficient (?:\w+ ){0,2}(?:balance|funds|credit)|is not (?:active|enabled|"
     r"verified|pending|delivered|finali[sz]ed|open)|(?:has|have|includes?|contains?) no|does not have|is empty|read-only|in use|revoked|"
     # a classification ("File is not a zip file"), a capability ("Operation MatMult is not supported"), a
@@ -128,6 +130,7 @@ STANDARD_FORM_RE = re.compile(
 ERRNO_RE = re.compile(
     r"^\s*(?:[A-Za-z]\w*(?:Error|Exception): )?(?:\[Errno -?\d+\]|(?-i:E[A-Z]{2,}):)\s*(?P<rest>[^\n]*)$", re.IGNORECASE
 )
+INTERNAL_ERROR_RE = re.compile(r"^internal (?:server )?error\s*[:\-]\s*\S", re.IGNORECASE)
 EXCEPTION_NAME_RE = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Fault)\b")
 EXCEPTION_LINE_RE = re.compile(r"^\s*(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?:\(.*\))?\s*$", re.MULTILINE)
 # Runtime messages written for the programmer, not the caller (Python, JavaScript, JSON decoders).
@@ -262,8 +265,14 @@ def check_bare_exception(view: MessageView, ctx: Context) -> bool:
         return False  # "got an unexpected keyword argument 'cabin'": names what to change
     if errno_without_subject(view.body):
         return True  # "[Errno 98] Address already in use": which address?
-    if RUNTIME_MESSAGE_RE.search(view.body):
+    runtime = RUNTIME_MESSAGE_RE.search(view.body)
+    # "invalid resource_id, must be an integer ...: strconv.Atoi: parsing "abc": invalid syntax": the message
+    # states the expected form, then, after a colon, the runtime text as its cause; that is not a runtime message
+    constraint = CONSTRAINT_RE.search(view.body)
+    if runtime and not (constraint and ": " in view.body[constraint.end() : runtime.start()]):
         return True
+    if INTERNAL_ERROR_RE.match(view.body):
+        return True  # "internal error: gqlClient is required ...": the server's own fault, nothing for the caller
     if view.has_remedy and not EXCEPTION_LINE_RE.search(view.prose):
         return False
     head = view.body.split("\n", 1)[0].strip()
@@ -291,9 +300,16 @@ UNNAMED_REFERENCE_RE = re.compile(
 )
 
 
+# "get_project: project was not found": the tool or operation the message comes from, then the message.
+OPERATION_LABEL_RE = re.compile(r"^[A-Za-z_][\w.\-]*:\s+(?=[A-Za-z])")
+
+
 def check_not_found_unnamed(view: MessageView, ctx: Context) -> bool:
     if not view.english or not NOT_FOUND_RE.search(view.body) or view.has_remedy:
         return False
+    label = OPERATION_LABEL_RE.match(view.body)
+    if label and not find_specifics(view.body[label.end():]):
+        return True
     if UNNAMED_REFERENCE_RE.search(view.body):
         # named only if a quoted value, path or URL appears (an operation name or error code is not the value)
         return not (QUOTED_RE.search(view.body) or PATH_RE.search(view.body) or URL_RE.search(view.body))
@@ -409,11 +425,29 @@ def check_failure_without_cause(view: MessageView, ctx: Context) -> bool:
             return True
     if re.search(r"\b[1-5]\d\d\b|(?-i:\bE[A-Z]{3,}\b)|\b(?:because|due to|since|caused by)\b", rest, re.IGNORECASE):
         return False
+    if before and ": " in rest and _value_only(rest.rsplit(": ", 1)[1]):
+        # "failed to resolve git reference: refs/heads/x": after the colon comes the target (a value), no cause;
+        # a failed conversion to a standard type ("could not convert string to float: 'x'") explains itself
+        if not re.search(r"\bconvert\b.*\bto (?:int|integer|float|number|bool|boolean|json|date)\b", view.body, re.I):
+            return True
     # what is left after the target (a path, URL, quoted value, id or number) must say why it failed;
     # after "X failed for ...", one noun naming the target ("for PID 4242") is still the target
     for regex in (PATH_RE, URL_RE, QUOTED_RE, IDENT_RE, NUMBER_RE):
         rest = regex.sub(" ", rest)
     return len(_content_words_of(rest)) <= (0 if before else 1)
+
+
+def _value_only(text: str) -> bool:
+    """The text is a value (a path, ref, URL, quoted value, id or number) and says nothing about a cause."""
+    token = text.strip().rstrip(".")
+    if not token:
+        return False
+    if " " not in token and re.fullmatch(r"[\w.\-/:@~]+", token) and re.search(r"[/.\-_:@\d]", token):
+        return True
+    bare = token
+    for regex in (URL_RE, PATH_RE, QUOTED_RE, IDENT_RE, NUMBER_RE):
+        bare = regex.sub(" ", bare)
+    return not _WORD_RE.findall(bare)
 
 
 def _content_words_of(text: str) -> list[str]:
