@@ -90,7 +90,10 @@ STATE_RE = re.compile(
     # comparison that says which way to change ("INSERT has more expressions than target columns") or a fact
     # with its agent ("The last commit was not made by aider"): each says what is wrong, not only that it is
     r"(?:is|are) not an? (?!valid\b|proper\b|correct\b|well)\w+|(?:is|are) not (?:supported|allowed|permitted)|(?:more|fewer|less) \w+(?: \w+)? than|"
-    r"(?:was|were|is|are) not \w+ by|nothing to \w+|(?:working tree|index) (?:is )?clean)\b",
+    r"(?:was|were|is|are) not \w+ by|nothing to \w+|(?:working tree|index) (?:is )?clean|"
+    # the absence of a named thing in a named place ("no previous page in the history"), a named defect
+    # ("parentheses () not balanced", "unterminated string")
+    r"no (?:\w+ ){1,2}in (?:the |this )?\w+|not balanced|unbalanced|unterminated|unmatched|unclosed)\b",
     re.IGNORECASE,
 )
 # "Failed to read content of existing file: /x": says what failed, on what, but not why or what to do.
@@ -121,8 +124,9 @@ SELF_DESCRIBING_RE = re.compile(
 # Registries the model knows (IANA time zones, URL schemes, encodings) count too: "unknown url type: 'x'",
 # "Invalid timezone: 'No time zone found with key X'", "invalid input syntax for type json".
 STANDARD_FORM_RE = re.compile(
-    r"\b(?:invalid|unknown|unsupported|not an?|not a valid|invalid input syntax for(?: type)?)\s+"
-    r"(?:url|uri|email(?: address)?|uuid|json|url (?:type|scheme)|time ?zone|encoding|charset|locale)\b",
+    r"\b(?:invalid|unknown|unsupported|not an?|not a valid|not valid|invalid input syntax for(?: type)?)\s+"
+    r"(?:url|uri|email(?: address)?|uuid|json|url (?:type|scheme)|time ?zone|encoding|charset|locale|"
+    r"(?:big|small|tiny)?int(?:eger)?|numeric|decimal|real|double precision|float\d*|bool(?:ean)?)\b",
     re.IGNORECASE,
 )
 
@@ -168,6 +172,7 @@ TRANSIENT_RE = re.compile(
     r"(?:unavailable|down|unreachable)\b|\bunreachable\b|"
     r"(?:failed|unable|could ?n[o']t) (?:to )?connect|couldn't connect|"
     r"name or service not known|temporary failure in name resolution|could not resolve host|\benotfound\b|"
+    r"(?:remote end|peer|server) closed (?:the )?connection|remote ?disconnected|unexpected eof|eof occurred|"
     r"bad gateway|gateway time-?out|(?:database|table|resource) is locked|lock contention|deadlock",
     re.IGNORECASE,
 )
@@ -215,6 +220,7 @@ _TRANSIENT_EVENT_RE = re.compile(
     r"\b(?:429|50[234]|529)\b|timed? out\b|connection (?:reset|refused|aborted|closed)|econn\w+|rate.?limit|"
     r"too many requests|unavailable|overloaded|name or service not known|name resolution|resolve host|enotfound|"
     r"timeout (?:\d+\s*m?s )?exceeded|timeout expired|\w*timeout(?:error|exception)|request timeout|unreachable|"
+    r"closed (?:the )?connection|remote ?disconnected|unexpected eof|"
     r"\b(?:is|are|went) down\b",
     re.IGNORECASE,
 )
@@ -247,8 +253,10 @@ def check_bare_status(view: MessageView, ctx: Context) -> bool:
     body = view.body
     if not body:
         return view.obj is not None and _status(view) is not None
-    # The text is a status code or reason phrase and nothing else.
-    return bool(BARE_STATUS_RE.match(body)) and (bool(NUMBER_RE.search(body)) or not view.has_remedy)
+    # The text is a status code or reason phrase and nothing else, maybe behind a short label ("EdenAI Server: ").
+    label = re.match(r"^[\w .\-]{1,30}:\s+(?=\S)", body)
+    bare = BARE_STATUS_RE.match(body) or (label and BARE_STATUS_RE.match(body[label.end():]))
+    return bool(bare) and (bool(NUMBER_RE.search(body)) or not view.has_remedy)
 
 
 def errno_without_subject(body: str) -> str | None:
@@ -319,10 +327,13 @@ def check_not_found_unnamed(view: MessageView, ctx: Context) -> bool:
 def check_invalid_without_expected(view: MessageView, ctx: Context) -> bool:
     if not view.english or not INVALID_RE.search(view.body) or SELF_DESCRIBING_RE.search(view.body):
         return False
+    if NAMES_CALLER_VALUE_RE.search(view.body):
+        return False  # "EISDIR: illegal operation on a directory, unlink '/tmp'": errno, operation and path
     # the value of a standard form must be given, quoted or after a colon ("unknown url type: ftp2"), not just any
     # name ("Invalid JSON argument used with github for create_issue" does not show the JSON)
-    given = bool(QUOTED_RE.search(view.body) or re.search(r":\s+\S", view.body))
-    if NAMED_SCHEMA_OR_ID_RE.search(view.body) or (STANDARD_FORM_RE.search(view.body) and given):
+    form = STANDARD_FORM_RE.search(view.body)
+    given = form is not None and bool(QUOTED_RE.search(view.body) or re.search(r":\s+\S", view.body[form.end() :]))
+    if NAMED_SCHEMA_OR_ID_RE.search(view.body) or given:
         return False
     # a rejection that says why ("Invalid code: this code has been revoked", "hunk for path 'x' is empty")
     if STATE_RE.search(view.body):
@@ -455,7 +466,10 @@ def _content_words_of(text: str) -> list[str]:
 
 
 # Words that name the kind of target of a failure, not its cause ("file", "directory", "content").
-_TARGET_WORDS = frozenset("file files directory folder path content contents existing url page record item document".split())
+_TARGET_WORDS = frozenset(
+    "file files directory folder path content contents existing url page record item document element field column "
+    "table row node resource object entry key value".split()
+)
 
 
 def check_injection(view: MessageView, ctx: Context) -> bool:

@@ -297,7 +297,11 @@ KEBAB_RE = re.compile(
 CALL_RE = re.compile(r"\b[A-Za-z_][\w.]*\([^()\n]{0,40}\)")
 # A value introduced by the attribute it was looked up by: "Entity with name Alice Smith not found".
 ATTRIBUTE_VALUE_RE = re.compile(
-    r"\b(?:with|for|by) (?:the )?(?:name|id|key|email|title|slug|code|username|sku) ([^\s,.;:]+)", re.IGNORECASE
+    r"\b(?:with|for|by|on|in) (?:the )?(?:name|id|key|email|title|slug|code|username|sku|table|column|relation|"
+    r"schema|database|role|user|file|directory|branch|repository|repo) ([^\s,.;:]+)|"
+    # "Failed to parse URL from not a url": the input of a parse or conversion
+    r"\b(?:parse|parsing|convert|converting|decode|decoding) [\w ]{1,20}? from (\S[^\n]{0,60})",
+    re.IGNORECASE,
 )
 
 
@@ -308,9 +312,10 @@ def find_specifics(text: str) -> list[str]:
     found.extend(KEBAB_RE.findall(text))
     found.extend(CALL_RE.findall(text))
     found.extend(_OPERAND_RE.findall(text))
-    found.extend(
-        m.group(1) for m in ATTRIBUTE_VALUE_RE.finditer(text) if m.group(1).lower() not in GENERIC_WORDS | _EN_WORDS
-    )
+    for m in ATTRIBUTE_VALUE_RE.finditer(text):
+        value = m.group(1) or m.group(2)
+        if value.lower() not in GENERIC_WORDS | _EN_WORDS:
+            found.append(value)
     for regex in (QUOTED_RE, URL_RE, EMAIL_RE, ISO_DATE_RE, PATH_RE, IDENT_RE, NUMBER_RE):
         found.extend(m.group(0) for m in regex.finditer(text) if not ERROR_CODE_RE.fullmatch(m.group(0)))
     for m in _TAIL_VALUE_RE.finditer(text):
