@@ -77,7 +77,7 @@ def render_ranking(ranked: list[Any]) -> None:
             f"[dim]note: {not_english} template{'s' if not_english != 1 else ''} not in English: the wording rules "
             "were not applied to them (structural rules were); see --format json 'notes'[/dim]"
         )
-    console.print("[dim]Check a rewrite before it ships: loopscope lint --message 'TEXT'. Rules: loopscope lint --rules[/dim]")
+    console.print("[dim]Check a rewrite before it ships: loopscope lint check -m 'TEXT'. Rules: loopscope lint rules[/dim]")
 
 
 def _ranking_table(console: Console, ranked: list[Any]) -> None:
