@@ -19,7 +19,7 @@ from loopscope.cli.render.output import OutputFormat, write_csv, write_json
 
 _RANK_COLUMNS = (
     "tool_name", "template", "kind", "occurrences", "unrecovered", "recovered_errors", "recovery_rate", "conversations",
-    "variants", "generic", "rules", "severity", "rewrite", "example", "error_type", "outcome",
+    "variants", "generic", "rules", "severity", "rewrite", "example", "error_type", "outcome", "evidence", "suggestion",
 )
 
 
