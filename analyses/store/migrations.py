@@ -275,3 +275,11 @@ def m006_calls_not_ids(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("ALTER TABLE prompt_facts ADD COLUMN IF NOT EXISTS n_resolved_later BIGINT")
     con.execute("DELETE FROM prompt_facts")
     con.execute("DELETE FROM prompt_facts_state")
+
+
+@migration
+def m007_views_without_full_sorts(con: duckdb.DuckDBPyConnection) -> None:
+    # Issue 14: the same views (same rows), computed without numbering every
+    # record (only the tool_call_ids used twice are windowed) and without a
+    # lateral lookup per error for resolved_later.
+    model.create_model(con)
