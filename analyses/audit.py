@@ -26,7 +26,9 @@ document; the terminal and HTML renderers read only this dict):
 - ``reviews``: reviewer verdicts beside the computed classes
   (``review.agreement``), limited to the selected conversations.
 
-Lists are cut to ``limit`` rows; each section keeps its full ``total``.
+Lists are ordered and cut to ``limit`` rows in their queries; each section
+keeps its full ``total``, counted by the query too, so the report's memory
+does not grow with the data.
 """
 
 from __future__ import annotations
@@ -78,8 +80,13 @@ WHERE v.conversation_id IS NULL
 ORDER BY v.conversation_id, v.prompt_id, v.tool_call_id, v.kind
 LIMIT ?
 """
-# Distinct conversations of the selection.
-SELECTED_CONVERSATIONS_SQL = "SELECT DISTINCT p.conversation_id FROM {prompts} p WHERE {where}"
+# How many conversations the selection has.
+SELECTED_CONVERSATIONS_SQL = "SELECT count(DISTINCT p.conversation_id) FROM {prompts} p WHERE {where}"
+# The selection's conversations that a reviewer judged (few: a weekly sample).
+REVIEWED_CONVERSATIONS_SQL = """
+SELECT DISTINCT p.conversation_id FROM {prompts} p
+WHERE {where} AND p.conversation_id IN (SELECT conversation_id FROM reviews)
+"""
 # {prompts}: prompt_facts when it matches the records (one row per prompt, the
 # columns of prompts_v, materialised by store.facts), else prompts_v itself.
 
@@ -152,29 +159,30 @@ def audit(
     where, params = selection.where("p")
     prompts = "prompt_facts" if ensure_facts(con) else "prompts_v"
     overall = figures(con, selection)
-    selected = {r[0] for r in con.execute(SELECTED_CONVERSATIONS_SQL.format(prompts=prompts, where=where), params).fetchall()}
+    row = con.execute(SELECTED_CONVERSATIONS_SQL.format(prompts=prompts, where=where), params).fetchone()
+    conversations = int(row[0]) if row else 0
 
     agents = []
     for agent, fig in figures_by(con, selection, "agent"):
         only = replace(selection, agents=(agent,))
         agents.append({"agent": agent, **_figures(fig), "weeks": weekly_series(con, only, alpha=alpha)})
 
-    templates = [t for t in rank_templates(con, selection) if t.generic]
-    loops = incidents.retry_loops(con, selection)
-    replays = incidents.replays(con, selection)
-    dups = incidents.duplicate_executions(con, selection)
-    unrecovered = recovery.first_unrecovered_all(con, selection)
-    unrecovered.sort(key=lambda r: (-r.n_unrecovered, -r.previous_attempts, -r.last_ts.timestamp(), r.conversation_id))
+    templates = [t for t in rank_templates(con, selection) if t.generic]  # one row per template, not per call
+    loops = incidents.retry_loops_page(con, selection, limit)
+    replays = incidents.replays_page(con, selection, limit)
+    dups = incidents.duplicate_executions_page(con, selection, limit)
+    unrecovered_total, unrecovered = recovery.triage_first(con, selection, limit=limit)
     violations_by_kind = _rows(con.execute(PROTOCOL_VIOLATIONS_BY_KIND_SQL.format(prompts=prompts, where=where), params))
     violations = _rows(con.execute(PROTOCOL_VIOLATIONS_SQL.format(prompts=prompts, where=where), [*params, limit]))
-    reviews = agreement(con, conversation_ids=selected)
+    reviewed = {r[0] for r in con.execute(REVIEWED_CONVERSATIONS_SQL.format(prompts=prompts, where=where), params).fetchall()}
+    reviews = agreement(con, conversation_ids=reviewed)
 
     return {
         "selection": _selection_dict(selection),
         "notices": [n.as_dict() for n in notices(con, selection)],
         "alpha": alpha,
         "tests": TESTS,
-        "overall": {**overall.to_dict(), "conversations": len(selected)},
+        "overall": {**overall.to_dict(), "conversations": conversations},
         "weeks": weekly_series(con, selection, alpha=alpha),
         "agents": agents,
         "error_classes_by_tool": [
@@ -183,23 +191,23 @@ def audit(
         ],
         "generic_templates": {"total": len(templates), "items": [t.as_dict() for t in templates[:limit]]},
         "retry_loops": {
-            "total": len(loops),
-            "redundant_calls": sum(r.redundant_calls for r in loops),
-            "items": [r.to_dict() for r in loops[:limit]],
+            "total": loops.totals["total"],
+            "redundant_calls": loops.totals["redundant_calls"],
+            "items": [r.to_dict() for r in loops.items],
         },
         "replays": {
-            "total": len(replays),
-            "short_circuited": sum(1 for r in replays if not r.double_execution),
-            "double_executions": sum(1 for r in replays if r.double_execution),
-            "items": [r.to_dict() for r in replays[:limit]],
+            "total": replays.totals["total"],
+            "short_circuited": replays.totals["short_circuited"],
+            "double_executions": replays.totals["total"] - replays.totals["short_circuited"],
+            "items": [r.to_dict() for r in replays.items],
         },
-        "duplicate_executions": {"total": len(dups), "items": [d.to_dict() for d in dups[:limit]]},
+        "duplicate_executions": {"total": dups.totals["total"], "items": [d.to_dict() for d in dups.items]},
         "budget_pressure": [b.to_dict() for b in incidents.budget_pressure(con, selection)],
         "protocol_violations": {
             "total": sum(int(v["violations"]) for v in violations_by_kind),
             "by_kind": violations_by_kind,
             "items": violations,
         },
-        "triage_first": {"total": len(unrecovered), "items": [r.to_dict() for r in unrecovered[:limit]]},
+        "triage_first": {"total": unrecovered_total, "items": [r.to_dict() for r in unrecovered]},
         "reviews": reviews,
     }

@@ -98,15 +98,18 @@ ORDER BY q.first_ts, q.first_seq, t.step, t.ts, t.seq
 """
 
 # First unrecovered error per conversation among the selected prompts, then
-# filtered by tool / class; newest conversation (last record) first.
+# filtered by tool / class. {prompts}: prompt_facts when it matches the records
+# (the selected prompts' columns, materialised), else prompts_v.
 # Parameters, in order: the Selection's, never_resolved, tools (twice), classes (twice), limit.
-FIRST_UNRECOVERED_ALL_SQL = """
+_FIRSTS_CTES = """
 WITH sel AS (
-    SELECT p.* FROM prompts_v p WHERE {where}
+    SELECT p.conversation_id, p.prompt_id, p.first_ts, p.last_ts FROM {prompts} p WHERE {where}
 ),
 unrec AS (
     SELECT
-        e.*,
+        e.conversation_id, e.prompt_id, e.step, e.tool_call_id, e.tool_name, e.error_class, e.error_type,
+        e.error_message, e.exit_reason, e.agent, e.ts, e.seq, e.args_fingerprint, e.prompt_first_ts,
+        e.prompt_first_seq, e.resolved_later, e.resolved_in_prompt,
         row_number() OVER (
             PARTITION BY e.conversation_id
             ORDER BY e.prompt_first_ts, e.prompt_first_seq, e.step, e.ts, e.seq
@@ -121,38 +124,47 @@ convs AS (
     FROM sel GROUP BY conversation_id
 ),
 firsts AS (
-    SELECT * FROM unrec
-    WHERE rn = 1
-      AND (len(?::VARCHAR[]) = 0 OR list_contains(?::VARCHAR[], tool_name))
-      AND (len(?::VARCHAR[]) = 0 OR list_contains(?::VARCHAR[], error_class))
-)
-SELECT
-    f.conversation_id,
-    f.prompt_id,
-    f.step,
-    f.tool_call_id,
-    f.tool_name,
-    f.error_class,
-    f.error_type,
-    f.error_message,
-    f.exit_reason,
-    f.agent,
-    f.ts AS error_ts,
-    f.n_unrecovered,
-    f.resolved_later,
-    f.resolved_in_prompt,
-    c.prompts,
-    c.first_ts,
-    c.last_ts,
-    (
+    SELECT u.*, c.prompts, c.first_ts AS conversation_first_ts, c.last_ts AS conversation_last_ts
+    FROM unrec u
+    JOIN convs c USING (conversation_id)
+    WHERE u.rn = 1
+      AND (len(?::VARCHAR[]) = 0 OR list_contains(?::VARCHAR[], u.tool_name))
+      AND (len(?::VARCHAR[]) = 0 OR list_contains(?::VARCHAR[], u.error_class))
+)"""
+_UNRECOVERED_ROW_COLUMNS = """
+    f.conversation_id, f.prompt_id, f.step, f.tool_call_id, f.tool_name, f.error_class, f.error_type,
+    f.error_message, f.exit_reason, f.agent, f.ts AS error_ts, f.n_unrecovered, f.resolved_later,
+    f.resolved_in_prompt, f.prompts, f.conversation_first_ts AS first_ts, f.conversation_last_ts AS last_ts"""
+_PREVIOUS_ATTEMPTS_COUNT = """(
         SELECT count(*)
         FROM tool_calls_v t
-        JOIN prompts_v q USING (conversation_id, prompt_id)
+        JOIN {prompts} q USING (conversation_id, prompt_id)
         WHERE {previous_attempt}
-    ) AS previous_attempts
-FROM firsts f
-JOIN convs c USING (conversation_id)
-ORDER BY c.last_ts DESC, f.conversation_id
+    )"""
+# Newest conversation (last record) first: the page is cut before the
+# previous attempts are counted, so they are counted for the rows shown only.
+FIRST_UNRECOVERED_ALL_SQL = _FIRSTS_CTES + """,
+page AS (
+    SELECT * FROM firsts
+    ORDER BY conversation_last_ts DESC, conversation_id
+    LIMIT ?
+)
+SELECT""" + _UNRECOVERED_ROW_COLUMNS + """,
+    """ + _PREVIOUS_ATTEMPTS_COUNT + """ AS previous_attempts
+FROM page f
+ORDER BY f.conversation_last_ts DESC, f.conversation_id
+"""
+# The audit's "triage first" order: most unrecovered errors, then most
+# previous attempts at the failing call, then newest; the first ``limit``
+# rows and, in every row, how many conversations there are in all (``total``).
+TRIAGE_FIRST_SQL = _FIRSTS_CTES + """,
+counted AS (
+    SELECT f.*, """ + _PREVIOUS_ATTEMPTS_COUNT + """ AS previous_attempts
+    FROM firsts f
+)
+SELECT""" + _UNRECOVERED_ROW_COLUMNS.replace("f.", "c.") + """, c.previous_attempts, count(*) OVER () AS total
+FROM counted c
+ORDER BY c.n_unrecovered DESC, c.previous_attempts DESC, c.conversation_last_ts DESC, c.conversation_id
 LIMIT ?
 """
 
@@ -387,8 +399,36 @@ def first_unrecovered_all(
         )
     if limit is not None and limit < 0:
         raise LoopscopeError(f"--limit {limit} is negative", hint="use --limit 20, or leave it out for every row")
-    where, params = selection.where("p")
+    params = _firsts_params(selection, tools, classes, never_resolved) + [limit]
+    return [UnrecoveredRow(**r) for r in _rows(con.execute(_firsts_sql(con, FIRST_UNRECOVERED_ALL_SQL, selection), params))]
+
+
+def triage_first(con: duckdb.DuckDBPyConnection, selection: Selection, *, limit: int) -> tuple[int, list[UnrecoveredRow]]:
+    """How many conversations have an unrecovered error, and the first ``limit`` to triage.
+
+    Order: most unrecovered errors, then most previous attempts at the failing
+    call, then newest conversation (last record), then id; ordered and cut in
+    the query, so only ``limit`` rows reach Python.
+    """
+    params = _firsts_params(selection, (), (), False) + [limit]
+    rows = _rows(con.execute(_firsts_sql(con, TRIAGE_FIRST_SQL, selection), params))
+    total = int(rows[0].pop("total")) if rows else 0
+    for r in rows[1:]:
+        r.pop("total")
+    return total, [UnrecoveredRow(**r) for r in rows]
+
+
+def _firsts_params(
+    selection: Selection, tools: tuple[str, ...], classes: tuple[str, ...], never_resolved: bool
+) -> list[object]:
+    _, params = selection.where("p")
     tool_list, class_list = list(tools), list(classes)
-    params = [*params, never_resolved, tool_list, tool_list, class_list, class_list, limit]
-    sql = FIRST_UNRECOVERED_ALL_SQL.format(where=where, previous_attempt=_PREVIOUS_ATTEMPT_OF_ROW)
-    return [UnrecoveredRow(**r) for r in _rows(con.execute(sql, params))]
+    return [*params, never_resolved, tool_list, tool_list, class_list, class_list]
+
+
+def _firsts_sql(con: duckdb.DuckDBPyConnection, template: str, selection: Selection) -> str:
+    from loopscope.analyses.store.facts import ensure_facts
+
+    where, _ = selection.where("p")
+    prompts = "prompt_facts" if ensure_facts(con) else "prompts_v"
+    return template.format(prompts=prompts, where=where, previous_attempt=_PREVIOUS_ATTEMPT_OF_ROW)
