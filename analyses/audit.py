@@ -41,7 +41,7 @@ import duckdb
 from loopscope.analyses import incidents, recovery, stats
 from loopscope.analyses.cohorts import Figures, figures, figures_by, tool_call_counts_by
 from loopscope.analyses.compare import compare_figures
-from loopscope.analyses.store.facts import ensure_facts
+from loopscope.analyses.store.relations import errors_computed_once, relations
 from loopscope.analyses.notices import NO_TIMESTAMP, notices
 from loopscope.analyses.review import agreement
 from loopscope.analyses.selection import Selection
@@ -154,10 +154,15 @@ def audit(
         limit: rows kept per list section (totals are always complete).
         alpha: significance level of the week-over-week flags.
     """
+    with errors_computed_once(con):
+        return _audit(con, selection, limit=limit, alpha=alpha)
+
+
+def _audit(con: duckdb.DuckDBPyConnection, selection: Selection, *, limit: int, alpha: float) -> dict[str, Any]:
     from loopscope.analyses.lint.ranking import rank_templates
 
     where, params = selection.where("p")
-    prompts = "prompt_facts" if ensure_facts(con) else "prompts_v"
+    prompts = relations(con).prompts
     overall = figures(con, selection)
     row = con.execute(SELECTED_CONVERSATIONS_SQL.format(prompts=prompts, where=where), params).fetchone()
     conversations = int(row[0]) if row else 0

@@ -74,9 +74,14 @@ ORDER BY calls DESC, p.first_ts, p.first_seq, t.conversation_id, first_step
 LIMIT ?
 """
 
-# Every replay record of the selected prompts, with the run it repeated.
+# Every replay record of the selected prompts, with the run it repeated. A
+# replay is flagged ``replayed`` or repeats an id of its conversation, so only
+# those records are numbered (an id used once is its own first and only run).
 REPLAYS_SQL = """
-WITH runs AS (
+WITH repeated AS (
+    SELECT hash(t.conversation_id, t.tool_call_id) AS h FROM tool_calls t WHERE {calls} GROUP BY h HAVING count(*) > 1
+),
+runs AS (
     SELECT
         t.*,
         row_number() OVER (PARTITION BY t.conversation_id, t.tool_call_id ORDER BY t.ts, t.seq) AS run,
@@ -85,6 +90,7 @@ WITH runs AS (
         count(*) OVER (PARTITION BY t.conversation_id, t.tool_call_id) AS runs
     FROM tool_calls_v t
     WHERE {calls}
+      AND (t.replayed OR hash(t.conversation_id, t.tool_call_id) IN (SELECT h FROM repeated))
 )
 SELECT
     r.conversation_id,
@@ -112,12 +118,23 @@ LIMIT ?
 """
 
 # Later executions of a tool+fingerprint that already succeeded in the prompt.
+# Only a (prompt, tool, fingerprint) with two calls or more can hold one: those
+# groups are found on the table first (by a hash of the four: a collision only
+# keeps a few more rows, the join below is exact), so the rest is over a few rows.
 DUPLICATE_EXECUTIONS_SQL = """
-WITH calls AS (
+WITH repeated AS (
+    SELECT hash(t.conversation_id, t.prompt_id, t.tool_name, t.args_fingerprint) AS h
+    FROM tool_calls t
+    WHERE t.args_fingerprint IS NOT NULL AND {calls}
+    GROUP BY h
+    HAVING count(*) > 1
+),
+calls AS (
     SELECT t.*, p.agent AS prompt_agent, p.first_ts AS prompt_first_ts, p.first_seq AS prompt_first_seq
     FROM tool_calls_v t
-    JOIN {prompts} p USING (conversation_id, prompt_id)
-    WHERE t.args_fingerprint IS NOT NULL AND {calls} AND {where}
+    SEMI JOIN repeated r ON r.h = hash(t.conversation_id, t.prompt_id, t.tool_name, t.args_fingerprint)
+    JOIN {prompts} p ON p.conversation_id = t.conversation_id AND p.prompt_id = t.prompt_id
+    WHERE {calls} AND {where}
 ),
 firsts AS (
     -- the first success per (prompt, tool, fingerprint)
@@ -187,11 +204,11 @@ def _run(
         calls, calls_params = "t.conversation_id = ?", [selection.conversation_ids[0]]
     elif selection.conversation_ids:
         calls, calls_params = "list_contains(?, t.conversation_id)", [list(selection.conversation_ids)]
-    from loopscope.analyses.store.facts import ensure_facts
+    from loopscope.analyses.store.relations import relations
 
-    prompts = "prompt_facts" if ensure_facts(con) else "prompts_v"
-    query = sql.format(calls=calls, where=where, prompts=prompts)
-    return _rows(con.execute(query, [*calls_params, *params, limit]))
+    query = sql.format(calls=calls, where=where, prompts=relations(con).prompts)
+    # every {calls} slot comes before {where} in the text: its parameters first, once per slot
+    return _rows(con.execute(query, [*calls_params * sql.count("{calls}"), *params, limit]))
 
 
 @dataclass(frozen=True)

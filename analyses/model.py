@@ -62,10 +62,12 @@ CLEAR_SCRATCHPAD_TOOLS_SQL = "DELETE FROM scratchpad_tools"
 # or an id collision, so only those records (about 1% of them) are numbered by
 # the windows; every other record is a replay exactly when it is flagged
 # ``replayed``. Same rows as numbering every record, without sorting them all.
+# The ids are told apart by a hash of (conversation, id): a collision only
+# sends a few more records through the windows, which number them exactly.
 TOOL_CALLS_VIEW_SQL = """
 CREATE OR REPLACE VIEW tool_calls_v AS
 WITH repeated AS NOT MATERIALIZED (
-    SELECT conversation_id, tool_call_id FROM tool_calls GROUP BY conversation_id, tool_call_id HAVING count(*) > 1
+    SELECT hash(conversation_id, tool_call_id) AS h FROM tool_calls GROUP BY h HAVING count(*) > 1
 )
 SELECT
     t.*,
@@ -73,7 +75,7 @@ SELECT
     false AS is_id_collision,
     t.tool_name IN (SELECT tool_name FROM scratchpad_tools) AS is_scratchpad
 FROM tool_calls t
-ANTI JOIN repeated r ON r.conversation_id = t.conversation_id AND r.tool_call_id = t.tool_call_id
+ANTI JOIN repeated r ON r.h = hash(t.conversation_id, t.tool_call_id)
 UNION ALL
 SELECT
     t.*,
@@ -81,7 +83,7 @@ SELECT
     (NOT t.replayed AND row_number() OVER same_call = 1 AND row_number() OVER same_id > 1) AS is_id_collision,
     t.tool_name IN (SELECT tool_name FROM scratchpad_tools) AS is_scratchpad
 FROM tool_calls t
-SEMI JOIN repeated r ON r.conversation_id = t.conversation_id AND r.tool_call_id = t.tool_call_id
+SEMI JOIN repeated r ON r.h = hash(t.conversation_id, t.tool_call_id)
 WINDOW
     same_call AS (PARTITION BY t.conversation_id, t.tool_call_id, t.tool_name, t.args_fingerprint ORDER BY t.ts, t.seq),
     same_id AS (PARTITION BY t.conversation_id, t.tool_call_id ORDER BY t.ts, t.seq)
@@ -157,8 +159,9 @@ LEFT JOIN exits x USING (conversation_id, prompt_id)
 # resolved_in_prompt: per unrecovered (conversation, tool, prompt), the first
 # later prompt with a successful, non-replay call of that tool; computed once
 # per such key by a grouped join (not a lateral lookup per error row).
-ERRORS_VIEW_SQL = """
-CREATE OR REPLACE VIEW errors_v AS
+# {prompts}: prompts_v, or prompt_facts when it matches the records (it holds
+# the columns used here, max_ok_step included; store.relations picks).
+ERRORS_QUERY = """
 WITH classed AS (
     SELECT
         t.*,
@@ -172,7 +175,7 @@ WITH classed AS (
         p.first_seq AS prompt_first_seq,
         p.exit_reason
     FROM tool_calls_v t
-    JOIN prompts_v p USING (conversation_id, prompt_id)
+    JOIN {prompts} p USING (conversation_id, prompt_id)
     WHERE t.is_error AND NOT t.is_replay
 ),
 unrecovered AS (
@@ -182,7 +185,7 @@ unrecovered AS (
 ok AS (
     SELECT DISTINCT o.conversation_id, o.tool_name, q.prompt_id, q.first_ts, q.first_seq
     FROM tool_calls_v o
-    JOIN prompts_v q USING (conversation_id, prompt_id)
+    JOIN {prompts} q USING (conversation_id, prompt_id)
     WHERE NOT o.is_error AND NOT o.is_replay
       AND (o.conversation_id, o.tool_name) IN (SELECT conversation_id, tool_name FROM unrecovered)
 ),
@@ -203,6 +206,8 @@ LEFT JOIN resolved r
     ON r.conversation_id = c.conversation_id AND r.tool_name = c.tool_name
    AND r.prompt_first_ts = c.prompt_first_ts AND r.prompt_first_seq = c.prompt_first_seq
 """
+ERRORS_VIEW_SQL = "CREATE OR REPLACE VIEW errors_v AS" + ERRORS_QUERY.format(prompts="prompts_v")
+
 
 # One row per id collision: the later call (c) and the earlier call (f) that
 # first used its tool_call_id in the conversation.

@@ -33,11 +33,13 @@ from loopscope.analyses.model import ERROR_CLASSES
 from loopscope.analyses.rows import fetch_dicts as _rows
 from loopscope.analyses.rows import class_dict, json_object
 from loopscope.analyses.selection import Selection
+from loopscope.analyses.store.relations import relations
 
 UNRECOVERED_CLASSES = tuple(c for c in ERROR_CLASSES if c != "recovered")
 
 # Class counts per group over the selected prompts; {group} is a whitelisted
-# column expression (see _BREAKDOWN_GROUPS), {where} a Selection condition.
+# column expression (see _BREAKDOWN_GROUPS), {where} a Selection condition,
+# {errors} / {prompts} the relations store.relations picks (views or facts).
 ERROR_CLASS_BREAKDOWN_SQL = """
 SELECT
     {group} AS key,
@@ -48,8 +50,8 @@ SELECT
     count(*) FILTER (WHERE e.error_class = 'gave_up') AS gave_up,
     count(*) FILTER (WHERE e.resolved_later) AS resolved_later_errors,
     count(DISTINCT e.conversation_id || chr(0) || e.prompt_id) AS prompts
-FROM errors_v e
-JOIN prompts_v p USING (conversation_id, prompt_id)
+FROM {errors} e
+JOIN {prompts} p USING (conversation_id, prompt_id)
 WHERE {where}
 GROUP BY key
 ORDER BY errors DESC, key
@@ -62,7 +64,7 @@ _ORDER_KEY = "(e.prompt_first_ts, e.prompt_first_seq, e.step, e.ts, e.seq)"
 # The first unrecovered error of one conversation, over the whole store.
 FIRST_UNRECOVERED_SQL = f"""
 SELECT e.*
-FROM errors_v e
+FROM {{errors}} e
 WHERE e.conversation_id = ? AND e.error_class <> 'recovered'
 ORDER BY {_ORDER_KEY}
 LIMIT 1
@@ -115,7 +117,7 @@ unrec AS (
             ORDER BY e.prompt_first_ts, e.prompt_first_seq, e.step, e.ts, e.seq
         ) AS rn,
         count(*) OVER (PARTITION BY e.conversation_id) AS n_unrecovered
-    FROM errors_v e
+    FROM {errors} e
     JOIN sel USING (conversation_id, prompt_id)
     WHERE e.error_class <> 'recovered' AND NOT (? AND e.resolved_later)
 ),
@@ -315,7 +317,9 @@ def class_breakdown(con: duckdb.DuckDBPyConnection, selection: Selection, by: st
     if by not in _BREAKDOWN_GROUPS:
         raise ValueError(f"by must be one of {sorted(_BREAKDOWN_GROUPS)}, not {by!r}")
     where, params = selection.where("p")
-    sql = ERROR_CLASS_BREAKDOWN_SQL.format(group=_BREAKDOWN_GROUPS[by], where=where)
+    rel = relations(con)
+    sql = ERROR_CLASS_BREAKDOWN_SQL.format(group=_BREAKDOWN_GROUPS[by], where=where, errors=rel.errors,
+                                           prompts=rel.prompts)
     return [ClassBreakdown(**r) for r in _rows(con.execute(sql, params))]
 
 
@@ -340,7 +344,7 @@ def first_unrecovered(con: duckdb.DuckDBPyConnection, conversation_id: str) -> U
 
     The whole store counts (no selection): this is a fact about the conversation.
     """
-    rows = _rows(con.execute(FIRST_UNRECOVERED_SQL, [conversation_id]))
+    rows = _rows(con.execute(FIRST_UNRECOVERED_SQL.format(errors=relations(con).errors), [conversation_id]))
     if not rows:
         return None
     e = rows[0]
@@ -427,8 +431,6 @@ def _firsts_params(
 
 
 def _firsts_sql(con: duckdb.DuckDBPyConnection, template: str, selection: Selection) -> str:
-    from loopscope.analyses.store.facts import ensure_facts
-
     where, _ = selection.where("p")
-    prompts = "prompt_facts" if ensure_facts(con) else "prompts_v"
-    return template.format(prompts=prompts, where=where, previous_attempt=_PREVIOUS_ATTEMPT_OF_ROW)
+    rel = relations(con)
+    return template.format(prompts=rel.prompts, errors=rel.errors, where=where, previous_attempt=_PREVIOUS_ATTEMPT_OF_ROW)

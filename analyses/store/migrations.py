@@ -283,3 +283,13 @@ def m007_views_without_full_sorts(con: duckdb.DuckDBPyConnection) -> None:
     # record (only the tool_call_ids used twice are windowed) and without a
     # lateral lookup per error for resolved_later.
     model.create_model(con)
+
+
+@migration
+def m008_facts_max_ok_step(con: duckdb.DuckDBPyConnection) -> None:
+    # Issue 14: the last step with a success of a non-scratchpad tool, per
+    # prompt, so the error classes (errors_v) can be computed over prompt_facts
+    # instead of grouping every record again. Rebuilt on next use.
+    con.execute("ALTER TABLE prompt_facts ADD COLUMN IF NOT EXISTS max_ok_step INTEGER")
+    con.execute("DELETE FROM prompt_facts")
+    con.execute("DELETE FROM prompt_facts_state")
