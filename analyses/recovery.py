@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import asdict, dataclass, field
+from collections.abc import Iterator
 from typing import Any
 
 import duckdb
@@ -395,6 +396,42 @@ def first_unrecovered_all(
     Raises:
         LoopscopeError: a class is not an unrecovered class, or ``limit`` is negative.
     """
+    return list(iter_first_unrecovered_all(
+        con, selection, tools=tools, classes=classes, limit=limit, never_resolved=never_resolved
+    ))
+
+
+def iter_first_unrecovered_all(
+    con: duckdb.DuckDBPyConnection,
+    selection: Selection,
+    *,
+    tools: tuple[str, ...] = (),
+    classes: tuple[str, ...] = (),
+    limit: int | None = None,
+    never_resolved: bool = False,
+    batch: int = 2048,
+) -> Iterator[UnrecoveredRow]:
+    """``first_unrecovered_all``'s rows as they come from the cursor, ``batch`` at a time.
+
+    For ``--format json``/``csv`` of every conversation: the output is written
+    while the rows are read, so memory does not grow with the list. The
+    arguments are checked before the first row (same errors as
+    ``first_unrecovered_all``); read the iterator while the store is open.
+    """
+    _check_list_arguments(classes, limit)
+    params = _firsts_params(selection, tools, classes, never_resolved) + [limit]
+    cur = con.execute(_firsts_sql(con, FIRST_UNRECOVERED_ALL_SQL, selection), params)
+    names = [d[0] for d in cur.description or []]
+    return _batches(cur, names, batch)
+
+
+def _batches(cur: duckdb.DuckDBPyConnection, names: list[str], batch: int) -> Iterator[UnrecoveredRow]:
+    while rows := cur.fetchmany(batch):
+        for row in rows:
+            yield UnrecoveredRow(**dict(zip(names, row)))
+
+
+def _check_list_arguments(classes: tuple[str, ...], limit: int | None) -> None:
     bad = [c for c in classes if c not in UNRECOVERED_CLASSES]
     if bad:
         raise LoopscopeError(
@@ -403,8 +440,6 @@ def first_unrecovered_all(
         )
     if limit is not None and limit < 0:
         raise LoopscopeError(f"--limit {limit} is negative", hint="use --limit 20, or leave it out for every row")
-    params = _firsts_params(selection, tools, classes, never_resolved) + [limit]
-    return [UnrecoveredRow(**r) for r in _rows(con.execute(_firsts_sql(con, FIRST_UNRECOVERED_ALL_SQL, selection), params))]
 
 
 def triage_first(con: duckdb.DuckDBPyConnection, selection: Selection, *, limit: int) -> tuple[int, list[UnrecoveredRow]]:
