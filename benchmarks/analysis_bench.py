@@ -105,9 +105,9 @@ def _run(argv: list[str], env: dict[str, str] | None = None) -> Run:
     return Run(seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status), err)
 
 
-def _has_option(loopscope: str, command: str, option: str) -> bool:
-    out = subprocess.run([loopscope, command, "--help"], capture_output=True, text=True, env=_env()).stdout
-    return option in out
+def _accepts(loopscope: str, argv: list[str]) -> bool:
+    """Whether this loopscope runs the command (e.g. knows ``metrics --by tool``)."""
+    return subprocess.run([loopscope, *argv], capture_output=True, text=True, env=_env()).returncode == 0
 
 
 def _env() -> dict[str, str]:
@@ -115,12 +115,14 @@ def _env() -> dict[str, str]:
     return {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", "TERM": "dumb"}
 
 
-def _build_store(loopscope: str, files: list[str], folder: Path, fresh: bool) -> tuple[Path, float | None, str]:
+def _build_store(
+    loopscope: str, files: list[str], folder: Path, fresh: bool, name: str = "analysis"
+) -> tuple[Path, float | None, str]:
     """The cached store of these files and the load time: timed now, or the one recorded when it was built."""
-    db = folder / "analysis.duckdb"
-    meta = folder / "analysis-load.json"
+    db = folder / f"{name}.duckdb"
+    meta = folder / f"{name}-load.json"
     if fresh or not db.exists() or not meta.exists():
-        scratch = folder / "analysis-new.duckdb"
+        scratch = folder / f"{name}-new.duckdb"
         for path in (scratch, Path(str(scratch) + ".wal")):
             path.unlink(missing_ok=True)
         run = _run([loopscope, "load", *files, "--db", str(scratch)], _env())
@@ -139,7 +141,7 @@ def _commands(loopscope: str, db: Path, triage_id: str | None, html: Path) -> li
     cmds: list[tuple[str, list[str]]] = [
         ("metrics --by week", [loopscope, "metrics", "--by", "week", *d]),
     ]
-    if _has_option(loopscope, "metrics", "tool"):
+    if _accepts(loopscope, ["metrics", "--by", "tool", "--db", ":memory:"]):
         cmds.append(("metrics --by tool", [loopscope, "metrics", "--by", "tool", *d]))
     cmds.append(("unrecovered --limit 20", [loopscope, "unrecovered", "--limit", "20", *d]))
     if triage_id:
@@ -197,13 +199,18 @@ def main() -> None:
         db, load_s, load_note = _build_store(args.loopscope, files, folder, fresh=not args.no_load)
         triage_id = _triage_id(db)
         print(f"\n{n:,} records: load {load_note}; triage of {triage_id}", flush=True)
+        base_db = db
+        if args.baseline:
+            # the baseline reads a store it loaded itself (its own schema and facts)
+            base_db, _, base_note = _build_store(args.baseline, files, folder, not args.no_load, "baseline")
+            print(f"  baseline load {base_note}", flush=True)
         header = f"  {'command':<24} {'wall s':>8} {'cpu s':>8} {'peak MB':>9} {'x load':>7}  {'target':<26} result"
         if args.baseline:
             header += f"   {'baseline s':>10} {'MB':>7} {'speedup':>8}"
         print(header)
         with tempfile.TemporaryDirectory() as tmp:
             html = Path(tmp) / "audit.html"
-            base_cmds = dict(_commands(args.baseline, db, triage_id, html)) if args.baseline else {}
+            base_cmds = dict(_commands(args.baseline, base_db, triage_id, html)) if args.baseline else {}
             for name, argv in _commands(args.loopscope, db, triage_id, html):
                 if args.only and not any(o.strip() in name for o in args.only.split(",")):
                     continue
