@@ -64,17 +64,17 @@ CLEAR_SCRATCHPAD_TOOLS_SQL = "DELETE FROM scratchpad_tools"
 # ``replayed``. Same rows as numbering every record, without sorting them all.
 # The ids are told apart by a hash of (conversation, id): a collision only
 # sends a few more records through the windows, which number them exactly.
-TOOL_CALLS_VIEW_SQL = """
-CREATE OR REPLACE VIEW tool_calls_v AS
+# {tool_calls}: the table, or a subquery of it (one conversation's records: triage).
+TOOL_CALLS_QUERY = """
 WITH repeated AS NOT MATERIALIZED (
-    SELECT hash(conversation_id, tool_call_id) AS h FROM tool_calls GROUP BY h HAVING count(*) > 1
+    SELECT hash(conversation_id, tool_call_id) AS h FROM {tool_calls} GROUP BY h HAVING count(*) > 1
 )
 SELECT
     t.*,
     t.replayed AS is_replay,
     false AS is_id_collision,
     t.tool_name IN (SELECT tool_name FROM scratchpad_tools) AS is_scratchpad
-FROM tool_calls t
+FROM {tool_calls} t
 ANTI JOIN repeated r ON r.h = hash(t.conversation_id, t.tool_call_id)
 UNION ALL
 SELECT
@@ -82,12 +82,13 @@ SELECT
     (t.replayed OR row_number() OVER same_call > 1) AS is_replay,
     (NOT t.replayed AND row_number() OVER same_call = 1 AND row_number() OVER same_id > 1) AS is_id_collision,
     t.tool_name IN (SELECT tool_name FROM scratchpad_tools) AS is_scratchpad
-FROM tool_calls t
+FROM {tool_calls} t
 SEMI JOIN repeated r ON r.h = hash(t.conversation_id, t.tool_call_id)
 WINDOW
     same_call AS (PARTITION BY t.conversation_id, t.tool_call_id, t.tool_name, t.args_fingerprint ORDER BY t.ts, t.seq),
     same_id AS (PARTITION BY t.conversation_id, t.tool_call_id ORDER BY t.ts, t.seq)
 """
+TOOL_CALLS_VIEW_SQL = "CREATE OR REPLACE VIEW tool_calls_v AS" + TOOL_CALLS_QUERY.format(tool_calls="tool_calls")
 
 PROMPTS_VIEW_SQL = """
 CREATE OR REPLACE VIEW prompts_v AS
@@ -160,7 +161,8 @@ LEFT JOIN exits x USING (conversation_id, prompt_id)
 # later prompt with a successful, non-replay call of that tool; computed once
 # per such key by a grouped join (not a lateral lookup per error row).
 # {prompts}: prompts_v, or prompt_facts when it matches the records (it holds
-# the columns used here, max_ok_step included; store.relations picks).
+# the columns used here, max_ok_step included; store.relations picks);
+# {tool_calls_v}: the view, or TOOL_CALLS_QUERY over one conversation's records.
 ERRORS_QUERY = """
 WITH classed AS (
     SELECT
@@ -174,7 +176,7 @@ WITH classed AS (
         p.first_ts AS prompt_first_ts,
         p.first_seq AS prompt_first_seq,
         p.exit_reason
-    FROM tool_calls_v t
+    FROM {tool_calls_v} t
     JOIN {prompts} p USING (conversation_id, prompt_id)
     WHERE t.is_error AND NOT t.is_replay
 ),
@@ -184,7 +186,7 @@ unrecovered AS (
 ),
 ok AS (
     SELECT DISTINCT o.conversation_id, o.tool_name, q.prompt_id, q.first_ts, q.first_seq
-    FROM tool_calls_v o
+    FROM {tool_calls_v} o
     JOIN {prompts} q USING (conversation_id, prompt_id)
     WHERE NOT o.is_error AND NOT o.is_replay
       AND (o.conversation_id, o.tool_name) IN (SELECT conversation_id, tool_name FROM unrecovered)
@@ -206,7 +208,9 @@ LEFT JOIN resolved r
     ON r.conversation_id = c.conversation_id AND r.tool_name = c.tool_name
    AND r.prompt_first_ts = c.prompt_first_ts AND r.prompt_first_seq = c.prompt_first_seq
 """
-ERRORS_VIEW_SQL = "CREATE OR REPLACE VIEW errors_v AS" + ERRORS_QUERY.format(prompts="prompts_v")
+ERRORS_VIEW_SQL = "CREATE OR REPLACE VIEW errors_v AS" + ERRORS_QUERY.format(
+    prompts="prompts_v", tool_calls_v="tool_calls_v"
+)
 
 
 # One row per id collision: the later call (c) and the earlier call (f) that

@@ -34,7 +34,7 @@ from loopscope.analyses.model import ERROR_CLASSES
 from loopscope.analyses.rows import fetch_dicts as _rows
 from loopscope.analyses.rows import class_dict, json_object
 from loopscope.analyses.selection import Selection
-from loopscope.analyses.store.relations import relations
+from loopscope.analyses.store.relations import conversation_relations, relations
 
 UNRECOVERED_CLASSES = tuple(c for c in ERROR_CLASSES if c != "recovered")
 
@@ -63,10 +63,11 @@ _BREAKDOWN_GROUPS = {"tool": "e.tool_name", "agent": "p.agent"}
 _ORDER_KEY = "(e.prompt_first_ts, e.prompt_first_seq, e.step, e.ts, e.seq)"
 
 # The first unrecovered error of one conversation, over the whole store.
+# {errors}: store.relations.conversation_relations(con).errors (that conversation's errors only).
 FIRST_UNRECOVERED_SQL = f"""
 SELECT e.*
 FROM {{errors}} e
-WHERE e.conversation_id = ? AND e.error_class <> 'recovered'
+WHERE e.conversation_id = $conversation_id AND e.error_class <> 'recovered'
 ORDER BY {_ORDER_KEY}
 LIMIT 1
 """
@@ -85,13 +86,14 @@ _PREVIOUS_ATTEMPT_CONDITION = """
         < ({prompt_first_ts}, {prompt_first_seq}, {step}, {ts}, {seq})
 """
 
-# The previous attempts at one error, in conversation order.
+# The previous attempts at one error, in conversation order ({tool_calls} /
+# {prompts}: store.relations.conversation_relations, the conversation's rows only).
 PREVIOUS_ATTEMPTS_SQL = f"""
 SELECT
     t.prompt_id, t.step, t.tool_call_id, t.tool_name, t.ts, t.outcome, t.is_error,
     t.attempts, t.latency_ms, t.error_type, t.error_message, t.is_replay
-FROM tool_calls_v t
-JOIN prompts_v q USING (conversation_id, prompt_id)
+FROM {{tool_calls}} t
+JOIN {{prompts}} q USING (conversation_id, prompt_id)
 WHERE {_PREVIOUS_ATTEMPT_CONDITION.format(
     conversation_id="$conversation_id", tool_name="$tool_name", fingerprint="$fingerprint",
     error_message="$error_message", prompt_first_ts="$prompt_first_ts", prompt_first_seq="$prompt_first_seq",
@@ -337,7 +339,9 @@ def previous_attempts(con: duckdb.DuckDBPyConnection, error: dict[str, Any]) -> 
         "ts": error["ts"],
         "seq": error["seq"],
     }
-    return [Attempt(**r) for r in _rows(con.execute(PREVIOUS_ATTEMPTS_SQL, params))]
+    one = conversation_relations(con)
+    sql = PREVIOUS_ATTEMPTS_SQL.format(tool_calls=one.tool_calls, prompts=one.prompts)
+    return [Attempt(**r) for r in _rows(con.execute(sql, params))]
 
 
 def first_unrecovered(con: duckdb.DuckDBPyConnection, conversation_id: str) -> UnrecoveredError | None:
@@ -345,7 +349,8 @@ def first_unrecovered(con: duckdb.DuckDBPyConnection, conversation_id: str) -> U
 
     The whole store counts (no selection): this is a fact about the conversation.
     """
-    rows = _rows(con.execute(FIRST_UNRECOVERED_SQL.format(errors=relations(con).errors), [conversation_id]))
+    sql = FIRST_UNRECOVERED_SQL.format(errors=conversation_relations(con).errors)
+    rows = _rows(con.execute(sql, {"conversation_id": conversation_id}))
     if not rows:
         return None
     e = rows[0]

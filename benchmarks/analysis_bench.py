@@ -136,6 +136,11 @@ def _build_store(
     return db, float(recorded["seconds"]), f"recorded {recorded['when']}: {recorded['seconds']:.2f} s wall"
 
 
+def _recorded_cpu(folder: Path, name: str = "analysis") -> float | None:
+    meta = folder / f"{name}-load.json"
+    return float(json.loads(meta.read_text()).get("cpu") or 0) or None if meta.exists() else None
+
+
 def _commands(loopscope: str, db: Path, triage_id: str | None, html: Path) -> list[tuple[str, list[str]]]:
     d = ["--db", str(db)]
     cmds: list[tuple[str, list[str]]] = [
@@ -199,14 +204,15 @@ def main() -> None:
         db, load_s, load_note = _build_store(args.loopscope, files, folder, fresh=not args.no_load)
         triage_id = _triage_id(db)
         print(f"\n{n:,} records: load {load_note}; triage of {triage_id}", flush=True)
+        load_cpu = _recorded_cpu(folder)
         base_db = db
         if args.baseline:
             # the baseline reads a store it loaded itself (its own schema and facts)
             base_db, _, base_note = _build_store(args.baseline, files, folder, not args.no_load, "baseline")
             print(f"  baseline load {base_note}", flush=True)
-        header = f"  {'command':<24} {'wall s':>8} {'cpu s':>8} {'peak MB':>9} {'x load':>7}  {'target':<26} result"
+        header = f"  {'command':<24} {'wall s':>8} {'cpu s':>8} {'peak MB':>9} {'x load':>19}  {'target':<26} result"
         if args.baseline:
-            header += f"   {'baseline s':>10} {'MB':>7} {'speedup':>8}"
+            header += f"   {'baseline s':>10} {'cpu s':>7} {'MB':>7} {'speedup':>8} {'cpu':>6}"
         print(header)
         with tempfile.TemporaryDirectory() as tmp:
             html = Path(tmp) / "audit.html"
@@ -221,14 +227,17 @@ def main() -> None:
                     continue
                 target, ok = _target(n, name, run, load_s)
                 ratio = f"{run.seconds / load_s:6.2f}x" if load_s else "      -"
+                if load_cpu:
+                    ratio += f" ({run.cpu / load_cpu:4.2f}x cpu)"
                 verdict = "" if ok is None else ("met" if ok else "NOT met")
                 all_ok = all_ok and ok is not False
-                line = (f"  {name:<24} {run.seconds:8.2f} {run.cpu:8.2f} {run.peak_mb:9,.0f} {ratio:>7}  "
+                line = (f"  {name:<24} {run.seconds:8.2f} {run.cpu:8.2f} {run.peak_mb:9,.0f} {ratio:>19}  "
                         f"{target:<26} {verdict}")
                 if name in base_cmds:
                     base = _run(base_cmds[name], _env())
                     if base.exit_code == 0:
-                        line += f"   {base.seconds:10.2f} {base.peak_mb:7,.0f} {base.seconds / run.seconds:7.1f}x"
+                        line += (f"   {base.seconds:10.2f} {base.cpu:7.2f} {base.peak_mb:7,.0f} "
+                                 f"{base.seconds / run.seconds:7.1f}x {base.cpu / run.cpu:5.1f}x")
                     else:
                         line += f"   baseline failed ({base.exit_code})"
                 print(line, flush=True)

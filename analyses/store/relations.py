@@ -18,10 +18,10 @@ from typing import NamedTuple
 
 import duckdb
 
-from loopscope.analyses.model import ERRORS_QUERY
+from loopscope.analyses.model import ERRORS_QUERY, TOOL_CALLS_QUERY
 from loopscope.analyses.store.facts import ensure_facts
 
-FACTS_ERRORS = "(" + ERRORS_QUERY.format(prompts="prompt_facts") + ")"
+FACTS_ERRORS = "(" + ERRORS_QUERY.format(prompts="prompt_facts", tool_calls_v="tool_calls_v") + ")"
 """``errors_v``'s rows, computed over ``prompt_facts`` instead of ``prompts_v``."""
 
 
@@ -75,3 +75,29 @@ def errors_computed_once(con: duckdb.DuckDBPyConnection) -> Iterator[Relations]:
     finally:
         del _SHARED[id(con)]
         con.execute(DROP_SHARED_ERRORS_SQL)
+
+
+class ConversationRelations(NamedTuple):
+    """One conversation's rows of the views, computed from its records only (named parameter ``$conversation_id``).
+
+    Replays, classes and ``resolved_later`` depend only on the records of the
+    same conversation, so computing them over its records gives the views'
+    rows for it, without a pass over the whole store (triage).
+    """
+
+    tool_calls: str
+    prompts: str
+    errors: str
+
+
+_ONE_CALLS = "(SELECT * FROM tool_calls WHERE conversation_id = $conversation_id)"
+
+
+def conversation_relations(con: duckdb.DuckDBPyConnection) -> ConversationRelations:
+    """The relations for one conversation (bind ``$conversation_id``)."""
+    table = relations(con).prompts
+    prompts = f"(SELECT * FROM {'prompt_facts' if table == 'prompt_facts' else 'prompts_v'} " \
+              "WHERE conversation_id = $conversation_id)"
+    calls = "(" + TOOL_CALLS_QUERY.format(tool_calls=_ONE_CALLS) + ")"
+    errors = "(" + ERRORS_QUERY.format(prompts=prompts, tool_calls_v=calls) + ")"
+    return ConversationRelations(calls, prompts, errors)
