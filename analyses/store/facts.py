@@ -4,7 +4,8 @@
 error classes once (``model``); computing them means windows and joins over
 every record, seconds at 10M records. ``refresh_facts`` stores their per-prompt
 result in ``prompt_facts`` (one row per prompt: the prompt's columns plus its
-replay, error and recovered-error counts), and the load calls it after every
+replay, error and recovered-error counts, and ``max_ok_step``, so the error
+classes can be computed from it: ``store.relations``), and the load calls it after every
 load. It computes those rows with one query of groupings instead of the
 views' windows (about 25% faster); ``VIEWS_FACTS_SQL`` computes them from the
 views, and tests/test_metrics_property.py checks both give the same rows.
@@ -43,7 +44,8 @@ errors AS (
 SELECT p.conversation_id, p.prompt_id, p.first_ts, p.last_ts, p.first_seq, p.agent, p.tags, p.n_tool_calls,
        p.is_open, p.exit_reason, p.normal_exit,
        coalesce(r.n_replays, 0) AS n_replays, coalesce(e.n_errors, 0) AS n_errors,
-       coalesce(e.n_recovered, 0) AS n_recovered, coalesce(e.n_resolved_later, 0) AS n_resolved_later
+       coalesce(e.n_recovered, 0) AS n_recovered, coalesce(e.n_resolved_later, 0) AS n_resolved_later,
+       p.max_ok_step
 FROM (SELECT * FROM prompts_v WHERE {scope}) p
 LEFT JOIN replays r USING (conversation_id, prompt_id)
 LEFT JOIN errors e USING (conversation_id, prompt_id)
@@ -160,7 +162,8 @@ SELECT p.conversation_id, p.prompt_id, p.first_ts, p.last_ts, p.first_seq, p.age
        p.n_flagged + coalesce(r.n_repeats, 0) AS n_replays,
        coalesce(e.n_errors, 0) AS n_errors,
        coalesce(e.n_recovered, 0) AS n_recovered,
-       coalesce(e.n_resolved_later, 0) AS n_resolved_later
+       coalesce(e.n_resolved_later, 0) AS n_resolved_later,
+       p.max_ok_step
 FROM p
 LEFT JOIN e USING (conversation_id, prompt_id)
 LEFT JOIN r USING (conversation_id, prompt_id)
