@@ -85,8 +85,9 @@ errs AS (
 # per-error lookups (the views take seconds at 1M records): the selection
 # from prompt_facts, and the facts the views define, computed as store.facts
 # does. A call can only be a replay when it has ``replayed: true`` or its
-# tool_call_id is used more than once in its conversation, so only those ids
-# are ranked (``ranked``, keyed by ``seq``, unique per record), over the whole
+# tool_call_id is used more than once in its conversation, and only in a
+# conversation where prompt_facts counts a replay, so only those ids are ranked
+# (``ranked``, keyed by ``seq``, unique per record), over the whole
 # conversation (a selected call may repeat an unselected one). An error is
 # recovered when its prompt exits normally and has a later step with a
 # success of a non-scratchpad tool (``ok_steps``, only for prompts with an
@@ -98,8 +99,13 @@ sel AS (
     SELECT p.conversation_id, p.prompt_id, p.is_open, p.normal_exit, p.first_ts, p.first_seq
     FROM prompt_facts p WHERE {where}
 ),
+replay_conversations AS (SELECT DISTINCT conversation_id FROM prompt_facts WHERE n_replays > 0),
 repeated AS (
-    SELECT conversation_id, tool_call_id FROM tool_calls GROUP BY conversation_id, tool_call_id HAVING count(*) > 1
+    SELECT t.conversation_id, t.tool_call_id
+    FROM tool_calls t
+    JOIN replay_conversations c ON c.conversation_id = t.conversation_id
+    GROUP BY t.conversation_id, t.tool_call_id
+    HAVING count(*) > 1
 ),
 ranked AS (
     SELECT t.seq,
