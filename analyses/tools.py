@@ -119,27 +119,27 @@ sel_calls AS (
     SELECT t.conversation_id, t.prompt_id, t.tool_name, t.step, t.is_error, t.latency_ms,
            coalesce(t.error_message, t.error_type, '') AS message,
            coalesce(k.is_replay, t.replayed) AS is_replay,
+           t.tool_name IN (SELECT tool_name FROM scratchpad_tools) AS is_scratchpad,
            s.is_open, s.normal_exit, s.first_ts, s.first_seq
     FROM tool_calls t
     JOIN sel s ON s.conversation_id = t.conversation_id AND s.prompt_id = t.prompt_id
     LEFT JOIN ranked k ON k.seq = t.seq
-    WHERE CAST(? AS VARCHAR[]) IS NULL OR list_contains(?, t.tool_name)
 ),
 calls AS (
-    SELECT tool_name, is_replay, tool_name IN (SELECT tool_name FROM scratchpad_tools) AS is_scratchpad, latency_ms
+    SELECT conversation_id, prompt_id, tool_name, step, is_error, latency_ms, message, is_replay, is_scratchpad,
+           is_open, normal_exit, first_ts, first_seq
     FROM sel_calls
+    WHERE CAST(? AS VARCHAR[]) IS NULL OR list_contains(?, tool_name)
 ),
 err_calls AS (
     SELECT conversation_id, prompt_id, tool_name, step, message, is_open, normal_exit, first_ts, first_seq
-    FROM sel_calls WHERE is_error AND NOT is_replay
+    FROM calls WHERE is_error AND NOT is_replay
 ),
-err_prompts AS (SELECT DISTINCT conversation_id, prompt_id FROM err_calls),
-ok_steps AS (
-    SELECT t.conversation_id, t.prompt_id, max(t.step) AS max_ok_step
-    FROM tool_calls t
-    JOIN err_prompts e ON e.conversation_id = t.conversation_id AND e.prompt_id = t.prompt_id
-    WHERE NOT t.is_error AND t.tool_name NOT IN (SELECT tool_name FROM scratchpad_tools)
-    GROUP BY t.conversation_id, t.prompt_id
+ok_steps AS (  -- a selected prompt's calls are all in sel_calls, whatever the tool filter
+    SELECT conversation_id, prompt_id, max(step) AS max_ok_step
+    FROM sel_calls
+    WHERE NOT is_error AND NOT is_scratchpad
+    GROUP BY conversation_id, prompt_id
 ),
 classed AS (
     SELECT e.*, coalesce(e.normal_exit AND o.max_ok_step > e.step, false) AS recovered
