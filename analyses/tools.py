@@ -8,12 +8,19 @@ and keep its names (``metrics.TOOL_KEYS``):
 - ``tool_calls``: the tool's ``tool_call`` records (replays and id collisions
   included, as in ``metrics``);
 - ``errors``: ``is_error`` calls that are not replays, with their classes,
-  ``recovered_errors`` and ``resolved_later_errors`` read from ``errors_v``
-  (the one place they are defined: a later success of a scratchpad tool such
-  as ``think`` never recovers, an id collision is a new call);
+  ``recovered_errors`` and ``resolved_later_errors`` as ``errors_v`` defines
+  them (a later success of a scratchpad tool such as ``think`` never
+  recovers, an id collision is a new call);
   ``error_rate`` = errors / tool_calls; ``recovery_rate``,
   ``conversation_recovery_rate`` and ``replay_rate`` are ``metrics.Rates``;
-- ``replays``: ``tool_calls_v.is_replay``;
+- ``replays``: as ``tool_calls_v.is_replay`` defines them.
+
+The query computes those facts from ``prompt_facts`` and the tables, as
+``store.facts`` does, instead of reading the views (seconds at 1M records);
+with stale facts on a read-only store it reads the views
+(``TOOL_HEALTH_VIEWS_SQL``), and tests/test_tools_property.py checks both
+against a plain-Python reference. Also per tool:
+
 - ``p50_latency_ms``, ``p95_latency_ms``, ``p99_latency_ms``: exact quantiles
   of ``latency_ms`` with linear interpolation between closest ranks
   (``quantile_cont``, numpy's default, the same as the spec's metrics 1 and
