@@ -106,6 +106,10 @@ def connect(
             by a newer loopscope.
     """
     target = str(path) if path is not None else default_db_path()
+    if _is_clickhouse(target):  # clickhouse://, clickhouses://, chdb:// (store/clickhouse.py)
+        from loopscope.analyses.store.clickhouse import connect_clickhouse
+
+        return connect_clickhouse(target)  # type: ignore[return-value]
     if target != ":memory:":
         folder = Path(target).expanduser().resolve().parent
         if not folder.is_dir():
@@ -137,6 +141,11 @@ def connect(
     if not read_only:
         migrate(con)
     return con
+
+
+def _is_clickhouse(target: str) -> bool:
+    """``--db`` names a ClickHouse store (a URL) rather than a DuckDB file."""
+    return "://" in target and target.split("://", 1)[0].lower() in ("clickhouse", "clickhouses", "chdb")
 
 
 class Analysis(NamedTuple):
