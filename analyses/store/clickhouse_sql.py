@@ -51,6 +51,7 @@ SETTINGS = {
 """ClickHouse settings every translated statement runs with (see the module docstring)."""
 
 _MARK = "__ls_p{}__"
+NO_LIMIT = 2**63 - 1
 _MARK_RE = re.compile(r"__ls_p(\d+)__")
 
 
@@ -64,6 +65,8 @@ class Translated:
 
     text: str
     n_params: int
+    limit_params: frozenset[int] = frozenset()
+    """Parameters in LIMIT / OFFSET: NULL there means no limit (DuckDB); ClickHouse needs a number."""
 
 
 def _number_placeholders(sql: str) -> str:
@@ -73,10 +76,11 @@ def _number_placeholders(sql: str) -> str:
     last = 0
     n = 0
     for token in tokens:
-        if token.token_type == TokenType.PLACEHOLDER and token.text == "?":
+        # sqlglot reads "?::" (a parameter cast, as in ?::VARCHAR[]) as one token
+        if (token.token_type == TokenType.PLACEHOLDER and token.text == "?") or token.token_type == TokenType.QDCOLON:
             n += 1
             out.append(sql[last:token.start])
-            out.append(f"${n}")
+            out.append(f"${n}" + token.text[1:])
             last = token.end + 1
     out.append(sql[last:])
     return "".join(out)
@@ -86,6 +90,25 @@ def _mark_parameter(node: exp.Expression) -> exp.Expression:
     if isinstance(node, exp.Placeholder):
         return exp.column(_MARK.format(int(node.this)))
     return node
+
+
+_RENAMED = {"suffix": "endsWith", "prefix": "startsWith"}
+
+
+def _ordered_list(order: exp.Order) -> exp.Expression:
+    """``list(x ORDER BY k...)`` -> x of ``groupArray((x, (k...)))`` sorted by the keys (NULLs of x kept)."""
+    keys = order.expressions
+    directions = {bool(k.args.get("desc")) for k in keys}
+    if len(directions) != 1:
+        raise UntranslatableSQL("list(... ORDER BY ...) with mixed directions has no ClickHouse translation")
+    key = exp.Tuple(expressions=[k.this for k in keys]) if len(keys) > 1 else keys[0].this
+    pairs = exp.func("groupArray", exp.Tuple(expressions=[order.this, key]))
+    sort = "arrayReverseSort" if directions.pop() else "arraySort"
+    second = exp.Lambda(this=exp.Dot(this=exp.column("_ls_t"), expression=exp.Literal.number(2)),
+                        expressions=[exp.to_identifier("_ls_t")])
+    first = exp.Lambda(this=exp.Dot(this=exp.column("_ls_t"), expression=exp.Literal.number(1)),
+                       expressions=[exp.to_identifier("_ls_t")])
+    return exp.func("arrayMap", first, exp.func(sort, second, pairs))
 
 
 def _rewrite(node: exp.Expression) -> exp.Expression:
@@ -103,6 +126,12 @@ def _rewrite(node: exp.Expression) -> exp.Expression:
         text, pattern = (node.this, node.expression) if not isinstance(node, exp.Anonymous) else node.expressions[:2]
         anchored = exp.func("concat", exp.Literal.string("^(?:"), pattern, exp.Literal.string(")$"))
         return exp.func("match", text, anchored)
+    if isinstance(node, exp.Length) and isinstance(node.this, exp.Cast) and node.this.to.this == exp.DataType.Type.ARRAY:
+        return exp.Anonymous(this="length", expressions=[node.this])  # of a list; ClickHouse's CHAR_LENGTH takes strings only
+    if isinstance(node, exp.ArrayAgg) and isinstance(node.this, exp.Order):
+        return _ordered_list(node.this)
+    if isinstance(node, exp.Anonymous) and str(node.this).lower() in _RENAMED:
+        return exp.func(_RENAMED[str(node.this).lower()], *node.expressions)
     if isinstance(node, exp.Lateral):
         raise UntranslatableSQL("a LATERAL join has no ClickHouse translation")
     return node
@@ -133,9 +162,13 @@ def translate(sql: str) -> Translated:
     except SqlglotError as exc:
         raise UntranslatableSQL(f"cannot translate a statement for ClickHouse: {exc}") from None
     n_params = max((int(p.this) for p in tree.find_all(exp.Placeholder) if p.this is not None), default=0)
+    limits = frozenset(
+        int(p.this) for node in tree.find_all(exp.Limit, exp.Offset) for p in node.find_all(exp.Placeholder)
+        if p.this is not None
+    )
     tree = tree.transform(_mark_parameter).transform(_rewrite)
     _name_qualified_outputs(tree)
-    return Translated(tree.sql(dialect="clickhouse"), n_params)
+    return Translated(tree.sql(dialect="clickhouse"), n_params, limits)
 
 
 def param_type(value: object) -> str:
@@ -178,6 +211,8 @@ def bind(translated: Translated, params: object) -> tuple[str, dict[str, object]
             value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
         if isinstance(value, tuple):
             value = list(value)
+        if value is None and n in translated.limit_params:
+            value = NO_LIMIT
         named[f"p{n}"] = value
         return "{p%d:%s}" % (n, param_type(value))
 
