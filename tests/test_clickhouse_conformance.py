@@ -63,9 +63,15 @@ _spec.loader.exec_module(_property)
 
 
 @pytest.fixture(scope="module")
-def ch_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+def ch_url(tmp_path_factory: pytest.TempPathFactory) -> Any:
     # chDB runs one engine (one folder) per process: every test here shares it and empties it first.
-    return "chdb://" + str(tmp_path_factory.mktemp("chdb") / "store")
+    # A client held open keeps the engine up between connections (it starts in about 2 s).
+    import clickhouse_connect
+
+    url = "chdb://" + str(tmp_path_factory.mktemp("chdb") / "store")
+    keep = clickhouse_connect.get_client(dsn=url)
+    yield url
+    keep.close()
 
 
 def _empty(url: str) -> None:
@@ -187,7 +193,7 @@ def test_cli_metrics_and_record_facts_identical(name: str, tmp_path: Path, ch_ur
         assert (seen[""]["tool_calls"], seen[""]["errors"], seen[""]["recovered_errors"]) == (114, 26, 14)
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(data=_property.record_sets())
 def test_generated_stores_identical(tmp_path: Path, ch_url: str, data: tuple[list[list[Any]], int]) -> None:
     """The property test's random stores (replays, collisions, ties, reopened prompts...) on both engines."""
@@ -236,7 +242,7 @@ def test_portable_views_are_models_views_on_duckdb() -> None:
         duck.close()
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=_property.record_sets())
 def test_portable_views_on_generated_stores(tmp_path: Path, data: tuple[list[list[Any]], int]) -> None:
     files, _ = data
@@ -305,6 +311,7 @@ def _otlp_json_line(logs: list[dict[str, Any]]) -> str:
 
 
 def _insert_otel_logs(url: str, logs: list[dict[str, Any]], *, event_name_column: bool = True) -> None:
+    """Write log records as the exporter does (creating otel_logs with its DDL first, when missing)."""
     import clickhouse_connect
 
     client = clickhouse_connect.get_client(dsn=url)
@@ -339,7 +346,13 @@ def test_collector_otel_logs_identical_to_otlp_file(tmp_path: Path, ch_url: str,
     result = cli("load", str(otlp), "--db", duck_db)
     assert result.exit_code == 0, result.output
     _empty(ch_url)
-    _insert_otel_logs(ch_url, logs, event_name_column=event_name_column)
+    # half the records before loopscope first connects (copied once), the rest after (the
+    # materialised views), and a batch delivered twice (an exporter retry: counted once)
+    half = len(logs) // 2
+    _insert_otel_logs(ch_url, logs[:half], event_name_column=event_name_column)
+    connect_clickhouse(ch_url).close()
+    _insert_otel_logs(ch_url, logs[half:], event_name_column=event_name_column)
+    _insert_otel_logs(ch_url, logs[half - 10:half + 10], event_name_column=event_name_column)
     duck = connect(duck_db, read_only=True)
     try:
         assert duck.execute("SELECT count(*) FROM tool_calls").fetchone() == (114,)

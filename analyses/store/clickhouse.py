@@ -24,8 +24,8 @@ Where the records come from (``ensure_schema``), in this order:
 1. loopscope's own tables ``tool_calls`` / ``loop_exits`` (the DuckDB
    layout, loaded by ``loopscope load --db clickhouse://...``);
 2. what the OpenTelemetry Collector's ``clickhouse`` exporter writes
-   (``otel_logs``, ``otel_traces``): views named ``tool_calls`` and
-   ``loop_exits`` over them (``store.clickhouse_otel``);
+   (``otel_logs``): loopscope's two tables, fed by materialised views that
+   parse each log record once (``store.clickhouse_otel``);
 3. neither: loopscope's tables are created, empty.
 
 Then the normative views of ``model`` are created over them: ``tool_calls_v``
@@ -349,9 +349,10 @@ class ClickHouseConnection:
         self.close()
 
     # -- introspection -------------------------------------------------------------------------
-    def table_names(self) -> set[str]:
-        """Tables and views in the current database."""
-        return {row[0] for row in self.execute_native("SELECT name FROM system.tables WHERE database = currentDatabase()").fetchall()}
+    def table_names(self) -> dict[str, str]:
+        """Tables and views in the current database: name -> engine (``View`` for a view)."""
+        sql = "SELECT name, engine FROM system.tables WHERE database = currentDatabase()"
+        return {row[0]: row[1] for row in self.execute_native(sql).fetchall()}
 
 
 def _first_line(exc: BaseException) -> str:
@@ -359,18 +360,46 @@ def _first_line(exc: BaseException) -> str:
     return (text[0] if text else type(exc).__name__)[:500]
 
 
+def _schema_version() -> str:
+    """A digest of every statement ``ensure_schema`` runs: when the store's marker has it, nothing is redone."""
+    import hashlib
+
+    from loopscope.analyses import model
+    from loopscope.analyses.store import clickhouse_otel
+
+    parts = [*TABLES_SQL, *SUPPORT_TABLES_SQL, SCRATCHPAD_TABLE_SQL, model.TOOL_CALLS_VIEW_SQL, model.PROMPTS_VIEW_SQL,
+             ERRORS_VIEW_PORTABLE_SQL, ID_COLLISIONS_VIEW_PORTABLE_SQL, PROTOCOL_VIOLATIONS_VIEW_PORTABLE_SQL,
+             clickhouse_otel.tool_calls_select_sql({"EventName"}), clickhouse_otel.loop_exits_select_sql({"EventName"})]
+    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:16]
+
+
+MARKER_VIEW = "_loopscope_schema"
+
+
 def ensure_schema(con: ClickHouseConnection) -> str:
-    """Make the store readable by the analyses; return the layout found: ``loopscope``, ``otel`` or ``new``."""
+    """Make the store readable by the analyses; return the layout found: ``loopscope``, ``otel`` or ``new``.
+
+    A marker view (``_loopscope_schema``) records the version of the statements run, so a
+    second connection to a ready store runs two queries, no DDL.
+    """
     from loopscope.analyses import model
 
     present = con.table_names()
-    if "tool_calls" in present and "loop_exits" in present:
-        layout = "loopscope"
-    elif "otel_logs" in present or "otel_traces" in present:
-        from loopscope.analyses.store.clickhouse_otel import create_otel_views
+    version = _schema_version()
+    if MARKER_VIEW in present:
+        row = con.execute_native(f"SELECT version, layout FROM {MARKER_VIEW}").fetchone()
+        if row and row[0] == version and (row[1] != "new" or "tool_calls" in present):
+            return str(row[1])
+    if "tool_calls_from_otel_logs" in present or (
+        ("otel_logs" in present or "otel_traces" in present) and "tool_calls" not in present
+    ):
+        if "tool_calls_from_otel_logs" not in present:
+            from loopscope.analyses.store.clickhouse_otel import create_otel_store
 
-        create_otel_views(con, present)
+            create_otel_store(con, set(present), TABLES_SQL)
         layout = "otel"
+    elif "tool_calls" in present and "loop_exits" in present:
+        layout = "loopscope"
     else:
         for ddl in TABLES_SQL:
             con.command(ddl)
@@ -383,6 +412,8 @@ def ensure_schema(con: ClickHouseConnection) -> str:
     for view in (model.TOOL_CALLS_VIEW_SQL, model.PROMPTS_VIEW_SQL, ERRORS_VIEW_PORTABLE_SQL,
                  ID_COLLISIONS_VIEW_PORTABLE_SQL, PROTOCOL_VIOLATIONS_VIEW_PORTABLE_SQL):
         con.execute(view)
+    con.command(f"CREATE OR REPLACE VIEW {MARKER_VIEW} AS SELECT '{version}' AS version, "
+                f"'{'loopscope' if layout == 'new' else layout}' AS layout")
     return layout
 
 

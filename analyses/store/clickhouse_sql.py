@@ -24,7 +24,8 @@ rewritten where sqlglot's output would run but mean something else:
 Session settings the translations rely on (``SETTINGS``): ``join_use_nulls =
 1`` (an outer join's missing side is NULL, not the type's default) and
 ``aggregate_functions_null_for_empty = 1`` (``max`` of no rows is NULL, as
-in SQL). Translations are cached by statement text.
+in SQL), and ``final = 1`` (a record delivered twice to a deduplicating table
+counts once; see ``store.clickhouse_otel``). Translations are cached by statement text.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ SETTINGS = {
     "join_use_nulls": 1,
     "aggregate_functions_null_for_empty": 1,
     "session_timezone": "UTC",
+    "final": 1,
 }
 """ClickHouse settings every translated statement runs with (see the module docstring)."""
 
