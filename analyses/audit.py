@@ -13,6 +13,7 @@ document; the terminal and HTML renderers read only this dict):
   calls for the median and p99), flagged when p < alpha;
 - ``agents``: per agent type, its overall figures and its own weekly series
   with changes;
+- ``tools``: per-tool health, most-called tools first (``tools.tool_health``);
 - ``error_classes_by_tool`` (``recovery.class_breakdown``);
 - ``generic_templates``: the costliest error-message templates lint calls
   generic (``lint.ranking.rank_templates``), with the total;
@@ -43,6 +44,7 @@ from loopscope.analyses.store.facts import ensure_facts
 from loopscope.analyses.notices import NO_TIMESTAMP, notices
 from loopscope.analyses.review import agreement
 from loopscope.analyses.selection import Selection
+from loopscope.analyses.tools import tool_health
 
 METRICS = (
     "median_tool_calls_per_prompt",
@@ -177,6 +179,7 @@ def audit(
         "overall": {**overall.to_dict(), "conversations": len(selected)},
         "weeks": weekly_series(con, selection, alpha=alpha),
         "agents": agents,
+        "tools": tool_health(con, selection, limit=limit).as_dict(),
         "error_classes_by_tool": [
             {"tool_name": b.key, **{k: v for k, v in b.to_dict().items() if k != "key"}}
             for b in recovery.class_breakdown(con, selection, by="tool")

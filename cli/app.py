@@ -3,7 +3,7 @@
 Error contract (all commands): a ``LoopscopeError`` prints a titled panel on
 stderr and exits 1; a usage error exits 1; anything unexpected exits 2 with a
 one-line message (the traceback only with ``--debug`` or ``LOOPSCOPE_DEBUG=1``).
-A gate that ran and failed (``check`` thresholds, ``lint --message`` findings)
+A gate that ran and failed (``check`` thresholds, ``lint check`` findings)
 exits 3, so a CI script can tell "the gate said no" from "the gate did not run".
 """
 
@@ -40,7 +40,7 @@ EXIT_GATE_FAILED = 3
 EXIT_CODES_HELP = (
     "[b]Exit codes[/b] (every command): [b]0[/b] ok; [b]1[/b] user or data error (a mistyped option, a bad file, "
     "an empty window); [b]2[/b] internal error (a bug in loopscope); [b]3[/b] a gate failed (check: a threshold "
-    "violated; lint --message/--messages: a finding of severity error)."
+    "violated; lint check: a finding of severity error)."
 )
 
 _DEBUG = {"on": False}
@@ -62,6 +62,28 @@ class _Group(TyperGroup):
         except UsageError as exc:
             exc.exit_code = EXIT_USER_ERROR
             raise
+
+
+class DefaultVerbGroup(_Group):
+    """A noun group whose main verb may be left out: ``loopscope lint sample_logs/`` is
+    ``loopscope lint rank sample_logs/``. Anything that is not one of the group's verbs (a PATH,
+    an option) goes to ``default_verb``; ``--help`` alone shows the group."""
+
+    default_verb = ""
+
+    def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
+        if self.default_verb and (not args or (args[0] not in self.commands and args[0] not in ctx.help_option_names)):
+            args = [self.default_verb, *args]
+        return super().parse_args(ctx, args)
+
+
+def noun_group(name: str, help_text: str, default_verb: str = "") -> typer.Typer:
+    """A Typer group for a noun with several verbs, registered as ``loopscope NAME``."""
+    cls = type(f"{name.title()}Group", (DefaultVerbGroup,), {"default_verb": default_verb}) if default_verb else _Group
+    group = typer.Typer(help=help_text, cls=cls, no_args_is_help=not default_verb, rich_markup_mode="rich",
+                        invoke_without_command=False)
+    app.add_typer(group, name=name, rich_help_panel=PANELS.get(name))
+    return group
 
 
 app = typer.Typer(
@@ -151,6 +173,24 @@ def command(name: str, **kwargs: Any) -> Callable[[F], F]:
         return fn
 
     return register
+
+
+def deprecated_alias(old: str, new: str, fn: F) -> None:
+    """Keep ``loopscope OLD`` working for scripts, hidden from --help, as ``fn`` (the command now
+    spelled ``loopscope NEW``), with a one-line notice on stderr."""
+
+    @functools.wraps(fn)
+    def alias(*args: Any, **kwargs: Any) -> Any:
+        deprecation_notice(f"loopscope {old}", f"loopscope {new}")
+        return fn(*args, **kwargs)
+
+    app.command(old, hidden=True)(handle_errors(alias))
+
+
+def deprecation_notice(old: str, new: str) -> None:
+    """One line on stderr: ``old`` is now spelled ``new`` (stdout stays the result)."""
+    stderr_console().print(f"[yellow]note:[/yellow] '{old}' is now '{new}'; the old spelling still works for now",
+                           soft_wrap=True)
 
 
 def main() -> None:

@@ -169,6 +169,15 @@ def render(report: dict[str, Any], console: Console) -> None:
                    fmt_change("replay_rate", alast["changes"].get("replay_rate")),
                    inert(", ".join(flags)) or "[dim]-[/dim]")
     console.print(at)
+    tools = report["tools"]
+    if tools["items"]:
+        from loopscope.cli.render.metrics import tool_tables
+
+        shown = f", the {len(tools['items'])} most called" if len(tools["items"]) < tools["total"] else ""
+        for table in tool_tables(tools["items"], f"Tools ({_n(tools['total'], 'tool')}{shown}; latency in ms)"):
+            console.print(table)
+    else:
+        console.print("[bold]Tools[/bold]: [dim]no tool call[/dim]")
     _table("Error classes per tool", [("tool_name", "tool"), ("errors", "errors"), ("recovered", "recovered"),
            ("gave_up", "gave up"), ("aborted", "aborted"), ("open", "open"), ("recovery_rate", "recovery"),
            ("resolved_later_errors", "resolved later"), ("conversation_recovery_rate", "conv. recovery")],

@@ -48,7 +48,7 @@ def render_ranking(ranked: list[Any]) -> None:
         console.print(f"\n[b]Fix first:[/b] {inert(top.tool_name)}: {inert(one_line(top.example, 100))}")
         console.print(f"[dim]rewrite:[/dim] {inert(top.rewrite)}")
         console.print(f"[dim]this message:[/dim] {_checklist_line(top.checklist)}")
-    console.print("[dim]Check a rewrite before it ships: loopscope lint --message 'TEXT'. Rules: loopscope lint --rules[/dim]")
+    console.print("[dim]Check a rewrite before it ships: loopscope lint check -m 'TEXT'. Rules: loopscope lint rules[/dim]")
 
 
 def _ranking_table(console: Console, ranked: list[Any]) -> None:
