@@ -457,3 +457,28 @@ def test_connection_api_is_duckdb_like(ch_url: str) -> None:
         assert con.execute("SELECT tool_name FROM scratchpad_tools").fetchall() == [("think",)]
     finally:
         con.close()
+
+
+# --- loopscope load --db clickhouse://... ---------------------------------------------------------
+
+
+def test_load_into_clickhouse_like_duckdb(tmp_path: Path, ch_url: str) -> None:
+    """The same files loaded into both stores (twice: the second load adds nothing), bad lines quarantined."""
+    bad = tmp_path / "with-bad-lines.jsonl"
+    good = (SAMPLE_LOGS / "concierge.jsonl").read_text().splitlines()
+    bad.write_text("\n".join([good[0], '{"v": 1, "kind": "tool_call"', good[1], "[1, 2]"]) + "\n")
+    files = [str(SAMPLE_LOGS / "back_office.jsonl"), str(bad), str(FIXTURES / "messages" / "anthropic.jsonl")]
+    duck_db = str(tmp_path / "store.duckdb")
+    _empty(ch_url)
+    for db in (duck_db, ch_url):
+        for _ in range(2):
+            result = cli("load", *files, "--db", db, "--format", "json")
+            assert result.exit_code == 0, result.output
+        summary = json.loads(result.stdout)
+        assert summary["loaded"] == 0 and summary["files"] == 3, summary  # the second load: nothing new
+    quarantined = [json.loads(cli("quarantine", "--db", db, "--format", "json").stdout) for db in (duck_db, ch_url)]
+    assert quarantined[0] == quarantined[1]
+    assert [(q["path"], q["line_no"]) for q in quarantined[1]] == [(str(bad), 2), (str(bad), 4)]
+    _compare_cli(duck_db, ch_url)
+    # PATHs with --db: the figures of those files only, on both
+    assert metrics_json(ch_url, str(bad)) == metrics_json(duck_db, str(bad))

@@ -180,7 +180,13 @@ def open_for_analysis(
     try:
         wanted = selection or Selection()
         summary = None
-        if paths:
+        if paths and getattr(con, "engine", "duckdb") == "clickhouse":
+            from loopscope.analyses.store.clickhouse import load_into_clickhouse
+
+            summary = load_into_clickhouse(con, list(paths), input_format=input_format,  # type: ignore[arg-type]
+                                           reader_options=reader_options, progress=progress)
+            wanted = dataclasses.replace(wanted, source_ids=summary.source_ids)
+        elif paths:
             from loopscope.analyses.ingest import load_paths
 
             summary = load_paths(con, list(paths), input_format=input_format, reader_options=reader_options,
