@@ -129,15 +129,8 @@ FROM prompts_v ORDER BY conversation_id, prompt_id
 """
 
 
-def _norm(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-    return [tuple(bool(v) if isinstance(v, bool) else v for v in row) for row in rows]
-
-
 def _facts(con: Any, sql: str) -> list[tuple[Any, ...]]:
-    rows = con.execute(sql).fetchall()
-    # ClickHouse returns comparisons as 0/1: compare truth values
-    return [tuple(bool(v) if isinstance(v, (bool, int)) and v in (0, 1) and not isinstance(v, float) else v
-                  for v in row) for row in rows]
+    return con.execute(sql).fetchall()
 
 
 def _compare_records(duck: Any, url: str) -> None:
@@ -149,8 +142,17 @@ def _compare_records(duck: Any, url: str) -> None:
         con.close()
 
 
+def same_json_output(duck_db: str, url: str, *args: str) -> Any:
+    """``loopscope ARGS --format json`` on both stores: the same exit code and the same JSON."""
+    want = cli(*args, "--db", duck_db, "--format", "json")
+    got = cli(*args, "--db", url, "--format", "json")
+    assert got.exit_code == want.exit_code, (args, got.output)
+    assert json.loads(got.stdout) == json.loads(want.stdout), args
+    return json.loads(want.stdout)
+
+
 def _compare_cli(duck_db: str, url: str, extra_runs: list[tuple[str, ...]] = ()) -> dict[str, Any]:
-    runs: list[tuple[str, ...]] = [(), ("--by", "week"), ("--by", "day"), ("--by", "agent"), *extra_runs]
+    runs: list[tuple[str, ...]] = [(), ("--by", "week"), ("--by", "day"), ("--by", "agent"), ("--by", "tool"), *extra_runs]
     seen = {}
     for args in runs:
         want = metrics_json(duck_db, *args)
@@ -184,11 +186,18 @@ def test_cli_metrics_and_record_facts_identical(name: str, tmp_path: Path, ch_ur
         _fresh(ch_url, duck)
         _compare_records(duck, ch_url)
         agent = duck.execute("SELECT min(agent) FROM prompts_v").fetchone()[0]
+        conversation = duck.execute(
+            "SELECT conversation_id FROM errors_v ORDER BY resolved_later DESC, error_class, conversation_id LIMIT 1"
+        ).fetchone() or duck.execute("SELECT min(conversation_id) FROM prompts_v").fetchone()
+        conversation = conversation[0]
         since = duck.execute("SELECT quantile_disc(first_ts, 0.5) FROM prompts_v").fetchone()[0]
     finally:
         duck.close()
     seen = _compare_cli(duck_db, ch_url, [("--agent", agent), ("--since", since.isoformat() + "Z", "--by", "agent")])
     assert seen[""]["prompts"] > 0
+    # error-message templates ranked by cost; one conversation's triage
+    same_json_output(duck_db, ch_url, "lint")
+    assert same_json_output(duck_db, ch_url, "triage", conversation)
     if name == "sample_logs":  # the figures sample_logs/EXPECTED.md states, on ClickHouse too
         assert (seen[""]["tool_calls"], seen[""]["errors"], seen[""]["recovered_errors"]) == (114, 26, 14)
 
@@ -399,9 +408,8 @@ def test_rewrite_runs_alike_on_both(sql: str, params: list[Any], ch_url: str) ->
     try:
         want = duck.execute(sql, params).fetchall()
         got = con.execute(sql, params).fetchall()
-        # ClickHouse gives a comparison as 0/1: compared as a truth value where DuckDB gives a bool
-        got = [tuple(bool(v) if isinstance(w, bool) else v for v, w in zip(g, x)) for g, x in zip(got, want)]
         assert got == want
+        assert [type(v) for v in got[0]] == [type(v) for v in want[0]]  # flags are bools on both
     finally:
         con.close()
         duck.close()

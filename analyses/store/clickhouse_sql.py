@@ -17,6 +17,14 @@ rewritten where sqlglot's output would run but mean something else:
   ``s.col``; each such projection gets ``AS col``.
 - **Full regex match.** ``regexp_full_match(s, p)`` (no sqlglot translation)
   becomes ``match(s, concat('^(?:', p, ')$'))``: both engines use RE2.
+- **Booleans.** ClickHouse gives a comparison as ``UInt8`` (0/1); a
+  predicate in a SELECT list is cast to ``Bool`` so the views' flags
+  (``is_open``, ``is_replay``...) come back as booleans, as from DuckDB.
+- ``bool_or`` / ``bool_and`` become ``max`` / ``min``; several ``unnest`` in
+  one SELECT list are zipped (``arrayZip``: two ``arrayJoin`` would cross
+  them); ``suffix``/``prefix`` become ``endsWith``/``startsWith``;
+  ``list(x ORDER BY k)`` sorts ``groupArray`` by the key; ``len`` of a list
+  is ``length``; ``LIMIT NULL`` is no limit.
 - ``LATERAL`` joins have no ClickHouse equivalent: ``UntranslatableSQL`` is
   raised (the views that used them have portable forms in
   ``store.clickhouse``).
@@ -49,12 +57,15 @@ SETTINGS = {
     "aggregate_functions_null_for_empty": 1,
     "session_timezone": "UTC",
     "final": 1,
+    "allow_experimental_correlated_subqueries": 1,
+    "cast_keep_nullable": 1,
 }
 """ClickHouse settings every translated statement runs with (see the module docstring)."""
 
 _MARK = "__ls_p{}__"
+_NULL_MARK = "__ls_n{}__"
 NO_LIMIT = 2**63 - 1
-_MARK_RE = re.compile(r"__ls_p(\d+)__")
+_MARK_RE = re.compile(r"__ls_([pn])([A-Za-z0-9]+(?:_[A-Za-z0-9]+)*)__")
 
 
 class UntranslatableSQL(LoopscopeError):
@@ -67,7 +78,9 @@ class Translated:
 
     text: str
     n_params: int
-    limit_params: frozenset[int] = frozenset()
+    limit_params: frozenset[str] = frozenset()
+    array_params: frozenset[str] = frozenset()
+    """Parameters cast to a list: NULL there is bound as an empty list (ClickHouse has no NULL array)."""
     """Parameters in LIMIT / OFFSET: NULL there means no limit (DuckDB); ClickHouse needs a number."""
 
 
@@ -88,9 +101,17 @@ def _number_placeholders(sql: str) -> str:
     return "".join(out)
 
 
+def _is_array_cast(node: exp.Expression) -> bool:
+    return isinstance(node, exp.Cast) and node.to.this == exp.DataType.Type.ARRAY
+
+
 def _mark_parameter(node: exp.Expression) -> exp.Expression:
     if isinstance(node, exp.Placeholder):
-        return exp.column(_MARK.format(int(node.this)))
+        return exp.column(_MARK.format(node.this))
+    # ``?::VARCHAR[] IS NULL``: ClickHouse has no NULL array; whether the value is NULL is known at binding
+    if (isinstance(node, exp.Is) and isinstance(node.expression, exp.Null) and _is_array_cast(node.this)
+            and isinstance(node.this.this, exp.Placeholder)):
+        return exp.column(_NULL_MARK.format(node.this.this.this))
     return node
 
 
@@ -113,6 +134,23 @@ def _ordered_list(order: exp.Order) -> exp.Expression:
     return exp.func("arrayMap", first, exp.func(sort, second, pairs))
 
 
+def _zip_unnests(select: exp.Select) -> None:
+    """``SELECT unnest(a), unnest(b)`` zips the lists (DuckDB); two arrayJoin would cross them: zip first."""
+    found = [(i, e) for i, e in enumerate(select.expressions) if isinstance(e.unalias(), (exp.Explode, exp.Unnest))]
+    if len(found) < 2:
+        return
+    lists = []
+    for _, e in found:
+        inner = e.unalias()
+        lists.append(inner.this if isinstance(inner, exp.Explode) else inner.expressions[0])
+    zipped = exp.alias_(exp.func("arrayJoin", exp.Anonymous(this="arrayZip", expressions=lists)), "_ls_zip")
+    for k, (i, e) in enumerate(found, start=1):
+        source: exp.Expression = zipped if k == 1 else exp.column("_ls_zip")
+        element = exp.Anonymous(this="tupleElement", expressions=[source, exp.Literal.number(k)])
+        select.expressions[i] = exp.alias_(element, e.alias) if e.alias else element
+    select.set("expressions", select.expressions)
+
+
 def _rewrite(node: exp.Expression) -> exp.Expression:
     if isinstance(node, exp.PercentileCont):
         return exp.ParameterizedAgg(
@@ -127,16 +165,44 @@ def _rewrite(node: exp.Expression) -> exp.Expression:
     ):
         text, pattern = (node.this, node.expression) if not isinstance(node, exp.Anonymous) else node.expressions[:2]
         anchored = exp.func("concat", exp.Literal.string("^(?:"), pattern, exp.Literal.string(")$"))
-        return exp.func("match", text, anchored)
+        return exp.Cast(this=exp.func("match", text, anchored), to=exp.DataType.build("Bool", dialect="clickhouse"))
     if isinstance(node, exp.Length) and isinstance(node.this, exp.Cast) and node.this.to.this == exp.DataType.Type.ARRAY:
         return exp.Anonymous(this="length", expressions=[node.this])  # of a list; ClickHouse's CHAR_LENGTH takes strings only
     if isinstance(node, exp.ArrayAgg) and isinstance(node.this, exp.Order):
         return _ordered_list(node.this)
     if isinstance(node, exp.Anonymous) and str(node.this).lower() in _RENAMED:
-        return exp.func(_RENAMED[str(node.this).lower()], *node.expressions)
+        renamed = exp.Anonymous(this=_RENAMED[str(node.this).lower()], expressions=node.expressions)
+        return exp.Cast(this=renamed, to=exp.DataType.build("Bool", dialect="clickhouse"))
+    if isinstance(node, (exp.LogicalOr, exp.LogicalAnd)):  # bool_or / bool_and: max / min of a Bool
+        return exp.Anonymous(this="max" if isinstance(node, exp.LogicalOr) else "min", expressions=[node.this])
+    if isinstance(node, exp.Select):
+        _zip_unnests(node)
     if isinstance(node, exp.Lateral):
         raise UntranslatableSQL("a LATERAL join has no ClickHouse translation")
     return node
+
+
+_PREDICATES = (exp.Predicate, exp.Connector, exp.Not, exp.Boolean, exp.Exists, exp.ArrayContains, exp.StartsWith)
+
+
+def _is_predicate(node: exp.Expression) -> bool:
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, exp.Coalesce):
+        return all(_is_predicate(e) for e in [node.this, *node.expressions])
+    return isinstance(node, _PREDICATES)
+
+
+def _bool_outputs(tree: exp.Expression) -> None:
+    """A predicate in a SELECT list -> ``CAST(... AS Bool)``: ClickHouse gives comparisons as UInt8 (0/1)."""
+    for select in tree.find_all(exp.Select):
+        for i, projection in enumerate(select.expressions):
+            inner = projection.unalias()
+            if _is_predicate(inner):
+                cast = exp.Cast(this=exp.Paren(this=inner.copy()), to=exp.DataType.build("Bool", dialect="clickhouse"))
+                name = projection.alias_or_name if isinstance(projection, exp.Alias) else None
+                select.expressions[i] = exp.alias_(cast, name) if name else cast
+        select.set("expressions", select.expressions)
 
 
 def _name_qualified_outputs(tree: exp.Expression) -> None:
@@ -163,14 +229,20 @@ def translate(sql: str) -> Translated:
         tree = sqlglot.parse_one(numbered, read="duckdb")
     except SqlglotError as exc:
         raise UntranslatableSQL(f"cannot translate a statement for ClickHouse: {exc}") from None
-    n_params = max((int(p.this) for p in tree.find_all(exp.Placeholder) if p.this is not None), default=0)
+    n_params = max((int(p.this) for p in tree.find_all(exp.Placeholder) if str(p.this).isdigit()), default=0)
     limits = frozenset(
-        int(p.this) for node in tree.find_all(exp.Limit, exp.Offset) for p in node.find_all(exp.Placeholder)
+        str(p.this) for node in tree.find_all(exp.Limit, exp.Offset) for p in node.find_all(exp.Placeholder)
         if p.this is not None
+    )
+    arrays = frozenset(
+        str(c.this.this) for c in tree.find_all(exp.Cast) if _is_array_cast(c) and isinstance(c.this, exp.Placeholder)
+    ) | frozenset(  # list_contains(?, x): the parameter is a list
+        str(c.this.this) for c in tree.find_all(exp.ArrayContains) if isinstance(c.this, exp.Placeholder)
     )
     tree = tree.transform(_mark_parameter).transform(_rewrite)
     _name_qualified_outputs(tree)
-    return Translated(tree.sql(dialect="clickhouse"), n_params, limits)
+    _bool_outputs(tree)
+    return Translated(tree.sql(dialect="clickhouse"), n_params, limits, arrays)
 
 
 def param_type(value: object) -> str:
@@ -199,23 +271,33 @@ def param_type(value: object) -> str:
 def bind(translated: Translated, params: object) -> tuple[str, dict[str, object]]:
     """The statement text with typed parameter slots, and the parameters by name, for ``client.query``.
 
-    ``params`` is a list (``?`` / ``$N``, in order) or None.
+    ``params``: a list (``?`` / ``$N``, in order), a dict (``$name``), or None.
     """
-    values = list(params) if isinstance(params, (list, tuple)) else ([] if params is None else [params])
-    if len(values) < translated.n_params:
-        raise ValueError(f"the statement takes {translated.n_params} parameters, {len(values)} given")
+    if isinstance(params, dict):
+        by_key = {str(k): v for k, v in params.items()}
+    else:
+        values = list(params) if isinstance(params, (list, tuple)) else ([] if params is None else [params])
+        if len(values) < translated.n_params:
+            raise ValueError(f"the statement takes {translated.n_params} parameters, {len(values)} given")
+        by_key = {str(i): v for i, v in enumerate(values, start=1)}
     named: dict[str, object] = {}
 
     def slot(match: re.Match[str]) -> str:
-        n = int(match.group(1))
-        value = values[n - 1]
+        kind, key = match.group(1), match.group(2)
+        value = by_key[key]
+        if kind == "n":  # ``?::T[] IS NULL``
+            return "true" if value is None else "false"
         if isinstance(value, dt.datetime) and value.tzinfo is not None:
             value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
         if isinstance(value, tuple):
             value = list(value)
-        if value is None and n in translated.limit_params:
+        if value is None and key in translated.limit_params:
             value = NO_LIMIT
-        named[f"p{n}"] = value
-        return "{p%d:%s}" % (n, param_type(value))
+        name = f"p{key}"
+        ch_type = param_type(value)
+        if value is None and key in translated.array_params:
+            value, ch_type = [], "Array(String)"  # tested NULL above; a NULL array does not exist here
+        named[name] = value
+        return "{%s:%s}" % (name, ch_type)
 
     return _MARK_RE.sub(slot, translated.text), named
