@@ -443,6 +443,7 @@ def connect_clickhouse(url: str) -> ClickHouseConnection:
 
 
 RECORD_TABLES = ("tool_calls", "loop_exits", "protocol_violations", "quarantine")
+JSON_COLUMNS = ("tags", "input_shape", "extra")
 INSERT_BATCH = 100_000
 
 
@@ -460,27 +461,27 @@ def copy_records(source: Any, con: ClickHouseConnection, *, tables: Sequence[str
     shift_sid = int(sid_base[0]) if sid_base else 0
     copied: dict[str, int] = {}
     for table in ("sources", *tables):
-        cur = source.execute(f"SELECT * FROM {table}")  # noqa: S608 - fixed table names
-        names = [d[0] for d in cur.description]
+        names = [d[0] for d in source.execute(f"SELECT * FROM {table} LIMIT 0").description]  # noqa: S608
+        shifted = ", ".join(
+            f"{n} + {shift_seq} AS {n}" if n == "seq" else f"{n} + {shift_sid} AS {n}" if n == "source_id"
+            else f"{n}::VARCHAR AS {n}" if n in JSON_COLUMNS else n
+            for n in names
+        )
+        # Arrow batches, column by column (a million records in seconds, not row tuples)
+        relation = source.sql(f"SELECT {shifted} FROM {table}")  # noqa: S608 - fixed names
+        # DuckDB 2 names it to_arrow_reader, 1.x fetch_arrow_reader
+        reader = getattr(relation, "to_arrow_reader", None) or relation.fetch_arrow_reader
+        reader = reader(INSERT_BATCH)
         total = 0
-        while True:
-            rows = cur.fetchmany(INSERT_BATCH)
-            if not rows:
-                break
-            fixed = []
-            for row in rows:
-                values = list(row)
-                if "seq" in names and values[names.index("seq")] is not None:
-                    values[names.index("seq")] += shift_seq
-                if "source_id" in names and values[names.index("source_id")] is not None:
-                    values[names.index("source_id")] += shift_sid
-                fixed.append(values)
+        for batch in reader:
             try:
-                con._client.insert(table, fixed, column_names=names, settings=SETTINGS)
+                import pyarrow as pa
+
+                con._client.insert_arrow(table, pa.Table.from_batches([batch]), settings=SETTINGS)
             except Exception as exc:
                 raise DatabaseError(f"ClickHouse ({con.url}) refused rows for {table}: {_first_line(exc)}",
                                     hint="the user needs INSERT rights on loopscope's tables") from None
-            total += len(rows)
+            total += batch.num_rows
         copied[table] = total
     return copied
 
