@@ -301,9 +301,13 @@ class ClickHouseConnection:
         try:
             result = self._client.query(sql, parameters=params or None, settings=SETTINGS)
         except Exception as exc:  # clickhouse_connect's errors: one message, no traceback
+            message = _first_line(exc)
+            unsupported = "not supported yet" in message or "NOT_IMPLEMENTED" in message
             raise DatabaseError(
-                f"ClickHouse ({self.url}) refused a query: {_first_line(exc)}",
-                hint="check that the server is reachable and its tables are the ones docs/clickhouse.md describes",
+                f"ClickHouse ({self.url}) refused a query: {message}",
+                hint="this analysis does not run on ClickHouse yet (docs/clickhouse.md, 'What was tested'): "
+                "use a DuckDB store for it" if unsupported else
+                "check that the server is reachable and its tables are the ones docs/clickhouse.md describes",
             ) from None
         self._rows = [tuple(_plain(v) for v in row) for row in result.result_rows]
         self._pos = 0
