@@ -17,7 +17,8 @@ document; the terminal and HTML renderers read only this dict):
 - ``error_classes_by_tool`` (``recovery.class_breakdown``);
 - ``generic_templates``: the costliest error-message templates lint calls
   generic (``lint.ranking.rank_templates``), with the total;
-- ``retry_loops``, ``replays`` (short-circuited vs double executions),
+- ``retry_loops``, ``no_progress_loops`` and ``cycles`` (``analyses.loops``),
+  ``replays`` (short-circuited vs double executions),
   ``duplicate_executions``, ``budget_pressure`` (``incidents``);
 - ``protocol_violations``: counts per kind and the first rows (table
   ``protocol_violations``, filled by the conversation-log readers);
@@ -38,6 +39,7 @@ from typing import Any
 import duckdb
 
 from loopscope.analyses import incidents, recovery, stats
+from loopscope.analyses import loops as loop_kinds
 from loopscope.analyses.cohorts import Figures, figures, figures_by, tool_call_counts_by
 from loopscope.analyses.compare import compare_figures
 from loopscope.analyses.store.facts import ensure_facts
@@ -163,6 +165,8 @@ def audit(
 
     templates = [t for t in rank_templates(con, selection) if t.generic]
     loops = incidents.retry_loops(con, selection)
+    no_progress = loop_kinds.no_progress_loops(con, selection)
+    cycles = loop_kinds.cycles(con, selection)
     replays = incidents.replays(con, selection)
     dups = incidents.duplicate_executions(con, selection)
     unrecovered = recovery.first_unrecovered_all(con, selection)
@@ -189,6 +193,16 @@ def audit(
             "total": len(loops),
             "redundant_calls": sum(r.redundant_calls for r in loops),
             "items": [r.to_dict() for r in loops[:limit]],
+        },
+        "no_progress_loops": {
+            "total": len(no_progress),
+            "redundant_calls": sum(r.redundant_calls for r in no_progress),
+            "items": [r.to_dict() for r in no_progress[:limit]],
+        },
+        "cycles": {
+            "total": len(cycles),
+            "redundant_calls": sum(c.redundant_calls for c in cycles),
+            "items": [c.to_dict() for c in cycles[:limit]],
         },
         "replays": {
             "total": len(replays),

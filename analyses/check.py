@@ -17,6 +17,8 @@ Thresholds (each ``None`` = not checked):
 ``max_open_prompts``        prompts with no loop_exit
 ``max_generic_templates``   error-message templates lint calls generic
 ``max_retry_loops``         retry loops (spins)
+``max_no_progress_loops``   no-progress loops (same call, same result; ``analyses.loops``)
+``max_cycles``              A-B-A-B cycles (``analyses.loops``)
 ``max_double_executions``   replays that really executed again
 ==========================  ==============================================
 
@@ -59,6 +61,8 @@ class Thresholds:
     max_open_prompts: int | None = None
     max_generic_templates: int | None = None
     max_retry_loops: int | None = None
+    max_no_progress_loops: int | None = None
+    max_cycles: int | None = None
     max_double_executions: int | None = None
     max_error_rate: float | None = None
     max_p95_latency_ms: float | None = None
@@ -159,6 +163,18 @@ def _retry_loops(con: duckdb.DuckDBPyConnection, selection: Selection) -> int:
     return len(retry_loops(con, selection))
 
 
+def _no_progress_loops(con: duckdb.DuckDBPyConnection, selection: Selection) -> int:
+    from loopscope.analyses.loops import no_progress_loops
+
+    return len(no_progress_loops(con, selection))
+
+
+def _cycles(con: duckdb.DuckDBPyConnection, selection: Selection) -> int:
+    from loopscope.analyses.loops import cycles
+
+    return len(cycles(con, selection))
+
+
 def _double_executions(con: duckdb.DuckDBPyConnection, selection: Selection) -> int:
     from loopscope.analyses.incidents import replays
 
@@ -179,6 +195,8 @@ _CHECKS: dict[str, tuple[str, str, Callable[[duckdb.DuckDBPyConnection, Selectio
     "max_open_prompts": ("open_prompts", "max", lambda c, s, f: f.open_prompts),
     "max_generic_templates": ("generic_templates", "max", lambda c, s, f: _generic_templates(c, s)),
     "max_retry_loops": ("retry_loops", "max", lambda c, s, f: _retry_loops(c, s)),
+    "max_no_progress_loops": ("no_progress_loops", "max", lambda c, s, f: _no_progress_loops(c, s)),
+    "max_cycles": ("cycles", "max", lambda c, s, f: _cycles(c, s)),
     "max_double_executions": ("double_executions", "max", lambda c, s, f: _double_executions(c, s)),
 }
 

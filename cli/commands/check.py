@@ -30,6 +30,10 @@ def check_command(
     max_open_prompts: _opt("--max-open-prompts", "Fail when more prompts than this have no loop_exit.", int) = None,
     max_generic_templates: _opt("--max-generic-templates", "Fail when more generic error-message templates than this are found (lint).", int) = None,
     max_retry_loops: _opt("--max-retry-loops", "Fail when there are more retry loops (spins) than this.", int) = None,
+    max_no_progress_loops: _opt(
+        "--max-no-progress-loops", "Fail when there are more no-progress loops (same call, same result, 3+ times) than this.", int
+    ) = None,
+    max_cycles: _opt("--max-cycles", "Fail when there are more A-B-A-B cycles than this.", int) = None,
     max_double_executions: _opt("--max-double-executions", "Fail when more replays than this really executed again.", int) = None,
     tool: Annotated[
         Optional[list[str]],
@@ -73,6 +77,8 @@ def check_command(
         max_open_prompts=max_open_prompts,
         max_generic_templates=max_generic_templates,
         max_retry_loops=max_retry_loops,
+        max_no_progress_loops=max_no_progress_loops,
+        max_cycles=max_cycles,
         max_double_executions=max_double_executions,
         max_error_rate=max_error_rate,
         max_p95_latency_ms=max_p95_latency_ms,
