@@ -398,6 +398,9 @@ REWRITES = [
     # ordered list aggregate
     ("SELECT list(x ORDER BY x DESC) FROM (SELECT unnest([3, 1, 2]) AS x)", []),
     ("SELECT suffix('a/b.jsonl', '.jsonl'), prefix('a/b', 'a/')", []),
+    # ordered first / last (NULLs of the value count)
+    ("SELECT first(x ORDER BY k), last(x ORDER BY k), first(x ORDER BY k DESC) "
+     "FROM (SELECT unnest([NULL, 'b', 'c']) AS x, unnest([1, 2, 3]) AS k)", []),
 ]
 
 
@@ -451,7 +454,7 @@ def test_unreachable_server_is_a_user_error(monkeypatch: pytest.MonkeyPatch) -> 
 def test_chdb_folder_must_exist(tmp_path: Path) -> None:
     result = cli("metrics", "--db", f"chdb://{tmp_path}/missing/store")
     assert result.exit_code == 1
-    assert "does not exist" in result.output
+    assert "does not exist" in " ".join(result.output.translate({ord(c): " " for c in "│╭╮╰╯─"}).split())
 
 
 def test_connection_api_is_duckdb_like(ch_url: str) -> None:
@@ -490,3 +493,18 @@ def test_load_into_clickhouse_like_duckdb(tmp_path: Path, ch_url: str) -> None:
     _compare_cli(duck_db, ch_url)
     # PATHs with --db: the figures of those files only, on both
     assert metrics_json(ch_url, str(bad)) == metrics_json(duck_db, str(bad))
+
+
+def test_tables_have_the_duckdb_store_columns(ch_url: str) -> None:
+    """loopscope's ClickHouse tables: the DuckDB store's columns, same names, same order (copy_records relies on it)."""
+    _empty(ch_url)
+    con = connect_clickhouse(ch_url)
+    duck = connect(":memory:")
+    try:
+        for table in ("tool_calls", "loop_exits", "sources", "protocol_violations", "quarantine", "scratchpad_tools"):
+            want = [d[0] for d in duck.execute(f"SELECT * FROM {table} LIMIT 0").description]
+            got = [d[0] for d in con.execute(f"SELECT * FROM {table} LIMIT 0").description]
+            assert got == want, table
+    finally:
+        con.close()
+        duck.close()

@@ -170,6 +170,10 @@ def _rewrite(node: exp.Expression) -> exp.Expression:
         return exp.Anonymous(this="length", expressions=[node.this])  # of a list; ClickHouse's CHAR_LENGTH takes strings only
     if isinstance(node, exp.ArrayAgg) and isinstance(node.this, exp.Order):
         return _ordered_list(node.this)
+    if isinstance(node, (exp.First, exp.Last)) and isinstance(node.this, exp.Order):
+        # first(x ORDER BY k): the first (last) element of the ordered list; NULLs of x count, as in DuckDB
+        index = exp.Literal.number(1) if isinstance(node, exp.First) else exp.Neg(this=exp.Literal.number(1))
+        return exp.Anonymous(this="arrayElement", expressions=[_ordered_list(node.this), index])
     if isinstance(node, exp.Anonymous) and str(node.this).lower() in _RENAMED:
         renamed = exp.Anonymous(this=_RENAMED[str(node.this).lower()], expressions=node.expressions)
         return exp.Cast(this=renamed, to=exp.DataType.build("Bool", dialect="clickhouse"))
