@@ -251,6 +251,8 @@ def facts_fresh(con: duckdb.DuckDBPyConnection) -> bool:
 
 def ensure_facts(con: duckdb.DuckDBPyConnection) -> bool:
     """Make ``prompt_facts`` fresh if it is not and the store is writable; return whether it is fresh."""
+    if not getattr(con, "materialises_facts", True):
+        return False  # a ClickHouse store (store/clickhouse.py): the metrics run on the views
     if facts_fresh(con):
         return True
     try:
