@@ -526,3 +526,41 @@ def test_triage_and_audit_show_no_progress_loops_and_cycles_from_records_and_mes
     res = runner.invoke(app, ["check", "--db", db, "--max-no-progress-loops", "1", "--max-cycles", "0"])
     assert res.exit_code == 3
     assert "VIOLATED no_progress_loops 2" in res.stdout and "VIOLATED cycles 1" in res.stdout
+
+
+def _kv(key: str, value: Any) -> dict[str, Any]:
+    return {"key": key, "value": {"stringValue": value}}
+
+
+def _span(span_id: str, parent: str, name: str, start_ms: int, end_ms: int, attrs: dict[str, str]) -> dict[str, Any]:
+    t0 = 1_790_000_000_000_000_000
+    return {
+        "traceId": "5B8EFFF798038103D269B633813FC60C", "spanId": span_id, "parentSpanId": parent, "name": name,
+        "kind": 1, "startTimeUnixNano": str(t0 + start_ms * 1_000_000), "endTimeUnixNano": str(t0 + end_ms * 1_000_000),
+        "attributes": [_kv(k, v) for k, v in attrs.items()], "status": {}, "events": [],
+    }
+
+
+def test_otlp_tool_spans_with_their_result_give_result_fingerprint_and_a_no_progress_loop(tmp_path: Path) -> None:
+    agent = _span("AA00000000000001", "", "invoke_agent", 0, 100, {
+        "gen_ai.operation.name": "invoke_agent", "gen_ai.conversation.id": "o-np"})
+    tools = [
+        _span(f"BB0000000000000{i}", "AA00000000000001", "execute_tool exec", 10 * i + 1, 10 * i + 5, {
+            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "exec", "gen_ai.tool.call.id": f"c{i}",
+            "gen_ai.tool.call.arguments": '{"cmd": "ls /nope"}', "gen_ai.tool.call.result": ""})
+        for i in range(1, 4)
+    ]
+    path = tmp_path / "spans.jsonl"
+    line = {"resourceSpans": [{"resource": {"attributes": []},
+                               "scopeSpans": [{"scope": {"name": "t"}, "spans": [agent, *tools]}]}]}
+    path.write_text(json.dumps(line) + "\n", encoding="utf-8")
+    db = str(tmp_path / "s.duckdb")
+    runner = CliRunner()
+    res = runner.invoke(app, ["load", "--db", db, "--input-format", "otlp", str(path)], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(app, ["triage", "o-np", "--db", db, "--format", "json"], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    loops_found = json.loads(res.stdout)["no_progress_loops"]
+    assert [(n["tool_name"], n["calls"], n["result_fingerprint"]) for n in loops_found] == [
+        ("exec", 3, hashlib.sha256(b"").hexdigest())
+    ]
