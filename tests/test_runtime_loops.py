@@ -564,3 +564,28 @@ def test_otlp_tool_spans_with_their_result_give_result_fingerprint_and_a_no_prog
     assert [(n["tool_name"], n["calls"], n["result_fingerprint"]) for n in loops_found] == [
         ("exec", 3, hashlib.sha256(b"").hexdigest())
     ]
+
+
+def test_framework_hooks_get_the_block_and_the_policy_through_record_tool_call() -> None:
+    """A framework that times calls itself (record_tool_call) gets the same block and policy."""
+    col, sink = _col()
+    blocks = []
+    with col.prompt("c-hook", prompt_id="p1", on_loop="exit") as loop:
+        for i in range(5):
+            loop.model_response("tool_use")
+            loop.record_tool_call(
+                tool_call_id=f"h{i}", tool_name="search", arguments={"query": "hotel paris"},
+                is_error=True, error_type="RateLimitError", error_message="429 Too Many Requests", latency_ms=3.0,
+            )
+            blocks.append(loop.recovery_context(max_attempts=1))
+            spin = loop.spinning()
+            if spin is not None and spin.stop:
+                break
+    assert len(blocks) == 3 and spin.kind == RETRY_LOOP
+    assert "Operation: search(query='hotel paris')" in blocks[2]
+    assert "Previous attempts (this session): 2\n  (1 earlier attempt not listed)\n  2. search(query='hotel paris')" in blocks[2]
+    assert "Wait for the retry-after delay" in blocks[2]
+    col.flush()
+    assert (sink.records[-1]["exit_reason"], sink.records[-1]["error_type"]) == ("error", "loop_detected")
+    with col.prompt("c-hook") as loop:
+        assert loop.recovery_context() is None  # no failed call yet
