@@ -60,7 +60,7 @@ def one_line(text: object, limit: int) -> str:
 
 
 class CallEntry:
-    """One tool call as the history keeps it (about 300 bytes plus two short strings)."""
+    """One tool call as the history keeps it: about 1 KB with a full-length target and error line."""
 
     __slots__ = ("prompt_id", "step", "tool_name", "target", "key", "fingerprint", "result_fingerprint", "is_error", "error")
 
