@@ -589,3 +589,22 @@ def test_framework_hooks_get_the_block_and_the_policy_through_record_tool_call()
     assert (sink.records[-1]["exit_reason"], sink.records[-1]["error_type"]) == ("error", "loop_detected")
     with col.prompt("c-hook") as loop:
         assert loop.recovery_context() is None  # no failed call yet
+
+
+def test_parallel_tool_calls_from_threads_count_exactly() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    col = Collector(MemorySink(), history=True, max_history_calls=10_000)
+    with col.prompt("c-par", on_loop="warn") as loop:
+        loop.model_response("tool_use")
+
+        def one(i: int) -> None:
+            with loop.tool_call(f"t{i}", "fetch", {"url": "https://example.com/down"}, catch=True):
+                raise ConnectionError("connection reset by peer")
+
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            list(pool.map(one, range(400)))
+        spin = loop.spinning()
+    assert col.stats.internal_errors == 0
+    assert (spin.kind, spin.calls) == (RETRY_LOOP, 400)
+    assert len(col._history) == 400 and loop.tool_errors == 400
