@@ -25,7 +25,8 @@ and keep its names (``metrics.TOOL_KEYS``):
   ``error_message``, else its ``error_type``), ties to the smallest template,
   and ``top_error_template_errors``, its errors. The distinct texts are
   grouped in SQL first (``ERROR_TEXTS_SQL``) and each is masked once, so the
-  Python work follows the number of distinct texts, not of errors.
+  Python work follows the number of distinct texts, not of errors; the query
+  joins them from a temporary table.
 
 Undated records (messages without timestamps) count like any other: nothing
 here groups by time. Tools come most-called first (then by name), cut to
@@ -35,6 +36,7 @@ before the cut.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import duckdb
@@ -166,13 +168,10 @@ errs AS (
     LEFT JOIN last_ok l ON l.conversation_id = c.conversation_id AND l.tool_name = c.tool_name
 ),"""
 
-# One row per tool from ``calls`` and ``errs``. Parameters: the selection's,
-# the tool filter twice (a list or NULL), the texts and their templates (two
-# lists of equal length), the limit (NULL: every tool).
+# One row per tool from ``calls`` and ``errs``; {templates} is the temporary
+# table of the masked texts (message, template). Parameters: the selection's,
+# the tool filter twice (a list or NULL), the limit (NULL: every tool).
 _FIGURES = """
-templates AS (
-    SELECT unnest(CAST(? AS VARCHAR[])) AS message, unnest(CAST(? AS VARCHAR[])) AS template
-),
 call_figures AS (
     SELECT
         tool_name,
@@ -205,7 +204,7 @@ template_counts AS (
         count(*) AS n,
         row_number() OVER (PARTITION BY e.tool_name ORDER BY count(*) DESC, m.template) AS rank
     FROM errs e
-    JOIN templates m ON m.message = e.message
+    JOIN {templates} m ON m.message = e.message
     GROUP BY e.tool_name, m.template
 )
 SELECT
@@ -236,6 +235,13 @@ TOOL_HEALTH_SQL = "WITH" + _FAST_INPUTS + _FIGURES
 """Per-tool health over prompt_facts and the tables (the store's facts are fresh)."""
 TOOL_HEALTH_VIEWS_SQL = "WITH" + _VIEWS_INPUTS + _FIGURES
 """The same rows from the normative views (a stale, read-only store; the tests' yardstick)."""
+
+# The masked texts, one row each, for the query to join (a table rather than
+# two parallel lists in the query, which not every engine unnests in step).
+CREATE_TEMPLATES_SQL = "CREATE TEMPORARY TABLE {templates} (message VARCHAR, template VARCHAR)"
+FILL_TEMPLATES_SQL = "INSERT INTO {templates} SELECT unnest(CAST(? AS VARCHAR[])), unnest(CAST(? AS VARCHAR[]))"
+DROP_TEMPLATES_SQL = "DROP TABLE IF EXISTS {templates}"
+_COUNTER = itertools.count()
 
 # Of some tool names, those the store has a call of (check --tool: a typo is an error, not a pass).
 SEEN_TOOLS_SQL = "SELECT DISTINCT tool_name FROM tool_calls WHERE list_contains(?, tool_name)"
@@ -324,9 +330,15 @@ def tool_health(
     texts = [row[0] for row in con.execute(
         ERROR_TEXTS_SQL.format(prompts="prompt_facts" if fast else "prompts_v", where=where), [*params, wanted, wanted]
     ).fetchall()]
-    templates = [template_of(text) for text in texts]  # once per distinct text
-    query = (TOOL_HEALTH_SQL if fast else TOOL_HEALTH_VIEWS_SQL).format(where=where)
-    rows = con.execute(query, [*params, wanted, wanted, texts, templates, limit]).fetchall()
+    table = f"_ls_tool_templates_{next(_COUNTER)}"
+    con.execute(CREATE_TEMPLATES_SQL.format(templates=table))
+    try:
+        # one round trip for every text (executemany inserts row by row); masked once per distinct text
+        con.execute(FILL_TEMPLATES_SQL.format(templates=table), [texts, [template_of(text) for text in texts]])
+        query = (TOOL_HEALTH_SQL if fast else TOOL_HEALTH_VIEWS_SQL).format(where=where, templates=table)
+        rows = con.execute(query, [*params, wanted, wanted, limit]).fetchall()
+    finally:
+        con.execute(DROP_TEMPLATES_SQL.format(templates=table))
     total = int(rows[0][-1]) if rows else 0
     return ToolHealthReport([_row(row) for row in rows], total)
 

@@ -23,7 +23,7 @@ try:  # typer >= 0.22 vendors click as typer._click and no longer installs click
 except ImportError:  # older typer runs on click itself
     from click import ClickException, Context, UsageError  # type: ignore[no-redef]
 from rich.panel import Panel
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 from loopscope.analyses.errors import LoopscopeError
 from loopscope.cli.render.output import inert, stderr_console
@@ -47,9 +47,13 @@ _DEBUG = {"on": False}
 
 
 class _Group(TyperGroup):
-    """Usage errors are user errors: exit code 1, as everywhere in loopscope."""
+    """Usage errors are user errors: exit code 1, as everywhere in loopscope. Option values are
+    coerced without pydantic where they are plain types (``loopscope.cli.coercion``)."""
 
     def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
+        from loopscope.cli.coercion import install
+
+        install(self)  # here, not in __init__: Typer adds the completion options after that
         try:
             return super().parse_args(ctx, args)
         except UsageError as exc:
@@ -62,6 +66,21 @@ class _Group(TyperGroup):
         except UsageError as exc:
             exc.exit_code = EXIT_USER_ERROR
             raise
+
+
+    def get_help_option(self, ctx: Context) -> Any:
+        from loopscope.cli.coercion import install_param
+
+        return install_param(super().get_help_option(ctx))
+
+
+class Command(TyperCommand):
+    """Every loopscope command: its --help option (made at parse time) coerced without pydantic too."""
+
+    def get_help_option(self, ctx: Context) -> Any:
+        from loopscope.cli.coercion import install_param
+
+        return install_param(super().get_help_option(ctx))
 
 
 class DefaultVerbGroup(_Group):
@@ -167,6 +186,7 @@ PANELS = {
 def command(name: str, **kwargs: Any) -> Callable[[F], F]:
     """Register ``fn`` as ``loopscope NAME`` with the shared error handling."""
     kwargs.setdefault("rich_help_panel", PANELS.get(name))
+    kwargs.setdefault("cls", Command)
 
     def register(fn: F) -> F:
         app.command(name, **kwargs)(handle_errors(fn))
@@ -184,7 +204,7 @@ def deprecated_alias(old: str, new: str, fn: F) -> None:
         deprecation_notice(f"loopscope {old}", f"loopscope {new}")
         return fn(*args, **kwargs)
 
-    app.command(old, hidden=True)(handle_errors(alias))
+    app.command(old, hidden=True, cls=Command)(handle_errors(alias))
 
 
 def deprecation_notice(old: str, new: str) -> None:

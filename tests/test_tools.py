@@ -306,3 +306,23 @@ def test_check_tool_user_errors(db: str, args: list[str], message: str) -> None:
 def test_metrics_by_an_unknown_grouping_names_tool(db: str) -> None:
     res = invoke("metrics", "--db", db, "--by", "tools", exit_code=1)
     assert "--by tool" in " ".join(res.output.split())
+
+
+def test_a_read_only_store_with_stale_facts_gives_the_same_rows(logs: Path, tmp_path: Path) -> None:
+    # The facts cannot be rebuilt on a read-only store: the figures come from the views instead.
+    import duckdb
+
+    from loopscope.analyses.store.facts import facts_fresh
+    from loopscope.analyses.tools import tool_health
+
+    path = str(tmp_path / "ro.duckdb")
+    invoke("load", str(logs), "--db", path)
+    con = duckdb.connect(path)
+    con.execute("UPDATE prompt_facts_state SET tool_calls = tool_calls + 1")  # as if records changed behind it
+    con.close()
+    ro = duckdb.connect(path, read_only=True)
+    try:
+        assert not facts_fresh(ro)
+        assert [t.as_dict() for t in tool_health(ro).tools] == _approx(EXPECTED)
+    finally:
+        ro.close()

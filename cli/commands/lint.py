@@ -13,13 +13,13 @@ from typing import Annotated, Optional
 
 import typer
 
-from loopscope.cli.app import EXIT_GATE_FAILED, deprecation_notice, handle_errors, noun_group
+from loopscope.cli.app import EXIT_GATE_FAILED, Command, deprecation_notice, handle_errors, noun_group
 from loopscope.cli.options import FormatOption, Scope, selection_options
 from loopscope.cli.render.output import OutputFormat, write_csv, write_json
 
 _RANK_COLUMNS = (
     "tool_name", "template", "kind", "occurrences", "unrecovered", "recovered_errors", "recovery_rate", "conversations",
-    "variants", "generic", "rules", "severity", "rewrite", "example", "error_type", "outcome",
+    "variants", "generic", "rules", "severity", "rewrite", "example", "error_type", "outcome", "evidence", "suggestion",
 )
 
 
@@ -59,7 +59,7 @@ MessagesFileOption = Annotated[
 StrictOption = Annotated[bool, typer.Option("--strict", help="Also fail (exit 3) when a message is generic.")]
 
 
-@lint_app.command("rank")
+@lint_app.command("rank", cls=Command)
 @handle_errors
 @selection_options()
 def rank_command(
@@ -118,7 +118,7 @@ def rank_command(
         render_ranking(ranked)
 
 
-@lint_app.command("check")
+@lint_app.command("check", cls=Command)
 @handle_errors
 def check_command(
     message: MessageOption = None,
@@ -152,7 +152,7 @@ def check_command(
     _lint_texts(message or [], messages, fmt, strict=strict)
 
 
-@lint_app.command("rules")
+@lint_app.command("rules", cls=Command)
 @handle_errors
 def rules_command(fmt: FormatOption = OutputFormat.table) -> None:
     """List the rule catalog: id, name, severity, why it matters, the rewrite and an example.

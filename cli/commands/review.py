@@ -12,17 +12,15 @@ from typing import Annotated, Optional
 
 import typer
 
-from loopscope.cli.app import PANELS, app, deprecated_alias, handle_errors
+from loopscope.cli.app import Command, deprecated_alias, handle_errors, noun_group
 from loopscope.cli.options import DbOption, FormatOption, Scope, selection_options
 from loopscope.cli.render.output import OutputFormat, inert, stderr_console, stdout_console, write_csv, write_json
 
-review_app = typer.Typer(
-    help="The weekly review: [b]loopscope review sample --out DIR[/b], fill in DIR/reviews.csv, "
+review_app = noun_group(
+    "review",
+    "The weekly review: [b]loopscope review sample --out DIR[/b], fill in DIR/reviews.csv, "
     "then [b]loopscope review import DIR/reviews.csv[/b].",
-    no_args_is_help=True,
-    rich_markup_mode="rich",
 )
-app.add_typer(review_app, name="review", rich_help_panel=PANELS["review"])
 
 CSV_COLUMNS = ("conversation_id", "stratum", "computed_class", "agent", "first_ts", "prompts", "tool_calls",
                "errors", "unrecovered")
@@ -74,11 +72,11 @@ def sample_command(
     elif seed is None and output is not OutputFormat.table:
         stderr_console().print(f"seed {sample.seed} (pass --seed {sample.seed} to draw this sample again)")
 
-review_app.command("sample")(handle_errors(sample_command))
+review_app.command("sample", cls=Command)(handle_errors(sample_command))
 deprecated_alias("sample", "review sample", sample_command)
 
 
-@review_app.command("import")
+@review_app.command("import", cls=Command)
 @handle_errors
 def import_command(
     file: Annotated[Path, typer.Argument(help="The filled-in reviews.csv of a pack from loopscope review sample --out (or the pack's folder).", show_default=False)],

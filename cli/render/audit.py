@@ -174,7 +174,8 @@ def render(report: dict[str, Any], console: Console) -> None:
         from loopscope.cli.render.metrics import tool_tables
 
         shown = f", the {len(tools['items'])} most called" if len(tools["items"]) < tools["total"] else ""
-        for table in tool_tables(tools["items"], f"Tools ({_n(tools['total'], 'tool')}{shown}; latency in ms)"):
+        for table in tool_tables(tools["items"], f"Tools ({_n(tools['total'], 'tool')}{shown}; latency in ms)",
+                                 ruled=True):
             console.print(table)
     else:
         console.print("[bold]Tools[/bold]: [dim]no tool call[/dim]")

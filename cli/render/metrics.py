@@ -71,15 +71,19 @@ def tool_cells(tool: dict[str, Any], columns: tuple[tuple[str, str], ...] = TOOL
     return cells
 
 
-def tool_tables(tools: list[dict[str, Any]], title: str | None = None) -> list[Any]:
-    """The per-tool figures table, and the tools' most frequent error templates (tools with errors only)."""
+def tool_tables(tools: list[dict[str, Any]], title: str | None = None, *, ruled: bool = False) -> list[Any]:
+    """The per-tool figures table, and the tools' most frequent error templates (tools with errors only).
+
+    ``ruled``: a rule under the headers, as the audit's tables have; else bare, as ``metrics --by``.
+    """
     from rich import box
     from rich.table import Table
 
     def table(title: str | None) -> Table:
-        # the box's column separator is the only gap: ten figures fit 80 columns
-        return Table(title=title, title_justify="left", title_style="bold", box=box.SIMPLE_HEAD, padding=(0, 0),
-                     pad_edge=False)
+        # one space between columns: ten figures fit 80 columns
+        return Table(title=title, title_justify="left", title_style="bold",
+                     box=box.SIMPLE_HEAD if ruled else None, padding=(0, 0 if ruled else 1), pad_edge=False,
+                     collapse_padding=True)
 
     figures = table(title)
     for key, header in TOOL_COLUMNS:
@@ -110,7 +114,9 @@ def render_tools(tools: list[Any]) -> None:
         out.print("No tool calls in the selection.")
         return
     rows = [t.as_dict() for t in tools]
-    for table in tool_tables(rows):
+    for i, table in enumerate(tool_tables(rows)):
+        if i:
+            out.print()
         out.print(table)
     missing = sum(t.tool_calls_without_latency for t in tools)
     if missing:
