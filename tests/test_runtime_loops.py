@@ -608,3 +608,17 @@ def test_parallel_tool_calls_from_threads_count_exactly() -> None:
     assert col.stats.internal_errors == 0
     assert (spin.kind, spin.calls) == (RETRY_LOOP, 400)
     assert len(col._history) == 400 and loop.tool_errors == 400
+
+
+def test_the_target_shown_in_the_block_is_redacted_and_capped() -> None:
+    col, _ = _col()
+    url = "https://api.example.com/v1/items?api_key=sk-ant-abcdef0123456789abcdef&page=" + "9" * 500
+    with col.prompt("c") as loop:
+        for i in range(2):
+            with loop.tool_call(f"t{i}", "fetch", {"url": url}, catch=True) as call:
+                raise PermissionError("403 Forbidden")
+    block = call.recovery_context()
+    operation = block.splitlines()[1]
+    assert operation.startswith("Operation: fetch(url='https://api.example.com/v1/items?api_key=[REDACTED]")
+    assert "sk-ant" not in block and len(operation) < 160
+    assert "Previous attempts (this session): 1" in block  # the same (capped) target both times
