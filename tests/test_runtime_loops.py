@@ -466,6 +466,23 @@ def test_demo_blind_conversations_with_the_block_spin_less(tmp_path: Path) -> No
 # ------------------------------------------------------------------ triage and audit, records and message arrays
 
 
+SCHEMAS = Path(__file__).resolve().parent.parent / "docs" / "schemas"
+
+
+def assert_schema(name: str, document: Any) -> None:
+    """The document matches docs/schemas/NAME (its items included: the sample data has none)."""
+    from jsonschema import Draft202012Validator, FormatChecker
+    from referencing import Registry, Resource
+
+    registry = Registry().with_resources(
+        (p.name, Resource.from_contents(json.loads(p.read_text()))) for p in sorted(SCHEMAS.glob("*.json"))
+    )
+    validator = Draft202012Validator(json.loads((SCHEMAS / name).read_text()), registry=registry,
+                                     format_checker=FormatChecker())
+    errors = [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(document)]
+    assert not errors, errors[:5]
+
+
 def _chat(conv: str, calls: list[tuple[str, dict, str]]) -> dict[str, Any]:
     messages: list[dict[str, Any]] = [{"role": "user", "content": "Go."}]
     for i, (name, args, result) in enumerate(calls):
@@ -508,6 +525,8 @@ def test_triage_and_audit_show_no_progress_loops_and_cycles_from_records_and_mes
         return json.loads(res.stdout)
 
     np_m, cy_m, np_r = triage("m-np"), triage("m-cy"), triage("r-np")
+    for doc in (np_m, cy_m, np_r):
+        assert_schema("triage.json", doc)
     assert [(n["tool_name"], n["calls"], n["redundant_calls"]) for n in np_m["no_progress_loops"]] == [("exec", 4, 3)]
     assert np_m["no_progress_loops"][0]["result_fingerprint"] == hashlib.sha256(b"").hexdigest()
     assert np_m["cycles"] == [] and cy_m["no_progress_loops"] == []
@@ -521,6 +540,7 @@ def test_triage_and_audit_show_no_progress_loops_and_cycles_from_records_and_mes
     res = runner.invoke(app, ["audit", "--db", db, "--format", "json"], catch_exceptions=False)
     assert res.exit_code == 0, res.output
     report = json.loads(res.stdout)
+    assert_schema("audit.json", report)
     assert (report["no_progress_loops"]["total"], report["no_progress_loops"]["redundant_calls"]) == (2, 3 + 2)
     assert (report["cycles"]["total"], report["cycles"]["redundant_calls"]) == (1, 3)
     res = runner.invoke(app, ["check", "--db", db, "--max-no-progress-loops", "1", "--max-cycles", "0"])
