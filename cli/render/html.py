@@ -302,6 +302,7 @@ def render_html(report: dict[str, Any]) -> str:
 
     gt = report["generic_templates"]
     rl = report["retry_loops"]
+    npl, cy = report["no_progress_loops"], report["cycles"]
     rp = report["replays"]
     de = report["duplicate_executions"]
     pv = report["protocol_violations"]
@@ -334,7 +335,14 @@ def render_html(report: dict[str, Any]) -> str:
         _section(f"Retry loops ({rl['total']}, {rl['redundant_calls']} redundant calls)", _table(
             [("conversation_id", "conversation"), ("prompt_id", "prompt"), ("agent", "agent"), ("tool_name", "tool"),
              ("calls", "calls"), ("error_message", "message"), ("exit_reason", "exit")], rl["items"], msg_cell,
-            "No retry loop."), "loops"),
+            "No retry loop.")
+            + f"<h3>No-progress loops ({npl['total']}: same call, same result)</h3>" + _table(
+            [("conversation_id", "conversation"), ("prompt_id", "prompt"), ("agent", "agent"), ("tool_name", "tool"),
+             ("calls", "calls"), ("exit_reason", "exit")], npl["items"], empty="No no-progress loop.")
+            + f"<h3>Cycles ({cy['total']}: A-B-A-B)</h3>" + _table(
+            [("conversation_id", "conversation"), ("prompt_id", "prompt"), ("tool_name", "tool A"),
+             ("other_tool_name", "tool B"), ("calls", "calls"), ("exit_reason", "exit")], cy["items"], empty="No cycle."),
+            "loops"),
         _section(f"Replays ({rp['total']}: {rp['short_circuited']} short-circuited, {rp['double_executions']} double "
                  f"execution{'s' if rp['double_executions'] != 1 else ''}) and duplicate executions ({de['total']})", _table(
             [("conversation_id", "conversation"), ("tool_call_id", "tool_call_id"), ("tool_name", "tool"),
