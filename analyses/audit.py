@@ -13,10 +13,12 @@ document; the terminal and HTML renderers read only this dict):
   calls for the median and p99), flagged when p < alpha;
 - ``agents``: per agent type, its overall figures and its own weekly series
   with changes;
+- ``tools``: per-tool health, most-called tools first (``tools.tool_health``);
 - ``error_classes_by_tool`` (``recovery.class_breakdown``);
 - ``generic_templates``: the costliest error-message templates lint calls
   generic (``lint.ranking.rank_templates``), with the total;
-- ``retry_loops``, ``replays`` (short-circuited vs double executions),
+- ``retry_loops``, ``no_progress_loops`` and ``cycles`` (``analyses.loops``),
+  ``replays`` (short-circuited vs double executions),
   ``duplicate_executions``, ``budget_pressure`` (``incidents``);
 - ``protocol_violations``: counts per kind and the first rows (table
   ``protocol_violations``, filled by the conversation-log readers);
@@ -37,12 +39,14 @@ from typing import Any
 import duckdb
 
 from loopscope.analyses import incidents, recovery, stats
+from loopscope.analyses import loops as loop_kinds
 from loopscope.analyses.cohorts import Figures, figures, figures_by, tool_call_counts_by
 from loopscope.analyses.compare import compare_figures
 from loopscope.analyses.store.facts import ensure_facts
 from loopscope.analyses.notices import NO_TIMESTAMP, notices
 from loopscope.analyses.review import agreement
 from loopscope.analyses.selection import Selection
+from loopscope.analyses.tools import tool_health
 
 METRICS = (
     "median_tool_calls_per_prompt",
@@ -161,6 +165,8 @@ def audit(
 
     templates = [t for t in rank_templates(con, selection) if t.generic]
     loops = incidents.retry_loops(con, selection)
+    no_progress = loop_kinds.no_progress_loops(con, selection)
+    cycles = loop_kinds.cycles(con, selection)
     replays = incidents.replays(con, selection)
     dups = incidents.duplicate_executions(con, selection)
     unrecovered = recovery.first_unrecovered_all(con, selection)
@@ -177,6 +183,7 @@ def audit(
         "overall": {**overall.to_dict(), "conversations": len(selected)},
         "weeks": weekly_series(con, selection, alpha=alpha),
         "agents": agents,
+        "tools": tool_health(con, selection, limit=limit).as_dict(),
         "error_classes_by_tool": [
             {"tool_name": b.key, **{k: v for k, v in b.to_dict().items() if k != "key"}}
             for b in recovery.class_breakdown(con, selection, by="tool")
@@ -186,6 +193,16 @@ def audit(
             "total": len(loops),
             "redundant_calls": sum(r.redundant_calls for r in loops),
             "items": [r.to_dict() for r in loops[:limit]],
+        },
+        "no_progress_loops": {
+            "total": len(no_progress),
+            "redundant_calls": sum(r.redundant_calls for r in no_progress),
+            "items": [r.to_dict() for r in no_progress[:limit]],
+        },
+        "cycles": {
+            "total": len(cycles),
+            "redundant_calls": sum(c.redundant_calls for c in cycles),
+            "items": [c.to_dict() for c in cycles[:limit]],
         },
         "replays": {
             "total": len(replays),

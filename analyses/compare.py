@@ -73,8 +73,9 @@ def parse_cohort(
         specs: the option values; each holds one or more comma-separated terms.
         con: the store, needed only to resolve ``file:`` terms to loaded files.
         option: the option name, for error messages.
-        within: only these files count (its ``source_ids``, e.g. the PATHs
-            just loaded); a ``file:`` term narrows it further.
+        within: the base selection both cohorts lie in: only its files count (its
+            ``source_ids``, e.g. the PATHs just loaded; a ``file:`` term narrows
+            it further), and its window, agents and tags hold too.
         resolve_files: False checks the spec's syntax only (``file:`` terms
             are not looked up, no store needed): the CLI does this before
             loading PATHs, so a typo fails at once.
@@ -123,7 +124,7 @@ def parse_cohort(
             sel = _window(sel, option, term, until=parse_instant(value, option=f"{option} until:"))
         elif key == "file" and resolve_files:
             sources = [*(sources or []), *_sources_for(con, value, option)]
-    return replace(
+    sel = replace(
         sel,
         agents=tuple(dict.fromkeys(agents)),
         tags=tuple(tags),
@@ -131,6 +132,21 @@ def parse_cohort(
         source_ids=_intersect(base_sources, sources),
         extra={"spec": ",".join(terms)},
     )
+    return sel if within is None else _within(sel, within, option)
+
+
+def _within(sel: Selection, base: Selection, option: str) -> Selection:
+    """``sel`` narrowed to ``base``'s window, agents and tags (both must hold)."""
+    agents = sel.agents
+    if base.agents:
+        agents = tuple(a for a in sel.agents if a in base.agents) if sel.agents else base.agents
+        if not agents:
+            raise LoopscopeError(f"{option} names no agent among --agent {', '.join(base.agents)}",
+                                 hint="drop --agent, or use an agent: term it allows")
+    since = max((t for t in (sel.since, base.since) if t is not None), default=None)
+    until = min((t for t in (sel.until, base.until) if t is not None), default=None)
+    tags = tuple(dict.fromkeys((*base.tags, *sel.tags)))
+    return replace(sel, since=since, until=until, agents=agents, tags=tags)
 
 
 def _intersect(base: tuple[int, ...] | None, sources: list[int] | None) -> tuple[int, ...] | None:

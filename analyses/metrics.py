@@ -144,12 +144,92 @@ ERROR_CLASSES_KEY = "error_classes"
 """The per-class error counts, an object keyed by ``model.ERROR_CLASSES``."""
 RATE_KEYS = ("recovery_rate", "conversation_recovery_rate", "replay_rate")
 """The figures that are rates (0..1, null when their denominator is 0)."""
+# Per-tool health (``tools.tool_health``; ``metrics --by tool``, the audit's
+# "Tools" section, ``check --tool``): the names above where they mean the same
+# thing over one tool's calls, and these new figures, defined once here:
+# ``error_rate`` = errors / tool_calls (null without calls);
+# ``p50_latency_ms``, ``p95_latency_ms``, ``p99_latency_ms``: exact quantiles
+# (``quantile_cont``) of ``latency_ms`` over the tool's calls that have one;
+# ``tool_calls_without_latency``: the calls left out of them (no latency_ms);
+# ``top_error_template``: the tool's most frequent error template (lint's
+# masking), ``top_error_template_errors``: its errors; ``scratchpad``: a
+# scratchpad tool (its successes never recover an error).
+TOOL_KEYS = (
+    "tool_name",
+    "scratchpad",
+    "tool_calls",
+    "errors",
+    "error_rate",
+    "recovered_errors",
+    "recovery_rate",
+    "resolved_later_errors",
+    "conversation_recovery_rate",
+    "replays",
+    "replay_rate",
+    "p50_latency_ms",
+    "p95_latency_ms",
+    "p99_latency_ms",
+    "tool_calls_without_latency",
+    "top_error_template",
+    "top_error_template_errors",
+)
+TOOL_RATE_KEYS = ("error_rate", "recovery_rate", "conversation_recovery_rate", "replay_rate")
+"""The per-tool figures that are rates (0..1, null when their denominator is 0)."""
+LATENCY_KEYS = ("p50_latency_ms", "p95_latency_ms", "p99_latency_ms")
+LATENCY_QUANTILES = (0.5, 0.95, 0.99)
 GROUP_BY_CHOICES = ("day", "week", "agent")
+BY_TOOL = "tool"
+"""Groupings of prompts; ``metrics --by tool`` groups calls instead (``tools.tool_health``, ``TOOL_KEYS``)."""
 QUANTILE_DECIMALS = 9
 
 
+class Rates:
+    """The rates every figure set shares, each defined once: metric 3, the conversation recovery rate, metric 4.
+
+    Mixed into ``Metrics`` (per group of prompts) and ``tools.ToolHealth`` (per
+    tool), which both carry the counts ``errors``, ``recovered_errors``,
+    ``resolved_later_errors``, ``replays`` and ``tool_calls``.
+    """
+
+    __slots__ = ()
+    errors: int
+    recovered_errors: int
+    resolved_later_errors: int
+    replays: int
+    tool_calls: int
+    open_errors: int
+    aborted_errors: int
+    gave_up_errors: int
+
+    @property
+    def recovery_rate(self) -> float | None:
+        """Metric 3: recovered errors / errors, None without errors."""
+        return self.recovered_errors / self.errors if self.errors else None
+
+    @property
+    def conversation_recovery_rate(self) -> float | None:
+        """(recovered + unrecovered but resolved later) / errors, None without errors."""
+        return (self.recovered_errors + self.resolved_later_errors) / self.errors if self.errors else None
+
+    @property
+    def replay_rate(self) -> float | None:
+        """Metric 4: replays / tool calls, None without tool calls."""
+        return self.replays / self.tool_calls if self.tool_calls else None
+
+
+    @property
+    def error_classes(self) -> dict[str, int]:
+        """Errors per class, in ``ERROR_CLASSES`` order."""
+        return {
+            "recovered": self.recovered_errors,
+            "open": self.open_errors,
+            "aborted": self.aborted_errors,
+            "gave_up": self.gave_up_errors,
+        }
+
+
 @dataclass(frozen=True)
-class Metrics:
+class Metrics(Rates):
     """The four metrics and the counts behind them, for one group of prompts.
 
     Field names are the spec's names (``METRIC_KEYS``); ``as_dict`` is the
@@ -169,31 +249,6 @@ class Metrics:
     aborted_errors: int = 0
     gave_up_errors: int = 0
     group: str | None = None
-
-    @property
-    def recovery_rate(self) -> float | None:
-        """Metric 3: recovered errors / errors, None without errors."""
-        return self.recovered_errors / self.errors if self.errors else None
-
-    @property
-    def conversation_recovery_rate(self) -> float | None:
-        """(recovered + unrecovered but resolved later) / errors, None without errors."""
-        return (self.recovered_errors + self.resolved_later_errors) / self.errors if self.errors else None
-
-    @property
-    def replay_rate(self) -> float | None:
-        """Metric 4: replays / tool calls, None without tool calls."""
-        return self.replays / self.tool_calls if self.tool_calls else None
-
-    @property
-    def error_classes(self) -> dict[str, int]:
-        """Errors per class, in ``ERROR_CLASSES`` order."""
-        return {
-            "recovered": self.recovered_errors,
-            "open": self.open_errors,
-            "aborted": self.aborted_errors,
-            "gave_up": self.gave_up_errors,
-        }
 
     def as_dict(self) -> dict[str, object]:
         """Plain data with the spec's keys (``group`` first, only when grouped)."""

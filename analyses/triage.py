@@ -23,7 +23,7 @@ from typing import Any
 
 import duckdb
 
-from loopscope.analyses import hints, incidents, recovery
+from loopscope.analyses import hints, incidents, loops, recovery
 from loopscope.analyses.errors import UnknownConversation
 from loopscope.analyses.rows import fetch_dicts as _rows
 from loopscope.analyses.rows import class_dict, json_object
@@ -159,6 +159,8 @@ class Triage:
     retry_loops: list[incidents.RetryLoop] = field(default_factory=list)
     replays: list[incidents.Replay] = field(default_factory=list)
     duplicate_executions: list[incidents.DuplicateExecution] = field(default_factory=list)
+    no_progress_loops: list[loops.NoProgressLoop] = field(default_factory=list)
+    cycles: list[loops.Cycle] = field(default_factory=list)
 
     def class_counts(self) -> dict[str, int]:
         """Errors per class over the whole conversation (classes with none included)."""
@@ -185,6 +187,8 @@ class Triage:
             "retry_loops": [r.to_dict() for r in self.retry_loops],
             "replays": [r.to_dict() for r in self.replays],
             "duplicate_executions": [d.to_dict() for d in self.duplicate_executions],
+            "no_progress_loops": [r.to_dict() for r in self.no_progress_loops],
+            "cycles": [c.to_dict() for c in self.cycles],
         }
 
 
@@ -346,4 +350,6 @@ def triage(con: duckdb.DuckDBPyConnection, conversation_id: str, *, files_loaded
         retry_loops=incidents.retry_loops(con, only),
         replays=incidents.replays(con, only),
         duplicate_executions=incidents.duplicate_executions(con, only),
+        no_progress_loops=loops.no_progress_loops(con, only),
+        cycles=loops.cycles(con, only),
     )

@@ -3,7 +3,7 @@
 Error contract (all commands): a ``LoopscopeError`` prints a titled panel on
 stderr and exits 1; a usage error exits 1; anything unexpected exits 2 with a
 one-line message (the traceback only with ``--debug`` or ``LOOPSCOPE_DEBUG=1``).
-A gate that ran and failed (``check`` thresholds, ``lint --message`` findings)
+A gate that ran and failed (``check`` thresholds, ``lint check`` findings)
 exits 3, so a CI script can tell "the gate said no" from "the gate did not run".
 """
 
@@ -23,7 +23,7 @@ try:  # typer >= 0.22 vendors click as typer._click and no longer installs click
 except ImportError:  # older typer runs on click itself
     from click import ClickException, Context, UsageError  # type: ignore[no-redef]
 from rich.panel import Panel
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 from loopscope.analyses.errors import LoopscopeError
 from loopscope.cli.render.output import inert, stderr_console
@@ -40,16 +40,20 @@ EXIT_GATE_FAILED = 3
 EXIT_CODES_HELP = (
     "[b]Exit codes[/b] (every command): [b]0[/b] ok; [b]1[/b] user or data error (a mistyped option, a bad file, "
     "an empty window); [b]2[/b] internal error (a bug in loopscope); [b]3[/b] a gate failed (check: a threshold "
-    "violated; lint --message/--messages: a finding of severity error)."
+    "violated; lint check: a finding of severity error)."
 )
 
 _DEBUG = {"on": False}
 
 
 class _Group(TyperGroup):
-    """Usage errors are user errors: exit code 1, as everywhere in loopscope."""
+    """Usage errors are user errors: exit code 1, as everywhere in loopscope. Option values are
+    coerced without pydantic where they are plain types (``loopscope.cli.coercion``)."""
 
     def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
+        from loopscope.cli.coercion import install
+
+        install(self)  # here, not in __init__: Typer adds the completion options after that
         try:
             return super().parse_args(ctx, args)
         except UsageError as exc:
@@ -62,6 +66,43 @@ class _Group(TyperGroup):
         except UsageError as exc:
             exc.exit_code = EXIT_USER_ERROR
             raise
+
+
+    def get_help_option(self, ctx: Context) -> Any:
+        from loopscope.cli.coercion import install_param
+
+        return install_param(super().get_help_option(ctx))
+
+
+class Command(TyperCommand):
+    """Every loopscope command: its --help option (made at parse time) coerced without pydantic too."""
+
+    def get_help_option(self, ctx: Context) -> Any:
+        from loopscope.cli.coercion import install_param
+
+        return install_param(super().get_help_option(ctx))
+
+
+class DefaultVerbGroup(_Group):
+    """A noun group whose main verb may be left out: ``loopscope lint sample_logs/`` is
+    ``loopscope lint rank sample_logs/``. Anything that is not one of the group's verbs (a PATH,
+    an option) goes to ``default_verb``; ``--help`` alone shows the group."""
+
+    default_verb = ""
+
+    def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
+        if self.default_verb and (not args or (args[0] not in self.commands and args[0] not in ctx.help_option_names)):
+            args = [self.default_verb, *args]
+        return super().parse_args(ctx, args)
+
+
+def noun_group(name: str, help_text: str, default_verb: str = "") -> typer.Typer:
+    """A Typer group for a noun with several verbs, registered as ``loopscope NAME``."""
+    cls = type(f"{name.title()}Group", (DefaultVerbGroup,), {"default_verb": default_verb}) if default_verb else _Group
+    group = typer.Typer(help=help_text, cls=cls, no_args_is_help=not default_verb, rich_markup_mode="rich",
+                        invoke_without_command=False)
+    app.add_typer(group, name=name, rich_help_panel=PANELS.get(name))
+    return group
 
 
 app = typer.Typer(
@@ -145,12 +186,31 @@ PANELS = {
 def command(name: str, **kwargs: Any) -> Callable[[F], F]:
     """Register ``fn`` as ``loopscope NAME`` with the shared error handling."""
     kwargs.setdefault("rich_help_panel", PANELS.get(name))
+    kwargs.setdefault("cls", Command)
 
     def register(fn: F) -> F:
         app.command(name, **kwargs)(handle_errors(fn))
         return fn
 
     return register
+
+
+def deprecated_alias(old: str, new: str, fn: F) -> None:
+    """Keep ``loopscope OLD`` working for scripts, hidden from --help, as ``fn`` (the command now
+    spelled ``loopscope NEW``), with a one-line notice on stderr."""
+
+    @functools.wraps(fn)
+    def alias(*args: Any, **kwargs: Any) -> Any:
+        deprecation_notice(f"loopscope {old}", f"loopscope {new}")
+        return fn(*args, **kwargs)
+
+    app.command(old, hidden=True, cls=Command)(handle_errors(alias))
+
+
+def deprecation_notice(old: str, new: str) -> None:
+    """One line on stderr: ``old`` is now spelled ``new`` (stdout stays the result)."""
+    stderr_console().print(f"[yellow]note:[/yellow] '{old}' is now '{new}'; the old spelling still works for now",
+                           soft_wrap=True)
 
 
 def main() -> None:

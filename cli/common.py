@@ -11,7 +11,7 @@ closes the store (``loopscope.analyses.store.open_for_analysis``).
 from __future__ import annotations
 
 import os
-import warnings
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -26,38 +26,110 @@ if TYPE_CHECKING:
     from loopscope.analyses.store import Analysis
 
 
-def progress_bar():  # type: ignore[no-untyped-def]
-    """A context manager yielding a ``progress(done, total)`` callback.
+PROGRESS_DELAY_ENV = "LOOPSCOPE_PROGRESS_DELAY"
+"""Seconds of work before a progress display appears (default 1; tests set 0)."""
+PROGRESS_DELAY_S = 1.0
 
-    The bar is drawn on stderr only when it is a terminal, and disappears when
-    done, so piped and captured output stay clean.
-    """
-    from contextlib import contextmanager
 
-    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+def show_progress() -> bool:
+    """Progress displays are for a person at a terminal: stderr is a TTY, not dumb, not under CI."""
+    if os.environ.get("CI") or os.environ.get("TERM") == "dumb":
+        return False
+    console = stderr_console()
+    return console.is_terminal and not console.is_dumb_terminal
 
-    @contextmanager
-    def _bar():  # type: ignore[no-untyped-def]
-        console = stderr_console()
-        if not console.is_terminal:
-            yield None
+
+def _progress_delay() -> float:
+    try:
+        return max(0.0, float(os.environ.get(PROGRESS_DELAY_ENV, PROGRESS_DELAY_S)))
+    except ValueError:
+        return PROGRESS_DELAY_S
+
+
+class _LoadBar:
+    """The loading bar: ``update(done, total)`` from the loader; appears once loading has taken
+    ``_progress_delay()`` seconds (a load of a few files never flickers), disappears when stopped."""
+
+    def __init__(self) -> None:
+        self._started_at = time.monotonic()
+        self._delay = _progress_delay()
+        self._bar: Any = None
+        self._task: Any = None
+        self._done = False
+
+    def update(self, done: int, total: int) -> None:
+        if self._done:
             return
-        with Progress(
-            TextColumn("loading"),
-            BarColumn(),
-            DownloadColumn(),
-            TimeRemainingColumn(),
-            console=console,
-            transient=True,
-        ) as bar:
-            task = bar.add_task("load", total=None)
+        if self._bar is None:
+            if time.monotonic() - self._started_at < self._delay:
+                return
+            from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
-            def update(done: int, total: int) -> None:
-                bar.update(task, completed=done, total=total or None)
+            self._bar = Progress(TextColumn("loading"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
+                                 console=stderr_console(), transient=True)
+            self._bar.start()
+            self._task = self._bar.add_task("load", total=None)
+        self._bar.update(self._task, completed=done, total=total or None)
 
-            yield update
+    def stop(self) -> None:
+        self._done = True
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
 
-    return _bar()
+
+@contextmanager
+def progress_bar() -> Iterator[_LoadBar | None]:
+    """A context manager yielding the loading bar (its ``update(done, total)`` is the loader's callback), or None.
+
+    The bar is drawn on stderr only for a person at a terminal (``show_progress``), once the
+    load has run for about a second, and disappears when done: piped and captured output stay clean.
+    """
+    if not show_progress():
+        yield None
+        return
+    bar = _LoadBar()
+    try:
+        yield bar
+    finally:
+        bar.stop()
+
+
+@contextmanager
+def working(label: str) -> Iterator[None]:
+    """A transient spinner on stderr (``label``) while the body runs, if it runs longer than about a second.
+
+    Only for a person at a terminal (``show_progress``): nothing at all on a pipe or under CI.
+    The spinner is started by a timer thread, so a quick analysis never draws it.
+    """
+    if not show_progress():
+        yield
+        return
+    import threading
+
+    from rich.status import Status
+
+    status = Status(label, console=stderr_console(), spinner="dots")
+    lock = threading.Lock()
+    state = {"started": False, "done": False}
+
+    def start() -> None:
+        with lock:
+            if not state["done"]:
+                status.start()
+                state["started"] = True
+
+    timer = threading.Timer(_progress_delay(), start)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+        with lock:
+            state["done"] = True
+            if state["started"]:
+                status.stop()
 
 
 def _warn_unreadable(summary: LoadSummary) -> None:
@@ -153,14 +225,17 @@ def analysis_store(
 ) -> Iterator[Analysis]:
     """``open_for_analysis`` with the progress bar and a line per unreadable file: yields (con, selection, summary).
 
-    Always closes the store. Without PATHs the selection covers the whole store.
+    The loading bar is gone before the body runs. Always closes the store. Without PATHs the
+    selection covers the whole store.
     """
     from loopscope.analyses.store import open_for_analysis
 
-    with progress_bar() as update, newer_store_warnings(), open_for_analysis(
+    with progress_bar() as bar, newer_store_warnings(), open_for_analysis(
         db, list(paths or ()), selection=selection, input_format=input_format, reader_options=reader_options,
-        progress=update,
+        progress=None if bar is None else bar.update,
     ) as opened:
+        if bar is not None:
+            bar.stop()  # loading is over: the analysis may show its own spinner
         if opened.summary is not None:
             _warn_unreadable(opened.summary)
         yield opened

@@ -23,6 +23,7 @@ from typing import Any, Callable, Mapping
 
 from loopscope.collectors import otel
 from loopscope.collectors.guard import Guard
+from loopscope.collectors.history import DEFAULT_MAX_CALLS, DEFAULT_MAX_CONVERSATIONS, History
 from loopscope.collectors.prompt import PromptLoop, _uuid_hex
 from loopscope.collectors.records import finish
 from loopscope.collectors.redact import MAX_ERROR_CHARS, clean_error_text
@@ -47,6 +48,10 @@ class CollectorStats:
             them here). At every moment ``emitted = written + dropped + queued + in_flight``.
         sink_errors: Sink failures (a raising sink, a failed write, an unserialisable record).
         internal_errors: Collector failures swallowed by the guard.
+        history_dropped: History entries no longer kept (``history=True``): pushed out of a
+            conversation holding ``max_history_calls``, or in an evicted conversation.
+        history_evicted: Conversations evicted from the history (least recently used first,
+            beyond ``max_history_conversations``).
     """
 
     emitted: int
@@ -56,6 +61,8 @@ class CollectorStats:
     sink_errors: int
     internal_errors: int
     in_flight: int = 0
+    history_dropped: int = 0
+    history_evicted: int = 0
 
     def __getitem__(self, key: str) -> int:
         """``stats["dropped"]`` works as well as ``stats.dropped``."""
@@ -94,6 +101,13 @@ class Collector:
         strict: Re-raise internal errors (True), never (False), or ask the environment (None:
             ``PYTEST_CURRENT_TEST`` / ``LOOPSCOPE_STRICT``).
         max_error_chars: Cap on ``error_message`` (spec: 2,000).
+        history: Keep a bounded per-conversation history of tool calls (tool, target, argument
+            and result fingerprints, error line) on the host thread, for
+            :meth:`ToolCall.recovery_context` and :meth:`PromptLoop.spinning`. Costs a shape and
+            fingerprint per call on the host thread instead of the writer thread (see
+            docs/collector.md). Default False.
+        max_history_conversations: Conversations the history holds (least recently used evicted).
+        max_history_calls: Calls it holds per conversation (oldest dropped).
 
     Raises:
         CollectorConfigError: At construction, for a bad argument or an unopenable log file.
@@ -112,6 +126,9 @@ class Collector:
         new_id: Callable[[], str] = _uuid_hex,
         strict: bool | None = None,
         max_error_chars: int = MAX_ERROR_CHARS,
+        history: bool = False,
+        max_history_conversations: int = DEFAULT_MAX_CONVERSATIONS,
+        max_history_calls: int = DEFAULT_MAX_CALLS,
     ) -> None:
         for name, fn in (("wall_clock", wall_clock), ("perf_clock", perf_clock), ("new_id", new_id)):
             _callable(name, fn)
@@ -119,6 +136,9 @@ class Collector:
         _number_clock("perf_clock", perf_clock)
         if isinstance(max_error_chars, bool) or not isinstance(max_error_chars, int) or max_error_chars < 32:
             raise CollectorConfigError(f"max_error_chars must be an int >= 32, got {max_error_chars!r}")
+        for name, n in (("max_history_conversations", max_history_conversations), ("max_history_calls", max_history_calls)):
+            if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+                raise CollectorConfigError(f"{name} must be an int >= 1, got {n!r}")
         if sink is None:
             sink = JsonlSink(DEFAULT_LOG)
         elif isinstance(sink, (str, os.PathLike)):
@@ -140,6 +160,7 @@ class Collector:
         self._provider = None if provider is None else str(provider)
         self._redact = bool(redact)
         self._limit = max_error_chars
+        self._history = History(max_history_conversations, max_history_calls) if history else None
         self._wall = wall_clock
         self._perf = perf_clock
         self._new_id = new_id
@@ -187,6 +208,7 @@ class Collector:
         provider: str | None = None,
         model: str | None = None,
         tags: Mapping[str, str] | None = None,
+        on_loop: str | None = None,
     ) -> PromptLoop:
         """Open one user prompt's loop (also a context manager; leaving it writes ``loop_exit``).
 
@@ -199,11 +221,16 @@ class Collector:
                 default: the collector's ``provider``.
             model: ``gen_ai.request.model`` for the span.
             tags: String labels copied into every record of this prompt.
+            on_loop: What :meth:`PromptLoop.spinning` does when it finds a loop: None (just
+                return it), ``"warn"`` (also log a warning to the ``loopscope`` logger, once per
+                loop) or ``"exit"`` (also write ``loop_exit`` with ``exit_reason: "error"`` and
+                ``error_type: "loop_detected"``; the returned signal has ``stop=True``). Works
+                without ``history=True`` (the loop counters are per prompt).
 
         Returns:
             The open :class:`PromptLoop`.
         """
-        return PromptLoop(self, conversation_id, prompt_id, agent, max_tool_calls, provider, model, tags)
+        return PromptLoop(self, conversation_id, prompt_id, agent, max_tool_calls, provider, model, tags, on_loop)
 
     start_prompt = prompt
 
@@ -246,4 +273,6 @@ class Collector:
             sink_errors=self._sink_errors + int(s.get("errors", 0)),
             internal_errors=self._guard.internal_errors,
             in_flight=int(s.get("in_flight", 0)),
+            history_dropped=self._history.dropped if self._history is not None else 0,
+            history_evicted=self._history.evicted if self._history is not None else 0,
         )

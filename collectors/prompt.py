@@ -12,8 +12,11 @@ import uuid
 from typing import TYPE_CHECKING, Any, Mapping
 
 from loopscope.collectors import otel
+from loopscope.collectors.guard import logger
+from loopscope.collectors.history import LOOP_DETECTED, ON_LOOP_POLICIES, CallEntry, PromptWatch, Spin
 from loopscope.collectors.records import COMMON_FIELDS, LOOP_EXIT, LOOP_EXIT_FIELDS, OUTCOMES, PENDING, TOOL_CALL
-from loopscope.collectors.tool_call import ToolCall
+from loopscope.collectors.shape import RawResult, parsed_arguments, result_fingerprint, shape_and_fingerprint
+from loopscope.collectors.tool_call import NO_RESULT, ToolCall
 
 if TYPE_CHECKING:
     from loopscope.collectors.core import Collector
@@ -67,6 +70,8 @@ class PromptLoop:
         "_plain",
         "_provider",
         "_span_named",
+        "_watch",
+        "on_loop",
         "__weakref__",
     )
 
@@ -80,8 +85,11 @@ class PromptLoop:
         provider: str | None,
         model: str | None,
         tags: Mapping[str, str] | None,
+        on_loop: str | None = None,
     ) -> None:
         self._col = col
+        self._watch: PromptWatch | None = None
+        self.on_loop: str | None = None
         self._perf, self._wall, self._submit = col._perf, col._wall, col._submit
         self.steps = self.tool_calls = self.tool_errors = self._started = self._step = 0
         self._last_stop = self.input_tokens = self.output_tokens = None
@@ -160,7 +168,15 @@ class PromptLoop:
                 self._logs = col._logger
         except Exception as exc:  # noqa: BLE001
             guard.internal_error("prompt.logs", exc)
-        self._plain = self._ctx is None and self._logs is None
+        try:
+            if on_loop is not None and on_loop not in ON_LOOP_POLICIES:
+                raise ValueError(f"on_loop must be one of {ON_LOOP_POLICIES} or None, got {on_loop!r}")
+            self.on_loop = on_loop
+            if col._history is not None or on_loop is not None:
+                self._watch = PromptWatch()
+        except Exception as exc:  # noqa: BLE001
+            guard.internal_error("prompt.on_loop", exc)
+        self._plain = self._ctx is None and self._logs is None and self._watch is None
 
     # -- context manager --
 
@@ -229,6 +245,60 @@ class PromptLoop:
             self._col._guard.internal_error("over_budget", exc)
             return False
 
+    def spinning(self) -> Spin | None:
+        """Before the next model call: the loop the latest step's tool calls completed or extended.
+
+        A *retry loop* (spec: three or more failing calls of this prompt with the same tool and
+        argument fingerprint; a null fingerprint compares the error message), a *no-progress loop*
+        (three or more successful calls with the same tool, fingerprint and result fingerprint;
+        needs ``call.returned(content)``) or a *cycle* (four or more consecutive calls alternating
+        between two different calls, A-B-A-B). Only loops a call of the latest step (since the
+        last :meth:`model_response`) belongs to are returned: a loop the model has left is not.
+
+        With ``on_loop="warn"`` a warning is logged once per loop; with ``on_loop="exit"``
+        ``loop_exit`` is written (``exit_reason: "error"``, ``error_type: "loop_detected"``) and the
+        returned :class:`Spin` has ``stop=True``: leave the loop. Needs ``Collector(history=True)``
+        or an ``on_loop`` policy; otherwise None (logged once). Never raises.
+        """
+        col = self._col
+        try:
+            watch = self._watch
+            if watch is None:
+                col._guard.once(
+                    "spinning-off",
+                    30,
+                    "loopscope: spinning() needs Collector(history=True) or prompt(on_loop=...); returning None",
+                )
+                return None
+            spin = watch.current(self._step)
+            if spin is None or spin.stop:
+                return spin
+            policy = self.on_loop
+            if policy == "warn":
+                key = (spin.kind, spin.tool_name, spin.args_fingerprint, spin.other_tool_name, spin.other_args_fingerprint)
+                if key not in watch.warned:
+                    watch.warned.add(key)
+                    logger.warning(
+                        "loopscope: prompt %s of conversation %s: %s", self.prompt_id, self.conversation_id, spin.describe()
+                    )
+            elif policy == "exit":
+                if not self.closed:
+                    self.exit("error", spin.describe(), error_type=LOOP_DETECTED)
+                spin = watch.stopped(spin)
+            return spin
+        except Exception as exc:  # noqa: BLE001
+            col._guard.internal_error("spinning", exc)
+            return None
+
+    def loops(self) -> list[Spin]:
+        """Every loop found in this prompt so far (its latest state), in the order found. Never raises."""
+        try:
+            watch = self._watch
+            return [] if watch is None else list(watch.seen.values())
+        except Exception as exc:  # noqa: BLE001
+            self._col._guard.internal_error("loops", exc)
+            return []
+
     def tool_call(
         self, tool_call_id: str, tool_name: str, arguments: Any = None, *, step: int | None = None, catch: bool = False
     ) -> ToolCall:
@@ -263,11 +333,13 @@ class PromptLoop:
         error_type: str | None = None,
         error_message: str | None = None,
         replayed: bool = False,
+        result: Any = NO_RESULT,
     ) -> None:
         """Record a tool call timed elsewhere (frameworks with their own hooks).
 
         ``outcome`` defaults from ``is_error`` (``permanent_fail`` / ``ok``, ``retried`` when
-        ``attempts > 1``) and ``is_error`` from ``outcome``.
+        ``attempts > 1``) and ``is_error`` from ``outcome``. ``result``: the tool result the
+        model saw, recorded as ``result_fingerprint`` only (see :meth:`ToolCall.returned`).
         """
         col = self._col
         try:
@@ -300,6 +372,7 @@ class PromptLoop:
                 bool(replayed),
                 span,
                 now_ns,
+                result,
             )
         except Exception as exc:  # noqa: BLE001
             col._guard.internal_error("record_tool_call", exc)
@@ -370,7 +443,8 @@ class PromptLoop:
         replayed,
         span,
         end_ns=None,  # noqa: ANN001
-    ) -> None:
+        result=NO_RESULT,  # noqa: ANN001
+    ) -> CallEntry | None:
         rec = self._tmpl.copy()
         if span is not None:
             attrs = {otel.TOOL_OUTCOME: outcome, otel.TOOL_ATTEMPTS: attempts}
@@ -401,7 +475,33 @@ class PromptLoop:
         rec["error_type"] = error_type
         rec["error_message"] = message
         rec["replayed"] = replayed
-        self._col._emit(rec)
+        watch = self._watch
+        entry = None
+        if watch is None:
+            if result is not NO_RESULT:
+                rec["result_fingerprint"] = RawResult(result)  # digest computed by the sink
+            self._col._emit(rec)
+        else:
+            # History on: shape and fingerprints now, on the host thread (the sink then skips them).
+            try:
+                rec["input_shape"], fp = shape_and_fingerprint(args)
+                rec["args_fingerprint"] = fp
+                rec["latency_ms"] = round(latency_ms, 3)
+                rfp = None
+                if result is not NO_RESULT:
+                    rec["result_fingerprint"] = rfp = result_fingerprint(result)
+                entry = CallEntry(self.prompt_id, step, str(tool_name), parsed_arguments(args), fp, rfp, is_error, message)
+            except Exception as exc:  # noqa: BLE001
+                self._col._guard.internal_error("tool_call.history", exc)
+            self._col._emit(rec)
+            if entry is not None:
+                try:
+                    hist = self._col._history
+                    if hist is not None:
+                        hist.add(self.conversation_id, entry)
+                    watch.observe(entry, message, step, replayed)
+                except Exception as exc:  # noqa: BLE001
+                    self._col._guard.internal_error("tool_call.watch", exc)
         if self._logs is not None:
             try:
                 body = {
@@ -433,6 +533,7 @@ class PromptLoop:
                 otel.emit_log(self._logs, otel.TOOL_CALL_EVENT, otel.tool_severity(outcome), ts, ctx, attrs, body)
             except Exception as exc:  # noqa: BLE001
                 self._col._guard.internal_error("tool_call.log", exc)
+        return entry
 
     def exit(self, reason: str, error: BaseException | str | None = None, *, error_type: str | None = None) -> None:
         """Write ``loop_exit`` now with an explicit reason; later exits/closes are no-ops.

@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from loopscope.collectors.shape import shape_and_fingerprint
+from loopscope.collectors.shape import RawResult, result_fingerprint, shape_and_fingerprint
 
 SCHEMA_VERSION = 1
 TOOL_CALL = "tool_call"
@@ -40,6 +40,8 @@ TOOL_CALL_FIELDS = COMMON_FIELDS + (
     "error_message",
     "replayed",
 )
+#: Optional ``tool_call`` fields, written after the others only when known (additive to v1).
+TOOL_CALL_OPTIONAL_FIELDS = ("result_fingerprint",)
 LOOP_EXIT_FIELDS = COMMON_FIELDS + (
     "exit_reason",
     "steps",
@@ -99,6 +101,9 @@ def finish(rec: dict[str, Any]) -> dict[str, Any]:
         lat = rec["latency_ms"]
         if lat is not None:
             rec["latency_ms"] = round(lat, 3)
+        rf = rec.get("result_fingerprint")
+        if rf.__class__ is RawResult:
+            rec["result_fingerprint"] = result_fingerprint(rf.value)
     elif rec["kind"] == LOOP_EXIT:
         dur = rec["duration_ms"]
         if dur is not None:

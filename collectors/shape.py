@@ -104,3 +104,42 @@ def shape_and_fingerprint(arguments: Any) -> tuple[dict[str, str], str | None]:
     except (TypeError, ValueError):
         return shape, None
     return shape, _sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class RawResult:
+    """A tool result waiting for :func:`result_fingerprint` (computed by the sink, off the host thread)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return "<loopscope: a tool result waiting for its fingerprint>"
+
+
+def parsed_arguments(arguments: Any) -> Any:
+    """The arguments as a JSON value (a JSON string parsed); None when they are not JSON."""
+    args, ok = _parsed(arguments)
+    return args if ok else None
+
+
+def result_fingerprint(result: Any) -> str | None:
+    """SHA-256 hex of the tool result the model saw: a string's UTF-8 text, else its canonical JSON.
+
+    None for None, and for a value that cannot be serialised. The readers of message arrays and
+    OTLP apply the same function to the tool result content they find, so a record written by the
+    collector and one read from the same conversation's messages get the same digest.
+    """
+    if result is None:
+        return None
+    if isinstance(result, str):
+        data = result.encode("utf-8", "surrogatepass")
+    elif isinstance(result, (bytes, bytearray)):
+        data = bytes(result)
+    else:
+        try:
+            data = _CANONICAL.encode(result).encode("utf-8", "surrogatepass")
+        except (TypeError, ValueError):
+            return None
+    return _sha256(data).hexdigest()

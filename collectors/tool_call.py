@@ -9,9 +9,22 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from loopscope.collectors import otel
+from loopscope.collectors.history import DEFAULT_MAX_ATTEMPTS, CallEntry, recovery_block
+from loopscope.collectors.shape import RawResult, args_fingerprint, parsed_arguments
 
 if TYPE_CHECKING:
     from loopscope.collectors.prompt import PromptLoop
+
+
+class _NoResult:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<loopscope: no result given>"
+
+
+#: ``ToolCall`` / ``record_tool_call`` marker: the host did not hand over the result.
+NO_RESULT: Any = _NoResult()
 
 
 class ToolCall:
@@ -37,6 +50,8 @@ class ToolCall:
     latency_ms: float | None = None
     result: Any = None
     _replayed = False
+    _result: Any = NO_RESULT
+    _entry: CallEntry | None = None
     _span: Any = None
     _token: Any = None
 
@@ -88,6 +103,46 @@ class ToolCall:
         except Exception as exc:  # noqa: BLE001
             self._loop._col._guard.internal_error("tool_call.fail", exc)
 
+    def returned(self, content: Any) -> None:
+        """The tool result handed to the model (the text or JSON value of the tool_result).
+
+        Only its digest is recorded, as ``result_fingerprint`` (SHA-256 of a string's UTF-8 text,
+        else of its canonical JSON); the value never leaves the process. It lets the loop signal
+        and the analyses tell a call that returned the same thing as before (a no-progress loop).
+        """
+        self._result = content
+        self.result = content
+
+    def recovery_context(self, max_attempts: int = DEFAULT_MAX_ATTEMPTS) -> str | None:
+        """The seed-000 ``[Error Recovery Context]`` block for this failed call, or None.
+
+        Call it after the ``with`` block. The block holds the operation (the tool and its target:
+        the argument the hint catalog says identifies it, else the arguments' fingerprint), the
+        error text as recorded (redacted, capped), the previous attempts at the same operation and
+        target in this conversation (the latest ``max_attempts``, and how many earlier ones are
+        left out; needs ``Collector(history=True)``) and the catalog's recovery suggestions.
+        Inject it into the next model call, right after the error result. None when the call did
+        not fail, or when building the block failed (counted, logged once): fall back to
+        ``call.error_text``. Never raises.
+        """
+        loop = self._loop
+        try:
+            if not self.is_error:
+                return None
+            entry = self._entry
+            hist = loop._col._history
+            previous: list[CallEntry] | None = None
+            if entry is None or hist is None:
+                args = parsed_arguments(self.arguments)
+                fp = args_fingerprint(args) if args is not None else None
+                entry = CallEntry(loop.prompt_id, self.step, str(self.tool_name), args, fp, None, True, self.error_text)
+            else:
+                previous = hist.attempts(loop.conversation_id, entry)
+            return recovery_block(entry, self.error_text, self.error_type, previous, max_attempts)
+        except Exception as exc:  # noqa: BLE001
+            loop._col._guard.internal_error("recovery_context", exc)
+            return None
+
     def replayed(self, result: Any = None) -> None:
         """The idempotency layer short-circuited this call (already ran): ``replayed: true``."""
         self._replayed = True
@@ -116,6 +171,8 @@ class ToolCall:
                     rec["attempts"] = self.attempts
                 if self._replayed:
                     rec["replayed"] = True
+                if self._result is not NO_RESULT:
+                    rec["result_fingerprint"] = RawResult(self._result)  # digest: computed by the sink
                 loop.tool_calls += 1
                 try:
                     loop._submit(rec)
@@ -136,7 +193,7 @@ class ToolCall:
             elif not self.is_error:
                 self.outcome = "retried" if self.attempts > 1 else "ok"
             self.latency_ms = latency = (t1 - self._t0) * 1000.0
-            loop._write_tool(
+            self._entry = loop._write_tool(
                 self.tool_call_id,
                 self.tool_name,
                 self.step,
@@ -149,6 +206,8 @@ class ToolCall:
                 self.error_text,
                 self._replayed,
                 self._span,
+                None,
+                self._result,
             )
         except Exception as exc:  # noqa: BLE001
             loop._col._guard.internal_error("tool_call", exc)

@@ -308,3 +308,68 @@ def first_unrecovered_error(records: Sequence[Mapping[str, Any]], conversation_i
         return (p.first_ts, p.first_pos, e.step, e.ts, e.pos)
 
     return min(candidates, key=key)
+
+
+def tool_health(
+    records: Sequence[Mapping[str, Any]],
+    keep: Callable[[Prompt], bool] | None = None,
+    scratchpad: frozenset[str] = SCRATCHPAD,
+    template: Callable[[str], str] | None = None,
+) -> list[dict[str, Any]]:
+    """Per-tool health over the prompts ``keep`` accepts, most called tool first (then by name).
+
+    Per tool: its ``tool_call`` records (replays and id collisions included),
+    its errors (``errors``: not replays) with their classes, its replays, and
+    the quantiles of ``latency_ms`` over its calls that have one (``quantile``,
+    linear interpolation), the calls without one counted apart. With
+    ``template`` (a text -> template function), the most frequent template of
+    its errors' texts (``error_message``, else ``error_type``, else ``""``),
+    ties to the smallest.
+
+    Returns:
+        Dicts with the keys of ``loopscope metrics --by tool --format json``.
+    """
+    ps = prompts(records)
+    chosen = {k for k, p in ps.items() if keep is None or keep(p)}
+    flags = replay_flags(records)
+    errs = {e.pos: e for e in errors(records, scratchpad) if (e.conversation_id, e.prompt_id) in chosen}
+    by_tool: dict[str, list[int]] = {}
+    for i, r in enumerate(records):
+        if r["kind"] == "tool_call" and (r["conversation_id"], r["prompt_id"]) in chosen:
+            by_tool.setdefault(r["tool_name"], []).append(i)
+    rows = []
+    for tool, calls in by_tool.items():
+        mine = [errs[i] for i in calls if i in errs]
+        latencies = [float(records[i]["latency_ms"]) for i in calls if records[i].get("latency_ms") is not None]
+        recovered = sum(1 for e in mine if e.error_class == "recovered")
+        resolved = sum(1 for e in mine if e.resolved_later)
+        replays = sum(1 for i in calls if flags[i])
+        counts: dict[str, int] = {}
+        if template is not None:
+            for e in mine:
+                r = records[e.pos]
+                key = template(r.get("error_message") or r.get("error_type") or "")
+                counts[key] = counts.get(key, 0) + 1
+        top = min(counts.items(), key=lambda kv: (-kv[1], kv[0])) if counts else (None, 0)
+        rows.append({
+            "tool_name": tool,
+            "scratchpad": tool in scratchpad,
+            "tool_calls": len(calls),
+            "errors": len(mine),
+            "error_rate": len(mine) / len(calls),
+            "recovered_errors": recovered,
+            "recovery_rate": recovered / len(mine) if mine else None,
+            "resolved_later_errors": resolved,
+            "conversation_recovery_rate": (recovered + resolved) / len(mine) if mine else None,
+            "replays": replays,
+            "replay_rate": replays / len(calls),
+            "p50_latency_ms": quantile(latencies, 0.5),
+            "p95_latency_ms": quantile(latencies, 0.95),
+            "p99_latency_ms": quantile(latencies, 0.99),
+            "tool_calls_without_latency": len(calls) - len(latencies),
+            "top_error_template": top[0],
+            "top_error_template_errors": top[1],
+            "error_classes": {c: sum(1 for e in mine if e.error_class == c) for c in ("recovered", "open", "aborted", "gave_up")},
+        })
+    rows.sort(key=lambda r: (-r["tool_calls"], r["tool_name"]))
+    return rows

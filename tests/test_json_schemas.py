@@ -141,6 +141,41 @@ def test_the_figures_schema_names_exactly_the_codes_figures() -> None:
     assert figures["unevaluatedProperties"] is False
 
 
+def test_the_tool_health_schema_names_exactly_the_codes_per_tool_figures() -> None:
+    defs = json.loads((SCHEMAS / "figures.json").read_text())["$defs"]
+    tool = defs["tool_health"]
+    assert list(tool["properties"]) == [*metrics.TOOL_KEYS, metrics.ERROR_CLASSES_KEY]
+    assert tool["required"] == [*metrics.TOOL_KEYS, metrics.ERROR_CLASSES_KEY]
+    assert tool["additionalProperties"] is False
+    assert defs["tool_figure_name"]["enum"] == list(metrics.TOOL_KEYS)
+    for key in metrics.TOOL_RATE_KEYS:
+        assert defs[key]["minimum"] == 0 and defs[key]["maximum"] == 1 and "null" in defs[key]["type"]
+    # A name shared with the prompt figures means the same thing: one definition in the schema too.
+    assert all(tool["properties"][k] == {"$ref": f"#/$defs/{k}"} for k in metrics.TOOL_KEYS)
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        (lambda d: d.update(calls=d.pop("tool_calls")), "a renamed figure"),
+        (lambda d: d.update(p90_latency_ms=1.0), "an extra figure"),
+        (lambda d: d.pop("tool_calls_without_latency"), "a missing figure"),
+        (lambda d: d.update(error_rate=1.5), "a rate above 1"),
+        (lambda d: d.update(p95_latency_ms="12"), "a latency as text"),
+    ],
+)
+def test_the_tool_health_schema_rejects(change: Any, why: str) -> None:
+    good = {key: 0 for key in metrics.TOOL_KEYS} | {
+        metrics.ERROR_CLASSES_KEY: {c: 0 for c in ERROR_CLASSES}, "tool_name": "search", "scratchpad": False,
+        "p50_latency_ms": None, "p95_latency_ms": None, "p99_latency_ms": None, "top_error_template": None,
+        "recovery_rate": None, "conversation_recovery_rate": None,
+    }
+    assert_valid("metrics-by-tool.json", [good])
+    change(good)
+    with pytest.raises(ValidationError):
+        validator("metrics-by-tool.json").validate([good])
+
+
 @pytest.mark.parametrize(
     ("change", "why"),
     [
@@ -199,6 +234,9 @@ def test_metrics_documents(request: pytest.FixtureRequest, store: str) -> None:
         rows = run_json("metrics", "--db", db, "--by", by, "--format", "json")
         assert rows
         assert_valid("metrics-by.json", rows)
+    tools = run_json("metrics", "--db", db, "--by", metrics.BY_TOOL, "--format", "json")
+    assert tools
+    assert_valid("metrics-by-tool.json", tools)
 
 
 @pytest.mark.parametrize("store", STORES)
@@ -206,6 +244,7 @@ def test_audit_document(request: pytest.FixtureRequest, store: str) -> None:
     db = _store(request, store)
     report = run_json("audit", "--db", db, "--format", "json")
     assert_valid("audit.json", report)
+    assert report["tools"]["items"] and report["tools"]["total"] >= len(report["tools"]["items"])
     if store == "text_errors_db":
         assert {n["kind"] for n in report["notices"]} == {"unflagged_error_text", "no_timestamps"}
         assert report["protocol_violations"]["items"]
@@ -262,6 +301,15 @@ def test_compare_and_check_documents(sample_db: str) -> None:
     )
     assert_valid("check.json", failed)
     assert {o["figure"] for o in failed["outcomes"]} >= {"replay_rate", "conversation_recovery_rate"}
+    gated = run_json(
+        "check", "--db", sample_db, "--tool", "check_availability", "--tool", "list_arrivals", "--max-error-rate", "0.1",
+        "--max-p95-latency-ms", "100", "--since", "2026-11-16", "--format", "json", exit_code=3,
+    )
+    assert_valid("check.json", gated)
+    assert [(o["tool_name"], o["figure"]) for o in gated["outcomes"]] == [
+        ("check_availability", "error_rate"), ("list_arrivals", "error_rate"),
+        ("check_availability", "p95_latency_ms"), ("list_arrivals", "p95_latency_ms")]
+    assert set(gated["figures"]["tools"]) == {"check_availability", "list_arrivals"}
 
 
 def test_compare_on_tau2(tau2_db: str) -> None:

@@ -9,8 +9,23 @@ licence of the message (see docs/lint.md, "Accuracy" for the labelling rules):
   gemini-cli, openhands-aci, SWE-agent, ToolBench RapidAPI observations, runtimes, RFC 9457);
 - ``error_messages_untuned.jsonl`` (set A, 64), ``..._untuned2`` (set B, 38), ``..._untuned3``
   (set C, 35) and ``..._untuned4`` (set D, 41): labelled after the issue-13 rules were written,
-  each committed before it was evaluated; A and B were then used for one tuning round each, C and
-  D never (see the docs).
+  each committed before it was evaluated; A and B were then used for one tuning round each; C and
+  D were first tuned on in session 12, with set E;
+- ``error_messages_untuned5.jsonl`` (set E, 82) and ``error_messages_heldout.jsonl`` (set H, 55):
+  137 messages labelled and committed (222a149) before any rule ran on them, split by SHA-1
+  divisible by 3. **Set H is held out**: no tuning step looks at its messages or its misses; only
+  its aggregate figures are read, and they are what the docs report as the untuned result;
+- ``error_messages_untuned6.jsonl`` (set I, 50): labelled and committed (e65bd02) as a second held-out
+  set, evaluated once (0.538 / 0.583), then used for one tuning round: it is a tuning set now;
+- ``error_messages_untuned7.jsonl`` (set J, 45): labelled and committed (9d543b5) after that round as a
+  third held-out set, evaluated once (0.857 / 0.600), then used for one tuning round;
+- ``error_messages_untuned8.jsonl`` (set K, 39): labelled and committed (cd3992b) after that round as a
+  fourth held-out set, evaluated once (0.588 / 0.769), then used for one tuning round;
+- ``error_messages_heldout_l.jsonl`` (set L, 34): labelled and committed (40e6f02) after the last
+  change to the rules and **held out**: evaluated once, never tuned on.
+
+Sets H and L are the only ones no tuning step has looked at. Set H's aggregate figure was read after
+each round (never its messages); set L's was read once.
 
 Splits of the first three files: the **held-out third** is every message whose SHA-1 is divisible
 by 3 (a fixed, content-derived choice); the rest is **development**, which the rules were tuned on.
@@ -35,6 +50,13 @@ SET_A = "error_messages_untuned.jsonl"
 SET_B = "error_messages_untuned2.jsonl"
 SET_C = "error_messages_untuned3.jsonl"
 SET_D = "error_messages_untuned4.jsonl"
+SET_E = "error_messages_untuned5.jsonl"
+SET_I = "error_messages_untuned6.jsonl"
+SET_J = "error_messages_untuned7.jsonl"
+# HELD OUT: never read message by message while changing the rules (see the module docstring).
+SET_H = "error_messages_heldout.jsonl"
+SET_K = "error_messages_untuned8.jsonl"
+SET_L = "error_messages_heldout_l.jsonl"
 DOCS = Path(__file__).parent.parent / "docs" / "lint.md"
 START, END = "<!-- ACCURACY:START -->", "<!-- ACCURACY:END -->"
 
@@ -43,10 +65,16 @@ START, END = "<!-- ACCURACY:START -->", "<!-- ACCURACY:END -->"
 FLOORS = {
     "development": (0.95, 0.95),
     "held-out third": (0.9, 0.9),
-    "set A": (0.9, 0.9),
+    "set A": (0.9, 0.85),
     "set B": (0.85, 0.85),
-    "set C": (0.65, 0.65),
-    "set D": (0.55, 0.45),
+    "set C": (0.95, 0.95),
+    "set D": (0.95, 0.85),
+    "set E": (0.95, 0.95),
+    "set I": (0.95, 0.95),
+    "set J": (0.95, 0.95),
+    "set K": (0.95, 0.95),
+    "set H (held out)": (0.9, 0.9),
+    "set L (held out)": (0.85, 0.6),
 }
 
 
@@ -69,6 +97,12 @@ def splits() -> dict[str, list[dict[str, str]]]:
         "set B": _rows(SET_B),
         "set C": _rows(SET_C),
         "set D": _rows(SET_D),
+        "set E": _rows(SET_E),
+        "set I": _rows(SET_I),
+        "set J": _rows(SET_J),
+        "set K": _rows(SET_K),
+        "set H (held out)": _rows(SET_H),
+        "set L (held out)": _rows(SET_L),
     }
 
 
@@ -97,8 +131,14 @@ _WHAT = {
     "held-out third": "SHA-1 divisible by 3; first looked at with the rules of 89a2528 (0.887 / 0.940), then tuned once (7608325)",
     "set A": "labelled at 40ef815; first evaluated with the rules of 7608325 (0.737 / 0.700), then tuned once (a2c34f6)",
     "set B": "labelled at cea8352; first evaluated with the rules of a2c34f6 (0.583 / 0.700), then tuned once (9c1d1b3)",
-    "set C": "labelled at ef66ed4; evaluated with the rules of 9c1d1b3, never tuned on (a change after its look was reverted)",
-    "set D": "labelled at f397a13; evaluated with the rules of 9c1d1b3, never tuned on",
+    "set C": "labelled at ef66ed4; first evaluated with the rules of 9c1d1b3 (0.714 / 0.714), tuned once in session 12",
+    "set D": "labelled at f397a13; first evaluated with the rules of 9c1d1b3 (0.625 / 0.500), tuned once in session 12",
+    "set E": "labelled at 222a149; first evaluated with the rules of 696fe31 (0.607 / 0.810), tuned once in session 12",
+    "set I": "labelled at e65bd02 as a second held-out set; first evaluated with the rules of 78e4160 (0.538 / 0.583), then tuned once in session 12",
+    "set K": "labelled at cd3992b as a fourth held-out set; first evaluated with the rules of 2ca9b42 (0.588 / 0.769), then tuned once in session 12",
+    "set J": "labelled at 9d543b5 as a third held-out set; first evaluated with the rules of 5f8610a (0.857 / 0.600), then tuned once in session 12",
+    "set H (held out)": "labelled at 222a149, never tuned on: 0.929 / 0.867 with the rules of 696fe31, 0.933 / 0.933 with 78e4160; its aggregate was read after each round",
+    "set L (held out)": "labelled at 40e6f02 after the last rule change, never tuned on; first and only evaluation",
 }
 
 
@@ -123,15 +163,19 @@ def render(doc: str) -> str:
 
 
 def test_fixtures_are_well_formed() -> None:
-    every = [row for name in (*TUNED_FILES, SET_A, SET_B, SET_C, SET_D) for row in _rows(name)]
+    every = [row for name in (*TUNED_FILES, SET_A, SET_B, SET_C, SET_D, SET_E, SET_I, SET_J, SET_K, SET_H, SET_L) for row in _rows(name)]
     messages = [row["message"] for row in every]
-    assert len(every) >= 430
+    assert len(every) >= 810
+    # the held-out file is a third of the session-12 messages, chosen by content, not by looking
+    held = _rows(SET_H)
+    assert len(held) >= 50 and all(_held_out(row["message"]) for row in held)
+    assert not any(_held_out(row["message"]) for row in _rows(SET_E))
     assert len(set(messages)) == len(messages), "messages must be distinct across all files"
     for row in every:
         assert row["label"] in ("generic", "instructive"), row
         assert row["source"].strip(), row
     # the issue-13 files say why each message got its label
-    for name in (TUNED_FILES[2], SET_A, SET_B, SET_C, SET_D):
+    for name in (TUNED_FILES[2], SET_A, SET_B, SET_C, SET_D, SET_E, SET_I, SET_J, SET_K, SET_H, SET_L):
         assert all(row["note"].strip() for row in _rows(name)), name
     # every distinct error result of the tau2-bench files is in the set
     assert sum("tau2-bench" in row["source"] for row in _rows(TUNED_FILES[0])) >= 22

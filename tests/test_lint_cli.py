@@ -118,6 +118,39 @@ class TestRanking:
         assert out.index("get_order") < out.index("lookup") < out.index("refund")
         assert "Error: Order <id> not found" in out and "(silent)" in out
         assert "Fix first: lookup: Failed" in out
+        # the template behind "Fix first" explains itself: what triggered the rule and this message rewritten
+        fix = out[out.index("Fix first:") :]
+        assert "because: only generic words ('Failed')" in fix
+        assert "this one:" in fix
+
+    def test_json_rows_carry_evidence_and_suggestion(self, logs: Path) -> None:
+        rows = json.loads(run(str(logs), "--db", ":memory:", "-f", "json").stdout)
+        lookup = next(r for r in rows if r["tool_name"] == "lookup")
+        assert lookup["evidence"].startswith("only generic words ('Failed')")
+        assert lookup["suggestion"].startswith('"<what failed>')
+        assert lookup["notes"] == []
+        order = next(r for r in rows if r["tool_name"] == "get_order")
+        assert order["generic"] is False and order["notes"] == []
+
+    def test_next_generic_templates_explain_themselves_and_other_languages_are_noted(self, tmp_path: Path) -> None:
+        records = [
+            _call("d1", "p1", 0, "book", is_error=True, message="Something went wrong"),
+            _call("d1", "p1", 1, "book", is_error=True, message="Something went wrong"),
+            _call("d2", "p1", 0, "pay", is_error=True, message="Payment could not be processed"),
+            _call("d3", "p1", 0, "find", is_error=True, message="Order not found"),
+            _call("d4", "p1", 0, "db", is_error=True, message="FEHLER:  Relation »users« existiert nicht"),
+        ]
+        path = tmp_path / "more.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+        out = run(str(path), "--db", ":memory:").stdout
+        assert "Fix first: book: Something went wrong" in out
+        why = out[out.index("Why the next generic templates were flagged") :]
+        assert "pay: Payment could not be processed" in why and "find: Order not found" in why
+        assert why.count("because:") == 2 and why.count("this one:") == 2
+        assert "1 template not in English" in out
+        rows = json.loads(run(str(path), "--db", ":memory:", "-f", "json").stdout)
+        german = next(r for r in rows if r["tool_name"] == "db")
+        assert german["generic"] is False and "not English" in german["notes"][0]
 
     def test_untrusted_text_is_inert(self, tmp_path: Path) -> None:
         hostile = "[bold red]pwned[/bold red] \x1b[31mred\x1b[0m"
@@ -190,7 +223,10 @@ class TestMessages:
     def test_non_english_is_said_not_silently_passed(self) -> None:
         rows = json.loads(run("-f", "json", "-m", "FEHLER:  Relation »users« existiert nicht").stdout)
         assert rows[0]["generic"] is False and rows[0]["notes"] and "not English" in rows[0]["notes"][0]
-        assert "note: not English" in run("-m", "FEHLER:  Relation »users« existiert nicht").stdout
+        out = run("-m", "FEHLER:  Relation »users« existiert nicht").stdout
+        assert "note: not English" in out
+        # the verdict line does not read as a pass
+        assert out.startswith("not judged") and "1 not judged (not English)" in out
 
     def test_lines_file(self, tmp_path: Path) -> None:
         path = tmp_path / "errors.txt"

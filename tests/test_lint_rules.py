@@ -100,6 +100,56 @@ def test_instructive_messages_are_not_generic(text: str) -> None:
     assert not lint_message(text).generic, lint_message(text)
 
 
+# Session 12: the principles behind the changes, on texts written for this test (not from the held-out set).
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # an OS error is specific with its subject (path, address), generic without it
+        ("[Errno 13] Permission denied: '/var/log/app.log'", False),
+        ("[Errno 104] Connection reset by peer", True),
+        ("[Errno 28] No space left on device", True),
+        ("ENOSPC: no space left on device, write '/data/out.bin'", False),
+        ("EACCES: permission denied", True),
+        # a library's rendering of a bare status is a bare status
+        ("HTTP Error 404: Not Found", True),
+        ("HTTP Error 422: Unprocessable Entity", True),
+        # resolver failures are transient network failures without retry guidance
+        ("[Errno -3] Temporary failure in name resolution", True),
+        ("Could not resolve host: api.internal.example", True),
+        # a word such as "timeout" naming a setting is not a transient failure
+        ("invalid timeout value 'soon': expected seconds, e.g. 30", False),
+        # states: a classification, a capability, a comparison, a fact with its agent
+        ("Input is not a PDF file", False),
+        ("Operation Conv3D is not supported.", False),
+        ("UPDATE has more target columns than expressions", False),
+        ("This branch was not created by the agent.", False),
+        ("Number of passengers does not match", True),  # says only that something is wrong
+        # a rejection that says why is not a blind rejection
+        ("Invalid token: this token has expired.", False),
+        # a named value of a standard form or registry
+        ("unknown url scheme: 'htp'", False),
+        ("Invalid timezone: 'Europe/Atlantis'", False),
+        ("invalid JSON argument for create_issue", True),  # the JSON is not shown
+        # a value given by the attribute it was looked up by, and a named function
+        ("Customer with email_id k-77 not found", False),
+        ("Document with title Budget2026 not found", False),
+        ("wrong number of arguments to function substr()", False),
+        # runtime internals
+        ("'>' not supported between instances of 'NoneType' and 'int'", True),
+        ("'utf-8' codec can't decode byte 0x9c in position 12: invalid start byte", True),
+        ("IndexError: list index 3 out of range", True),
+        ("KeyError: 'popitem(): set is empty'", True),
+        # a cause that repeats the failure is no cause
+        ("Unable to open file '/tmp/x.db': unable to open file", True),
+        ("Failed to open '/tmp/x.db': file is encrypted or is not a database", False),
+        ("Missing API credentials for the Billing resource.", False),
+        ("missing field", True),
+    ],
+)
+def test_session_12_principles(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)
+
+
 def test_masked_and_partial_secrets_are_not_leaks() -> None:
     assert "LS112" not in lint_message("Incorrect API key provided: sk-proj-ab*************xyz9.").rule_ids
 

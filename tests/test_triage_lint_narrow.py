@@ -171,8 +171,9 @@ class TestMessagesFileErrors:
     [
         ("triage", ["Reads the conversation from the store", "loopscope triage c02-date-blind sample_logs/", "exits 1"]),
         ("unrecovered", ["Reads the store", "loopscope unrecovered sample_logs/", "loopscope triage CONVERSATION_ID"]),
-        ("lint", ["Exit codes with --message/--messages:", "0  no rule of severity error fired",
-                  "loopscope lint --messages errors.json --format json", "loopscope lint sample_logs/"]),
+        # lint has verbs (issue 20): the group's help teaches check's exit codes and every verb
+        ("lint", ["Exit codes of lint check:", "0  no rule of severity error fired",
+                  "loopscope lint check --messages errors.json --format json", "loopscope lint sample_logs/"]),
     ],
 )
 def test_help_teaches(command: str, expected: list[str]) -> None:

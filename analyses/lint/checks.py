@@ -13,15 +13,18 @@ import re
 from dataclasses import dataclass
 
 from loopscope.analyses.lint.text import (
+    CONSTRAINT_RE,
     IDENT_RE,
     PATH_RE,
     QUOTED_RE,
     URL_RE,
     EMAIL_RE,
     GENERIC_WORDS,
+    IMPERATIVE_RE,
     INJECTION_RE,
     NUMBER_RE,
     MessageView,
+    find_specifics,
 )
 
 
@@ -44,7 +47,7 @@ HTTP_REASONS = (
     "service (?:temporarily )?unavailable|gateway time-?out"
 )
 BARE_STATUS_RE = re.compile(
-    rf"^(?:(?:http|status|status code|error|code)\s*)?(?:[1-5]\d\d\s*(?:{HTTP_REASONS})?|(?:{HTTP_REASONS}))$|"
+    rf"^(?:(?:http(?: error)?|status|status code|error|code)\s*)?(?:[1-5]\d\d\s*:?\s*(?:{HTTP_REASONS}|i'm a teapot)?|(?:{HTTP_REASONS}))$|"
     rf"^(?:request failed with )?status code [1-5]\d\d$|^(?:http )?[1-5]\d\d\s+(?:{HTTP_REASONS})$|"
     # a bare error code: "error code: 1020", "SSL: CERTIFICATE_VERIFY_FAILED"
     r"^(?:error |status )?code:?\s*[\w\-]+$|^(?:[\w ]{1,20}:\s*)?(?-i:[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)$",
@@ -56,7 +59,7 @@ NOT_FOUND_RE = re.compile(
     re.IGNORECASE,
 )
 INVALID_RE = re.compile(
-    r"\binvalid\b|\bnot (?:a )?valid\b|\bmalformed\b|\bunrecogni[sz]ed\b|\bunsupported\b|\bunhandled\b|\billegal\b|"
+    r"\binvalid\b|\bnot (?:a )?valid\b|\bmalformed\b|\bmisplaced\b|\bunrecogni[sz]ed\b|\bunsupported\b|\bunhandled\b|\billegal\b|"
     r"\bwrong (?:format|type|value)\b|\bbad (?:value|format|parameter|argument|input)\b|"
     # "unknown room type 'deluxe'" rejects a value; "unknown parameter: colour" names a schema element, whose
     # valid names the model already has (the tool list and input schema), so it is not a rejection of a value.
@@ -71,17 +74,26 @@ INVALID_RE = re.compile(
 # enough, because the schema lists the valid names and an id is looked up, not formatted.
 NAMED_SCHEMA_OR_ID_RE = re.compile(
     r"\b(?:tool|function|method|parameter|param|argument|arg|field|property|key|option|flag|command|column|table|"
-    r"endpoint|id|ids|identifier)s?\b[^.\n]{0,30}?(?:'[^']+'|\"[^\"]+\"|`[^`]+`|:\s*\S+)",
+    r"endpoint|id|ids|identifier|name|ref|reference|object name)s?\b[^.\n]{0,30}?(?:'[^']+'|\"[^\"]+\"|`[^`]+`|:\s*\S+)",
     re.IGNORECASE,
 )
 # A short statement of a specific state of a named thing is clear ("Your card was declined.", "Customer
 # already has an overdue bill", "Path not in workspace."): the vague rule is for statements that say only
 # that something went wrong ("Payment could not be processed", "Number of passengers does not match").
 STATE_RE = re.compile(
-    r"\b(?:already|declined|incorrect|expired|blocked|locked|disabled|suspended|closed|cancell?ed|archived|"
-    r"deleted|not in|outside|no more|not enough|in progress|(?:the )?user (?:denied|rejected|declined|cancell?ed)|"
+    # a negated participle is the failed outcome ("The repository was not deleted"), not a state of the thing
+    r"\b(?:already|(?<!not )(?:declined|incorrect|expired|blocked|locked|disabled|suspended|closed|cancell?ed|archived|"
+    r"deleted)|not in|outside|no more|not enough|in progress|(?:the )?user (?:denied|rejected|declined|cancell?ed)|"
     r"(?:denied|rejected|cancell?ed) by the user|insufficient (?:\w+ ){0,2}(?:balance|funds|credit)|is not (?:active|enabled|"
-    r"verified|pending|delivered|finali[sz]ed|open)|has no|does not have|is empty|read-only|in use)\b",
+    r"verified|pending|delivered|finali[sz]ed|open)|(?:has|have|includes?|contains?) no|does not have|is empty|read-only|in use|revoked|"
+    # a classification ("File is not a zip file"), a capability ("Operation MatMult is not supported"), a
+    # comparison that says which way to change ("INSERT has more expressions than target columns") or a fact
+    # with its agent ("The last commit was not made by aider"): each says what is wrong, not only that it is
+    r"(?:is|are) not an? (?!valid\b|proper\b|correct\b|well)\w+|(?:is|are) not (?:supported|allowed|permitted)|(?:more|fewer|less) \w+(?: \w+)? than|"
+    r"(?:was|were|is|are) not \w+ by|nothing to \w+|(?:working tree|index) (?:is )?clean|"
+    # the absence of a named thing in a named place ("no previous page in the history"), a named defect
+    # ("parentheses () not balanced", "unterminated string")
+    r"no (?:\w+ ){1,2}in (?:the |this )?\w+|not balanced|unbalanced|unterminated|unmatched|unclosed)\b",
     re.IGNORECASE,
 )
 # "Failed to read content of existing file: /x": says what failed, on what, but not why or what to do.
@@ -101,19 +113,39 @@ NAMES_CALLER_VALUE_RE = re.compile(
     re.IGNORECASE | re.MULTILINE,
 )
 # "invalid integer: ten" names its expected form: scalar types have one obvious spelling.
-SELF_DESCRIBING_RE = re.compile(r"\b(?:invalid|not an?|not a valid)\s+(?:integer|int|number|float|boolean|bool)\b", re.IGNORECASE)
+SELF_DESCRIBING_RE = re.compile(
+    r"\b(?:invalid|not an?|not a valid)\s+(?:integer|int|number|float|boolean|bool)\b|"
+    r"\bnot an? (?:valid )?(?:[\w,]+ ){0,3}(?:dictionary|dict|object|list|array|string|mapping|tuple)\b|"
+    # "Invalid count value: -1", "invalid literal for int() with base 10: '0x1A'": numbers have one spelling
+    r"\binvalid (?:count|size|length|limit|offset|index|port|amount|quantity)(?: value)?\b|\binvalid literal for\b",
+    re.IGNORECASE,
+)
 # Kinds of value with one standard form: rejecting a named one ("Invalid URL \"htps://x\"") says enough.
-STANDARD_FORM_RE = re.compile(r"\b(?:invalid|not an?|not a valid)\s+(?:url|uri|email(?: address)?|uuid|json)\b", re.IGNORECASE)
+# Registries the model knows (IANA time zones, URL schemes, encodings) count too: "unknown url type: 'x'",
+# "Invalid timezone: 'No time zone found with key X'", "invalid input syntax for type json".
+STANDARD_FORM_RE = re.compile(
+    r"\b(?:invalid|unknown|unsupported|not an?|not a valid|not valid|invalid input syntax for(?: type)?)\s+"
+    r"(?:url|uri|email(?: address)?|uuid|json|url (?:type|scheme)|time ?zone|encoding|charset|locale|"
+    r"(?:big|small|tiny)?int(?:eger)?|numeric|decimal|real|double precision|float\d*|bool(?:ean)?)\b",
+    re.IGNORECASE,
+)
 
+# "[Errno 98] Address already in use", "EISDIR: illegal operation on a directory, read": an errno and its text.
+ERRNO_RE = re.compile(
+    r"^\s*(?:[A-Za-z]\w*(?:Error|Exception): )?(?:\[Errno -?\d+\]|(?-i:E[A-Z]{2,}):)\s*(?P<rest>[^\n]*)$", re.IGNORECASE
+)
+INTERNAL_ERROR_RE = re.compile(r"^internal (?:server )?error\s*[:\-]\s*\S", re.IGNORECASE)
 EXCEPTION_NAME_RE = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Fault)\b")
 EXCEPTION_LINE_RE = re.compile(r"^\s*(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?:\(.*\))?\s*$", re.MULTILINE)
 # Runtime messages written for the programmer, not the caller (Python, JavaScript, JSON decoders).
 RUNTIME_MESSAGE_RE = re.compile(
-    r"object has no attribute|'?NoneType'?|index out of range|division by zero|can only concatenate|"
+    r"object has no attribute|'?NoneType'?|index (?:\d+ )?out of range|division by zero|can only concatenate|"
+    r"(?:dictionary|list|deque|set|heap|queue|stack) is empty|from empty (?:list|deque|dict|set)|"
+    r"codec can't (?:decode|encode)|not supported between instances of|"
     r"unsupported operand type|object is not (?:subscriptable|callable|iterable)|is not a function|"
     r"cannot read propert(?:y|ies) of (?:undefined|null)|undefined is not|maximum recursion depth|"
-    r"is not JSON serializable|invalid literal for|invalid syntax|can't compare|"
-    r"unexpected token .{1,3} in JSON|expecting (?:value|',' delimiter)|unexpected end of (?:JSON )?input|"
+    r"is not JSON serializable|invalid syntax|can't compare|"
+    r"unexpected token .{1,3} in JSON|expecting value\b|unexpected end of (?:JSON )?input|"
     r"unhashable type|null ?pointer|segmentation fault|stack overflow|exceeded \d+ redirects|<class '[\w.]+'>|"
     r"\b\w+Pool\(host=",
     re.IGNORECASE,
@@ -136,13 +168,17 @@ TRANSIENT_RE = re.compile(
     r"\b429\b|\b50[234]\b|\b529\b|rate.?limit|too many requests|throttl|overloaded|timed? ?out\b|\btimeout\b|"
     r"deadline exceeded|connection (?:reset|refused|aborted|closed|issue|error)|econn(?:reset|refused|aborted)|"
     r"etimedout|socket hang up|broken pipe|service (?:temporarily )?unavailable|temporarily unavailable|"
+    r"\b(?:site|server|host|service|backend|upstream|endpoint|api|gateway) (?:is )?(?:temporarily )?"
+    r"(?:unavailable|down|unreachable)\b|\bunreachable\b|"
     r"(?:failed|unable|could ?n[o']t) (?:to )?connect|couldn't connect|"
+    r"name or service not known|temporary failure in name resolution|could not resolve host|\benotfound\b|"
+    r"(?:remote end|peer|server) closed (?:the )?connection|remote ?disconnected|unexpected eof|eof occurred|"
     r"bad gateway|gateway time-?out|(?:database|table|resource) is locked|lock contention|deadlock",
     re.IGNORECASE,
 )
 RETRY_GUIDANCE_RE = re.compile(
     r"retry|try again (?:later|in|after)|please try again later|wait\b|resets? at|backoff|"
-    r"(?:call|run|send|try)\b[^.\n]{0,40}\bagain\b|"
+    r"(?:call|run|send)\b[^.\n]{0,40}\bagain\b|"
     r"is_retri?able|retry_after",
     re.IGNORECASE,
 )
@@ -179,8 +215,27 @@ def _content_words(view: MessageView) -> list[str]:
     return [w for w in _WORD_RE.findall(view.body.lower()) if w not in GENERIC_WORDS]
 
 
+# What happened on the wire, as opposed to a word such as "timeout" used as the name of a setting or program.
+_TRANSIENT_EVENT_RE = re.compile(
+    r"\b(?:429|50[234]|529)\b|timed? out\b|connection (?:reset|refused|aborted|closed)|econn\w+|rate.?limit|"
+    r"too many requests|unavailable|overloaded|name or service not known|name resolution|resolve host|enotfound|"
+    r"timeout (?:\d+\s*m?s )?exceeded|timeout expired|\w*timeout(?:error|exception)|request timeout|unreachable|"
+    r"closed (?:the )?connection|remote ?disconnected|unexpected eof|"
+    r"\b(?:is|are|went) down\b",
+    re.IGNORECASE,
+)
+
+
 def _transient_named(view: MessageView) -> bool:
-    return bool(TRANSIENT_RE.search(view.prose)) or (view.obj is not None and _status(view) in {429, 502, 503, 504, 529})
+    if not (TRANSIENT_RE.search(view.prose) or (view.obj is not None and _status(view) in {429, 502, 503, 504, 529})):
+        return False
+    # A rejected input ("timeout: invalid time interval 'abc'") is a validation error whatever words it uses.
+    # So is a constraint on a setting ("timeout must be a positive integer").
+    if ((INVALID_RE.search(view.body) and view.specifics) or view.has_constraint) and not _TRANSIENT_EVENT_RE.search(
+        view.prose
+    ):
+        return False
+    return True
 
 
 def _status(view: MessageView) -> int | None:
@@ -198,15 +253,34 @@ def check_bare_status(view: MessageView, ctx: Context) -> bool:
     body = view.body
     if not body:
         return view.obj is not None and _status(view) is not None
-    # The text is a status code or reason phrase and nothing else.
-    return bool(BARE_STATUS_RE.match(body)) and (bool(NUMBER_RE.search(body)) or not view.has_remedy)
+    # The text is a status code or reason phrase and nothing else, maybe behind a short label ("EdenAI Server: ").
+    label = re.match(r"^[\w .\-]{1,30}:\s+(?=\S)", body)
+    bare = BARE_STATUS_RE.match(body) or (label and BARE_STATUS_RE.match(body[label.end():]))
+    return bool(bare) and (bool(NUMBER_RE.search(body)) or not view.has_remedy)
+
+
+def errno_without_subject(body: str) -> str | None:
+    """An OS error that names its errno but not the path or address it failed on, else ``None``."""
+    m = ERRNO_RE.match(body)
+    if m is None:
+        return None
+    rest = m.group("rest")
+    return m.group(0).strip() if not find_specifics(rest) else None
 
 
 def check_bare_exception(view: MessageView, ctx: Context) -> bool:
     if NAMES_CALLER_VALUE_RE.search(view.body) and not RUNTIME_MESSAGE_RE.search(view.body):
         return False  # "got an unexpected keyword argument 'cabin'": names what to change
-    if RUNTIME_MESSAGE_RE.search(view.body):
+    if errno_without_subject(view.body):
+        return True  # "[Errno 98] Address already in use": which address?
+    runtime = RUNTIME_MESSAGE_RE.search(view.body)
+    # "invalid resource_id, must be an integer ...: strconv.Atoi: parsing "abc": invalid syntax": the message
+    # states the expected form, then, after a colon, the runtime text as its cause; that is not a runtime message
+    constraint = CONSTRAINT_RE.search(view.body)
+    if runtime and not (constraint and ": " in view.body[constraint.end() : runtime.start()]):
         return True
+    if INTERNAL_ERROR_RE.match(view.body):
+        return True  # "internal error: gqlClient is required ...": the server's own fault, nothing for the caller
     if view.has_remedy and not EXCEPTION_LINE_RE.search(view.prose):
         return False
     head = view.body.split("\n", 1)[0].strip()
@@ -234,9 +308,16 @@ UNNAMED_REFERENCE_RE = re.compile(
 )
 
 
+# "get_project: project was not found": the tool or operation the message comes from, then the message.
+OPERATION_LABEL_RE = re.compile(r"^[A-Za-z_][\w.\-]*:\s+(?=[A-Za-z])")
+
+
 def check_not_found_unnamed(view: MessageView, ctx: Context) -> bool:
     if not view.english or not NOT_FOUND_RE.search(view.body) or view.has_remedy:
         return False
+    label = OPERATION_LABEL_RE.match(view.body)
+    if label and not find_specifics(view.body[label.end():]):
+        return True
     if UNNAMED_REFERENCE_RE.search(view.body):
         # named only if a quoted value, path or URL appears (an operation name or error code is not the value)
         return not (QUOTED_RE.search(view.body) or PATH_RE.search(view.body) or URL_RE.search(view.body))
@@ -246,7 +327,16 @@ def check_not_found_unnamed(view: MessageView, ctx: Context) -> bool:
 def check_invalid_without_expected(view: MessageView, ctx: Context) -> bool:
     if not view.english or not INVALID_RE.search(view.body) or SELF_DESCRIBING_RE.search(view.body):
         return False
-    if NAMED_SCHEMA_OR_ID_RE.search(view.body) or (STANDARD_FORM_RE.search(view.body) and view.specifics):
+    if NAMES_CALLER_VALUE_RE.search(view.body):
+        return False  # "EISDIR: illegal operation on a directory, unlink '/tmp'": errno, operation and path
+    # the value of a standard form must be given, quoted or after a colon ("unknown url type: ftp2"), not just any
+    # name ("Invalid JSON argument used with github for create_issue" does not show the JSON)
+    form = STANDARD_FORM_RE.search(view.body)
+    given = form is not None and bool(QUOTED_RE.search(view.body) or re.search(r":\s+\S", view.body[form.end() :]))
+    if NAMED_SCHEMA_OR_ID_RE.search(view.body) or given:
+        return False
+    # a rejection that says why ("Invalid code: this code has been revoked", "hunk for path 'x' is empty")
+    if STATE_RE.search(view.body):
         return False
     # "Invalid request" rejects nothing in particular: that is generic wording (LS101), not a rejected value
     return not view.has_remedy and bool(view.specifics or _content_words(view))
@@ -290,6 +380,8 @@ def check_transient_no_guidance(view: MessageView, ctx: Context) -> bool:
         return False
     if RETRY_GUIDANCE_RE.search(view.prose) or view.json_keys & {"is_retriable", "retry_after", "retry_after_seconds", "retryable"}:
         return False
+    if IMPERATIVE_RE.search(view.body):
+        return False  # "... or have a connection issue. Try a different URL or approach.": a way forward
     return True
 
 
@@ -307,6 +399,8 @@ def check_generic_wording(view: MessageView, ctx: Context) -> bool:
 def check_vague(view: MessageView, ctx: Context) -> bool:
     if not view.english or view.specifics or view.has_remedy or STATE_RE.search(view.body) or _retry_guided(view):
         return False
+    if SELF_DESCRIBING_RE.search(view.body):
+        return False  # "not a valid key, value dictionary" names the expected form
     # Long prose usually explains itself; the rule targets short statements with nothing to act on.
     return 0 < len(_content_words(view)) <= 8
 
@@ -314,7 +408,8 @@ def check_vague(view: MessageView, ctx: Context) -> bool:
 # "Background process history lookup failed for PID 4242", "Path resolution failed", "Command '[...]' returned
 # non-zero exit status 1": the failure and its target, no cause.
 FAILED_AFTER_RE = re.compile(
-    r"^(?P<what>[\w .'\-\[\]]{1,60}?) (?:failed|was unsuccessful|returned non-zero exit status \d+|"
+    r"^(?P<what>[^\n]{1,120}?) (?:failed|was unsuccessful|returned non-zero exit status \d+|"
+    r"returned (?:no (?:results?|data|output|response)|nothing|an empty (?:result|response))|"
     r"(?:exited|failed) with (?:exit )?(?:code|status) \d+)\b(?: (?:for|on|with|at|in))?(?P<rest>.*)$",
     re.IGNORECASE | re.DOTALL,
 )
@@ -331,8 +426,21 @@ def check_failure_without_cause(view: MessageView, ctx: Context) -> bool:
     if not before and re.search(r"\b(?:constraint|assertion|precondition)\b", m.group("what"), re.IGNORECASE):
         return False
     rest = m.group("rest")
+    if before and ": " in rest:
+        # "unable to open database '/tmp': unable to open database file": a cause that only repeats the failure
+        target, cause = rest.rsplit(": ", 1)
+        said = set(_content_words_of(view.body[: m.start("rest")] + " " + target))
+        balanced = target.count("(") == target.count(")")
+        words = _content_words_of(QUOTED_RE.sub(" ", cause))
+        if balanced and words and not [w for w in words if w not in said]:
+            return True
     if re.search(r"\b[1-5]\d\d\b|(?-i:\bE[A-Z]{3,}\b)|\b(?:because|due to|since|caused by)\b", rest, re.IGNORECASE):
         return False
+    if before and ": " in rest and _value_only(rest.rsplit(": ", 1)[1]):
+        # "failed to resolve git reference: refs/heads/x": after the colon comes the target (a value), no cause;
+        # a failed conversion to a standard type ("could not convert string to float: 'x'") explains itself
+        if not re.search(r"\bconvert\b.*\bto (?:int|integer|float|number|bool|boolean|json|date)\b", view.body, re.I):
+            return True
     # what is left after the target (a path, URL, quoted value, id or number) must say why it failed;
     # after "X failed for ...", one noun naming the target ("for PID 4242") is still the target
     for regex in (PATH_RE, URL_RE, QUOTED_RE, IDENT_RE, NUMBER_RE):
@@ -340,12 +448,28 @@ def check_failure_without_cause(view: MessageView, ctx: Context) -> bool:
     return len(_content_words_of(rest)) <= (0 if before else 1)
 
 
+def _value_only(text: str) -> bool:
+    """The text is a value (a path, ref, URL, quoted value, id or number) and says nothing about a cause."""
+    token = text.strip().rstrip(".")
+    if not token:
+        return False
+    if " " not in token and re.fullmatch(r"[\w.\-/:@~]+", token) and re.search(r"[/.\-_:@\d]", token):
+        return True
+    bare = token
+    for regex in (URL_RE, PATH_RE, QUOTED_RE, IDENT_RE, NUMBER_RE):
+        bare = regex.sub(" ", bare)
+    return not _WORD_RE.findall(bare)
+
+
 def _content_words_of(text: str) -> list[str]:
     return [w for w in _WORD_RE.findall(text.lower()) if w not in GENERIC_WORDS and w not in _TARGET_WORDS]
 
 
 # Words that name the kind of target of a failure, not its cause ("file", "directory", "content").
-_TARGET_WORDS = frozenset("file files directory folder path content contents existing url page record item document".split())
+_TARGET_WORDS = frozenset(
+    "file files directory folder path content contents existing url page record item document element field column "
+    "table row node resource object entry key value".split()
+)
 
 
 def check_injection(view: MessageView, ctx: Context) -> bool:

@@ -119,6 +119,11 @@ class TemplateImpact:
     error_type: str | None = None
     outcome: str | None = None
     checklist: dict[str, bool] = field(default_factory=dict)  # engine.checklist(example)
+    # why the lead rule fired on the example (its triggering words, or what it looked for and did not find),
+    # the example rewritten along that rule with its own nouns, and notes such as "not English"
+    evidence: str | None = None
+    suggestion: str | None = None
+    notes: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def as_dict(self) -> dict[str, Any]:
@@ -208,4 +213,7 @@ def _impact(row: tuple[Any, ...]) -> TemplateImpact:
         error_type=error_type,
         outcome=outcome,
         checklist=checklist(example),
+        evidence=lead.evidence if lead else None,
+        suggestion=lead.suggestion if lead else None,
+        notes=list(lint.notes),
     )

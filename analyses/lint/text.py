@@ -97,10 +97,14 @@ CONSTRAINT_RE = re.compile(
 )
 # A next step: a call to make, a value to use, a wait.
 NEXT_STEP_RE = re.compile(
-    r"\b(?:use|try (?!again\b)\w+|call|retry|re-?run|provide|specify|pass|set|add|remove|change|check (?!the logs?)\w+|"
-    r"verify|ensure|make sure|convert|reduce|wait|ask|choose|select|include|instead|did you mean|perhaps you meant|"
-    r"you (?:can|may|should|need)|consider|suggest\w*|hint|resets? at|retry[_ ]after|after \d+ ?(?:s|ms|sec\w*|min\w*))\b",
-    re.IGNORECASE,
+    # a single verb is an instruction where a clause starts ("Invalid date format. Use YYYY-MM-DD.", "...; call
+    # x first", "please provide"), not mid-noun-phrase ("Invalid Add File Line", "the Use case", "Set failed")
+    r"(?:^|[.!?;:,\n(]\s*|\b(?:please|then|or|and|to|first|instead)\s+)"
+    r"(?:use|try (?!again\b)\w+|call|retry|re-?run|provide|specify|pass|set|add|remove|change|check (?!the logs?)\w+|"
+    r"verify|ensure|convert|reduce|wait|ask|choose|select|include)\b|"
+    r"\b(?:make sure|instead|did you mean|perhaps you meant|you (?:can|may|should|need|must)|consider|suggest\w*|hint|"
+    r"resets? at|retry[_ ]after|after \d+ ?(?:s|ms|sec\w*|min\w*))\b",
+    re.IGNORECASE | re.MULTILINE,
 )
 # "should be a valid date or datetime" restates the rejection; it names no form (seed 002's blind case).
 VACUOUS_CONSTRAINT_RE = re.compile(
@@ -160,6 +164,8 @@ GENERIC_WORDS = frozenset(
 )
 # "no such table: users": a short value after the last colon names what was looked up.
 _TAIL_VALUE_RE = re.compile(r"\w[^:\n]*:\s+([^:\n]{1,60}?)\s*\.?\s*$", re.MULTILINE)
+# "merge: nope - not something we can merge": an operand between a program's colon and its explanation
+_OPERAND_RE = re.compile(r"^[\w.\-]+: (\S{1,40}) - \w", re.MULTILINE)
 # JSON keys whose values classify the error or trace the request; they are not about the failing value.
 _META_KEYS = frozenset(
     {"type", "code", "error_code", "error", "name", "status", "request_id", "trace_id", "correlation_id",
@@ -287,11 +293,29 @@ KEBAB_RE = re.compile(
 )
 
 
+# A function or call named in the text: "wrong number of arguments to function max()", "lower(integer, integer)".
+CALL_RE = re.compile(r"\b[A-Za-z_][\w.]*\([^()\n]{0,40}\)")
+# A value introduced by the attribute it was looked up by: "Entity with name Alice Smith not found".
+ATTRIBUTE_VALUE_RE = re.compile(
+    r"\b(?:with|for|by|on|in) (?:the )?(?:name|id|key|email|title|slug|code|username|sku|table|column|relation|"
+    r"schema|database|role|user|file|directory|branch|repository|repo) ([^\s,.;:]+)|"
+    # "Failed to parse URL from not a url": the input of a parse or conversion
+    r"\b(?:parse|parsing|convert|converting|decode|decoding) [\w ]{1,20}? from (\S[^\n]{0,60})",
+    re.IGNORECASE,
+)
+
+
 def find_specifics(text: str) -> list[str]:
     """Concrete values the text names (quoted values, ids, numbers, paths, URLs)."""
     found: list[str] = []
     text = STATUS_TOKEN_RE.sub(" ", text)
     found.extend(KEBAB_RE.findall(text))
+    found.extend(CALL_RE.findall(text))
+    found.extend(_OPERAND_RE.findall(text))
+    for m in ATTRIBUTE_VALUE_RE.finditer(text):
+        value = m.group(1) or m.group(2)
+        if value.lower() not in GENERIC_WORDS | _EN_WORDS:
+            found.append(value)
     for regex in (QUOTED_RE, URL_RE, EMAIL_RE, ISO_DATE_RE, PATH_RE, IDENT_RE, NUMBER_RE):
         found.extend(m.group(0) for m in regex.finditer(text) if not ERROR_CODE_RE.fullmatch(m.group(0)))
     for m in _TAIL_VALUE_RE.finditer(text):
@@ -340,11 +364,23 @@ def _without_injection(text: str) -> str:
     return INJECTION_RE.split(" ".join(kept))[0] if kept else ""
 
 
+# Words that name a kind of thing in a schema, not which one: "missing field" does not say which field.
+_KIND_WORDS = frozenset(
+    "field fields value values key keys property properties item items entry entries option options data input "
+    "argument arguments parameter parameters param params required".split()
+)
+
+
+# "Missing authentication credentials for the Greeting resource" (not "missing field": which one?)
+MISSING_RE = re.compile(r"\bmissing ([\w`'\"\-\[\]]+(?: [\w`'\"\-\[\]]+)?)", re.IGNORECASE)
+
+
 def _named_requirement(body: str) -> bool:
-    for m in REQUIRED_RE.finditer(body):
-        subject = m.group(1) or m.group(2)
+    for m in [*REQUIRED_RE.finditer(body), *MISSING_RE.finditer(body)]:
+        subject = next(g for g in m.groups() if g)
         words = _WORD_RE.findall(subject.lower())
-        if subject[:1] in "`'\"" or any(w not in GENERIC_WORDS and w not in _EN_WORDS for w in words):
+        kinds = _KIND_WORDS if m.re is MISSING_RE else frozenset()
+        if subject[:1] in "`'\"" or any(w not in GENERIC_WORDS and w not in _EN_WORDS and w not in kinds for w in words):
             return True
     return False
 

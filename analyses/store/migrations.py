@@ -9,6 +9,11 @@ one creates it. Two migrations were renumbered (``RENAMED``): a store that
 applied them under their old names gets the new names too, and keeps the old
 ones (so an older loopscope still recognises them).
 
+A fresh (empty) store does not replay the chain: ``FRESH_SCHEMA_SQL`` creates the
+tables as the chain leaves them at ``FRESH_SCHEMA_AT``, in one transaction with the
+views, and records those migrations as applied; any later migration then runs as
+usual. tests/test_store_schema.py proves both routes give the same schema.
+
 ``newer_store`` tells a store written by a newer loopscope apart: a migration
 name this loopscope does not know, or a column its migrations do not create.
 
@@ -58,6 +63,12 @@ WHERE t.table_type = 'BASE TABLE' AND c.table_schema = current_schema() AND c.ta
 RENAMED = {"m030_reviews": "m004_reviews", "m004_prompt_facts": "m005_prompt_facts"}
 """Old name -> new name of migrations renumbered so that the list runs without gaps, in the order written."""
 RECORD_APPLIED_SQL = "INSERT INTO _loopscope_migrations (name) VALUES (?)"
+RECORD_ALL_APPLIED_SQL = "INSERT INTO _loopscope_migrations (name) SELECT unnest($1::VARCHAR[])"
+IS_EMPTY_SQL = """
+SELECT (SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() AND NOT temporary)
+     + (SELECT count(*) FROM duckdb_views() WHERE database_name = current_database() AND NOT internal AND NOT temporary)
+     + (SELECT count(*) FROM duckdb_sequences() WHERE database_name = current_database() AND NOT temporary)
+"""
 
 
 def migration(fn: MigrationFn) -> MigrationFn:
@@ -71,16 +82,31 @@ def migration(fn: MigrationFn) -> MigrationFn:
     return fn
 
 
-def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """Apply every migration not applied yet, in order; return the names applied now."""
-    con.execute(CREATE_MIGRATIONS_TABLE_SQL)
-    applied = {row[0] for row in con.execute(APPLIED_SQL).fetchall()}
+def migrate(con: duckdb.DuckDBPyConnection, *, fresh_schema: bool = True) -> list[str]:
+    """Apply every migration not applied yet, in order; return the names applied now.
+
+    Args:
+        fresh_schema: on an empty store, create the schema at ``FRESH_SCHEMA_AT`` in one
+            step instead of replaying the migrations up to it (False replays them: tests).
+    """
+    if con.execute(HAS_MIGRATIONS_TABLE_SQL).fetchone() != (0,):
+        applied = {row[0] for row in con.execute(APPLIED_SQL).fetchall()}
+    elif fresh_schema and _is_empty(con):
+        created = _create_fresh(con)
+        return created + _run_pending(con, set(created))
+    else:
+        con.execute(CREATE_MIGRATIONS_TABLE_SQL)
+        applied = set()
     renamed = [new for old, new in RENAMED.items() if old in applied and new not in applied]
     if renamed:
         with transaction(con):
             for new in renamed:
                 con.execute(RECORD_APPLIED_SQL, [new])
         applied.update(renamed)
+    return _run_pending(con, applied)
+
+
+def _run_pending(con: duckdb.DuckDBPyConnection, applied: set[str]) -> list[str]:
     done = []
     for name, fn in MIGRATIONS:
         if name in applied:
@@ -92,6 +118,23 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
     return done
 
 
+def _is_empty(con: duckdb.DuckDBPyConnection) -> bool:
+    return con.execute(IS_EMPTY_SQL).fetchone() == (0,)
+
+
+def _create_fresh(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The schema at ``FRESH_SCHEMA_AT`` in one transaction; returns the migrations it stands for."""
+    names = [name for name, _ in MIGRATIONS]
+    covered = names[: names.index(FRESH_SCHEMA_AT) + 1]
+    with transaction(con):
+        # one batch: the tables, the scratchpad table and the views (model.create_model's, here
+        # without its checks: the store is empty), then the two rows of values
+        con.execute(";\n".join((FRESH_SCHEMA_SQL, model.SCRATCHPAD_TABLE_SQL, *model.MODEL_VIEWS)))
+        con.execute(model.SCRATCHPAD_DEFAULTS_SQL, [list(model.DEFAULT_SCRATCHPAD_TOOLS)])
+        con.execute(RECORD_ALL_APPLIED_SQL, [covered])
+    return covered
+
+
 def newer_store(con: duckdb.DuckDBPyConnection) -> list[str]:
     """What in this store a newer loopscope wrote: unknown migration names, unknown columns (``table.column``).
 
@@ -101,12 +144,13 @@ def newer_store(con: duckdb.DuckDBPyConnection) -> list[str]:
     if con.execute(HAS_MIGRATIONS_TABLE_SQL).fetchone() != (0,):
         known = {name for name, _ in MIGRATIONS} | set(RENAMED)
         found += sorted(row[0] for row in con.execute(APPLIED_SQL).fetchall() if row[0] not in known)
+    columns = con.execute(COLUMNS_SQL).fetchall()
+    if not columns:  # an empty store (the usual first run): nothing to compare
+        return found
     expected = _expected_columns()
     tables = {table for table, _ in expected}
     found += sorted(
-        f"{table}.{column}"
-        for table, column in con.execute(COLUMNS_SQL).fetchall()
-        if table in tables and (table, column) not in expected
+        f"{table}.{column}" for table, column in columns if table in tables and (table, column) not in expected
     )
     return found
 
@@ -275,3 +319,61 @@ def m006_calls_not_ids(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("ALTER TABLE prompt_facts ADD COLUMN IF NOT EXISTS n_resolved_later BIGINT")
     con.execute("DELETE FROM prompt_facts")
     con.execute("DELETE FROM prompt_facts_state")
+
+
+# The tables as the chain leaves them at FRESH_SCHEMA_AT (m001's tables with m003's head_len,
+# m004's reviews, m005's prompt facts with m006's n_resolved_later: columns in the chain's
+# order), created on an empty store in one step with the scratchpad tools and the views of
+# analyses/model.py. A new migration that changes a table must change this too (or leave
+# FRESH_SCHEMA_AT where it is: the new migration then runs after it, as on an old store); one
+# that only recreates the views can move FRESH_SCHEMA_AT to itself. tests/test_store_schema.py
+# compares the two routes.
+FRESH_SCHEMA_AT = "m006_calls_not_ids"
+FRESH_SCHEMA_SQL = CREATE_MIGRATIONS_TABLE_SQL + """;
+CREATE SEQUENCE IF NOT EXISTS record_seq START 1;
+CREATE TABLE sources (
+    source_id INTEGER PRIMARY KEY,
+    path VARCHAR NOT NULL,
+    input_format VARCHAR NOT NULL,
+    head_hash VARCHAR,
+    bytes_loaded BIGINT NOT NULL DEFAULT 0,
+    lines_loaded BIGINT NOT NULL DEFAULT 0,
+    first_loaded_at TIMESTAMP DEFAULT current_timestamp,
+    last_loaded_at TIMESTAMP DEFAULT current_timestamp,
+    head_len INTEGER
+);
+CREATE TABLE tool_calls (
+    seq BIGINT NOT NULL, source_id INTEGER, line_no BIGINT, v INTEGER NOT NULL, ts TIMESTAMP NOT NULL,
+    conversation_id VARCHAR NOT NULL, prompt_id VARCHAR NOT NULL, agent VARCHAR NOT NULL, trace_id VARCHAR,
+    span_id VARCHAR, tags JSON, tool_call_id VARCHAR NOT NULL, tool_name VARCHAR NOT NULL, step INTEGER NOT NULL,
+    input_shape JSON, args_fingerprint VARCHAR, outcome VARCHAR NOT NULL, is_error BOOLEAN NOT NULL,
+    attempts INTEGER NOT NULL, latency_ms DOUBLE, error_type VARCHAR, error_message VARCHAR,
+    replayed BOOLEAN NOT NULL, extra JSON
+);
+CREATE TABLE loop_exits (
+    seq BIGINT NOT NULL, source_id INTEGER, line_no BIGINT, v INTEGER NOT NULL, ts TIMESTAMP NOT NULL,
+    conversation_id VARCHAR NOT NULL, prompt_id VARCHAR NOT NULL, agent VARCHAR NOT NULL, trace_id VARCHAR,
+    span_id VARCHAR, tags JSON, exit_reason VARCHAR NOT NULL, steps INTEGER, tool_calls INTEGER,
+    tool_errors INTEGER, max_tool_calls INTEGER, input_tokens BIGINT, output_tokens BIGINT, duration_ms DOUBLE,
+    error_type VARCHAR, error_message VARCHAR, extra JSON
+);
+CREATE TABLE quarantine (
+    source_id INTEGER, path VARCHAR NOT NULL, line_no BIGINT, reason VARCHAR NOT NULL, raw VARCHAR,
+    quarantined_at TIMESTAMP DEFAULT current_timestamp
+);
+CREATE TABLE protocol_violations (
+    source_id INTEGER, conversation_id VARCHAR, prompt_id VARCHAR, tool_call_id VARCHAR, kind VARCHAR NOT NULL,
+    detail VARCHAR
+);
+CREATE TABLE reviews (
+    conversation_id VARCHAR PRIMARY KEY, stratum VARCHAR, computed_class VARCHAR, recovered_cleanly BOOLEAN,
+    spun BOOLEAN, gave_up BOOLEAN, generic_apology BOOLEAN, notes VARCHAR, source_file VARCHAR NOT NULL,
+    line_no BIGINT NOT NULL, imported_at TIMESTAMP DEFAULT current_timestamp
+);
+CREATE TABLE prompt_facts (
+    conversation_id VARCHAR, prompt_id VARCHAR, first_ts TIMESTAMP, last_ts TIMESTAMP, first_seq BIGINT,
+    agent VARCHAR, tags JSON, n_tool_calls BIGINT, is_open BOOLEAN, exit_reason VARCHAR, normal_exit BOOLEAN,
+    n_replays BIGINT, n_errors BIGINT, n_recovered BIGINT, n_resolved_later BIGINT
+);
+CREATE TABLE prompt_facts_state (tool_calls BIGINT, loop_exits BIGINT, max_seq BIGINT, refreshed_at TIMESTAMP);
+"""

@@ -8,34 +8,17 @@ from typing import Annotated, Optional
 import typer
 
 from loopscope.cli.app import command
-from loopscope.cli.common import analysis_store, window_selection
-from loopscope.cli.options import (
-    AgentOption,
-    DbOption,
-    FormatOption,
-    InputFormatOption,
-    PathsArgument,
-    SinceOption,
-    TagOption,
-    UntilOption,
-    WeekOption,
-)
+from loopscope.cli.options import FormatOption, Scope, selection_options
 from loopscope.cli.render.output import OutputFormat, inert, stderr_console, stdout_console, write_json
 
 
 @command("audit")
+@selection_options()
 def audit_command(
-    paths: PathsArgument = None,
+    scope: Scope,
     html: Annotated[Optional[Path], typer.Option("--html", help="Also write the report as one self-contained HTML page (opens offline).", show_default=False)] = None,
     limit: Annotated[int, typer.Option("--limit", help="Rows per list (loops, replays, templates, triage...). Totals are always complete.")] = 10,
-    week: WeekOption = None,
-    since: SinceOption = None,
-    until: UntilOption = None,
-    agent: AgentOption = None,
-    tag: TagOption = None,
-    db: DbOption = None,
     output: FormatOption = OutputFormat.table,
-    input_format: InputFormatOption = "auto",
 ) -> None:
     """The audit report: the four metrics per week and agent with significant changes flagged, and every incident list.
 
@@ -62,8 +45,7 @@ def audit_command(
         raise LoopscopeError("audit has no csv output: it is many tables", hint="use --format json, or --html FILE")
     if html is not None:  # fail before the work, not after
         check_output_file(html, "--html")
-    window = window_selection(since, until, agent, tag, week)
-    with analysis_store(db, paths, input_format, window) as (con, selection, _summary):
+    with scope.open() as (con, selection, _summary):
         report = audit(con, selection, limit=limit)
     if report["overall"]["prompts"] == 0:
         raise LoopscopeError("the selection has no prompt to audit",

@@ -7,17 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from loopscope.cli.app import EXIT_GATE_FAILED, command
-from loopscope.cli.common import analysis_store, window_selection
-from loopscope.cli.options import (
-    AgentOption,
-    DbOption,
-    FormatOption,
-    InputFormatOption,
-    PathsArgument,
-    SinceOption,
-    TagOption,
-    UntilOption,
-)
+from loopscope.cli.options import FormatOption, Scope, selection_options
 from loopscope.cli.render.output import OutputFormat, write_csv, write_json
 
 
@@ -26,8 +16,9 @@ def _opt(flag: str, help_text: str, kind: type = float):  # noqa: ANN202 - Annot
 
 
 @command("check")
+@selection_options()
 def check_command(
-    paths: PathsArgument = None,
+    scope: Scope,
     min_recovery_rate: _opt("--min-recovery-rate", "Fail when recovered errors / errors is below this (0..1).") = None,
     min_conversation_recovery_rate: _opt(
         "--min-conversation-recovery-rate",
@@ -39,25 +30,33 @@ def check_command(
     max_open_prompts: _opt("--max-open-prompts", "Fail when more prompts than this have no loop_exit.", int) = None,
     max_generic_templates: _opt("--max-generic-templates", "Fail when more generic error-message templates than this are found (lint).", int) = None,
     max_retry_loops: _opt("--max-retry-loops", "Fail when there are more retry loops (spins) than this.", int) = None,
+    max_no_progress_loops: _opt(
+        "--max-no-progress-loops", "Fail when there are more no-progress loops (same call, same result, 3+ times) than this.", int
+    ) = None,
+    max_cycles: _opt("--max-cycles", "Fail when there are more A-B-A-B cycles than this.", int) = None,
     max_double_executions: _opt("--max-double-executions", "Fail when more replays than this really executed again.", int) = None,
-    since: SinceOption = None,
-    until: UntilOption = None,
-    agent: AgentOption = None,
-    tag: TagOption = None,
-    db: DbOption = None,
+    tool: Annotated[
+        Optional[list[str]],
+        typer.Option("--tool", help="The tool the tool thresholds below gate (repeat for several: one line per tool).",
+                     show_default=False),
+    ] = None,
+    max_error_rate: _opt("--max-error-rate", "Fail when the --tool's errors / its tool calls is above this (0..1).") = None,
+    max_p95_latency_ms: _opt("--max-p95-latency-ms", "Fail when the --tool's p95 latency_ms is above this.") = None,
+    max_p99_latency_ms: _opt("--max-p99-latency-ms", "Fail when the --tool's p99 latency_ms is above this.") = None,
     output: FormatOption = OutputFormat.table,
-    input_format: InputFormatOption = "auto",
 ) -> None:
     """Gate CI or alerting on the metrics: exit 3 with one line per violated threshold, 0 otherwise.
 
     Each threshold you set prints one line: OK, VIOLATED, or SKIPPED when the
     figure has no value (no error to compute a recovery rate from: never a failure).
-    Rates are fractions (0.8 = 80%).
+    Rates are fractions (0.8 = 80%). Tool thresholds (--max-error-rate,
+    --max-p95-latency-ms, --max-p99-latency-ms) gate each --tool you name;
+    a tool the store never saw is an error, not a pass.
 
     \b
     Exit codes:
       0  every threshold met (or skipped)
-      1  a user error (no threshold, a rate above 1, an empty window, a mistyped option)
+      1  a user error (no threshold, a rate above 1, an empty window, an unknown --tool, a mistyped option)
       2  an internal error (a bug in loopscope)
       3  a threshold violated
 
@@ -65,6 +64,7 @@ def check_command(
     Examples:
       loopscope check sample_logs/ --min-recovery-rate 0.5 --max-p99-tool-calls 25
       loopscope check --since 2026-11-16 --max-replay-rate 0.02 --max-double-executions 0 --format json
+      loopscope check sample_logs/ --tool check_availability --max-error-rate 0.25 --max-p95-latency-ms 500
     """
     from loopscope.analyses.check import Thresholds, check
 
@@ -77,15 +77,21 @@ def check_command(
         max_open_prompts=max_open_prompts,
         max_generic_templates=max_generic_templates,
         max_retry_loops=max_retry_loops,
+        max_no_progress_loops=max_no_progress_loops,
+        max_cycles=max_cycles,
         max_double_executions=max_double_executions,
+        max_error_rate=max_error_rate,
+        max_p95_latency_ms=max_p95_latency_ms,
+        max_p99_latency_ms=max_p99_latency_ms,
+        tools=tuple(tool or ()),
     )
-    window = window_selection(since, until, agent, tag)
-    with analysis_store(db, paths, input_format, window) as (con, selection, _summary):
+    with scope.open() as (con, selection, _summary):
         result = check(con, selection, thresholds)
     if output is OutputFormat.json:
         write_json(result.to_dict())
     elif output is OutputFormat.csv:
-        write_csv([o.to_dict() for o in result.outcomes], ("threshold", "figure", "value", "limit", "status", "reason"))
+        write_csv([o.to_dict() for o in result.outcomes], ("threshold", "figure", "value", "limit", "status", "reason",
+                                                              "tool_name"))
     else:
         from loopscope.cli.render.check import render
 

@@ -7,8 +7,7 @@ from typing import Annotated
 import typer
 
 from loopscope.cli.app import command
-from loopscope.cli.common import analysis_store
-from loopscope.cli.options import DbOption, FormatOption, InputFormatOption, PathsArgument
+from loopscope.cli.options import FormatOption, Scope, selection_options
 from loopscope.cli.render.output import (
     OutputFormat,
     stderr_console,
@@ -28,17 +27,17 @@ CSV_COLUMNS = ("metric", "a", "b", "difference", "test", "p_value", "significant
 
 
 @command("compare")
+@selection_options()
 def compare_command(
-    paths: PathsArgument = None,
+    scope: Scope,
     a: CohortA = ...,  # type: ignore[assignment]
     b: CohortB = ...,  # type: ignore[assignment]
-    db: DbOption = None,
     output: FormatOption = OutputFormat.table,
-    input_format: InputFormatOption = "auto",
 ) -> None:
     """Compare two cohorts: every metric, B minus A, and whether the difference is significant.
 
-    A cohort is KEY:VALUE terms that must all hold. Rates are compared with a
+    A cohort is KEY:VALUE terms that must all hold, within the window
+    (--since/--until/--week/--agent/--tag narrow both cohorts). Rates are compared with a
     two-proportion z-test, tool calls per prompt with Mann-Whitney U, at alpha 0.05.
 
     \b
@@ -52,7 +51,7 @@ def compare_command(
 
     parse_cohort(a, option="--a", resolve_files=False)  # syntax first: a typo fails before any loading
     parse_cohort(b, option="--b", resolve_files=False)
-    with analysis_store(db, paths, input_format) as (con, base, _summary):
+    with scope.open() as (con, base, _summary):
         sel_a = parse_cohort(a, con, option="--a", within=base)
         sel_b = parse_cohort(b, con, option="--b", within=base)
         result = compare(con, sel_a, sel_b, label_a=sel_a.extra["spec"], label_b=sel_b.extra["spec"])

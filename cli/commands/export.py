@@ -8,33 +8,18 @@ from typing import Annotated
 import typer
 
 from loopscope.cli.app import command
-from loopscope.cli.common import analysis_store, selection_from_options
-from loopscope.cli.options import (
-    AgentOption,
-    DbOption,
-    FormatOption,
-    InputFormatOption,
-    PathsArgument,
-    SinceOption,
-    TagOption,
-    UntilOption,
-)
+from loopscope.cli.options import FormatOption, Scope, selection_options
 from loopscope.cli.render.output import OutputFormat, write_csv, write_json
 
 
 @command("export")
+@selection_options()
 def export_command(
-    paths: PathsArgument = None,
+    scope: Scope,
     out: Annotated[
         Path, typer.Option("--out", "-o", help="Folder for tool_calls.parquet and loop_exits.parquet (created if missing; the two files are replaced).")
     ] = Path("loopscope-export"),
-    since: SinceOption = None,
-    until: UntilOption = None,
-    agent: AgentOption = None,
-    tag: TagOption = None,
-    db: DbOption = None,
     output: FormatOption = OutputFormat.table,
-    input_format: InputFormatOption = "auto",
 ) -> None:
     """Write the v1 tables (tool_calls, loop_exits) of the selected prompts to Parquet.
 
@@ -50,8 +35,7 @@ def export_command(
     """
     from loopscope.analyses.frames import export_parquet
 
-    window = selection_from_options(since, until, agent, tag)
-    with analysis_store(db, paths, input_format, window) as (con, selection, _summary):
+    with scope.open(status="exporting") as (con, selection, _summary):
         written = export_parquet(con, out, selection)
     rows = [w.to_dict() for w in written]
     if output is OutputFormat.json:

@@ -7,39 +7,30 @@ from typing import Annotated, Optional
 import typer
 
 from loopscope.cli.app import command
-from loopscope.cli.options import (
-    AgentOption,
-    DbOption,
-    FormatOption,
-    InputFormatOption,
-    PathsArgument,
-    SinceOption,
-    TagOption,
-    UntilOption,
-)
+from loopscope.cli.options import FormatOption, Scope, selection_options
 from loopscope.cli.render.output import OutputFormat, write_csv, write_json
 
 
 @command("metrics")
+@selection_options()
 def metrics(
-    paths: PathsArgument = None,
-    db: DbOption = None,
+    scope: Scope,
     fmt: FormatOption = OutputFormat.table,
-    since: SinceOption = None,
-    until: UntilOption = None,
-    agent: AgentOption = None,
-    tag: TagOption = None,
     by: Annotated[
         Optional[str],
-        typer.Option("--by", help="One row per [b]day[/b], ISO [b]week[/b] (2026-W47) or [b]agent[/b].", show_default=False),
+        typer.Option("--by", help="One row per [b]day[/b], ISO [b]week[/b] (2026-W47) or [b]agent[/b]; "
+                     "[b]tool[/b]: per-tool health (calls, errors, error rate, recovery, replays, latency "
+                     "p50/p95/p99, most frequent error template).", show_default=False),
     ] = None,
-    input_format: InputFormatOption = "auto",
 ) -> None:
     """The four dashboard metrics: tool calls per prompt (median, p99), recovery rate, replay rate.
 
     Beside the recovery rate (recovered inside the prompt's own loop), the
     conversation recovery rate also counts the errors a later prompt of the
     conversation resolved (the same tool succeeded after the user helped).
+    --by tool gives each tool's health instead: its calls, errors and error
+    rate, recovery rates, replays, latency percentiles (p50, p95, p99 of
+    latency_ms) and its most frequent error template.
     With PATHs, loads them first and reports on those files only. Anything
     that makes the figures mislead (errors only in the text, no timestamps,
     reused tool call ids) is said on stderr.
@@ -48,21 +39,45 @@ def metrics(
     Examples:
       loopscope metrics sample_logs/
       loopscope metrics --by week --format json
+      loopscope metrics sample_logs/ --by tool
       loopscope metrics --agent concierge --since 2026-11-01 --format csv
     """
-    from loopscope.analyses.metrics import ERROR_CLASSES_KEY, GROUP_KEYS, METRIC_KEYS, flat_dict, metrics_by
+    from loopscope.analyses.metrics import (
+        BY_TOOL,
+        ERROR_CLASSES_KEY,
+        GROUP_KEYS,
+        METRIC_KEYS,
+        TOOL_KEYS,
+        flat_dict,
+        metrics_by,
+    )
     from loopscope.analyses.model import ERROR_CLASSES
     from loopscope.analyses.notices import notices
     from loopscope.analyses.errors import LoopscopeError
-    from loopscope.cli.common import analysis_store, print_notices, selection_from_options
+    from loopscope.cli.common import print_notices
 
-    if by is not None and by not in GROUP_KEYS:
-        raise LoopscopeError(f"--by {by!r} is not a grouping", hint="use --by day, --by week or --by agent")
-    window = selection_from_options(since, until, agent, tag)
-    with analysis_store(db, paths, input_format, window) as (con, selection, _summary):
-        rows = metrics_by(con, selection, by)
+    if by is not None and by not in GROUP_KEYS and by != BY_TOOL:
+        raise LoopscopeError(f"--by {by!r} is not a grouping", hint="use --by day, --by week, --by agent or --by tool")
+    with scope.open() as (con, selection, _summary):
+        if by == BY_TOOL:
+            from loopscope.analyses.tools import tool_health
+
+            tools = tool_health(con, selection).tools
+        else:
+            rows = metrics_by(con, selection, by)
         found = notices(con, selection)
     print_notices(found)
+    if by == BY_TOOL:
+        if fmt is OutputFormat.json:
+            write_json([t.as_dict() for t in tools])
+        elif fmt is OutputFormat.csv:
+            write_csv([flat_dict(t.as_dict()) for t in tools],
+                      TOOL_KEYS + tuple(f"{ERROR_CLASSES_KEY}.{c}" for c in ERROR_CLASSES))
+        else:
+            from loopscope.cli.render.metrics import render_tools
+
+            render_tools(tools)
+        return
     if fmt is OutputFormat.json:
         write_json([m.as_dict() for m in rows] if by else rows[0].as_dict())
         return

@@ -2,7 +2,7 @@
 
 ``review sample`` draws the sample and writes its pack; ``review import`` loads the verdicts
 reviewers filled in. ``loopscope sample`` (the spelling before the group) is kept, hidden from
---help, as the same command, so scripts and packs that name it keep working.
+--help, as the same command with a one-line notice on stderr, so scripts and packs that name it keep working.
 """
 
 from __future__ import annotations
@@ -12,47 +12,28 @@ from typing import Annotated, Optional
 
 import typer
 
-from loopscope.cli.app import PANELS, app, command, handle_errors
-from loopscope.cli.common import analysis_store, window_selection
-from loopscope.cli.options import (
-    AgentOption,
-    DbOption,
-    FormatOption,
-    InputFormatOption,
-    PathsArgument,
-    SinceOption,
-    TagOption,
-    UntilOption,
-    WeekOption,
-)
+from loopscope.cli.app import Command, deprecated_alias, handle_errors, noun_group
+from loopscope.cli.options import DbOption, FormatOption, Scope, selection_options
 from loopscope.cli.render.output import OutputFormat, inert, stderr_console, stdout_console, write_csv, write_json
 
-review_app = typer.Typer(
-    help="The weekly review: [b]loopscope review sample --out DIR[/b], fill in DIR/reviews.csv, "
+review_app = noun_group(
+    "review",
+    "The weekly review: [b]loopscope review sample --out DIR[/b], fill in DIR/reviews.csv, "
     "then [b]loopscope review import DIR/reviews.csv[/b].",
-    no_args_is_help=True,
-    rich_markup_mode="rich",
 )
-app.add_typer(review_app, name="review", rich_help_panel=PANELS["review"])
 
 CSV_COLUMNS = ("conversation_id", "stratum", "computed_class", "agent", "first_ts", "prompts", "tool_calls",
                "errors", "unrecovered")
 
 
+@selection_options()
 def sample_command(
-    paths: PathsArgument = None,
+    scope: Scope,
     n: Annotated[int, typer.Option("--n", help="How many conversations to draw.")] = 50,
-    week: WeekOption = None,
     seed: Annotated[Optional[int], typer.Option("--seed", help="Random seed: the same seed draws the same sample. Default: a new one, printed.", show_default=False)] = None,
     out: Annotated[Optional[Path], typer.Option("--out", help="Write the review pack here: index.md, one Markdown file per conversation, reviews.csv.", show_default=False)] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite a pack (and its reviews.csv) already in --out.")] = False,
-    since: SinceOption = None,
-    until: UntilOption = None,
-    agent: AgentOption = None,
-    tag: TagOption = None,
-    db: DbOption = None,
     output: FormatOption = OutputFormat.table,
-    input_format: InputFormatOption = "auto",
 ) -> None:
     """Draw the weekly review sample (stratified over unrecovered / recovered / no-error conversations) and its pack.
 
@@ -70,11 +51,9 @@ def sample_command(
     from loopscope.analyses.review_pack import write_pack
     from loopscope.analyses.sampling import draw_sample
 
-    window_sel = window_selection(since, until, agent, tag, week)
-    with analysis_store(db, paths, input_format, window_sel) as (con, selection, _summary):
+    with scope.open(status="drawing the sample") as (con, selection, _summary):
         sample = draw_sample(con, selection, n=n, seed=seed)
-        window = week or (f"{since or '…'} to {until or '…'}" if since or until else "all loaded prompts")
-        pack = write_pack(con, sample, out, window=window, force=force) if out is not None else None
+        pack = write_pack(con, sample, out, window=scope.describe_window(), force=force) if out is not None else None
     rows = [c.to_dict() for c in sample.conversations]
     if output is OutputFormat.json:
         data = sample.to_dict()
@@ -93,11 +72,11 @@ def sample_command(
     elif seed is None and output is not OutputFormat.table:
         stderr_console().print(f"seed {sample.seed} (pass --seed {sample.seed} to draw this sample again)")
 
-review_app.command("sample")(handle_errors(sample_command))
-command("sample", hidden=True)(sample_command)
+review_app.command("sample", cls=Command)(handle_errors(sample_command))
+deprecated_alias("sample", "review sample", sample_command)
 
 
-@review_app.command("import")
+@review_app.command("import", cls=Command)
 @handle_errors
 def import_command(
     file: Annotated[Path, typer.Argument(help="The filled-in reviews.csv of a pack from loopscope review sample --out (or the pack's folder).", show_default=False)],

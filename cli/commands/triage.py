@@ -7,16 +7,15 @@ from typing import Annotated
 import typer
 
 from loopscope.cli.app import command
-from loopscope.cli.options import DbOption, FormatOption, InputFormatOption, PathsArgument
+from loopscope.cli.options import FormatOption, Scope, selection_options
 from loopscope.cli.render.output import OutputFormat, stdout_console, write_csv, write_json
 
 
 @command("triage")
+@selection_options(window=False)
 def triage_command(
     conversation_id: Annotated[str, typer.Argument(help="The conversation to triage (its conversation_id).", show_default=False)],
-    paths: PathsArgument = None,
-    db: DbOption = None,
-    input_format: InputFormatOption = "auto",
+    scope: Scope,
     output: FormatOption = OutputFormat.table,
 ) -> None:
     """Show a conversation as a timeline and its first unrecovered tool error.
@@ -35,12 +34,11 @@ def triage_command(
       loopscope triage c02-date-blind --db prod.duckdb --format json
     """
     from loopscope.analyses.triage import triage
-    from loopscope.cli.common import analysis_store
     from loopscope.cli.render.triage import CSV_COLUMNS, csv_rows, render
 
     # The PATHs are loaded into --db first; triage then reads the whole
     # conversation from the store, wherever its records came from.
-    with analysis_store(db, paths, input_format) as (con, _selection, summary):
+    with scope.open() as (con, _selection, summary):
         result = triage(con, conversation_id, files_loaded=None if summary is None else summary.files)
     if output is OutputFormat.json:
         write_json(result.to_dict())

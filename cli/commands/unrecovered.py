@@ -7,28 +7,14 @@ from typing import Annotated, Optional
 import typer
 
 from loopscope.cli.app import command
-from loopscope.cli.options import (
-    AgentOption,
-    DbOption,
-    FormatOption,
-    InputFormatOption,
-    PathsArgument,
-    SinceOption,
-    TagOption,
-    UntilOption,
-)
+from loopscope.cli.options import FormatOption, Scope, selection_options
 from loopscope.cli.render.output import OutputFormat, write_csv, write_json
 
 
 @command("unrecovered")
+@selection_options()
 def unrecovered_command(
-    paths: PathsArgument = None,
-    db: DbOption = None,
-    input_format: InputFormatOption = "auto",
-    since: SinceOption = None,
-    until: UntilOption = None,
-    agent: AgentOption = None,
-    tag: TagOption = None,
+    scope: Scope,
     tool: Annotated[
         Optional[list[str]],
         typer.Option("--tool", help="Only conversations whose first unrecovered error is in this tool (repeat for several).", show_default=False),
@@ -63,11 +49,8 @@ def unrecovered_command(
       loopscope unrecovered --limit 20 --format csv > unrecovered.csv
     """
     from loopscope.analyses.recovery import UNRECOVERED_COLUMNS, first_unrecovered_all
-    from loopscope.cli.common import analysis_store, selection_from_options
 
-    # Parse the options before loading anything, so a typo fails fast.
-    window = selection_from_options(since, until, agent, tag)
-    with analysis_store(db, paths, input_format, window) as (con, selection, _summary):
+    with scope.open() as (con, selection, _summary):
         rows = first_unrecovered_all(
             con, selection, tools=tuple(tool or ()), classes=tuple(error_class or ()), limit=limit,
             never_resolved=never_resolved,

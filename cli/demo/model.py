@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Generator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Union
 
 
@@ -67,6 +67,7 @@ class ToolResult:
     tool_use_id: str
     content: str
     is_error: bool
+    context: str | None = None  # the [Error Recovery Context] block the loop put after this error
 
     @property
     def data(self) -> dict[str, Any]:
@@ -84,8 +85,17 @@ class ToolResult:
 
     @property
     def hint(self) -> str | None:
-        """The corrective hint, if the loop gave one."""
-        return self.data.get("hint") if self.is_error else None
+        """The corrective hint, if the loop gave one: in the result, or the recovery block's first suggestion.
+
+        The scripted model follows whatever hint it is given; so a blind loop that injects
+        ``call.recovery_context()`` makes it change course as the corrective loop does.
+        """
+        if not self.is_error:
+            return None
+        hint = self.data.get("hint")
+        if hint is None and self.context:
+            hint = next((line[4:] for line in self.context.splitlines() if line.startswith("  - ")), None)
+        return hint
 
 
 Move = Union[list[ToolUse], Text]
@@ -152,11 +162,17 @@ def _last_tool_results(messages: list[dict[str, Any]]) -> list[ToolResult]:
     last = messages[-1]
     if last["role"] != "user" or isinstance(last["content"], str):
         return []
-    return [
+    results = [
         ToolResult(block["tool_use_id"], block["content"], block.get("is_error", False))
         for block in last["content"]
         if block.get("type") == "tool_result"
     ]
+    # Recovery blocks follow the tool results, one per error, in the errors' order.
+    contexts = iter(
+        block["text"] for block in last["content"]
+        if block.get("type") == "text" and block.get("text", "").startswith("[Error Recovery Context]")
+    )
+    return [replace(r, context=next(contexts, None)) if r.is_error else r for r in results]
 
 
 def _tokens(message: dict[str, Any]) -> int:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +89,7 @@ class _Process:
     clock: DemoClock
     ids: itertools.count  # type: ignore[type-arg]
     collector: Collector | None = None
+    history: bool = False
 
     def start(self) -> Collector:
         self.collector = Collector(
@@ -98,6 +99,7 @@ class _Process:
             perf_clock=self.clock.perf,
             new_id=lambda: f"demo-{next(self.ids):06d}",
             strict=True,
+            history=self.history,
         )
         return self.collector
 
@@ -119,6 +121,7 @@ class _Harness:
     hotel: Hotel
     clock: DemoClock
     idempotency: dict[str, str] = field(default_factory=dict)
+    context: bool = False  # inject call.recovery_context() after each error (blind mode)
 
     def run_prompt(self, process: _Process, index: int, prompt: PromptSpec) -> None:
         """Run one prompt to its exit, a crash, or the simulated death of the process."""
@@ -156,7 +159,7 @@ class _Harness:
             max_tool_calls=AGENT_BUDGETS[spec.agent],
             provider=PROVIDER,
             model=MODEL,
-            tags={"mode": spec.mode, "scenario": spec.scenario},
+            tags={"mode": spec.mode + ("+context" if self.context else ""), "scenario": spec.scenario},
         )
 
     def _loop(
@@ -184,6 +187,7 @@ class _Harness:
             if event is not None and resume_step is None:
                 event(self.hotel)
             results = []
+            contexts = []
             for block in response.content:
                 if not isinstance(block, ToolUse):
                     continue
@@ -191,16 +195,19 @@ class _Harness:
                     loop.exit("budget_exceeded")
                     return
                 remember = not (prompt.idempotency_lost and resume_step is None)
-                content, is_error = self._call(loop, block, errors, remember)
+                content, is_error, context = self._call(loop, block, errors, remember)
                 errors += is_error
                 results.append({"type": "tool_result", "tool_use_id": block.id, "content": content, "is_error": is_error})
+                if context:
+                    contexts.append({"type": "text", "text": context})
+            results += contexts  # seed 000: the blocks right after the tool results
             dying = prompt.fate != "exit" and resume_step is None and loop.step == prompt.last_step
             if dying:
                 raise _ProcessDied
             messages.append({"role": "user", "content": results})
 
-    def _call(self, loop: PromptLoop, block: ToolUse, errors: int, remember: bool) -> tuple[str, bool]:
-        """Run one tool_use block through the idempotency layer; returns (content, is_error).
+    def _call(self, loop: PromptLoop, block: ToolUse, errors: int, remember: bool) -> tuple[str, bool, str | None]:
+        """Run one tool_use block through the idempotency layer; returns (content, is_error, recovery block).
 
         ``remember=False`` models a crash between running the tool and saving
         its result in the idempotency store: a resumed run executes it again.
@@ -211,7 +218,7 @@ class _Harness:
             if stored is not None:
                 self.clock.advance_ms(3)  # an idempotency-store lookup
                 call.replayed(stored)
-                return stored, False
+                return stored, False, None
             try:
                 content = self.hotel.execute(block.name, block.input, on_retry=call.attempt_failed)
             except HotelError as exc:
@@ -222,10 +229,11 @@ class _Harness:
                 else:
                     text = corrective_result(exc, errors_before=errors, max_retries=MAX_TOOL_RETRIES)
                 call.fail(text, error_type=exc.code, transient=exc.transient)
-                return text, True
-            if remember:
-                self.idempotency[block.id] = content
-            return content, False
+            else:
+                if remember:
+                    self.idempotency[block.id] = content
+                return content, False, None
+        return text, True, call.recovery_context() if self.context else None
 
 
 def _block(block: ToolUse | Text) -> dict[str, Any]:
@@ -263,13 +271,41 @@ def run_demo(out_dir: str | Path) -> list[Path]:
     return [p.path for p in processes.values()]
 
 
-def run_conversation(spec: ConversationSpec, clock: DemoClock, process: _Process) -> None:
+CONTEXT_LOG = "blind_context.jsonl"
+CONTEXT_SUFFIX = "-ctx"
+
+
+def run_blind_with_context(out_dir: str | Path) -> Path:
+    """Run the blind-mode conversations again, injecting ``call.recovery_context()`` after each error.
+
+    Writes ``blind_context.jsonl`` into ``out_dir``: the same conversations, ids suffixed ``-ctx``,
+    tagged ``mode: blind+context``, recorded by a collector with ``history=True``. Compare with the
+    blind cohort of :func:`run_demo`'s logs (``loopscope compare --a tag:mode=blind --b
+    tag:mode=blind+context``). The model is scripted: it follows whatever hint it is given, so this
+    shows the plumbing, not how much a real model would gain.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / CONTEXT_LOG
+    path.unlink(missing_ok=True)
+    clock = DemoClock()
+    process = _Process(path, clock, itertools.count(1), history=True)
+    process.start()
+    try:
+        for spec in sorted((s for s in CONVERSATIONS if s.mode == "blind"), key=lambda s: s.start):
+            run_conversation(replace(spec, conversation_id=spec.conversation_id + CONTEXT_SUFFIX), clock, process, context=True)
+    finally:
+        process.stop()
+    return path
+
+
+def run_conversation(spec: ConversationSpec, clock: DemoClock, process: _Process, context: bool = False) -> None:
     """Play one conversation's prompts in order; a crash ends the conversation."""
     clock.set(spec.start)
     hotel = Hotel(advance_ms=clock.advance_ms, gateway_failures=spec.gateway_failures)
     if spec.setup is not None:
         spec.setup(hotel)
-    harness = _Harness(spec, hotel, clock)
+    harness = _Harness(spec, hotel, clock, context=context)
     for index, prompt in enumerate(spec.prompts):
         if index:
             clock.advance_ms(USER_THINK_S * 1000)

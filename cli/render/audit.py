@@ -169,6 +169,16 @@ def render(report: dict[str, Any], console: Console) -> None:
                    fmt_change("replay_rate", alast["changes"].get("replay_rate")),
                    inert(", ".join(flags)) or "[dim]-[/dim]")
     console.print(at)
+    tools = report["tools"]
+    if tools["items"]:
+        from loopscope.cli.render.metrics import tool_tables
+
+        shown = f", the {len(tools['items'])} most called" if len(tools["items"]) < tools["total"] else ""
+        for table in tool_tables(tools["items"], f"Tools ({_n(tools['total'], 'tool')}{shown}; latency in ms)",
+                                 ruled=True):
+            console.print(table)
+    else:
+        console.print("[bold]Tools[/bold]: [dim]no tool call[/dim]")
     _table("Error classes per tool", [("tool_name", "tool"), ("errors", "errors"), ("recovered", "recovered"),
            ("gave_up", "gave up"), ("aborted", "aborted"), ("open", "open"), ("recovery_rate", "recovery"),
            ("resolved_later_errors", "resolved later"), ("conversation_recovery_rate", "conv. recovery")],
@@ -183,6 +193,13 @@ def render(report: dict[str, Any], console: Console) -> None:
            [("where", "conversation / prompt"), ("tool_name", "tool"), ("calls", "calls"),
             ("exit_reason", "exit"), ("error_message", "message")], rl["items"], console,
            texts=("tool_name", "error_message", "exit_reason"), empty="none")
+    npl, cy = report["no_progress_loops"], report["cycles"]
+    _table(f"No-progress loops ({npl['total']}: same call, same result, {npl['redundant_calls']} redundant calls)",
+           [("where", "conversation / prompt"), ("tool_name", "tool"), ("calls", "calls"),
+            ("exit_reason", "exit")], npl["items"], console, texts=("tool_name", "exit_reason"), empty="none")
+    _table(f"Cycles ({cy['total']}: A-B-A-B, {cy['redundant_calls']} redundant calls)",
+           [("where", "conversation / prompt"), ("tool_name", "tool A"), ("other_tool_name", "tool B"), ("calls", "calls"),
+            ("exit_reason", "exit")], cy["items"], console, texts=("tool_name", "other_tool_name", "exit_reason"), empty="none")
     rp, de = report["replays"], report["duplicate_executions"]
     _table(f"Replays ({rp['total']}: {rp['short_circuited']} short-circuited, {rp['double_executions']} "
            f"double execution{'s' if rp['double_executions'] != 1 else ''})",

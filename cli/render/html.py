@@ -25,6 +25,7 @@ from loopscope.cli.render.styles import (
     AUDIT_METRICS,
     AXIS_LABELS,
     SIGNIFICANT_MARK,
+    TOOL_COLUMNS,
     change_parts,
     figure_text,
     is_rate,
@@ -228,6 +229,33 @@ def _charts(report: dict[str, Any]) -> str:
     return "".join(legend) + '<div class="charts">' + "".join(figs) + "</div>"
 
 
+def _tools_title(tools: dict[str, Any]) -> str:
+    shown = f", the {len(tools['items'])} most called" if len(tools["items"]) < tools["total"] else ""
+    return f"Tools ({tools['total']} tool{'' if tools['total'] == 1 else 's'}{shown})"
+
+
+def _tools_html(tools: dict[str, Any]) -> str:
+    """Per-tool health: the terminal's columns, headed by their labels, and the most frequent error template."""
+    columns = [(key, figure_label(key)) for key, _ in TOOL_COLUMNS] + [
+        ("top_error_template", figure_label("top_error_template")),
+        ("top_error_template_errors", figure_label("top_error_template_errors"))]
+
+    def cell(key: str, row: dict[str, Any]) -> str | None:
+        if key == "tool_name":
+            note = ' <span class="muted">(scratchpad)</span>' if row["scratchpad"] else ""
+            return f"<td>{esc(row['tool_name'])}{note}</td>"
+        if key == "top_error_template":
+            if row["top_error_template"] is None:
+                return '<td class="muted">–</td>'
+            return f'<td class="msg">{esc(row["top_error_template"] or "(no message)")}</td>'
+        return None
+
+    missing = sum(t["tool_calls_without_latency"] for t in tools["items"])
+    note = (f'<p class="muted">{missing} call{"s" if missing != 1 else ""} without latency_ms, left out of the '
+            "percentiles.</p>" if missing else "")
+    return _table(columns, tools["items"], cell, "No tool call.") + note
+
+
 def _notices_html(notices: list[dict[str, Any]]) -> str:
     """What makes the figures mislead if unsaid, above everything else."""
     if not notices:
@@ -290,6 +318,7 @@ def render_html(report: dict[str, Any]) -> str:
         _section("Per week", weeks_html + '<p class="muted">Δ = change vs the previous week in the data; '
                  f"rates: two-proportion z-test, tool calls per prompt: Mann-Whitney U; ◆ = p &lt; {esc(report['alpha'])}.</p>", "weeks"),
         _section("Per agent", _table(agent_cols, report["agents"]) + agents_html, "agents"),
+        _section(_tools_title(report["tools"]), _tools_html(report["tools"]), "tools"),
         _section("Error classes per tool", _table(
             [("tool_name", "tool"), ("errors", "errors"), ("recovered", "recovered"), ("gave_up", "gave up"),
              ("aborted", "aborted"), ("open", "open"), ("recovery_rate", "recovery"), ("conversation_recovery_rate", "conv. recovery")], [{**b, **b["error_classes"]} for b in report["error_classes_by_tool"]],

@@ -11,6 +11,20 @@ if TYPE_CHECKING:
 
 # The ranking table needs about this many columns; narrower terminals get one block per template.
 RANKING_TABLE_MIN_WIDTH = 110
+# How many generic templates get their evidence and suggestion printed under the ranking.
+TOP_EXPLAINED = 3
+
+
+def _explain(console: Console, row: Any, indent: int) -> None:
+    from rich.padding import Padding
+    from rich.text import Text
+
+    lines = [("because", row.evidence), ("rewrite", row.rewrite)]
+    if row.suggestion and row.suggestion != row.rewrite:
+        lines.append(("this one", row.suggestion))
+    for label, text in lines:
+        if text:
+            console.print(Padding(Text.from_markup(f"[dim]{label}:[/dim] {inert(text)}"), (0, 0, 0, indent), expand=False))
 
 
 def _rule_labels(row: Any) -> str:
@@ -43,12 +57,27 @@ def render_ranking(ranked: list[Any]) -> None:
         _ranking_stacked(console, ranked)
     else:
         _ranking_table(console, ranked)
-    top = next((row for row in ranked if row.generic), None)
+    generic = [row for row in ranked if row.generic]
+    top = generic[0] if generic else None
     if top is not None and top.rewrite:
         console.print(f"\n[b]Fix first:[/b] {inert(top.tool_name)}: {inert(one_line(top.example, 100))}")
-        console.print(f"[dim]rewrite:[/dim] {inert(top.rewrite)}")
+        _explain(console, top, indent=0)
         console.print(f"[dim]this message:[/dim] {_checklist_line(top.checklist)}")
-    console.print("[dim]Check a rewrite before it ships: loopscope lint --message 'TEXT'. Rules: loopscope lint --rules[/dim]")
+    # the next generic templates explain themselves too, so a reader sees why each was flagged
+    shown = generic[1:TOP_EXPLAINED]
+    if shown:
+        console.print("\n[b]Why the next generic templates were flagged[/b]")
+        for row in shown:
+            number = ranked.index(row) + 1
+            console.print(f"{number:>2}. {inert(row.tool_name)}: {inert(one_line(row.example, 100))}")
+            _explain(console, row, indent=4)
+    not_english = sum(1 for row in ranked if row.notes)
+    if not_english:
+        console.print(
+            f"[dim]note: {not_english} template{'s' if not_english != 1 else ''} not in English: the wording rules "
+            "were not applied to them (structural rules were); see --format json 'notes'[/dim]"
+        )
+    console.print("[dim]Check a rewrite before it ships: loopscope lint check -m 'TEXT'. Rules: loopscope lint rules[/dim]")
 
 
 def _ranking_table(console: Console, ranked: list[Any]) -> None:
@@ -109,7 +138,8 @@ def render_findings(results: list[tuple[str | None, Any]]) -> None:
     for i, (tool_name, result) in enumerate(results):
         if i:
             console.print()
-        verdict = "[red]generic[/red]" if result.generic else "[green]ok[/green]"
+        # a message whose wording was not judged (not English) is not shown as passing
+        verdict = "[red]generic[/red]" if result.generic else "[yellow]not judged[/yellow]" if result.notes else "[green]ok[/green]"
         label = (f"[b]{inert(tool_name)}[/b]: " if tool_name else "") + inert(one_line(result.message, 200))
         console.print(Text.from_markup(f"{verdict}  {label}"))
         for f in result.findings:
@@ -126,7 +156,9 @@ def render_findings(results: list[tuple[str | None, Any]]) -> None:
             console.print(Padding(Text.from_markup(f"[dim]note: {inert(note)}[/dim]"), (0, 0, 0, 2), expand=False))
     generic = sum(r.generic for _, r in results)
     failing = sum(r.has_error for _, r in results)
-    console.print(f"\n{generic} of {len(results)} messages generic; {failing} with error-severity findings.")
+    unjudged = sum(1 for _, r in results if r.notes and not r.generic)
+    tail = f"; {unjudged} not judged (not English)" if unjudged else ""
+    console.print(f"\n{generic} of {len(results)} messages generic; {failing} with error-severity findings{tail}.")
 
 
 def render_rules(rules: Any) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from loopscope.cli.render.output import fmt_number, fmt_rate, inert, stdout_console
-from loopscope.cli.render.styles import label
+from loopscope.cli.render.styles import TOOL_COLUMNS, TOOL_TEMPLATE_COLUMNS, figure_text, label
 
 # The figures of the table, in order, and how each is shown.
 _FIGURES = (
@@ -55,3 +55,70 @@ def render(rows: list[Any], by: str | None) -> None:
         out.print("No prompts in the selection.")
         return
     out.print(table)
+
+
+def tool_cells(tool: dict[str, Any], columns: tuple[tuple[str, str], ...] = TOOL_COLUMNS) -> list[str]:
+    """One tool's row as rich-markup cells, every text from the logs inert."""
+    cells = []
+    for key, _ in columns:
+        value = tool[key]
+        if key == "tool_name":
+            cells.append(inert(value) + (" [dim](scratchpad)[/dim]" if tool["scratchpad"] else ""))
+        elif key == "top_error_template":
+            cells.append(inert(value) if value else "[dim](no message)[/dim]")
+        else:
+            cells.append(figure_text(key, value))
+    return cells
+
+
+def tool_tables(tools: list[dict[str, Any]], title: str | None = None, *, ruled: bool = False) -> list[Any]:
+    """The per-tool figures table, and the tools' most frequent error templates (tools with errors only).
+
+    ``ruled``: a rule under the headers, as the audit's tables have; else bare, as ``metrics --by``.
+    """
+    from rich import box
+    from rich.table import Table
+
+    def table(title: str | None) -> Table:
+        # one space between columns: ten figures fit 80 columns
+        return Table(title=title, title_justify="left", title_style="bold",
+                     box=box.SIMPLE_HEAD if ruled else None, padding=(0, 0 if ruled else 1), pad_edge=False,
+                     collapse_padding=True)
+
+    figures = table(title)
+    for key, header in TOOL_COLUMNS:
+        if key == "tool_name":
+            figures.add_column(header, overflow="fold", min_width=12)
+        else:
+            figures.add_column(header, justify="right", no_wrap=True)
+    for t in tools:
+        figures.add_row(*tool_cells(t))
+    templates = table("Most frequent error template per tool")
+    for key, header in TOOL_TEMPLATE_COLUMNS:
+        if key == "top_error_template":
+            templates.add_column(header, ratio=1, min_width=24, overflow="fold")
+        elif key == "tool_name":
+            templates.add_column(header, overflow="fold")
+        else:
+            templates.add_column(header, justify="right", no_wrap=True)
+    with_errors = [t for t in tools if t["errors"]]
+    for t in with_errors:
+        templates.add_row(*tool_cells(t, TOOL_TEMPLATE_COLUMNS))
+    return [figures, templates] if with_errors else [figures]
+
+
+def render_tools(tools: list[Any]) -> None:
+    """``metrics --by tool``: one row per tool, most called first, then the tools' error templates."""
+    out = stdout_console()
+    if not tools:
+        out.print("No tool calls in the selection.")
+        return
+    rows = [t.as_dict() for t in tools]
+    for i, table in enumerate(tool_tables(rows)):
+        if i:
+            out.print()
+        out.print(table)
+    missing = sum(t.tool_calls_without_latency for t in tools)
+    if missing:
+        out.print(f"[dim]{missing} call{'s' if missing != 1 else ''} without latency_ms, left out of the percentiles "
+                  "(tool_calls_without_latency in --format json)[/dim]")

@@ -24,7 +24,37 @@ FIGURE_LABELS = {
     "conversation_recovery_rate": "conversation recovery rate",
     "replays": "replayed tool calls",
     "replay_rate": "replay rate",
+    # per tool (metrics --by tool, the audit's Tools section)
+    "tool_name": "tool",
+    "scratchpad": "scratchpad tool",
+    "error_rate": "error rate",
+    "p50_latency_ms": "p50 latency (ms)",
+    "p95_latency_ms": "p95 latency (ms)",
+    "p99_latency_ms": "p99 latency (ms)",
+    "tool_calls_without_latency": "calls without latency",
+    "top_error_template": "most frequent error template",
+    "top_error_template_errors": "its errors",
 }
+# Per-tool health in a table, in order: (figure, short header) for the terminal's 100 columns;
+# the HTML report heads its columns with the same short texts and the labels above as tooltips.
+TOOL_COLUMNS = (
+    ("tool_name", "tool"),
+    ("tool_calls", "calls"),
+    ("errors", "errors"),
+    ("error_rate", "err %"),
+    ("recovery_rate", "recov %"),
+    ("conversation_recovery_rate", "conv %"),
+    ("replays", "replays"),
+    ("p50_latency_ms", "p50 ms"),
+    ("p95_latency_ms", "p95 ms"),
+    ("p99_latency_ms", "p99 ms"),
+)
+# The second table: each tool's most frequent error template.
+TOOL_TEMPLATE_COLUMNS = (
+    ("tool_name", "tool"),
+    ("top_error_template_errors", "errors"),
+    ("top_error_template", "most frequent error template"),
+)
 # The four dashboard metrics and, beside metric 3, the conversation recovery rate, in the order shown.
 AUDIT_METRICS = (
     "median_tool_calls_per_prompt",

@@ -147,6 +147,21 @@ def _incidents(result: Triage) -> list[RenderableType]:
                 f"{loop.first_step}-{loop.last_step}", inert(_short(loop.error_message, 80)),
             )
         out.append(table)
+    if result.no_progress_loops or result.cycles:
+        table = Table(title="No-progress loops and cycles (same calls, no new result)", title_justify="left")
+        for col in ("prompt", "kind", "tool", "calls", "redundant", "steps"):
+            table.add_column(col, justify="right" if col in ("calls", "redundant") else "left", overflow="fold")
+        for n in result.no_progress_loops:
+            table.add_row(
+                inert(n.prompt_id), "same result", inert(n.tool_name), str(n.calls), str(n.redundant_calls),
+                f"{n.first_step}-{n.last_step}",
+            )
+        for c in result.cycles:
+            table.add_row(
+                inert(c.prompt_id), "A-B cycle", f"{inert(c.tool_name)} ⇄ {inert(c.other_tool_name)}", str(c.calls),
+                str(c.redundant_calls), f"{c.first_step}-{c.last_step}",
+            )
+        out.append(table)
     if result.replays:
         table = Table(title="Replays (tool_call_id ran more than once)", title_justify="left")
         for col in ("tool_call_id", "tool", "run", "prompt", "step", "flagged replayed", "verdict"):
@@ -189,6 +204,18 @@ def _incident_lines(result: Triage) -> list[RenderableType]:
                 f"{inert(loop.tool_name)} × {loop.calls} ({loop.redundant_calls} redundant)"
                 f" [dim]· prompt[/dim] {inert(loop.prompt_id)}[dim], steps {loop.first_step}-{loop.last_step}[/dim]"
                 f" · {inert(_short(loop.error_message, 80))}"
+            ))
+    if result.no_progress_loops or result.cycles:
+        out.append(Text("No-progress loops and cycles (same calls, no new result)", style="bold"))
+        for n in result.no_progress_loops:
+            out.append(_item(
+                f"{inert(n.tool_name)} × {n.calls}, same result ({n.redundant_calls} redundant)"
+                f" [dim]· prompt[/dim] {inert(n.prompt_id)}[dim], steps {n.first_step}-{n.last_step}[/dim]"
+            ))
+        for c in result.cycles:
+            out.append(_item(
+                f"{inert(c.tool_name)} ⇄ {inert(c.other_tool_name)} × {c.calls} ({c.redundant_calls} redundant)"
+                f" [dim]· prompt[/dim] {inert(c.prompt_id)}[dim], steps {c.first_step}-{c.last_step}[/dim]"
             ))
     if result.replays:
         out.append(Text("Replays (tool_call_id ran more than once)", style="bold"))
@@ -275,6 +302,10 @@ def _incident_summary(result: Triage) -> str:
     if result.retry_loops:
         redundant = sum(loop.redundant_calls for loop in result.retry_loops)
         items.append(f"[yellow]{_plural(len(result.retry_loops), 'retry loop')} ({redundant} redundant calls)[/yellow]")
+    if result.no_progress_loops:
+        items.append(f"[yellow]{_plural(len(result.no_progress_loops), 'no-progress loop')}[/yellow]")
+    if result.cycles:
+        items.append(f"[yellow]{_plural(len(result.cycles), 'cycle')}[/yellow]")
     doubles = sum(1 for r in result.replays if r.double_execution)
     if doubles:
         items.append(f"[bold red]{_plural(doubles, 'double execution')}[/bold red]")

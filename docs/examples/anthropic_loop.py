@@ -5,7 +5,12 @@ Production": the messages array is the state, every ``tool_use`` block gets a ``
 (``is_error: true`` when the tool failed, so the model can recover), parallel ``tool_use`` blocks of
 one response run together, transient errors are retried inside the tool, side effects are keyed on
 ``tool_use.id`` so a resumed loop replays instead of re-executing, and a tool-call budget bounds
-the loop. loopscope adds one ``with`` per prompt and one per tool call.
+the loop. loopscope adds one ``with`` per prompt and one per tool call, and two run-time aids
+(seed 000): after a failed call, ``call.recovery_context()`` builds an ``[Error Recovery Context]``
+block (the error, the previous attempts at the same operation and target, the catalog's
+suggestions) that goes into the next request right after the tool results; before each request,
+``loop.spinning()`` says whether the prompt is in a retry loop, a no-progress loop or a cycle, and
+with ``on_loop="exit"`` it has already written the exit: the loop stops.
 
 Run it for real with ``anthropic.Anthropic()`` as ``client``; the tests run it as written against a
 scripted fake client (tests/test_collector_examples.py).
@@ -51,6 +56,10 @@ class BudgetExceededError(Exception):
     """The prompt asked for more tool calls than its budget allows."""
 
 
+class LoopDetectedError(Exception):
+    """The prompt was spinning (``loop.spinning()`` with ``on_loop="exit"``): stopped."""
+
+
 def get_weather(city: str, date: str) -> str:
     """Stand-in for a weather API."""
     if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", date):
@@ -89,8 +98,8 @@ def dispatch_tool(
     tools: dict[str, Callable[..., str]],
     done: dict[str, str],
     sleep: Callable[[float], None],
-) -> dict[str, Any]:
-    """Execute one tool_use block and build its tool_result (never raises)."""
+) -> tuple[dict[str, Any], str | None]:
+    """Execute one tool_use block: its tool_result, and the recovery block if it failed (never raises)."""
     content = None
     with loop.tool_call(block.id, block.name, block.input, catch=True) as call:
         if block.id in done:  # idempotency: this tool_use already ran (we are resuming)
@@ -100,11 +109,14 @@ def dispatch_tool(
             call.fail(f"Unknown tool {block.name!r}. Available tools: {', '.join(sorted(tools))}.", "unknown_tool")
         else:
             content = execute_tool_with_retry(call, lambda: tools[block.name](**block.input), sleep=sleep)
+            call.returned(content)  # only its digest is recorded (result_fingerprint)
     if call.is_error:
-        # catch=True turned an exception into call.error_text (redacted, capped): hand it to the model.
-        return {"type": "tool_result", "tool_use_id": block.id, "content": call.error_text, "is_error": True}
+        # catch=True turned an exception into call.error_text (redacted, capped): hand it to the model,
+        # with the seed-000 block (None only if building it failed).
+        error = {"type": "tool_result", "tool_use_id": block.id, "content": call.error_text, "is_error": True}
+        return error, call.recovery_context()
     done[block.id] = content
-    return {"type": "tool_result", "tool_use_id": block.id, "content": content}
+    return {"type": "tool_result", "tool_use_id": block.id, "content": content}, None
 
 
 def _pending_tool_uses(messages: list[dict[str, Any]]) -> list[Any]:
@@ -127,6 +139,7 @@ def run_agent_loop(
     tools: dict[str, Callable[..., str]] = TOOLS,
     done: dict[str, str] | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    on_loop: str | None = "exit",
 ) -> str:
     """Answer one user message; ``user_message=None`` resumes a loop from its saved ``messages``.
 
@@ -143,6 +156,7 @@ def run_agent_loop(
         max_tool_calls=max_tool_calls,
         provider="anthropic",
         model=MODEL,
+        on_loop=on_loop,
     ) as loop:
         tool_uses = _pending_tool_uses(messages)
         while True:
@@ -152,9 +166,15 @@ def run_agent_loop(
                     raise BudgetExceededError(f"{conversation_id}: more than {max_tool_calls} tool calls")
                 # Parallel tool use: run every block of this response together; results keep order.
                 with ThreadPoolExecutor(max_workers=len(tool_uses)) as pool:
-                    results = list(pool.map(lambda b: dispatch_tool(loop, b, tools, done, sleep), tool_uses))
-                # tool_result blocks come first in the user message (Anthropic's rule).
+                    dispatched = list(pool.map(lambda b: dispatch_tool(loop, b, tools, done, sleep), tool_uses))
+                # tool_result blocks come first in the user message (Anthropic's rule); each failed
+                # call's [Error Recovery Context] block follows them, in the same message.
+                results = [result for result, _ in dispatched]
+                results += [{"type": "text", "text": context} for _, context in dispatched if context]
                 messages.append({"role": "user", "content": results})
+                spin = loop.spinning()  # before the next model call
+                if spin is not None and spin.stop:  # on_loop="exit" has written loop_exit
+                    raise LoopDetectedError(f"{conversation_id}: {spin.describe()}")
 
             response = client.messages.create(model=MODEL, max_tokens=4096, tools=TOOL_DEFINITIONS, messages=messages)
             loop.model_response(
@@ -173,6 +193,6 @@ if __name__ == "__main__":  # pragma: no cover - needs the anthropic package and
     import anthropic
     from loopscope.collectors import JsonlSink
 
-    col = Collector(JsonlSink("logs/loopscope.jsonl"))
+    col = Collector(JsonlSink("logs/loopscope.jsonl"), history=True)
     print(run_agent_loop(anthropic.Anthropic(), col, "demo-1", "Weather in Paris on 2026-11-23?", []))
     col.close()

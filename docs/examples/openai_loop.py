@@ -54,6 +54,10 @@ class BudgetExceededError(Exception):
     """The prompt asked for more tool calls than its budget allows."""
 
 
+class LoopDetectedError(Exception):
+    """The prompt was spinning (``loop.spinning()`` with ``on_loop="exit"``): stopped."""
+
+
 def get_weather(city: str, date: str) -> str:
     """Stand-in for a weather API."""
     if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", date):
@@ -110,8 +114,11 @@ def dispatch_tool(
                 call.fail(f"Arguments are not valid JSON ({exc}). Send a JSON object.", "invalid_arguments")
             else:
                 content = execute_tool_with_retry(call, lambda: tools[name](**args), sleep=sleep)
+                call.returned(content)  # only its digest is recorded (result_fingerprint)
     if call.is_error:
-        return {"role": "tool", "tool_call_id": tool_call.id, "content": call.error_text}
+        # The seed-000 block holds the error word for word, then the previous attempts and the
+        # catalog's suggestions: it is the tool message's content (the raw error if it failed).
+        return {"role": "tool", "tool_call_id": tool_call.id, "content": call.recovery_context() or call.error_text}
     done[tool_call.id] = content
     return {"role": "tool", "tool_call_id": tool_call.id, "content": content}
 
@@ -129,6 +136,7 @@ def run_openai_agent_loop(
     tools: dict[str, Callable[..., str]] = TOOLS,
     done: dict[str, str] | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    on_loop: str | None = "exit",
 ) -> str:
     """Answer one user message. ``messages`` is the persisted conversation (mutated in place)."""
     done = {} if done is None else done
@@ -140,6 +148,7 @@ def run_openai_agent_loop(
         max_tool_calls=max_tool_calls,
         provider="openai",
         model=MODEL,
+        on_loop=on_loop,
     ) as loop:
         while True:
             response = client.chat.completions.create(model=MODEL, messages=messages, tools=OPENAI_TOOL_DEFINITIONS)
@@ -179,12 +188,15 @@ def run_openai_agent_loop(
             # Every tool_call.id needs its role:"tool" message before the next request.
             with ThreadPoolExecutor(max_workers=len(tool_calls)) as pool:
                 messages.extend(pool.map(lambda c: dispatch_tool(loop, c, tools, done, sleep), tool_calls))
+            spin = loop.spinning()  # before the next model call
+            if spin is not None and spin.stop:  # on_loop="exit" has written loop_exit
+                raise LoopDetectedError(f"{conversation_id}: {spin.describe()}")
 
 
 if __name__ == "__main__":  # pragma: no cover - needs the openai package and an API key
     import openai
     from loopscope.collectors import JsonlSink
 
-    col = Collector(JsonlSink("logs/loopscope.jsonl"))
+    col = Collector(JsonlSink("logs/loopscope.jsonl"), history=True)
     print(run_openai_agent_loop(openai.OpenAI(), col, "demo-1", "Weather in Paris on 2026-11-23?", []))
     col.close()

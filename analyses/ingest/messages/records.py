@@ -15,7 +15,8 @@ The rules (docs/inputs.md, "Conversation message arrays", explains them to users
   ``outcome`` ``permanent_fail`` / ``ok``, ``attempts`` 1 (a log cannot see
   retries inside a tool), ``error_message`` the result text (redacted and capped at 2,000
   characters by the collector's ``clean_error_text``), ``input_shape`` and
-  ``args_fingerprint`` by the collector's ``shape_and_fingerprint``.
+  ``args_fingerprint`` by the collector's ``shape_and_fingerprint``, ``result_fingerprint`` by its
+  ``result_fingerprint`` of the result text (what ``call.returned(text)`` records).
 - One ``loop_exit`` per prompt whose last model response has no tool call: the
   stored ``stop_reason`` / ``finish_reason`` (OpenAI ``stop``, ``length``,
   ``content_filter`` read as ``end_turn``, ``max_tokens``, ``refusal``), or
@@ -62,7 +63,7 @@ from loopscope.analyses.ingest.messages.turns import (
     parse_timestamp,
 )
 from loopscope.collectors.redact import clean_error_text
-from loopscope.collectors.shape import shape_and_fingerprint
+from loopscope.collectors.shape import result_fingerprint, shape_and_fingerprint
 
 # Where the messages reader puts the time of the log line a message came in (per-turn logs).
 LINE_TIME_KEY = "_loopscope_line_time"
@@ -237,6 +238,8 @@ class _Deriver(CallBook[_Call]):
                 "error_type": error_type_from_text(result.text) if reads_as_error else None,
                 "error_message": message,
                 "replayed": False,
+                # The collector's digest of the result text the model saw (records.md, optional field).
+                "result_fingerprint": result_fingerprint(result.text),
                 "message_index": result.index,
                 "call_message_index": call.turn.index,
             }

@@ -1,0 +1,198 @@
+"""No-progress loops and cycles: the run-time loop signal's definitions, offline.
+
+The collector's ``loop.spinning()`` (``loopscope.collectors.history``) finds three kinds of loop
+in a prompt while it runs; this module finds the same loops in stored records, with the same
+thresholds (imported from the collector, defined once there):
+
+- **Retry loop** (the spec's definition; ``incidents.retry_loops``): three or more failing calls
+  of one prompt with the same tool and fingerprint.
+- **No-progress loop**: within one prompt, ``NO_PROGRESS_MIN_CALLS`` (3) or more successful
+  calls (``is_error: false``) with the same ``tool_name``, the same ``args_fingerprint`` (two
+  nulls count as the same) and the same non-null ``result_fingerprint``: the model asked for the
+  same thing again and got the same answer (HKUDS/nanobot#2298: 172 identical ``exec`` calls with
+  an empty result). Records without ``result_fingerprint`` (older writers, results not handed
+  to the collector) never form one.
+
+Records flagged ``replayed: true`` (short-circuited by an idempotency layer: a resumed loop, not
+the model asking again) take no part in no-progress loops and cycles; they are replays.
+- **Cycle**: within one prompt, in call order (step, then ``ts``, then position in the input),
+  ``CYCLE_MIN_CALLS`` (4) or more consecutive calls alternating between two different calls,
+  a call being its ``tool_name`` and ``args_fingerprint``: A-B-A-B (confident-ai/deepeval#2643).
+  A call continues the cycle when it equals the call two before it and differs from the one
+  before it; a cycle of n calls has n - 2 such calls in a row.
+
+``result_fingerprint`` is an optional v1 field (docs/records.md); the loader keeps it among a
+record's unknown fields (``tool_calls.extra``), where these queries read it.
+tests/test_runtime_loops.py runs loops through the collector and checks that the signal and
+these queries find the same loops.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import duckdb
+
+from loopscope.analyses.rows import fetch_dicts as _rows
+from loopscope.analyses.selection import Selection
+from loopscope.collectors.history import CYCLE_MIN_CALLS, NO_PROGRESS_MIN_CALLS
+
+# Slots: {calls} (a filter on the tool calls t, or TRUE) and {where} (the Selection's condition
+# on prompts_v p), bound in that order, then the threshold.
+NO_PROGRESS_LOOPS_SQL = """
+WITH calls AS (
+    SELECT t.*, json_extract_string(t.extra, '$.result_fingerprint') AS result_fingerprint
+    FROM tool_calls_v t
+    WHERE NOT t.is_error AND NOT t.replayed AND {calls}
+)
+SELECT
+    c.conversation_id,
+    c.prompt_id,
+    p.agent,
+    c.tool_name,
+    c.args_fingerprint,
+    c.result_fingerprint,
+    count(*) AS calls,
+    count(*) - 1 AS redundant_calls,
+    min(c.step) AS first_step,
+    max(c.step) AS last_step,
+    min(c.ts) AS first_ts,
+    max(c.ts) AS last_ts,
+    list(c.tool_call_id ORDER BY c.ts, c.seq) AS tool_call_ids,
+    p.exit_reason,
+    p.is_open
+FROM calls c
+JOIN prompts_v p USING (conversation_id, prompt_id)
+WHERE c.result_fingerprint IS NOT NULL AND {where}
+GROUP BY
+    c.conversation_id, c.prompt_id, p.agent, c.tool_name, c.args_fingerprint, c.result_fingerprint,
+    p.exit_reason, p.is_open, p.first_ts, p.first_seq
+HAVING count(*) >= ?
+ORDER BY calls DESC, p.first_ts, p.first_seq, c.conversation_id, first_step
+"""
+
+CYCLES_SQL = """
+WITH ordered AS (
+    SELECT
+        t.conversation_id, t.prompt_id, t.tool_call_id, t.tool_name, t.args_fingerprint, t.step, t.ts,
+        row_number() OVER w AS pos,
+        lag(t.tool_name, 1) OVER w AS tool_1,
+        lag(t.args_fingerprint, 1) OVER w AS fp_1,
+        lag(t.tool_name, 2) OVER w AS tool_2,
+        lag(t.args_fingerprint, 2) OVER w AS fp_2
+    FROM tool_calls_v t
+    WHERE NOT t.replayed AND {calls}
+    WINDOW w AS (PARTITION BY t.conversation_id, t.prompt_id ORDER BY t.step, t.ts, t.seq)
+),
+flagged AS (
+    -- a call continues an alternation: it equals the call two before and differs from the one before
+    SELECT *,
+        coalesce(tool_name = tool_2 AND args_fingerprint IS NOT DISTINCT FROM fp_2
+                 AND NOT (tool_name = tool_1 AND args_fingerprint IS NOT DISTINCT FROM fp_1), false) AS alternates
+    FROM ordered
+),
+runs AS (
+    -- gaps and islands: consecutive alternating calls share run_id
+    SELECT *, pos - row_number() OVER (PARTITION BY conversation_id, prompt_id ORDER BY pos) AS run_id
+    FROM flagged
+    WHERE alternates
+)
+SELECT
+    r.conversation_id,
+    r.prompt_id,
+    p.agent,
+    first(r.tool_name ORDER BY r.pos) AS tool_name,
+    first(r.args_fingerprint ORDER BY r.pos) AS args_fingerprint,
+    first(r.tool_1 ORDER BY r.pos) AS other_tool_name,
+    first(r.fp_1 ORDER BY r.pos) AS other_args_fingerprint,
+    count(*) + 2 AS calls,
+    count(*) AS redundant_calls,
+    min(r.step) AS first_step,
+    max(r.step) AS last_step,
+    min(r.ts) AS first_ts,
+    max(r.ts) AS last_ts,
+    p.exit_reason,
+    p.is_open
+FROM runs r
+JOIN prompts_v p USING (conversation_id, prompt_id)
+WHERE {where}
+GROUP BY r.conversation_id, r.prompt_id, r.run_id, p.agent, p.exit_reason, p.is_open, p.first_ts, p.first_seq
+HAVING count(*) + 2 >= ?
+ORDER BY calls DESC, p.first_ts, p.first_seq, r.conversation_id, first_step
+"""
+
+
+def _run(con: duckdb.DuckDBPyConnection, sql: str, selection: Selection, threshold: int) -> list[dict[str, Any]]:
+    where, params = selection.where("p")
+    calls: str = "TRUE"
+    calls_params: list[object] = []
+    if len(selection.conversation_ids) == 1:
+        calls, calls_params = "t.conversation_id = ?", [selection.conversation_ids[0]]
+    elif selection.conversation_ids:
+        calls, calls_params = "list_contains(?, t.conversation_id)", [list(selection.conversation_ids)]
+    return _rows(con.execute(sql.format(calls=calls, where=where), [*calls_params, *params, threshold]))
+
+
+@dataclass(frozen=True)
+class NoProgressLoop:
+    """The same successful call with the same result, at least three times in one prompt."""
+
+    conversation_id: str
+    prompt_id: str
+    agent: str
+    tool_name: str
+    args_fingerprint: str | None
+    result_fingerprint: str
+    calls: int
+    redundant_calls: int
+    first_step: int
+    last_step: int
+    first_ts: dt.datetime
+    last_ts: dt.datetime
+    tool_call_ids: list[str]
+    exit_reason: str | None
+    is_open: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict for JSON."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Cycle:
+    """Two different calls alternating (A-B-A-B), at least four calls in a row in one prompt.
+
+    ``redundant_calls`` counts the calls after the first A-B pair.
+    """
+
+    conversation_id: str
+    prompt_id: str
+    agent: str
+    tool_name: str
+    args_fingerprint: str | None
+    other_tool_name: str
+    other_args_fingerprint: str | None
+    calls: int
+    redundant_calls: int
+    first_step: int
+    last_step: int
+    first_ts: dt.datetime
+    last_ts: dt.datetime
+    exit_reason: str | None
+    is_open: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict for JSON."""
+        return asdict(self)
+
+
+def no_progress_loops(con: duckdb.DuckDBPyConnection, selection: Selection) -> list[NoProgressLoop]:
+    """No-progress loops in the selected prompts, longest first."""
+    return [NoProgressLoop(**r) for r in _run(con, NO_PROGRESS_LOOPS_SQL, selection, NO_PROGRESS_MIN_CALLS)]
+
+
+def cycles(con: duckdb.DuckDBPyConnection, selection: Selection) -> list[Cycle]:
+    """A-B-A-B cycles in the selected prompts, longest first."""
+    return [Cycle(**r) for r in _run(con, CYCLES_SQL, selection, CYCLE_MIN_CALLS)]

@@ -1,0 +1,165 @@
+"""Startup benchmark: small data stays instant (issue 14).
+
+Times, in fresh processes as a user runs them, ``loopscope --help`` and every command on
+``sample_logs/`` (154 records), hyperfine-style: a warm-up run, then ``--runs`` runs each,
+reporting the best and the median wall time next to the target:
+
+- ``loopscope --help``: <= 0.2 s;
+- every command on sample_logs/: <= 0.4 s. Two cases: a fresh store (``--db :memory:``: the
+  schema is created and the files loaded, the first run's cost), and a store that already
+  holds the files (``--db FILE`` after a ``load``: what every later run costs).
+
+With ``--baseline DIR`` (a checkout of another loopscope commit, e.g. from
+``git worktree add`` or ``git archive main | tar -x -C DIR``), each command also runs against
+that code, interleaved run by run with the candidate so both see the same machine load, and the
+ratio candidate / baseline is printed. On a loaded machine trust the ratios more than the times.
+
+    python benchmarks/startup_bench.py
+    python benchmarks/startup_bench.py --runs 15 --baseline /tmp/loopscope-main
+    python benchmarks/startup_bench.py --importtime   # the slowest imports of `metrics`
+
+This is a benchmark, not a test: nothing fails, it prints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLE = str(REPO / "sample_logs")
+HELP_TARGET_S = 0.2
+COMMAND_TARGET_S = 0.4
+ENTRY = "import sys; from loopscope.cli import main; sys.argv[0] = 'loopscope'; main()"
+
+# (label, arguments): {db} is the store, {out} a scratch folder.
+COMMANDS: list[tuple[str, list[str]]] = [
+    ("load", ["load", SAMPLE, "--db", "{db}"]),
+    ("metrics", ["metrics", SAMPLE, "--db", "{db}"]),
+    ("metrics --by week", ["metrics", SAMPLE, "--db", "{db}", "--by", "week"]),
+    ("metrics -f json", ["metrics", SAMPLE, "--db", "{db}", "-f", "json"]),
+    ("unrecovered", ["unrecovered", SAMPLE, "--db", "{db}"]),
+    ("triage c02-date-blind", ["triage", "c02-date-blind", SAMPLE, "--db", "{db}"]),
+    ("lint", ["lint", SAMPLE, "--db", "{db}"]),
+    ("audit", ["audit", SAMPLE, "--db", "{db}"]),
+    ("audit -f json", ["audit", SAMPLE, "--db", "{db}", "-f", "json"]),
+    ("audit --html", ["audit", SAMPLE, "--db", "{db}", "--html", "{out}/audit.html"]),
+    ("review sample", ["review", "sample", SAMPLE, "--db", "{db}", "--n", "9", "--seed", "1"]),
+    ("compare", ["compare", SAMPLE, "--db", "{db}", "--a", "tag:mode=blind", "--b", "tag:mode=corrective"]),
+    ("check", ["check", SAMPLE, "--db", "{db}", "--min-recovery-rate", "0.1"]),
+    ("export", ["export", SAMPLE, "--db", "{db}", "--out", "{out}/export"]),
+    ("lint check -m", ["lint", "check", "-m", "Invalid date 'x'. Use YYYY-MM-DD."]),
+]
+
+
+def _shim(checkout: Path) -> Path:
+    """A folder to put first on PYTHONPATH so that ``import loopscope`` reads ``checkout``'s code."""
+    root = Path(tempfile.mkdtemp(prefix="loopscope-baseline-"))
+    pkg = root / "loopscope"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    for name in ("cli", "analyses", "collectors"):
+        (pkg / name).symlink_to(checkout.resolve() / name)
+    return root
+
+
+def _run(args: list[str], env: dict[str, str], cwd: str) -> float:
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", ENTRY, *args], env=env, cwd=cwd,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    took = time.perf_counter() - start
+    if proc.returncode not in (0, 3):
+        raise SystemExit(f"{' '.join(args)} exited {proc.returncode}: {proc.stderr[-500:]}")
+    return took
+
+
+def _expand(args: list[str], db: str, out: str) -> list[str]:
+    return [a.replace("{db}", db).replace("{out}", out) for a in args]
+
+
+def _envs(baseline: Path | None) -> dict[str, dict[str, str]]:
+    base = {k: v for k, v in os.environ.items() if k not in ("LOOPSCOPE_DB", "PYTHONPATH")}
+    base.update(COLUMNS="100", NO_COLOR="1")
+    envs = {"candidate": dict(base)}
+    if baseline is not None:
+        envs["baseline"] = {**base, "PYTHONPATH": str(_shim(baseline))}
+    return envs
+
+
+def bench(runs: int, baseline: Path | None) -> None:
+    envs = _envs(baseline)
+    work = Path(tempfile.mkdtemp(prefix="loopscope-startup-"))
+    for name in envs:
+        (work / f"out-{name}").mkdir()
+    # a store per code version that already holds sample_logs/ (the "later runs" case)
+    stores = {}
+    for name, env in envs.items():
+        stores[name] = str(work / f"{name}.duckdb")
+        _run(["load", SAMPLE, "--db", stores[name]], env, str(work))
+    cases: list[tuple[str, list[str], float, str]] = [("--help", ["--help"], HELP_TARGET_S, "")]
+    for label, args in COMMANDS:
+        cases.append((label, args, COMMAND_TARGET_S, ":memory:"))
+        if "{db}" in args:
+            cases.append((label, args, COMMAND_TARGET_S, "store"))
+    names = list(envs)
+    print(f"{runs} runs each after a warm-up; wall seconds, best / median; machine load {os.getloadavg()[0]:.1f} "
+          f"on {os.cpu_count()} cores")
+    head = f"{'command':<26} {'store':<9} {'target':>6}  {'best':>6} {'median':>6}"
+    if baseline is not None:
+        head += f"  {'base best':>9} {'base med':>8} {'ratio':>6}"
+    print(head)
+    misses = 0
+    for label, args, target, store in cases:
+        times: dict[str, list[float]] = {n: [] for n in names}
+        for i in range(runs + 1):
+            for name in names if i % 2 == 0 else reversed(names):
+                out = str(work / f"out-{name}")
+                db = ":memory:" if store in ("", ":memory:") else stores[name]
+                took = _run(_expand(args, db, out), envs[name], str(work))
+                if i:  # the first round warms the file cache
+                    times[name].append(took)
+        best, med = min(times["candidate"]), statistics.median(times["candidate"])
+        flag = "" if med <= target else "  over"
+        misses += med > target
+        line = f"{label:<26} {store or '-':<9} {target:>6.2f}  {best:>6.3f} {med:>6.3f}"
+        if baseline is not None:
+            b_best, b_med = min(times["baseline"]), statistics.median(times["baseline"])
+            line += f"  {b_best:>9.3f} {b_med:>8.3f} {med / b_med:>6.2f}"
+        print(line + flag, flush=True)
+    print(f"{len(cases) - misses} of {len(cases)} within target (median)")
+
+
+def importtime() -> None:
+    """The 25 slowest imports (cumulative) of ``loopscope metrics sample_logs/ --db :memory:``."""
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-c", ENTRY, "metrics", SAMPLE, "--db", ":memory:"],
+                          capture_output=True, text=True)
+    rows = []
+    for line in proc.stderr.splitlines():
+        if line.startswith("import time:") and "|" in line:
+            _, cumulative, name = line.split("|")
+            if cumulative.strip().isdigit():
+                rows.append((int(cumulative), name.rstrip()))
+    for cumulative, name in sorted(rows, reverse=True)[:25]:
+        print(f"{cumulative / 1000:8.1f} ms {name}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--baseline", type=Path, help="a checkout of another loopscope version to compare with")
+    parser.add_argument("--importtime", action="store_true", help="list the slowest imports of one command")
+    args = parser.parse_args()
+    if args.importtime:
+        importtime()
+        return
+    bench(args.runs, args.baseline)
+
+
+if __name__ == "__main__":
+    main()

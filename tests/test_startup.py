@@ -1,0 +1,130 @@
+"""Small data stays instant (issue 14): what a command on sample_logs/ does not import or build.
+
+Not a timing test (benchmarks/startup_bench.py times it): these check the causes. A command
+parses its options without pydantic (cli/coercion.py) to the same values Typer's pydantic
+route gives, --help loads no DuckDB, and a command on small data loads no polars.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import typer.main
+from typer.testing import CliRunner
+
+from loopscope.cli.app import app
+from loopscope.cli.coercion import FastCoercion, install
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLE = str(REPO / "sample_logs")
+ENTRY = "import sys; from loopscope.cli import main; sys.argv[0] = 'loopscope'; main()"
+PROBE = ENTRY.replace("main()", "\ntry:\n    main()\nfinally:\n    print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})), file=sys.stderr)")
+
+
+def _modules(*args: str) -> tuple[set[str], str]:
+    code = "import json\n" + PROBE
+    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd="/",
+                          env={"PATH": "/usr/bin:/bin", "COLUMNS": "100"})
+    assert proc.returncode in (0, 3), proc.stderr
+    return set(json.loads(proc.stderr.strip().splitlines()[-1])), proc.stdout
+
+
+def test_help_loads_no_duckdb_pydantic_or_polars() -> None:
+    loaded, out = _modules("--help")
+    assert "Load and measure" in out
+    assert not loaded & {"duckdb", "pydantic", "polars", "pyarrow"}
+
+
+@pytest.mark.parametrize("args", [["metrics", SAMPLE, "--db", ":memory:", "-f", "json", "--week", "2026-W47"],
+                                  ["audit", SAMPLE, "--db", ":memory:", "--limit", "3"],
+                                  ["lint", "check", "-m", "Failed"]], ids=lambda a: a[0])
+def test_a_command_on_small_data_loads_no_pydantic_or_polars(args: list[str]) -> None:
+    loaded, out = _modules(*args)
+    assert out.strip()
+    assert not loaded & {"pydantic", "polars", "pyarrow"}
+
+
+class Color(enum.Enum):
+    red = "red"
+    blue = "blue"
+
+
+def _typer_param(annotation: object, **option: object):
+    """A parameter as Typer builds it, for a one-option command."""
+    from typing import Annotated
+
+    shell = typer.Typer()
+
+    def one(x=None):  # noqa: ANN001, ANN202 - annotated below, with the case's type
+        pass
+
+    one.__annotations__ = {"x": Annotated[annotation, typer.Option("--x", **option)]}
+    shell.command()(one)
+
+    command = typer.main.get_command(shell)
+    [param] = [p for p in command.params if p.name == "x"]
+    return param, command
+
+
+@pytest.mark.parametrize(
+    ("annotation", "option", "values"),
+    [
+        (str, {}, ["json", "", "ünï", "--x"]),
+        (int, {}, ["5", "-3", "+7", "007", 12]),
+        (int, {"min": 1}, ["1", "50"]),
+        (float, {}, ["0.5", "1", "-2.5e3", ".5", 0.25]),
+        (Color, {}, ["red", "blue", Color.red]),
+        (Path, {}, ["sample_logs", "/tmp/x.duckdb", "a b/c", Path("p")]),
+        (Path, {"file_okay": False}, ["/no/such/folder"]),
+        (list[str], {}, [["a", "b"], ["think"], [""]]),
+        (list[Path], {}, [["x.jsonl", "logs/"]]),
+        (bool, {}, [True, False]),
+    ],
+    ids=lambda v: getattr(v, "__name__", None) or str(v)[:20],
+)
+def test_fast_coercion_gives_typers_values(annotation: object, option: dict, values: list) -> None:
+    from typer._coercion import build_runtime_param
+
+    param, command = _typer_param(annotation, **option)
+    assert FastCoercion.handles(param.type_descriptor)
+    fast, typers = FastCoercion(param.type_descriptor), build_runtime_param(param.type_descriptor)
+    ctx = command.make_context("one", [], resilient_parsing=True)
+    for value in values:
+        got, want = fast.coerce(value, param, ctx), typers.coerce(value, param=param, ctx=ctx)
+        assert got == want and type(got) is type(want), value
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["unrecovered", "--limit", "abc"], "valid integer"),
+        (["quarantine", "--limit", "0"], "greater than or equal to 1"),
+        (["metrics", "--format", "yaml"], "'yaml' is not one of"),
+        (["check", "--min-recovery-rate", "most"], "valid number"),
+    ],
+)
+def test_values_that_do_not_parse_get_typers_own_error(args: list[str], message: str) -> None:
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 1 and message in " ".join(res.output.replace("│", " ").split())
+
+
+def test_every_option_of_every_command_takes_the_fast_route() -> None:
+    """A new option of another type would silently bring pydantic back: this names it."""
+    root = typer.main.get_command(app)
+    install(root)
+    slow = []
+
+    def walk(cmd, path):  # noqa: ANN001, ANN202
+        for p in cmd.params:
+            if getattr(p, "type_descriptor", None) is not None and not isinstance(p._runtime_param, FastCoercion):
+                slow.append(f"{path} {p.name}")
+        for name, sub in getattr(cmd, "commands", {}).items():
+            walk(sub, f"{path} {name}")
+
+    walk(root, "loopscope")
+    assert slow == []
