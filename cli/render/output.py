@@ -18,7 +18,7 @@ import math
 import os
 import re
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -136,8 +136,26 @@ def to_json(obj: Any) -> str:
 
 
 def write_json(obj: Any) -> None:
-    """Print ``obj`` as JSON on stdout."""
-    sys.stdout.write(to_json(obj) + "\n")
+    """Print ``obj`` as JSON on stdout.
+
+    A list (or any iterator, e.g. rows read from a cursor in batches) is
+    written element by element, so a long list is never held as one text;
+    the bytes are those of ``to_json(list(obj))``.
+    """
+    if isinstance(obj, (list, Iterator)):
+        _write_json_list(iter(obj))
+    else:
+        sys.stdout.write(to_json(obj) + "\n")
+
+
+def _write_json_list(items: Iterator[Any]) -> None:
+    out = sys.stdout
+    first = True
+    for item in items:
+        out.write("[\n" if first else ",\n")
+        first = False
+        out.write("\n".join("  " + line for line in to_json(item).split("\n")))
+    out.write("[]\n" if first else "\n]\n")
 
 
 def _csv_cell(value: Any) -> Any:
@@ -165,8 +183,11 @@ def to_csv(rows: Iterable[Mapping[str, Any]], columns: Sequence[str]) -> str:
 
 
 def write_csv(rows: Iterable[Mapping[str, Any]], columns: Sequence[str]) -> None:
-    """Print rows as CSV on stdout."""
-    sys.stdout.write(to_csv(rows, columns))
+    """Print rows as CSV on stdout, row by row (the same text as ``to_csv``)."""
+    writer = csv.writer(sys.stdout, lineterminator="\n")
+    writer.writerow(columns)
+    for row in rows:
+        writer.writerow([_csv_cell(row.get(col)) for col in columns])
 
 
 def shown_path(path: str) -> str:
