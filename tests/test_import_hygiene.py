@@ -77,7 +77,21 @@ def test_every_cli_module_imports() -> None:
 def _lint_imports(config: Path) -> int:
     from importlinter.cli import lint_imports
 
-    return lint_imports(config_filename=str(config))
+    # lint-imports configures logging (dictConfig disables every existing logger): put it back,
+    # or the collector's warnings vanish for every test that runs after this one
+    import logging
+
+    root = logging.getLogger()
+    saved = ({name: lg.disabled for name, lg in root.manager.loggerDict.items() if isinstance(lg, logging.Logger)},
+             root.handlers[:], root.level)
+    try:
+        return lint_imports(config_filename=str(config))
+    finally:
+        for name, lg in root.manager.loggerDict.items():
+            if isinstance(lg, logging.Logger):
+                lg.disabled = saved[0].get(name, False)
+        root.handlers[:] = saved[1]
+        root.setLevel(saved[2])
 
 
 def test_import_linter_contracts_are_kept(monkeypatch: pytest.MonkeyPatch) -> None:

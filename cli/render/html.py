@@ -236,9 +236,11 @@ def _tools_title(tools: dict[str, Any]) -> str:
 
 def _tools_html(tools: dict[str, Any]) -> str:
     """Per-tool health: the terminal's columns, headed by their labels, and the most frequent error template."""
-    columns = [(key, figure_label(key)) for key, _ in TOOL_COLUMNS] + [
-        ("top_error_template", figure_label("top_error_template")),
-        ("top_error_template_errors", figure_label("top_error_template_errors"))]
+    # The terminal's short headers (the figures' names are in --format json), then the template.
+    headers = {"tool_calls": "calls", "error_rate": "error rate", "recovery_rate": "recovery",
+               "conversation_recovery_rate": "conv. recovery"}
+    columns = [(key, headers.get(key, short)) for key, short in TOOL_COLUMNS] + [
+        ("top_error_template", "most frequent error template"), ("top_error_template_errors", "its errors")]
 
     def cell(key: str, row: dict[str, Any]) -> str | None:
         if key == "tool_name":
@@ -248,6 +250,8 @@ def _tools_html(tools: dict[str, Any]) -> str:
             if row["top_error_template"] is None:
                 return '<td class="muted">–</td>'
             return f'<td class="msg">{esc(row["top_error_template"] or "(no message)")}</td>'
+        if row.get(key, 0) is None:  # a rate without a denominator, a latency without a sample
+            return '<td class="n muted">–</td>'
         return None
 
     missing = sum(t["tool_calls_without_latency"] for t in tools["items"])
