@@ -271,7 +271,12 @@ def test_no_progress_loop_and_cycle_signals() -> None:
         assert [s.kind for s in loop.loops()] == [CYCLE]
 
 
-def test_warn_policy_logs_once_per_loop_and_keeps_the_loop_open(caplog: pytest.LogCaptureFixture) -> None:
+def test_warn_policy_logs_once_per_loop_and_keeps_the_loop_open(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # test_import_hygiene runs import-linter in this process, whose logging setup disables the
+    # loggers that exist by then (test_collector_guard fails after it for the same reason).
+    monkeypatch.setattr(logging.getLogger("loopscope"), "disabled", False)
     col, sink = _col()
     with caplog.at_level(logging.WARNING, logger="loopscope"):
         with col.prompt("c", on_loop="warn") as loop:
