@@ -44,7 +44,8 @@ DbOption = Annotated[
         "--db",
         envvar="LOOPSCOPE_DB",
         help="DuckDB file to use (created if missing). [dim]:memory:[/dim] for a throwaway store. "
-        "Default: ./loopscope.duckdb.",
+        "Or ClickHouse: [dim]clickhouse://user@host:8123/db[/dim], [dim]clickhouses://[/dim] (TLS), "
+        "[dim]chdb:///path[/dim] (docs/clickhouse.md). Default: ./loopscope.duckdb.",
         show_default=False,
         rich_help_panel=PANEL_INPUT,
     ),

@@ -176,6 +176,10 @@ def connect(
             by a newer loopscope.
     """
     target = str(path) if path is not None else default_db_path()
+    if _is_clickhouse(target):  # clickhouse://, clickhouses://, chdb:// (store/clickhouse.py)
+        from loopscope.analyses.store.clickhouse import connect_clickhouse
+
+        return connect_clickhouse(target)  # type: ignore[return-value]
     if target != ":memory:":
         folder = Path(target).expanduser().resolve().parent
         if not folder.is_dir():
@@ -210,6 +214,11 @@ def connect(
     return con
 
 
+def _is_clickhouse(target: str) -> bool:
+    """``--db`` names a ClickHouse store (a URL) rather than a DuckDB file."""
+    return "://" in target and target.split("://", 1)[0].lower() in ("clickhouse", "clickhouses", "chdb")
+
+
 class Analysis(NamedTuple):
     """An open store for one analysis: the connection, what to count, and the load of PATHs (None without)."""
 
@@ -242,7 +251,13 @@ def open_for_analysis(
     try:
         wanted = selection or Selection()
         summary = None
-        if paths:
+        if paths and getattr(con, "engine", "duckdb") == "clickhouse":
+            from loopscope.analyses.store.clickhouse import load_into_clickhouse
+
+            summary = load_into_clickhouse(con, list(paths), input_format=input_format,  # type: ignore[arg-type]
+                                           reader_options=reader_options, progress=progress)
+            wanted = dataclasses.replace(wanted, source_ids=summary.source_ids)
+        elif paths:
             from loopscope.analyses.ingest import load_paths
 
             summary = load_paths(con, list(paths), input_format=input_format, reader_options=reader_options,

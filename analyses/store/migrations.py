@@ -32,6 +32,7 @@ Table layout (record format v1 lives in docs/records.md):
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from functools import cache
 
@@ -157,13 +158,53 @@ def newer_store(con: duckdb.DuckDBPyConnection) -> list[str]:
 
 @cache
 def _expected_columns() -> frozenset[tuple[str, str]]:
-    """Every (table, column) this loopscope's migrations create, from a throwaway in-memory store."""
+    """Every (table, column) this loopscope's migrations create.
+
+    Read from the one-step schema's own text when it stands for the whole chain (no store to
+    build: opening a store stays cheap), else from a throwaway in-memory store.
+    """
+    if FRESH_SCHEMA_AT == MIGRATIONS[-1][0]:
+        return declared_columns(";\n".join((FRESH_SCHEMA_SQL, model.SCRATCHPAD_TABLE_SQL)))
+    return _built_columns()
+
+
+def _built_columns() -> frozenset[tuple[str, str]]:
     mem = duckdb.connect(":memory:")
     try:
         migrate(mem)
         return frozenset((t, c) for t, c in mem.execute(COLUMNS_SQL).fetchall())
     finally:
         mem.close()
+
+
+_CREATE_TABLE_RE = re.compile(r"CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)\s*\(", re.IGNORECASE)
+_NOT_A_COLUMN = ("PRIMARY", "UNIQUE", "CHECK", "FOREIGN", "CONSTRAINT")
+
+
+def declared_columns(script: str) -> frozenset[tuple[str, str]]:
+    """(table, column) of every ``CREATE TABLE`` in ``script``, this module's own DDL (no comments,
+    plain names); tests/test_store_schema.py checks it against the chain's store."""
+    found = set()
+    for match in _CREATE_TABLE_RE.finditer(script):
+        depth, start = 1, match.end()
+        end = start
+        while depth:
+            depth += {"(": 1, ")": -1}.get(script[end], 0)
+            end += 1
+        parts, depth, current = [], 0, ""
+        for ch in script[start : end - 1]:
+            depth += {"(": 1, ")": -1}.get(ch, 0)
+            if ch == "," and depth == 0:
+                parts.append(current)
+                current = ""
+            else:
+                current += ch
+        parts.append(current)
+        for part in parts:
+            name = part.split()[0] if part.split() else ""
+            if name and name.upper() not in _NOT_A_COLUMN:
+                found.add((match.group(1), name))
+    return frozenset(found)
 
 
 @migration

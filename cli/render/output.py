@@ -20,12 +20,12 @@ import re
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
-
-from rich.console import Console
-from rich.markup import escape
+from typing import TYPE_CHECKING, Any
 
 from loopscope.analyses.untrusted import BIDI_AND_INVISIBLE, UNSAFE_RE, escape_char
+
+if TYPE_CHECKING:  # rich is imported when a console is made: json and csv output never load it
+    from rich.console import Console
 
 # C0/C1 controls, bidirectional controls and invisible format characters: one definition for
 # every output (loopscope.analyses.untrusted), so log text cannot act on a terminal or disguise
@@ -46,11 +46,15 @@ class OutputFormat(str, enum.Enum):
 
 def stdout_console() -> Console:
     """Console for results (stdout). Created per call so tests can capture it."""
+    from rich.console import Console
+
     return Console(highlight=False, soft_wrap=False)
 
 
 def stderr_console() -> Console:
     """Console for errors and progress (stderr), so piped output stays clean."""
+    from rich.console import Console
+
     return Console(stderr=True, highlight=False)
 
 
@@ -66,6 +70,8 @@ def plain(text: object) -> str:
 
 def inert(text: object) -> str:
     """Untrusted text made safe to embed in rich markup."""
+    from rich.markup import escape
+
     return escape(plain(text))
 
 

@@ -1,0 +1,549 @@
+"""A loopscope store on ClickHouse (a server, or chDB embedded in this process).
+
+``--db`` takes, next to a DuckDB file:
+
+- ``clickhouse://[user@]host[:port]/database`` (HTTP, default port 8123),
+- ``clickhouses://[user@]host[:port]/database`` (HTTPS, default port 8443),
+- ``chdb:///absolute/path`` (embedded ClickHouse in a folder; ``chdb://memory``: throwaway).
+
+The password comes from ``$LOOPSCOPE_CLICKHOUSE_PASSWORD`` (else
+``$CLICKHOUSE_PASSWORD``), the user from the URL, else
+``$LOOPSCOPE_CLICKHOUSE_USER`` / ``$CLICKHOUSE_USER``, else ``default``. A URL
+that carries a password is refused (it would end up in shell history and
+process lists), and the password is never part of a message.
+
+All three go through ``clickhouse-connect``'s client (``get_client``), so
+chDB exercises the same code path as a server. ``ClickHouseConnection``
+gives the analyses the small part of DuckDB's connection API they use
+(``execute(sql, params)`` then ``fetchall`` / ``fetchone`` / ``description``,
+``close``); every statement is DuckDB SQL translated by
+``store.clickhouse_sql``. The analyses never branch on the engine.
+
+Where the records come from (``ensure_schema``), in this order:
+
+1. loopscope's own tables ``tool_calls`` / ``loop_exits`` (the DuckDB
+   layout, loaded by ``loopscope load --db clickhouse://...``);
+2. what the OpenTelemetry Collector's ``clickhouse`` exporter writes
+   (``otel_logs``): loopscope's two tables, fed by materialised views that
+   parse each log record once (``store.clickhouse_otel``);
+3. neither: loopscope's tables are created, empty.
+
+Then the normative views of ``model`` are created over them: ``tool_calls_v``
+and ``prompts_v`` translated from ``model``'s SQL, ``errors_v`` and
+``id_collisions_v`` from the portable forms below (``model``'s use ``LATERAL``,
+which ClickHouse lacks; tests/test_clickhouse_conformance.py checks that on
+DuckDB the portable forms give exactly ``model``'s rows).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from loopscope.analyses.errors import DatabaseError, LoopscopeError
+from loopscope.analyses.store.clickhouse_sql import SETTINGS, bind, translate
+
+__all__ = [
+    "PASSWORD_ENVS", "SCHEMES", "USER_ENVS", "ClickHouseConnection", "connect_clickhouse", "is_clickhouse_url",
+    "redact_url",
+]
+
+SCHEMES = ("clickhouse", "clickhouses", "chdb")
+PASSWORD_ENVS = ("LOOPSCOPE_CLICKHOUSE_PASSWORD", "CLICKHOUSE_PASSWORD")
+USER_ENVS = ("LOOPSCOPE_CLICKHOUSE_USER", "CLICKHOUSE_USER")
+DEFAULT_PORTS = {"clickhouse": 8123, "clickhouses": 8443}
+INSTALL_HINT = "install the ClickHouse extra: pip install 'loopscope[clickhouse]'"
+
+# --- loopscope's tables (the DuckDB store's columns, in the same order) ---------------------
+# ORDER BY / sharding key: conversation_id first, since every per-conversation figure
+# (replays, error classes, resolved later) is computed inside one conversation.
+TABLES_SQL = (
+    """
+    CREATE TABLE IF NOT EXISTS tool_calls (
+        seq Int64, source_id Nullable(Int32), line_no Nullable(Int64), v Int32, ts DateTime64(6, 'UTC'),
+        conversation_id String, prompt_id String, agent String, trace_id Nullable(String),
+        span_id Nullable(String), tags Nullable(String), tool_call_id String, tool_name String, step Int32,
+        input_shape Nullable(String), args_fingerprint Nullable(String), outcome String, is_error Bool,
+        attempts Int32, latency_ms Nullable(Float64), error_type Nullable(String),
+        error_message Nullable(String), replayed Bool, extra Nullable(String)
+    ) ENGINE = MergeTree ORDER BY (conversation_id, prompt_id, ts, seq)
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS loop_exits (
+        seq Int64, source_id Nullable(Int32), line_no Nullable(Int64), v Int32, ts DateTime64(6, 'UTC'),
+        conversation_id String, prompt_id String, agent String, trace_id Nullable(String),
+        span_id Nullable(String), tags Nullable(String), exit_reason String, steps Nullable(Int32),
+        tool_calls Nullable(Int32), tool_errors Nullable(Int32), max_tool_calls Nullable(Int32),
+        input_tokens Nullable(Int64), output_tokens Nullable(Int64), duration_ms Nullable(Float64),
+        error_type Nullable(String), error_message Nullable(String), extra Nullable(String)
+    ) ENGINE = MergeTree ORDER BY (conversation_id, prompt_id, ts, seq)
+    """,
+)
+SUPPORT_TABLES_SQL = (
+    """
+    CREATE TABLE IF NOT EXISTS sources (
+        source_id Int32, path String, input_format String, head_hash Nullable(String), bytes_loaded Int64,
+        lines_loaded Int64, first_loaded_at DateTime64(6, 'UTC'), last_loaded_at DateTime64(6, 'UTC'),
+        head_len Nullable(Int32)
+    ) ENGINE = MergeTree ORDER BY source_id
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS protocol_violations (
+        source_id Nullable(Int32), conversation_id Nullable(String), prompt_id Nullable(String),
+        tool_call_id Nullable(String), kind String, detail Nullable(String)
+    ) ENGINE = MergeTree ORDER BY kind
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS quarantine (
+        source_id Nullable(Int32), path String, line_no Nullable(Int64), reason String, raw Nullable(String),
+        quarantined_at DateTime64(6, 'UTC')
+    ) ENGINE = MergeTree ORDER BY path
+    """,
+)
+SCRATCHPAD_TABLE_SQL = "CREATE TABLE IF NOT EXISTS scratchpad_tools (tool_name String) ENGINE = MergeTree ORDER BY tool_name"
+
+# --- portable forms of the views model.py writes with LATERAL -------------------------------
+# DuckDB SQL that both engines run; on DuckDB they give model's rows exactly (tested).
+ERRORS_VIEW_PORTABLE_SQL = """
+CREATE OR REPLACE VIEW errors_v AS
+WITH classed AS (
+    SELECT
+        t.*,
+        CASE
+            WHEN p.normal_exit AND p.max_ok_step > t.step THEN 'recovered'
+            WHEN p.is_open THEN 'open'
+            WHEN NOT p.normal_exit THEN 'aborted'
+            ELSE 'gave_up'
+        END AS error_class,
+        p.first_ts AS prompt_first_ts,
+        p.first_seq AS prompt_first_seq,
+        p.exit_reason
+    FROM tool_calls_v t
+    JOIN prompts_v p USING (conversation_id, prompt_id)
+    WHERE t.is_error AND NOT t.is_replay
+),
+later AS (
+    -- per unrecovered error (seq is unique per record): the first later prompt of its
+    -- conversation with a successful, non-replay call of the same tool
+    SELECT seq, prompt_id FROM (
+        SELECT
+            c.seq AS seq,
+            q.prompt_id AS prompt_id,
+            row_number() OVER (PARTITION BY c.seq ORDER BY q.first_ts, q.first_seq) AS rn
+        FROM classed c
+        JOIN tool_calls_v o ON o.conversation_id = c.conversation_id AND o.tool_name = c.tool_name
+        JOIN prompts_v q ON q.conversation_id = o.conversation_id AND q.prompt_id = o.prompt_id
+        WHERE c.error_class <> 'recovered'
+          AND NOT o.is_error
+          AND NOT o.is_replay
+          AND (q.first_ts > c.prompt_first_ts OR (q.first_ts = c.prompt_first_ts AND q.first_seq > c.prompt_first_seq))
+    ) ranked
+    WHERE rn = 1
+)
+SELECT
+    c.*,
+    (c.error_class <> 'recovered' AND r.prompt_id IS NOT NULL) AS resolved_later,
+    CASE WHEN c.error_class <> 'recovered' THEN r.prompt_id END AS resolved_in_prompt
+FROM classed c
+LEFT JOIN later r ON r.seq = c.seq
+"""
+
+ID_COLLISIONS_VIEW_PORTABLE_SQL = """
+CREATE OR REPLACE VIEW id_collisions_v AS
+WITH firsts AS (
+    SELECT conversation_id, tool_call_id, prompt_id, tool_name, args_fingerprint, source_id, line_no FROM (
+        SELECT
+            e.conversation_id AS conversation_id, e.tool_call_id AS tool_call_id, e.prompt_id AS prompt_id,
+            e.tool_name AS tool_name, e.args_fingerprint AS args_fingerprint, e.source_id AS source_id,
+            e.line_no AS line_no,
+            row_number() OVER (PARTITION BY e.conversation_id, e.tool_call_id ORDER BY e.ts, e.seq) AS rn
+        FROM tool_calls e
+    ) ranked
+    WHERE rn = 1
+)
+SELECT
+    c.conversation_id,
+    c.prompt_id,
+    c.tool_call_id,
+    c.seq,
+    c.source_id,
+    c.line_no,
+    c.tool_name,
+    c.args_fingerprint,
+    f.prompt_id AS first_prompt_id,
+    f.tool_name AS first_tool_name,
+    f.args_fingerprint AS first_args_fingerprint,
+    f.source_id AS first_source_id,
+    f.line_no AS first_line_no
+FROM tool_calls_v c
+JOIN firsts f ON f.conversation_id = c.conversation_id AND f.tool_call_id = c.tool_call_id
+WHERE c.is_id_collision
+"""
+
+PROTOCOL_VIOLATIONS_VIEW_PORTABLE_SQL = """
+CREATE OR REPLACE VIEW protocol_violations_v AS
+SELECT source_id, conversation_id, prompt_id, tool_call_id, kind, detail FROM protocol_violations
+UNION ALL
+SELECT
+    c.source_id,
+    c.conversation_id,
+    c.prompt_id,
+    c.tool_call_id,
+    'reused_tool_call_id' AS kind,
+    'tool call id ' || c.tool_call_id || ' of ' || c.tool_name || ' (prompt ' || c.prompt_id || ') was first used by '
+        || c.first_tool_name || CASE WHEN c.first_tool_name = c.tool_name THEN ' with other arguments' ELSE '' END
+        || ' (prompt ' || c.first_prompt_id || '): a new call, counted as one, not as a replay' AS detail
+FROM id_collisions_v c
+LEFT JOIN (
+    SELECT DISTINCT conversation_id, tool_call_id FROM protocol_violations
+    WHERE kind = 'reused_tool_call_id' AND conversation_id IS NOT NULL AND tool_call_id IS NOT NULL
+) v ON v.conversation_id = c.conversation_id AND v.tool_call_id = c.tool_call_id
+WHERE v.tool_call_id IS NULL  -- a reader that reported it already (with its lines) is not repeated
+"""
+
+
+def is_clickhouse_url(target: object) -> bool:
+    """Whether ``--db`` names a ClickHouse store (a URL with one of ``SCHEMES``) rather than a DuckDB file."""
+    return isinstance(target, str) and target.split("://", 1)[0].lower() in SCHEMES and "://" in target
+
+
+def redact_url(url: str) -> str:
+    """The URL without any password, for messages."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    user = f"{parts.username}@" if parts.username else ""
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{user}{host}{port}{parts.path}"
+
+
+def _env(names: Sequence[str]) -> str | None:
+    return next((os.environ[n] for n in names if os.environ.get(n)), None)
+
+
+def _client(url: str) -> Any:
+    try:
+        import clickhouse_connect
+    except ImportError:
+        raise DatabaseError(f"cannot open {redact_url(url)}: clickhouse-connect is not installed", hint=INSTALL_HINT) from None
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme == "chdb":
+        try:
+            import chdb  # noqa: F401 - clickhouse-connect needs it for chdb:// URLs
+        except ImportError:
+            raise DatabaseError(f"cannot open {url}: chdb is not installed", hint=INSTALL_HINT) from None
+        if parts.netloc not in ("", "memory"):
+            raise DatabaseError(
+                f"cannot open {url}: a chdb URL names a folder (chdb:///absolute/path) or chdb://memory",
+                hint="for example --db chdb:///var/lib/loopscope/chdb",
+            )
+        if parts.path:
+            folder = os.path.dirname(os.path.abspath(unquote(parts.path)))
+            if parts.netloc == "" and not os.path.isdir(folder):
+                raise DatabaseError(f"cannot create the database {url}: folder {folder} does not exist",
+                                    hint="create the folder, or pass another --db")
+        return clickhouse_connect.get_client(dsn=url)
+    if parts.password is not None:
+        raise DatabaseError(
+            f"refusing {redact_url(url)}: the URL carries a password",
+            hint=f"put the password in ${PASSWORD_ENVS[0]} and leave it out of --db (shell history, process lists)",
+        )
+    database = parts.path.strip("/") or "default"
+    user = unquote(parts.username) if parts.username else (_env(USER_ENVS) or "default")
+    return clickhouse_connect.get_client(
+        host=parts.hostname or "localhost",
+        port=parts.port or DEFAULT_PORTS[scheme],
+        username=user,
+        password=_env(PASSWORD_ENVS) or "",
+        database=database,
+        secure=scheme == "clickhouses",
+    )
+
+
+def _plain(value: Any) -> Any:
+    # DuckDB hands TIMESTAMP back as naive UTC datetimes; so does this connection.
+    if isinstance(value, dt.datetime) and value.tzinfo is not None:
+        return value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+    return value
+
+
+class ClickHouseConnection:
+    """The part of a DuckDB connection the analyses use, on a ClickHouse client.
+
+    ``execute`` translates the DuckDB statement (cached), binds the parameters
+    server-side and keeps the result for ``fetchall`` / ``fetchone``.
+    """
+
+    engine = "clickhouse"
+    materialises_facts = False
+    """prompt_facts is a DuckDB speed-up; here the metrics run on the views."""
+
+    def __init__(self, client: Any, url: str) -> None:
+        self._client = client
+        self.url = redact_url(url)
+        self._rows: list[tuple[Any, ...]] = []
+        self._pos = 0
+        self.description: list[tuple[Any, ...]] | None = None
+
+    # -- DuckDB-like API -----------------------------------------------------------------------
+    def execute(self, sql: str, params: object = None) -> ClickHouseConnection:
+        """Run one DuckDB statement (translated); ``params`` bound to its ``?`` / ``$N``."""
+        text, named = bind(translate(sql), params)
+        return self.execute_native(text, named)
+
+    def execute_native(self, sql: str, params: dict[str, object] | None = None) -> ClickHouseConnection:
+        """Run one statement written in ClickHouse's own dialect (``{name:Type}`` parameters)."""
+        try:
+            result = self._client.query(sql, parameters=params or None, settings=SETTINGS)
+        except Exception as exc:  # clickhouse_connect's errors: one message, no traceback
+            message = _first_line(exc)
+            unsupported = "not supported yet" in message or "NOT_IMPLEMENTED" in message
+            raise DatabaseError(
+                f"ClickHouse ({self.url}) refused a query: {message}",
+                hint="this analysis does not run on ClickHouse yet (docs/clickhouse.md, 'What was tested'): "
+                "use a DuckDB store for it" if unsupported else
+                "check that the server is reachable and its tables are the ones docs/clickhouse.md describes",
+            ) from None
+        self._rows = [tuple(_plain(v) for v in row) for row in result.result_rows]
+        self._pos = 0
+        self.description = [
+            (name, getattr(ctype, "name", str(ctype)), None, None, None, None, None)
+            for name, ctype in zip(result.column_names, result.column_types)
+        ]
+        return self
+
+    def command(self, sql: str) -> None:
+        """Run one ClickHouse DDL/DML statement (no result)."""
+        try:
+            self._client.command(sql, settings=SETTINGS)
+        except Exception as exc:
+            raise DatabaseError(f"ClickHouse ({self.url}) refused a statement: {_first_line(exc)}",
+                                hint="the user needs CREATE TABLE / CREATE VIEW rights on the database") from None
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        rows, self._rows, self._pos = self._rows[self._pos:], [], 0
+        return rows
+
+    def fetchone(self) -> tuple[Any, ...] | None:
+        if self._pos >= len(self._rows):
+            return None
+        self._pos += 1
+        return self._rows[self._pos - 1]
+
+    def fetchmany(self, size: int = 1) -> list[tuple[Any, ...]]:
+        rows = self._rows[self._pos:self._pos + size]
+        self._pos += len(rows)
+        return rows
+
+    def close(self) -> None:
+        try:
+            self._client.close()
+        except Exception:  # noqa: BLE001 - closing is best effort
+            pass
+
+    def __enter__(self) -> ClickHouseConnection:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- introspection -------------------------------------------------------------------------
+    def table_names(self) -> dict[str, str]:
+        """Tables and views in the current database: name -> engine (``View`` for a view)."""
+        sql = "SELECT name, engine FROM system.tables WHERE database = currentDatabase()"
+        return {row[0]: row[1] for row in self.execute_native(sql).fetchall()}
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return (text[0] if text else type(exc).__name__)[:500]
+
+
+def _schema_version() -> str:
+    """A digest of every statement ``ensure_schema`` runs: when the store's marker has it, nothing is redone."""
+    import hashlib
+
+    from loopscope.analyses import model
+    from loopscope.analyses.store import clickhouse_otel
+
+    parts = [*TABLES_SQL, *SUPPORT_TABLES_SQL, SCRATCHPAD_TABLE_SQL, model.TOOL_CALLS_VIEW_SQL, model.PROMPTS_VIEW_SQL,
+             ERRORS_VIEW_PORTABLE_SQL, ID_COLLISIONS_VIEW_PORTABLE_SQL, PROTOCOL_VIOLATIONS_VIEW_PORTABLE_SQL,
+             clickhouse_otel.tool_calls_select_sql({"EventName"}), clickhouse_otel.loop_exits_select_sql({"EventName"})]
+    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:16]
+
+
+MARKER_VIEW = "_loopscope_schema"
+
+
+def ensure_schema(con: ClickHouseConnection) -> str:
+    """Make the store readable by the analyses; return the layout found: ``loopscope``, ``otel`` or ``new``.
+
+    A marker view (``_loopscope_schema``) records the version of the statements run, so a
+    second connection to a ready store runs two queries, no DDL.
+    """
+    from loopscope.analyses import model
+
+    present = con.table_names()
+    version = _schema_version()
+    if MARKER_VIEW in present:
+        row = con.execute_native(f"SELECT version, layout FROM {MARKER_VIEW}").fetchone()
+        if row and row[0] == version and (row[1] != "new" or "tool_calls" in present):
+            return str(row[1])
+    if "tool_calls_from_otel_logs" in present or (
+        ("otel_logs" in present or "otel_traces" in present) and "tool_calls" not in present
+    ):
+        if "tool_calls_from_otel_logs" not in present:
+            from loopscope.analyses.store.clickhouse_otel import create_otel_store
+
+            create_otel_store(con, set(present), TABLES_SQL)
+        layout = "otel"
+    elif "tool_calls" in present and "loop_exits" in present:
+        layout = "loopscope"
+    else:
+        for ddl in TABLES_SQL:
+            con.command(ddl)
+        layout = "new"
+    for ddl in SUPPORT_TABLES_SQL:
+        con.command(ddl)
+    if "scratchpad_tools" not in present:
+        con.command(SCRATCHPAD_TABLE_SQL)
+        con.execute(model.SCRATCHPAD_DEFAULTS_SQL.replace("$1::VARCHAR[]", "$1"), [list(model.DEFAULT_SCRATCHPAD_TOOLS)])
+    for view in (model.TOOL_CALLS_VIEW_SQL, model.PROMPTS_VIEW_SQL, ERRORS_VIEW_PORTABLE_SQL,
+                 ID_COLLISIONS_VIEW_PORTABLE_SQL, PROTOCOL_VIOLATIONS_VIEW_PORTABLE_SQL):
+        con.execute(view)
+    con.command(f"CREATE OR REPLACE VIEW {MARKER_VIEW} AS SELECT '{version}' AS version, "
+                f"'{'loopscope' if layout == 'new' else layout}' AS layout")
+    return layout
+
+
+def connect_clickhouse(url: str) -> ClickHouseConnection:
+    """Open the ClickHouse store at ``url`` and create loopscope's views there.
+
+    Raises:
+        DatabaseError: the driver is missing, the URL is malformed or carries a password, or the server
+            refuses the connection.
+    """
+    try:
+        client = _client(url)
+    except LoopscopeError:
+        raise
+    except Exception as exc:
+        raise DatabaseError(
+            f"cannot open the database {redact_url(url)}: {_first_line(exc)}",
+            hint=f"check host, port and database; the password comes from ${PASSWORD_ENVS[0]}",
+        ) from None
+    con = ClickHouseConnection(client, url)
+    try:
+        ensure_schema(con)
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+RECORD_TABLES = ("tool_calls", "loop_exits", "protocol_violations", "quarantine")
+JSON_COLUMNS = ("tags", "input_shape", "extra")
+INSERT_BATCH = 100_000
+
+
+def copy_records(source: Any, con: ClickHouseConnection, *, tables: Sequence[str] = RECORD_TABLES) -> dict[str, int]:
+    """Append the records of a DuckDB store (``source``) to loopscope's tables in ClickHouse.
+
+    ``seq`` and ``source_id`` are shifted past what the ClickHouse tables hold, so
+    repeated copies keep input order and file identity. Returns rows copied per table.
+    """
+    seq_base = con.execute(
+        "SELECT greatest((SELECT coalesce(max(seq), 0) FROM tool_calls), (SELECT coalesce(max(seq), 0) FROM loop_exits))"
+    ).fetchone()
+    sid_base = con.execute("SELECT coalesce(max(source_id), 0) FROM sources").fetchone()
+    shift_seq = int(seq_base[0]) if seq_base else 0
+    shift_sid = int(sid_base[0]) if sid_base else 0
+    copied: dict[str, int] = {}
+    for table in ("sources", *tables):
+        names = [d[0] for d in source.execute(f"SELECT * FROM {table} LIMIT 0").description]  # noqa: S608
+        shifted = ", ".join(
+            f"{n} + {shift_seq} AS {n}" if n == "seq" else f"{n} + {shift_sid} AS {n}" if n == "source_id"
+            else f"{n}::VARCHAR AS {n}" if n in JSON_COLUMNS else n
+            for n in names
+        )
+        # Arrow batches, column by column (a million records in seconds, not row tuples)
+        relation = source.sql(f"SELECT {shifted} FROM {table}")  # noqa: S608 - fixed names
+        # DuckDB 2 names it to_arrow_reader, 1.x fetch_arrow_reader
+        reader = getattr(relation, "to_arrow_reader", None) or relation.fetch_arrow_reader
+        reader = reader(INSERT_BATCH)
+        total = 0
+        for batch in reader:
+            try:
+                import pyarrow as pa
+
+                con._client.insert_arrow(table, pa.Table.from_batches([batch]), settings=SETTINGS)
+            except Exception as exc:
+                raise DatabaseError(f"ClickHouse ({con.url}) refused rows for {table}: {_first_line(exc)}",
+                                    hint="the user needs INSERT rights on loopscope's tables") from None
+            total += batch.num_rows
+        copied[table] = total
+    return copied
+
+
+def load_into_clickhouse(con: ClickHouseConnection, paths: Sequence[Any], **options: Any) -> Any:
+    """``loopscope load --db clickhouse://...``: read PATHs with loopscope's readers, append the records.
+
+    The files are read into a throwaway in-memory DuckDB store with the same readers,
+    quarantine and protocol checks as a DuckDB load (so every input format loads, with
+    the same records), then copied (``copy_records``). A file ClickHouse already holds
+    (same path, same content hash, same size) is not copied again: its status becomes
+    ``unchanged``. A file that grew is read again whole and its earlier copy stays:
+    loading is per whole file here (docs/clickhouse.md).
+
+    Returns the ``LoadSummary``, with ``source_ids`` as ClickHouse numbers them.
+    """
+    from loopscope.analyses.ingest import load_paths
+    from loopscope.analyses.store import connect
+
+    staging = connect(":memory:")
+    try:
+        summary = load_paths(staging, list(paths), **options)
+        known = {
+            (row[0], row[1], int(row[2])): int(row[3])
+            for row in con.execute(
+                "SELECT path, coalesce(head_hash, ''), bytes_loaded, max(source_id) FROM sources "
+                "GROUP BY path, head_hash, bytes_loaded"
+            ).fetchall()
+        }
+        again: dict[int, int] = {}
+        for sid, path, head, size in staging.execute(
+            "SELECT source_id, path, coalesce(head_hash, ''), bytes_loaded FROM sources"
+        ).fetchall():
+            if (path, head, int(size)) in known:
+                again[int(sid)] = known[(path, head, int(size))]
+        for sid in again:
+            for table in ("sources", *RECORD_TABLES):
+                staging.execute(f"DELETE FROM {table} WHERE source_id = ?", [sid])  # noqa: S608 - fixed names
+        shift = con.execute("SELECT coalesce(max(source_id), 0) FROM sources").fetchone()
+        base = int(shift[0]) if shift else 0
+        copy_records(staging, con)
+    finally:
+        staging.close()
+    ids = []
+    for detail in summary.details:
+        if detail.source_id is None:
+            continue
+        if detail.source_id in again:
+            detail.source_id = again[detail.source_id]
+            detail.status, detail.loaded, detail.tool_calls, detail.loop_exits = "unchanged", 0, 0, 0
+            detail.quarantined = detail.protocol_violations = 0
+        else:
+            detail.source_id += base
+        ids.append(detail.source_id)
+    summary.source_ids = tuple(ids)
+    summary.loaded = sum(d.loaded for d in summary.details)
+    summary.tool_calls = sum(d.tool_calls for d in summary.details)
+    summary.loop_exits = sum(d.loop_exits for d in summary.details)
+    summary.quarantined = sum(d.quarantined for d in summary.details)
+    summary.protocol_violations = sum(d.protocol_violations for d in summary.details)
+    return summary

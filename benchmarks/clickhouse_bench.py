@@ -1,0 +1,91 @@
+"""The same metrics on DuckDB and on ClickHouse (chDB, embedded), over the same N records.
+
+Generates N records (benchmarks/gen_records.py), loads them into a DuckDB file
+with loopscope's loader, copies them into a chDB store (``copy_records``,
+Arrow batches), then times, on both engines, interleaved, best of R runs:
+
+- the four metrics (``metrics_by(con, None, None)``): on DuckDB from
+  ``prompt_facts`` (its per-prompt materialisation) and from the views
+  (``source="views"``); on ClickHouse from the views (there is no
+  ``prompt_facts`` there);
+- ``metrics --by week`` and ``--by tool`` (the per-tool health).
+
+Checks that both engines give the same figures, and prints one JSON object.
+
+    python benchmarks/clickhouse_bench.py 1000000 --repeat 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from gen_records import generate  # noqa: E402
+
+from loopscope.analyses.ingest.load import load_paths  # noqa: E402
+from loopscope.analyses.metrics import metrics_by  # noqa: E402
+from loopscope.analyses.store import connect  # noqa: E402
+from loopscope.analyses.store.clickhouse import connect_clickhouse, copy_records  # noqa: E402
+
+
+def best_of(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
+    best, result = float("inf"), None
+    for _ in range(repeat):
+        t = time.perf_counter()
+        result = fn()
+        best = min(best, time.perf_counter() - t)
+    return best, result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("n", type=int, nargs="?", default=1_000_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--keep", type=Path, help="work folder to keep (default: a temporary one)")
+    args = parser.parse_args()
+    work = args.keep or Path(tempfile.mkdtemp(prefix="ls-chbench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    out: dict[str, Any] = {"records": args.n}
+    try:
+        files = generate(args.n, work / "records", 4)
+        duck_path = str(work / "store.duckdb")
+        t = time.perf_counter()
+        duck = connect(duck_path)
+        load_paths(duck, files)
+        out["duckdb_load_s"] = round(time.perf_counter() - t, 2)
+        url = f"chdb://{work / 'chdb'}"
+        ch = connect_clickhouse(url)
+        t = time.perf_counter()
+        out["copied"] = copy_records(duck, ch)
+        out["chdb_copy_s"] = round(time.perf_counter() - t, 2)
+        cases: dict[str, tuple[Callable[[], Any], Callable[[], Any]]] = {
+            "metrics": (lambda: metrics_by(duck, None, None), lambda: metrics_by(ch, None, None)),
+            "metrics_views": (lambda: metrics_by(duck, None, None, source="views"), lambda: metrics_by(ch, None, None)),
+            "metrics_by_week": (lambda: metrics_by(duck, None, "week", source="views"), lambda: metrics_by(ch, None, "week")),
+        }
+        from loopscope.analyses.tools import tool_health
+
+        cases["by_tool"] = (lambda: tool_health(duck, None), lambda: tool_health(ch, None))
+        for name, (on_duck, on_ch) in cases.items():
+            d_s, d_res = best_of(on_duck, args.repeat)  # interleaved: DuckDB, then chDB, per case
+            c_s, c_res = best_of(on_ch, args.repeat)
+            out[name] = {"duckdb_s": round(d_s, 3), "chdb_s": round(c_s, 3), "ratio_chdb_over_duckdb": round(c_s / d_s, 2),
+                         "same_figures": d_res == c_res}
+        ch.close()
+        duck.close()
+    finally:
+        if args.keep is None:
+            shutil.rmtree(work, ignore_errors=True)
+    print(json.dumps(out, indent=2, default=str))
+
+
+if __name__ == "__main__":
+    main()

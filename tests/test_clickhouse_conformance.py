@@ -1,0 +1,510 @@
+"""The same analyses on ClickHouse (chDB, embedded) as on DuckDB: identical figures over the same data.
+
+ClickHouse runs in this process through chDB, reached with clickhouse-connect's
+``chdb://`` client: the same client, translation and SQL a server gets
+(``--db clickhouse://...``). Each case loads the data into DuckDB with
+loopscope's readers, copies the records into ClickHouse (``copy_records``) or
+writes them as the OpenTelemetry Collector's ``otel_logs`` rows, and compares:
+
+- ``loopscope metrics --format json`` (overall, ``--by day|week|agent``, a
+  ``--agent`` / ``--since`` selection) through the CLI, on both engines;
+- every error's class and ``resolved_later`` (``errors_v``), every replay
+  (``tool_calls_v``), every id collision (``id_collisions_v``);
+- the translation rewrites one by one (``store.clickhouse_sql``), each run on
+  both engines;
+- the portable forms of the ``LATERAL`` views against ``model``'s own, on DuckDB.
+
+Skipped, with the reason, without the ``clickhouse`` extra (chdb, clickhouse-connect, sqlglot).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+for _module in ("chdb", "clickhouse_connect", "sqlglot"):
+    pytest.importorskip(_module, reason=f"{_module} is not installed: pip install 'loopscope[clickhouse]' to run the ClickHouse conformance tests")
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from typer.testing import CliRunner  # noqa: E402
+
+from loopscope.analyses.ingest.load import load_paths  # noqa: E402
+from loopscope.analyses.metrics import metrics_by  # noqa: E402
+from loopscope.analyses.store import connect  # noqa: E402
+from loopscope.analyses.store.clickhouse import (  # noqa: E402
+    ERRORS_VIEW_PORTABLE_SQL,
+    ID_COLLISIONS_VIEW_PORTABLE_SQL,
+    PROTOCOL_VIOLATIONS_VIEW_PORTABLE_SQL,
+    ClickHouseConnection,
+    connect_clickhouse,
+    copy_records,
+)
+from loopscope.analyses.store.clickhouse_sql import UntranslatableSQL, translate  # noqa: E402
+from loopscope.cli.app import app  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE_LOGS = ROOT / "sample_logs"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+REAL_TAU2 = Path("/work/shared/real-data/tau2-bench")
+OTEL_LOGS_DDL = FIXTURES / "clickhouse" / "otel_logs.sql"
+runner = CliRunner()
+
+_spec = importlib.util.spec_from_file_location("loopscope_test_metrics_property", Path(__file__).parent / "test_metrics_property.py")
+assert _spec and _spec.loader
+_property = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = _property
+_spec.loader.exec_module(_property)
+
+
+@pytest.fixture(scope="module")
+def ch_url(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    # chDB runs one engine (one folder) per process: every test here shares it and empties it first.
+    # A client held open keeps the engine up between connections (it starts in about 2 s).
+    import clickhouse_connect
+
+    url = "chdb://" + str(tmp_path_factory.mktemp("chdb") / "store")
+    keep = clickhouse_connect.get_client(dsn=url)
+    yield url
+    keep.close()
+
+
+def _empty(url: str) -> None:
+    """Drop every table and view in the chDB store."""
+    import clickhouse_connect
+
+    client = clickhouse_connect.get_client(dsn=url)
+    try:
+        names = [r[0] for r in client.query(
+            "SELECT name FROM system.tables WHERE database = currentDatabase() ORDER BY engine = 'View' DESC"
+        ).result_rows]
+        for name in names:
+            client.command(f"DROP TABLE IF EXISTS `{name}` SYNC")
+    finally:
+        client.close()
+
+
+def _fresh(url: str, duck: Any) -> None:
+    """The chDB store holds exactly the records of the DuckDB store ``duck``."""
+    _empty(url)
+    con = connect_clickhouse(url)
+    try:
+        copy_records(duck, con)
+    finally:
+        con.close()
+
+
+def cli(*args: str) -> Any:
+    result = runner.invoke(app, list(args), catch_exceptions=False)
+    return result
+
+
+def metrics_json(db: str, *extra: str) -> Any:
+    result = cli("metrics", "--db", db, "--format", "json", *extra)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+# Per-record facts, comparable across engines (booleans as bool, ids as text).
+ERRORS_SQL = """
+SELECT conversation_id, prompt_id, tool_call_id, tool_name, step, error_class, resolved_later, resolved_in_prompt
+FROM errors_v ORDER BY conversation_id, prompt_id, tool_call_id, step, error_class, resolved_in_prompt
+"""
+REPLAYS_SQL = """
+SELECT conversation_id, prompt_id, tool_call_id, tool_name, is_replay, is_id_collision, is_scratchpad
+FROM tool_calls_v ORDER BY conversation_id, prompt_id, tool_call_id, tool_name, is_replay, is_id_collision
+"""
+COLLISIONS_SQL = """
+SELECT conversation_id, prompt_id, tool_call_id, tool_name, first_prompt_id, first_tool_name
+FROM id_collisions_v ORDER BY conversation_id, prompt_id, tool_call_id, tool_name, first_prompt_id
+"""
+PROMPTS_SQL = """
+SELECT conversation_id, prompt_id, agent, n_tool_calls, n_error_results, max_ok_step, is_open, exit_reason, normal_exit
+FROM prompts_v ORDER BY conversation_id, prompt_id
+"""
+
+
+def _facts(con: Any, sql: str) -> list[tuple[Any, ...]]:
+    return con.execute(sql).fetchall()
+
+
+def _compare_records(duck: Any, url: str) -> None:
+    con = connect_clickhouse(url)
+    try:
+        for sql in (PROMPTS_SQL, ERRORS_SQL, REPLAYS_SQL, COLLISIONS_SQL):
+            assert _facts(con, sql) == _facts(duck, sql), sql
+    finally:
+        con.close()
+
+
+def same_json_output(duck_db: str, url: str, *args: str) -> Any:
+    """``loopscope ARGS --format json`` on both stores: the same exit code and the same JSON."""
+    want = cli(*args, "--db", duck_db, "--format", "json")
+    got = cli(*args, "--db", url, "--format", "json")
+    assert got.exit_code == want.exit_code, (args, got.output)
+    assert json.loads(got.stdout) == json.loads(want.stdout), args
+    return json.loads(want.stdout)
+
+
+def _compare_cli(duck_db: str, url: str, extra_runs: list[tuple[str, ...]] = ()) -> dict[str, Any]:
+    runs: list[tuple[str, ...]] = [(), ("--by", "week"), ("--by", "day"), ("--by", "agent"), ("--by", "tool"), *extra_runs]
+    seen = {}
+    for args in runs:
+        want = metrics_json(duck_db, *args)
+        got = metrics_json(url, *args)
+        assert got == want, args
+        seen[" ".join(args)] = want
+    return seen
+
+
+# --- datasets loaded with loopscope's readers, copied into ClickHouse ----------------------------
+
+
+DATASETS = {
+    "sample_logs": [SAMPLE_LOGS],
+    "messages": sorted((FIXTURES / "messages").glob("*.json*")),
+    "otlp_spans": sorted((FIXTURES / "otlp").glob("*.jsonl")),
+    "tau2_real": sorted(REAL_TAU2.glob("*.json")),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DATASETS))
+def test_cli_metrics_and_record_facts_identical(name: str, tmp_path: Path, ch_url: str) -> None:
+    paths = DATASETS[name]
+    if not paths or not all(p.exists() for p in paths):
+        pytest.skip(f"{name}: data not present here")
+    duck_db = str(tmp_path / "store.duckdb")
+    result = cli("load", *map(str, paths), "--db", duck_db)
+    assert result.exit_code == 0, result.output
+    duck = connect(duck_db, read_only=True)
+    try:
+        _fresh(ch_url, duck)
+        _compare_records(duck, ch_url)
+        agent = duck.execute("SELECT min(agent) FROM prompts_v").fetchone()[0]
+        conversation = duck.execute(
+            "SELECT conversation_id FROM errors_v ORDER BY resolved_later DESC, error_class, conversation_id LIMIT 1"
+        ).fetchone() or duck.execute("SELECT min(conversation_id) FROM prompts_v").fetchone()
+        conversation = conversation[0]
+        since = duck.execute("SELECT quantile_disc(first_ts, 0.5) FROM prompts_v").fetchone()[0]
+    finally:
+        duck.close()
+    seen = _compare_cli(duck_db, ch_url, [("--agent", agent), ("--since", since.isoformat() + "Z", "--by", "agent")])
+    assert seen[""]["prompts"] > 0
+    # error-message templates ranked by cost; one conversation's triage
+    same_json_output(duck_db, ch_url, "lint")
+    assert same_json_output(duck_db, ch_url, "triage", conversation)
+    if name == "sample_logs":  # the figures sample_logs/EXPECTED.md states, on ClickHouse too
+        assert (seen[""]["tool_calls"], seen[""]["errors"], seen[""]["recovered_errors"]) == (114, 26, 14)
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(data=_property.record_sets())
+def test_generated_stores_identical(tmp_path: Path, ch_url: str, data: tuple[list[list[Any]], int]) -> None:
+    """The property test's random stores (replays, collisions, ties, reopened prompts...) on both engines."""
+    files, _ = data
+    folder = tmp_path / f"run-{next(_property._RUNS)}"
+    folder.mkdir()
+    duck = connect(":memory:")
+    try:
+        load_paths(duck, _property._write(files, folder))
+        _fresh(ch_url, duck)
+        con = connect_clickhouse(ch_url)
+        try:
+            for by in (None, "agent", "day"):
+                assert metrics_by(con, None, by) == metrics_by(duck, None, by, source="views"), by
+                assert metrics_by(con, None, by) == metrics_by(duck, None, by), by  # and the facts table
+            for sql in (PROMPTS_SQL, ERRORS_SQL, REPLAYS_SQL, COLLISIONS_SQL):
+                assert _facts(con, sql) == _facts(duck, sql), sql
+        finally:
+            con.close()
+    finally:
+        duck.close()
+
+
+# --- the portable views are model's views ---------------------------------------------------------
+
+
+def _portable_equal(duck: Any) -> None:
+    for view, sql in (("errors_v", ERRORS_VIEW_PORTABLE_SQL), ("id_collisions_v", ID_COLLISIONS_VIEW_PORTABLE_SQL),
+                      ("protocol_violations_v", PROTOCOL_VIOLATIONS_VIEW_PORTABLE_SQL)):
+        duck.execute(sql.replace(f"VIEW {view}", f"VIEW portable_{view}"))
+        for a, b in ((view, f"portable_{view}"), (f"portable_{view}", view)):
+            extra = duck.execute(f"SELECT count(*) FROM (SELECT * FROM {a} EXCEPT ALL SELECT * FROM {b})").fetchone()
+            assert extra == (0,), (a, b)
+        assert [d[0] for d in duck.execute(f"SELECT * FROM {view} LIMIT 0").description] == [
+            d[0] for d in duck.execute(f"SELECT * FROM portable_{view} LIMIT 0").description
+        ]
+
+
+def test_portable_views_are_models_views_on_duckdb() -> None:
+    duck = connect(":memory:")
+    try:
+        load_paths(duck, [SAMPLE_LOGS, *sorted((FIXTURES / "messages").glob("*.json*"))])
+        assert duck.execute("SELECT count(*) FROM errors_v WHERE resolved_later").fetchone()[0] > 0
+        _portable_equal(duck)
+    finally:
+        duck.close()
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=_property.record_sets())
+def test_portable_views_on_generated_stores(tmp_path: Path, data: tuple[list[list[Any]], int]) -> None:
+    files, _ = data
+    folder = tmp_path / f"run-{next(_property._RUNS)}"
+    folder.mkdir()
+    duck = connect(":memory:")
+    try:
+        load_paths(duck, _property._write(files, folder))
+        _portable_equal(duck)
+    finally:
+        duck.close()
+
+
+# --- what the OpenTelemetry Collector's clickhouse exporter writes --------------------------------
+
+
+def _log_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """loopscope's collector log records for these v1 records, as (OTLP JSON log record, otel_logs row) pairs.
+
+    The body is the record without its envelope (kind, v, ts, trace and span ids), as the
+    collector emits it; the attributes are the alias map's keys, every value a string, as the
+    exporter writes them.
+    """
+    out = []
+    for i, rec in enumerate(records):
+        event = "loopscope.tool_call" if rec["kind"] == "tool_call" else "loopscope.agent_exit"
+        body = {k: v for k, v in rec.items() if k not in ("kind", "v", "ts", "trace_id", "span_id") and v is not None}
+        ts = dt.datetime.fromisoformat(rec["ts"].replace("Z", "+00:00"))
+        ns = int(ts.timestamp()) * 1_000_000_000 + ts.microsecond * 1000
+        trace_id = f"{abs(hash(rec['prompt_id'])) % (1 << 64):032x}"
+        span_id = f"{i + 1:016x}"
+        attrs = {"gen_ai.conversation.id": rec["conversation_id"]}
+        if rec["kind"] == "tool_call":
+            attrs |= {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": rec["tool_name"],
+                      "gen_ai.tool.call.id": rec["tool_call_id"]}
+        else:
+            attrs |= {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": rec["agent"]}
+        out.append({"event": event, "body": body, "ns": ns, "trace_id": trace_id, "span_id": span_id, "attrs": attrs})
+    return out
+
+
+def _any_value(value: Any) -> dict[str, Any]:
+    if isinstance(value, bool):
+        return {"boolValue": value}
+    if isinstance(value, int):
+        return {"intValue": str(value)}
+    if isinstance(value, float):
+        return {"doubleValue": value}
+    if isinstance(value, dict):
+        return {"kvlistValue": {"values": [{"key": k, "value": _any_value(v)} for k, v in value.items()]}}
+    if isinstance(value, list):
+        return {"arrayValue": {"values": [_any_value(v) for v in value]}}
+    return {"stringValue": str(value)}
+
+
+def _otlp_json_line(logs: list[dict[str, Any]]) -> str:
+    records = [
+        {"timeUnixNano": str(x["ns"]), "severityText": "INFO", "eventName": x["event"], "traceId": x["trace_id"],
+         "spanId": x["span_id"], "body": _any_value(x["body"]),
+         "attributes": [{"key": k, "value": {"stringValue": v}} for k, v in x["attrs"].items()]}
+        for x in logs
+    ]
+    return json.dumps({"resourceLogs": [{"resource": {"attributes": [
+        {"key": "service.name", "value": {"stringValue": "agents"}}]},
+        "scopeLogs": [{"scope": {"name": "loopscope.collectors"}, "logRecords": records}]}]})
+
+
+def _insert_otel_logs(url: str, logs: list[dict[str, Any]], *, event_name_column: bool = True) -> None:
+    """Write log records as the exporter does (creating otel_logs with its DDL first, when missing)."""
+    import clickhouse_connect
+
+    client = clickhouse_connect.get_client(dsn=url)
+    try:
+        ddl = OTEL_LOGS_DDL.read_text()
+        ddl = "\n".join(line for line in ddl.splitlines() if not line.startswith("--"))
+        if not event_name_column:  # an exporter from before the EventName column: event.name attribute
+            ddl = ddl.replace("    EventName String CODEC(ZSTD(1)),\n", "")
+        client.command(ddl)
+        columns = ["Timestamp", "TraceId", "SpanId", "SeverityText", "ServiceName", "Body", "LogAttributes", "ScopeName"]
+        rows = []
+        for x in logs:
+            attrs = dict(x["attrs"])
+            if not event_name_column:
+                attrs["event.name"] = x["event"]
+            ts = dt.datetime.fromtimestamp(x["ns"] / 1e9, tz=dt.timezone.utc)
+            rows.append([ts, x["trace_id"], x["span_id"], "INFO", "agents", json.dumps(x["body"]), attrs,
+                         "loopscope.collectors"] + ([x["event"]] if event_name_column else []))
+        client.insert("otel_logs", rows, column_names=columns + (["EventName"] if event_name_column else []))
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("event_name_column", [True, False], ids=["EventName", "event.name-attribute"])
+def test_collector_otel_logs_identical_to_otlp_file(tmp_path: Path, ch_url: str, event_name_column: bool) -> None:
+    """The collector's log records: read from an OTLP file on DuckDB, from otel_logs on ClickHouse."""
+    records = [json.loads(line) for f in sorted(SAMPLE_LOGS.glob("*.jsonl")) for line in f.read_text().splitlines() if line.strip()]
+    logs = _log_rows(records)
+    otlp = tmp_path / "collector-logs.jsonl"
+    otlp.write_text(_otlp_json_line(logs) + "\n")
+    duck_db = str(tmp_path / "store.duckdb")
+    result = cli("load", str(otlp), "--db", duck_db)
+    assert result.exit_code == 0, result.output
+    _empty(ch_url)
+    # half the records before loopscope first connects (copied once), the rest after (the
+    # materialised views), and a batch delivered twice (an exporter retry: counted once)
+    half = len(logs) // 2
+    _insert_otel_logs(ch_url, logs[:half], event_name_column=event_name_column)
+    connect_clickhouse(ch_url).close()
+    _insert_otel_logs(ch_url, logs[half:], event_name_column=event_name_column)
+    _insert_otel_logs(ch_url, logs[half - 10:half + 10], event_name_column=event_name_column)
+    duck = connect(duck_db, read_only=True)
+    try:
+        assert duck.execute("SELECT count(*) FROM tool_calls").fetchone() == (114,)
+        _compare_records(duck, ch_url)
+    finally:
+        duck.close()
+    seen = _compare_cli(duck_db, ch_url)
+    assert (seen[""]["tool_calls"], seen[""]["errors"], seen[""]["recovered_errors"]) == (114, 26, 14)
+    con = connect_clickhouse(ch_url)
+    try:
+        assert con.execute("SELECT count(*) FROM tool_calls").fetchone() == (114,)
+    finally:
+        con.close()
+
+
+# --- the translation rewrites, each run on both engines -------------------------------------------
+
+REWRITES = [
+    # exact quantiles (ClickHouse's quantile/median are approximate)
+    ("SELECT quantile_cont(x, 0.5), quantile_cont(x, 0.99), median(x) FROM (SELECT unnest([1, 2, 2, 7, 40, 41]) AS x)", []),
+    # qualified output names keep the bare name
+    ("SELECT s.a, s.b FROM (SELECT k.a, k.b FROM (SELECT 1 AS a, 2 AS b) k) s", []),
+    # an outer join's missing side is NULL
+    ("SELECT a.k, b.v, b.v IS NULL FROM (SELECT 'x' AS k) a LEFT JOIN (SELECT 'y' AS k, 1 AS v) b USING (k)", []),
+    # max of no rows is NULL, count 0
+    ("SELECT max(x) FILTER (WHERE x > 100), count(*) FILTER (WHERE x > 100) FROM (SELECT 1 AS x)", []),
+    # parameters: positional, list casts
+    ("SELECT list_contains(?::VARCHAR[], ?), len(?::VARCHAR[]) = 0, ?", [["a", "b"], "b", [], "it's"]),
+    ("SELECT $2 || $1, $1", ["x", "y"]),
+    # full regex match (RE2 on both)
+    ("SELECT regexp_full_match(?, ?), regexp_full_match(?, ?)", ["abc", "a.c", "abcd", "a.c"]),
+    # LIMIT NULL is no limit
+    ("SELECT x FROM (SELECT unnest([3, 1, 2]) AS x) ORDER BY x LIMIT ?", [None]),
+    # ordered list aggregate
+    ("SELECT list(x ORDER BY x DESC) FROM (SELECT unnest([3, 1, 2]) AS x)", []),
+    ("SELECT suffix('a/b.jsonl', '.jsonl'), prefix('a/b', 'a/')", []),
+    # ordered first / last (NULLs of the value count)
+    ("SELECT first(x ORDER BY k), last(x ORDER BY k), first(x ORDER BY k DESC) "
+     "FROM (SELECT unnest([NULL, 'b', 'c']) AS x, unnest([1, 2, 3]) AS k)", []),
+]
+
+
+@pytest.mark.parametrize("sql,params", REWRITES, ids=[str(i) for i in range(len(REWRITES))])
+def test_rewrite_runs_alike_on_both(sql: str, params: list[Any], ch_url: str) -> None:
+    duck = connect(":memory:")
+    con = connect_clickhouse(ch_url)
+    try:
+        want = duck.execute(sql, params).fetchall()
+        got = con.execute(sql, params).fetchall()
+        assert got == want
+        assert [type(v) for v in got[0]] == [type(v) for v in want[0]]  # flags are bools on both
+    finally:
+        con.close()
+        duck.close()
+
+
+def test_output_names_are_bare() -> None:
+    assert "AS a" in translate("SELECT k.a FROM t k").text
+    assert "quantileExactInclusive(0.99)(n)" in translate("SELECT quantile_cont(n, 0.99) FROM t").text
+
+
+def test_lateral_is_refused() -> None:
+    with pytest.raises(UntranslatableSQL):
+        translate("SELECT * FROM t a JOIN LATERAL (SELECT * FROM u WHERE u.k = a.k LIMIT 1) b ON true")
+
+
+def test_translations_are_cached() -> None:
+    sql = "SELECT count(*) FROM tool_calls_v WHERE tool_name = ?"
+    assert translate(sql) is translate(sql)
+
+
+# --- the URL: credentials from the environment, clear errors --------------------------------------
+
+
+def test_password_in_url_refused_and_not_echoed() -> None:
+    result = cli("metrics", "--db", "clickhouse://alice:s3cret-pw@localhost:8123/agents")
+    assert result.exit_code == 1
+    assert "s3cret-pw" not in result.output
+    assert "LOOPSCOPE_CLICKHOUSE_PASSWORD" in " ".join(result.output.split())
+
+
+def test_unreachable_server_is_a_user_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LOOPSCOPE_CLICKHOUSE_PASSWORD", "pw-never-shown")
+    result = cli("metrics", "--db", "clickhouse://alice@127.0.0.1:9/agents")
+    assert result.exit_code == 1
+    assert "pw-never-shown" not in result.output
+    assert "127.0.0.1" in result.output
+
+
+def test_chdb_folder_must_exist(tmp_path: Path) -> None:
+    result = cli("metrics", "--db", f"chdb://{tmp_path}/missing/store")
+    assert result.exit_code == 1
+    assert "does not exist" in " ".join(result.output.translate({ord(c): " " for c in "│╭╮╰╯─"}).split())
+
+
+def test_connection_api_is_duckdb_like(ch_url: str) -> None:
+    _empty(ch_url)
+    con = connect_clickhouse(ch_url)
+    try:
+        assert isinstance(con, ClickHouseConnection)
+        assert con.execute("SELECT ?::INTEGER + 1 AS n", [41]).fetchone() == (42,)
+        assert con.description[0][0] == "n"
+        assert con.execute("SELECT count(*) FROM prompts_v").fetchall() == [(0,)]
+        assert con.execute("SELECT tool_name FROM scratchpad_tools").fetchall() == [("think",)]
+    finally:
+        con.close()
+
+
+# --- loopscope load --db clickhouse://... ---------------------------------------------------------
+
+
+def test_load_into_clickhouse_like_duckdb(tmp_path: Path, ch_url: str) -> None:
+    """The same files loaded into both stores (twice: the second load adds nothing), bad lines quarantined."""
+    bad = tmp_path / "with-bad-lines.jsonl"
+    good = (SAMPLE_LOGS / "concierge.jsonl").read_text().splitlines()
+    bad.write_text("\n".join([good[0], '{"v": 1, "kind": "tool_call"', good[1], "[1, 2]"]) + "\n")
+    files = [str(SAMPLE_LOGS / "back_office.jsonl"), str(bad), str(FIXTURES / "messages" / "anthropic.jsonl")]
+    duck_db = str(tmp_path / "store.duckdb")
+    _empty(ch_url)
+    for db in (duck_db, ch_url):
+        for _ in range(2):
+            result = cli("load", *files, "--db", db, "--format", "json")
+            assert result.exit_code == 0, result.output
+        summary = json.loads(result.stdout)
+        assert summary["loaded"] == 0 and summary["files"] == 3, summary  # the second load: nothing new
+    quarantined = [json.loads(cli("quarantine", "--db", db, "--format", "json").stdout) for db in (duck_db, ch_url)]
+    assert quarantined[0] == quarantined[1]
+    assert [(q["path"], q["line_no"]) for q in quarantined[1]] == [(str(bad), 2), (str(bad), 4)]
+    _compare_cli(duck_db, ch_url)
+    # PATHs with --db: the figures of those files only, on both
+    assert metrics_json(ch_url, str(bad)) == metrics_json(duck_db, str(bad))
+
+
+def test_tables_have_the_duckdb_store_columns(ch_url: str) -> None:
+    """loopscope's ClickHouse tables: the DuckDB store's columns, same names, same order (copy_records relies on it)."""
+    _empty(ch_url)
+    con = connect_clickhouse(ch_url)
+    duck = connect(":memory:")
+    try:
+        for table in ("tool_calls", "loop_exits", "sources", "protocol_violations", "quarantine", "scratchpad_tools"):
+            want = [d[0] for d in duck.execute(f"SELECT * FROM {table} LIMIT 0").description]
+            got = [d[0] for d in con.execute(f"SELECT * FROM {table} LIMIT 0").description]
+            assert got == want, table
+    finally:
+        con.close()
+        duck.close()
