@@ -213,32 +213,38 @@ ERRORS_VIEW_SQL = "CREATE OR REPLACE VIEW errors_v AS" + ERRORS_QUERY.format(
 )
 
 
-# One row per id collision: the later call (c) and the earlier call (f) that
-# first used its tool_call_id in the conversation.
+# One row per id collision: the later call and the earlier call that first
+# used its tool_call_id in the conversation (first_*). Only ids used twice or
+# more in their conversation can collide (found by hash, as in tool_calls_v:
+# a hash collision only numbers a few more records), so only those records are
+# numbered, and the first use is read from the same window.
 ID_COLLISIONS_VIEW_SQL = """
 CREATE OR REPLACE VIEW id_collisions_v AS
+WITH repeated AS NOT MATERIALIZED (
+    SELECT hash(conversation_id, tool_call_id) AS h FROM tool_calls GROUP BY h HAVING count(*) > 1
+),
+numbered AS (
+    SELECT
+        t.conversation_id, t.prompt_id, t.tool_call_id, t.seq, t.source_id, t.line_no, t.tool_name,
+        t.args_fingerprint, t.replayed,
+        row_number() OVER same_call AS call_run,
+        row_number() OVER same_id AS id_run,
+        first_value(t.prompt_id) OVER same_id AS first_prompt_id,
+        first_value(t.tool_name) OVER same_id AS first_tool_name,
+        first_value(t.args_fingerprint) OVER same_id AS first_args_fingerprint,
+        first_value(t.source_id) OVER same_id AS first_source_id,
+        first_value(t.line_no) OVER same_id AS first_line_no
+    FROM tool_calls t
+    SEMI JOIN repeated r ON r.h = hash(t.conversation_id, t.tool_call_id)
+    WINDOW
+        same_call AS (PARTITION BY t.conversation_id, t.tool_call_id, t.tool_name, t.args_fingerprint ORDER BY t.ts, t.seq),
+        same_id AS (PARTITION BY t.conversation_id, t.tool_call_id ORDER BY t.ts, t.seq)
+)
 SELECT
-    c.conversation_id,
-    c.prompt_id,
-    c.tool_call_id,
-    c.seq,
-    c.source_id,
-    c.line_no,
-    c.tool_name,
-    c.args_fingerprint,
-    f.prompt_id AS first_prompt_id,
-    f.tool_name AS first_tool_name,
-    f.args_fingerprint AS first_args_fingerprint,
-    f.source_id AS first_source_id,
-    f.line_no AS first_line_no
-FROM tool_calls_v c
-JOIN LATERAL (
-    SELECT e.* FROM tool_calls e
-    WHERE e.conversation_id = c.conversation_id AND e.tool_call_id = c.tool_call_id
-    ORDER BY e.ts, e.seq
-    LIMIT 1
-) f ON true
-WHERE c.is_id_collision
+    conversation_id, prompt_id, tool_call_id, seq, source_id, line_no, tool_name, args_fingerprint,
+    first_prompt_id, first_tool_name, first_args_fingerprint, first_source_id, first_line_no
+FROM numbered
+WHERE NOT replayed AND call_run = 1 AND id_run > 1
 """
 
 # Every protocol violation: those the readers stored, and one

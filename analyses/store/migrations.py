@@ -365,8 +365,9 @@ def m006_calls_not_ids(con: duckdb.DuckDBPyConnection) -> None:
 @migration
 def m007_views_without_full_sorts(con: duckdb.DuckDBPyConnection) -> None:
     # Issue 14: the same views (same rows), computed without numbering every
-    # record (only the tool_call_ids used twice are windowed) and without a
-    # lateral lookup per error for resolved_later.
+    # record (only the tool_call_ids used twice are windowed), without a
+    # lateral lookup per error for resolved_later or per id collision for its
+    # first use.
     model.create_model(con)
 
 
