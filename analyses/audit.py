@@ -28,7 +28,9 @@ document; the terminal and HTML renderers read only this dict):
 - ``reviews``: reviewer verdicts beside the computed classes
   (``review.agreement``), limited to the selected conversations.
 
-Lists are cut to ``limit`` rows; each section keeps its full ``total``.
+Lists are ordered and cut to ``limit`` rows in their queries; each section
+keeps its full ``total``, counted by the query too, so the report's memory
+does not grow with the data.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from loopscope.analyses import incidents, recovery, stats
 from loopscope.analyses import loops as loop_kinds
 from loopscope.analyses.cohorts import Figures, figures, figures_by, tool_call_counts_by
 from loopscope.analyses.compare import compare_figures
-from loopscope.analyses.store.facts import ensure_facts
+from loopscope.analyses.store.relations import errors_computed_once, relations
 from loopscope.analyses.notices import NO_TIMESTAMP, notices
 from loopscope.analyses.review import agreement
 from loopscope.analyses.selection import Selection
@@ -82,8 +84,13 @@ WHERE v.conversation_id IS NULL
 ORDER BY v.conversation_id, v.prompt_id, v.tool_call_id, v.kind
 LIMIT ?
 """
-# Distinct conversations of the selection.
-SELECTED_CONVERSATIONS_SQL = "SELECT DISTINCT p.conversation_id FROM {prompts} p WHERE {where}"
+# How many conversations the selection has.
+SELECTED_CONVERSATIONS_SQL = "SELECT count(DISTINCT p.conversation_id) FROM {prompts} p WHERE {where}"
+# The selection's conversations that a reviewer judged (few: a weekly sample).
+REVIEWED_CONVERSATIONS_SQL = """
+SELECT DISTINCT p.conversation_id FROM {prompts} p
+WHERE {where} AND p.conversation_id IN (SELECT conversation_id FROM reviews)
+"""
 # {prompts}: prompt_facts when it matches the records (one row per prompt, the
 # columns of prompts_v, materialised by store.facts), else prompts_v itself.
 
@@ -151,36 +158,42 @@ def audit(
         limit: rows kept per list section (totals are always complete).
         alpha: significance level of the week-over-week flags.
     """
+    with errors_computed_once(con):
+        return _audit(con, selection, limit=limit, alpha=alpha)
+
+
+def _audit(con: duckdb.DuckDBPyConnection, selection: Selection, *, limit: int, alpha: float) -> dict[str, Any]:
     from loopscope.analyses.lint.ranking import rank_templates
 
     where, params = selection.where("p")
-    prompts = "prompt_facts" if ensure_facts(con) else "prompts_v"
+    prompts = relations(con).prompts
     overall = figures(con, selection)
-    selected = {r[0] for r in con.execute(SELECTED_CONVERSATIONS_SQL.format(prompts=prompts, where=where), params).fetchall()}
+    row = con.execute(SELECTED_CONVERSATIONS_SQL.format(prompts=prompts, where=where), params).fetchone()
+    conversations = int(row[0]) if row else 0
 
     agents = []
     for agent, fig in figures_by(con, selection, "agent"):
         only = replace(selection, agents=(agent,))
         agents.append({"agent": agent, **_figures(fig), "weeks": weekly_series(con, only, alpha=alpha)})
 
-    templates = [t for t in rank_templates(con, selection) if t.generic]
-    loops = incidents.retry_loops(con, selection)
+    templates = [t for t in rank_templates(con, selection) if t.generic]  # one row per template, not per call
+    loops = incidents.retry_loops_page(con, selection, limit)
     no_progress = loop_kinds.no_progress_loops(con, selection)
     cycles = loop_kinds.cycles(con, selection)
-    replays = incidents.replays(con, selection)
-    dups = incidents.duplicate_executions(con, selection)
-    unrecovered = recovery.first_unrecovered_all(con, selection)
-    unrecovered.sort(key=lambda r: (-r.n_unrecovered, -r.previous_attempts, -r.last_ts.timestamp(), r.conversation_id))
+    replays = incidents.replays_page(con, selection, limit)
+    dups = incidents.duplicate_executions_page(con, selection, limit)
+    unrecovered_total, unrecovered = recovery.triage_first(con, selection, limit=limit)
     violations_by_kind = _rows(con.execute(PROTOCOL_VIOLATIONS_BY_KIND_SQL.format(prompts=prompts, where=where), params))
     violations = _rows(con.execute(PROTOCOL_VIOLATIONS_SQL.format(prompts=prompts, where=where), [*params, limit]))
-    reviews = agreement(con, conversation_ids=selected)
+    reviewed = {r[0] for r in con.execute(REVIEWED_CONVERSATIONS_SQL.format(prompts=prompts, where=where), params).fetchall()}
+    reviews = agreement(con, conversation_ids=reviewed)
 
     return {
         "selection": _selection_dict(selection),
         "notices": [n.as_dict() for n in notices(con, selection)],
         "alpha": alpha,
         "tests": TESTS,
-        "overall": {**overall.to_dict(), "conversations": len(selected)},
+        "overall": {**overall.to_dict(), "conversations": conversations},
         "weeks": weekly_series(con, selection, alpha=alpha),
         "agents": agents,
         "tools": tool_health(con, selection, limit=limit).as_dict(),
@@ -190,9 +203,9 @@ def audit(
         ],
         "generic_templates": {"total": len(templates), "items": [t.as_dict() for t in templates[:limit]]},
         "retry_loops": {
-            "total": len(loops),
-            "redundant_calls": sum(r.redundant_calls for r in loops),
-            "items": [r.to_dict() for r in loops[:limit]],
+            "total": loops.totals["total"],
+            "redundant_calls": loops.totals["redundant_calls"],
+            "items": [r.to_dict() for r in loops.items],
         },
         "no_progress_loops": {
             "total": len(no_progress),
@@ -205,18 +218,18 @@ def audit(
             "items": [c.to_dict() for c in cycles[:limit]],
         },
         "replays": {
-            "total": len(replays),
-            "short_circuited": sum(1 for r in replays if not r.double_execution),
-            "double_executions": sum(1 for r in replays if r.double_execution),
-            "items": [r.to_dict() for r in replays[:limit]],
+            "total": replays.totals["total"],
+            "short_circuited": replays.totals["short_circuited"],
+            "double_executions": replays.totals["total"] - replays.totals["short_circuited"],
+            "items": [r.to_dict() for r in replays.items],
         },
-        "duplicate_executions": {"total": len(dups), "items": [d.to_dict() for d in dups[:limit]]},
+        "duplicate_executions": {"total": dups.totals["total"], "items": [d.to_dict() for d in dups.items]},
         "budget_pressure": [b.to_dict() for b in incidents.budget_pressure(con, selection)],
         "protocol_violations": {
             "total": sum(int(v["violations"]) for v in violations_by_kind),
             "by_kind": violations_by_kind,
             "items": violations,
         },
-        "triage_first": {"total": len(unrecovered), "items": [r.to_dict() for r in unrecovered[:limit]]},
+        "triage_first": {"total": unrecovered_total, "items": [r.to_dict() for r in unrecovered]},
         "reviews": reviews,
     }

@@ -2,9 +2,14 @@
 
 All four read the normative views of ``model`` and take a ``Selection`` (which
 prompts count; a replay counts when the replaying record's prompt is
-selected). Each SQL constant has two slots: ``{calls}`` (a filter on the tool
-calls ``t`` by conversation, or ``TRUE``) and ``{where}`` (the Selection's
-condition on ``prompts_v p``); both take bound parameters, in that order.
+selected). Each SQL constant has three slots: ``{calls}`` (a filter on the tool
+calls ``t`` by conversation, or ``TRUE``), ``{prompts}`` (``prompt_facts``, the
+per-prompt columns of ``prompts_v`` materialised by ``store.facts``, when it
+matches the records, else ``prompts_v``) and ``{where}`` (the Selection's
+condition on the prompts ``p``); the parameters are ``{calls}``'s, then
+``{where}``'s, then the ``LIMIT`` (None: every row). The lists are ordered and
+cut in the query, with their totals over every row as window columns
+(``total``, ``total_<sum>``), so a caller that shows ten rows gets ten.
 
 - **Retry loop** (spin, docs/records.md "Incident analysis"): within one
   prompt, three or more ``tool_call`` records with ``is_error: true`` and the
@@ -54,9 +59,11 @@ SELECT
     max(t.ts) AS last_ts,
     list(t.tool_call_id ORDER BY t.ts, t.seq) AS tool_call_ids,
     p.exit_reason,
-    p.is_open
+    p.is_open,
+    count(*) OVER () AS total,
+    sum(count(*) - 1) OVER () AS total_redundant_calls
 FROM tool_calls_v t
-JOIN prompts_v p USING (conversation_id, prompt_id)
+JOIN {prompts} p USING (conversation_id, prompt_id)
 WHERE t.is_error AND {calls} AND {where}
 GROUP BY
     t.conversation_id, t.prompt_id, p.agent, t.tool_name, t.args_fingerprint,
@@ -64,11 +71,17 @@ GROUP BY
     p.exit_reason, p.is_open, p.first_ts, p.first_seq
 HAVING count(*) >= 3
 ORDER BY calls DESC, p.first_ts, p.first_seq, t.conversation_id, first_step
+LIMIT ?
 """
 
-# Every replay record of the selected prompts, with the run it repeated.
+# Every replay record of the selected prompts, with the run it repeated. A
+# replay is flagged ``replayed`` or repeats an id of its conversation, so only
+# those records are numbered (an id used once is its own first and only run).
 REPLAYS_SQL = """
-WITH runs AS (
+WITH repeated AS (
+    SELECT hash(t.conversation_id, t.tool_call_id) AS h FROM tool_calls t WHERE {calls} GROUP BY h HAVING count(*) > 1
+),
+runs AS (
     SELECT
         t.*,
         row_number() OVER (PARTITION BY t.conversation_id, t.tool_call_id ORDER BY t.ts, t.seq) AS run,
@@ -77,6 +90,7 @@ WITH runs AS (
         count(*) OVER (PARTITION BY t.conversation_id, t.tool_call_id) AS runs
     FROM tool_calls_v t
     WHERE {calls}
+      AND (t.replayed OR hash(t.conversation_id, t.tool_call_id) IN (SELECT h FROM repeated))
 )
 SELECT
     r.conversation_id,
@@ -93,20 +107,34 @@ SELECT
     CASE WHEN r.replayed THEN 'short_circuited' ELSE 'double_execution' END AS kind,
     r.outcome,
     r.is_error,
-    p.agent
+    p.agent,
+    count(*) OVER () AS total,
+    count(CASE WHEN r.replayed THEN 1 END) OVER () AS total_short_circuited
 FROM runs r
-JOIN prompts_v p USING (conversation_id, prompt_id)
+JOIN {prompts} p USING (conversation_id, prompt_id)
 WHERE r.is_replay AND {where}
 ORDER BY p.first_ts, p.first_seq, r.conversation_id, r.ts, r.seq
+LIMIT ?
 """
 
 # Later executions of a tool+fingerprint that already succeeded in the prompt.
+# Only a (prompt, tool, fingerprint) with two calls or more can hold one: those
+# groups are found on the table first (by a hash of the four: a collision only
+# keeps a few more rows, the join below is exact), so the rest is over a few rows.
 DUPLICATE_EXECUTIONS_SQL = """
-WITH calls AS (
+WITH repeated AS (
+    SELECT hash(t.conversation_id, t.prompt_id, t.tool_name, t.args_fingerprint) AS h
+    FROM tool_calls t
+    WHERE t.args_fingerprint IS NOT NULL AND {calls}
+    GROUP BY h
+    HAVING count(*) > 1
+),
+calls AS (
     SELECT t.*, p.agent AS prompt_agent, p.first_ts AS prompt_first_ts, p.first_seq AS prompt_first_seq
     FROM tool_calls_v t
-    JOIN prompts_v p USING (conversation_id, prompt_id)
-    WHERE t.args_fingerprint IS NOT NULL AND {calls} AND {where}
+    SEMI JOIN repeated r ON r.h = hash(t.conversation_id, t.prompt_id, t.tool_name, t.args_fingerprint)
+    JOIN {prompts} p ON p.conversation_id = t.conversation_id AND p.prompt_id = t.prompt_id
+    WHERE {calls} AND {where}
 ),
 firsts AS (
     -- the first success per (prompt, tool, fingerprint)
@@ -129,7 +157,8 @@ SELECT
     count(*) AS duplicates,
     list(c.tool_call_id ORDER BY c.ts, c.seq) AS duplicate_tool_call_ids,
     list(c.outcome ORDER BY c.ts, c.seq) AS duplicate_outcomes,
-    min(c.ts) AS first_duplicate_ts
+    min(c.ts) AS first_duplicate_ts,
+    count(*) OVER () AS total
 FROM calls c
 JOIN firsts f USING (conversation_id, prompt_id, tool_name, args_fingerprint)
 WHERE (c.ts, c.seq) > f.original_pos
@@ -137,6 +166,7 @@ WHERE (c.ts, c.seq) > f.original_pos
   AND NOT c.replayed
 GROUP BY ALL
 ORDER BY duplicates DESC, min(c.prompt_first_ts), c.conversation_id, c.prompt_id, c.tool_name
+LIMIT ?
 """
 
 # Per agent: tool calls per prompt, budget in force and budget exits.
@@ -155,10 +185,13 @@ FROM prompts_v p
 WHERE {where}
 GROUP BY p.agent
 ORDER BY p.agent
+LIMIT ?
 """
 
 
-def _run(con: duckdb.DuckDBPyConnection, sql: str, selection: Selection) -> list[dict[str, Any]]:
+def _run(
+    con: duckdb.DuckDBPyConnection, sql: str, selection: Selection, limit: int | None = None
+) -> list[dict[str, Any]]:
     where, params = selection.where("p")
     # The selection filters prompts_v; when it names conversations, filter the
     # tool calls by them too, so DuckDB prunes before the replay window instead
@@ -171,7 +204,33 @@ def _run(con: duckdb.DuckDBPyConnection, sql: str, selection: Selection) -> list
         calls, calls_params = "t.conversation_id = ?", [selection.conversation_ids[0]]
     elif selection.conversation_ids:
         calls, calls_params = "list_contains(?, t.conversation_id)", [list(selection.conversation_ids)]
-    return _rows(con.execute(sql.format(calls=calls, where=where), calls_params + params))
+    from loopscope.analyses.store.relations import relations
+
+    query = sql.format(calls=calls, where=where, prompts=relations(con).prompts)
+    # every {calls} slot comes before {where} in the text: its parameters first, once per slot
+    return _rows(con.execute(query, [*calls_params * sql.count("{calls}"), *params, limit]))
+
+
+@dataclass(frozen=True)
+class Page:
+    """The first rows of a list ordered and cut in the query, with the totals over the whole list.
+
+    ``totals``: ``total`` (rows in all) and the list's sums (e.g.
+    ``redundant_calls``), each computed by the query over every row.
+    """
+
+    totals: dict[str, int]
+    items: list[Any]
+
+
+def _page(rows: list[dict[str, Any]], make: Any, totals: tuple[str, ...]) -> Page:
+    """Split the ``total*`` columns (the same in every row) from the rows themselves."""
+    found = {name: 0 for name in totals}
+    for row in rows:
+        for name in totals:
+            column = "total" if name == "total" else f"total_{name}"
+            found[name] = int(row.pop(column) or 0)
+    return Page(found, [make(**r) for r in rows])
 
 
 @dataclass(frozen=True)
@@ -287,17 +346,34 @@ class BudgetPressure:
 
 def retry_loops(con: duckdb.DuckDBPyConnection, selection: Selection) -> list[RetryLoop]:
     """Retry loops in the selected prompts, longest first."""
-    return [RetryLoop(**r) for r in _run(con, RETRY_LOOPS_SQL, selection)]
+    return retry_loops_page(con, selection).items
+
+
+def retry_loops_page(con: duckdb.DuckDBPyConnection, selection: Selection, limit: int | None = None) -> Page:
+    """The ``limit`` longest retry loops; totals ``total`` and ``redundant_calls`` over all of them."""
+    return _page(_run(con, RETRY_LOOPS_SQL, selection, limit), RetryLoop, ("total", "redundant_calls"))
 
 
 def replays(con: duckdb.DuckDBPyConnection, selection: Selection) -> list[Replay]:
     """Every replay record in the selected prompts, in conversation order."""
-    return [Replay(**r) for r in _run(con, REPLAYS_SQL, selection)]
+    return replays_page(con, selection).items
+
+
+def replays_page(con: duckdb.DuckDBPyConnection, selection: Selection, limit: int | None = None) -> Page:
+    """The first ``limit`` replays; totals ``total`` and ``short_circuited`` over all of them."""
+    return _page(_run(con, REPLAYS_SQL, selection, limit), Replay, ("total", "short_circuited"))
 
 
 def duplicate_executions(con: duckdb.DuckDBPyConnection, selection: Selection) -> list[DuplicateExecution]:
     """Successful calls executed again under a new ``tool_call_id`` in the same prompt."""
-    return [DuplicateExecution(**r) for r in _run(con, DUPLICATE_EXECUTIONS_SQL, selection)]
+    return duplicate_executions_page(con, selection).items
+
+
+def duplicate_executions_page(
+    con: duckdb.DuckDBPyConnection, selection: Selection, limit: int | None = None
+) -> Page:
+    """The ``limit`` largest duplicate executions; total ``total`` over all of them."""
+    return _page(_run(con, DUPLICATE_EXECUTIONS_SQL, selection, limit), DuplicateExecution, ("total",))
 
 
 def budget_pressure(con: duckdb.DuckDBPyConnection, selection: Selection) -> list[BudgetPressure]:

@@ -58,18 +58,37 @@ CLEAR_SCRATCHPAD_TOOLS_SQL = "DELETE FROM scratchpad_tools"
 
 # Same call: same conversation, tool_call_id, tool_name and fingerprint
 # (PARTITION BY puts nulls together: two null fingerprints are the same).
-TOOL_CALLS_VIEW_SQL = """
-CREATE OR REPLACE VIEW tool_calls_v AS
+# Only a tool_call_id used more than once in its conversation can be a repeat
+# or an id collision, so only those records (about 1% of them) are numbered by
+# the windows; every other record is a replay exactly when it is flagged
+# ``replayed``. Same rows as numbering every record, without sorting them all.
+# The ids are told apart by a hash of (conversation, id): a collision only
+# sends a few more records through the windows, which number them exactly.
+# {tool_calls}: the table, or a subquery of it (one conversation's records: triage).
+TOOL_CALLS_QUERY = """
+WITH repeated AS NOT MATERIALIZED (
+    SELECT hash(conversation_id, tool_call_id) AS h FROM {tool_calls} GROUP BY h HAVING count(*) > 1
+)
+SELECT
+    t.*,
+    t.replayed AS is_replay,
+    false AS is_id_collision,
+    t.tool_name IN (SELECT tool_name FROM scratchpad_tools) AS is_scratchpad
+FROM {tool_calls} t
+ANTI JOIN repeated r ON r.h = hash(t.conversation_id, t.tool_call_id)
+UNION ALL
 SELECT
     t.*,
     (t.replayed OR row_number() OVER same_call > 1) AS is_replay,
     (NOT t.replayed AND row_number() OVER same_call = 1 AND row_number() OVER same_id > 1) AS is_id_collision,
     t.tool_name IN (SELECT tool_name FROM scratchpad_tools) AS is_scratchpad
-FROM tool_calls t
+FROM {tool_calls} t
+SEMI JOIN repeated r ON r.h = hash(t.conversation_id, t.tool_call_id)
 WINDOW
     same_call AS (PARTITION BY t.conversation_id, t.tool_call_id, t.tool_name, t.args_fingerprint ORDER BY t.ts, t.seq),
     same_id AS (PARTITION BY t.conversation_id, t.tool_call_id ORDER BY t.ts, t.seq)
 """
+TOOL_CALLS_VIEW_SQL = "CREATE OR REPLACE VIEW tool_calls_v AS" + TOOL_CALLS_QUERY.format(tool_calls="tool_calls")
 
 PROMPTS_VIEW_SQL = """
 CREATE OR REPLACE VIEW prompts_v AS
@@ -138,8 +157,13 @@ LEFT JOIN calls c USING (conversation_id, prompt_id)
 LEFT JOIN exits x USING (conversation_id, prompt_id)
 """
 
-ERRORS_VIEW_SQL = """
-CREATE OR REPLACE VIEW errors_v AS
+# resolved_in_prompt: per unrecovered (conversation, tool, prompt), the first
+# later prompt with a successful, non-replay call of that tool; computed once
+# per such key by a grouped join (not a lateral lookup per error row).
+# {prompts}: prompts_v, or prompt_facts when it matches the records (it holds
+# the columns used here, max_ok_step included; store.relations picks);
+# {tool_calls_v}: the view, or TOOL_CALLS_QUERY over one conversation's records.
+ERRORS_QUERY = """
 WITH classed AS (
     SELECT
         t.*,
@@ -152,29 +176,42 @@ WITH classed AS (
         p.first_ts AS prompt_first_ts,
         p.first_seq AS prompt_first_seq,
         p.exit_reason
-    FROM tool_calls_v t
-    JOIN prompts_v p USING (conversation_id, prompt_id)
+    FROM {tool_calls_v} t
+    JOIN {prompts} p USING (conversation_id, prompt_id)
     WHERE t.is_error AND NOT t.is_replay
+),
+unrecovered AS (
+    SELECT DISTINCT conversation_id, tool_name, prompt_first_ts, prompt_first_seq
+    FROM classed WHERE error_class <> 'recovered'
+),
+ok AS (
+    SELECT DISTINCT o.conversation_id, o.tool_name, q.prompt_id, q.first_ts, q.first_seq
+    FROM {tool_calls_v} o
+    JOIN {prompts} q USING (conversation_id, prompt_id)
+    WHERE NOT o.is_error AND NOT o.is_replay
+      AND (o.conversation_id, o.tool_name) IN (SELECT conversation_id, tool_name FROM unrecovered)
+),
+resolved AS (
+    SELECT u.conversation_id, u.tool_name, u.prompt_first_ts, u.prompt_first_seq,
+           arg_min(ok.prompt_id, (ok.first_ts, ok.first_seq)) AS resolved_in_prompt
+    FROM unrecovered u
+    JOIN ok ON ok.conversation_id = u.conversation_id AND ok.tool_name = u.tool_name
+           AND (ok.first_ts, ok.first_seq) > (u.prompt_first_ts, u.prompt_first_seq)
+    GROUP BY u.conversation_id, u.tool_name, u.prompt_first_ts, u.prompt_first_seq
 )
 SELECT
     c.*,
-    (c.error_class <> 'recovered' AND r.prompt_id IS NOT NULL) AS resolved_later,
-    CASE WHEN c.error_class <> 'recovered' THEN r.prompt_id END AS resolved_in_prompt
+    (c.error_class <> 'recovered' AND r.resolved_in_prompt IS NOT NULL) AS resolved_later,
+    CASE WHEN c.error_class <> 'recovered' THEN r.resolved_in_prompt END AS resolved_in_prompt
 FROM classed c
-LEFT JOIN LATERAL (
-    -- the first later prompt with a successful, non-replay call of the same tool
-    SELECT q.prompt_id
-    FROM tool_calls_v o
-    JOIN prompts_v q USING (conversation_id, prompt_id)
-    WHERE o.conversation_id = c.conversation_id
-      AND o.tool_name = c.tool_name
-      AND NOT o.is_error
-      AND NOT o.is_replay
-      AND (q.first_ts, q.first_seq) > (c.prompt_first_ts, c.prompt_first_seq)
-    ORDER BY q.first_ts, q.first_seq
-    LIMIT 1
-) r ON true
+LEFT JOIN resolved r
+    ON r.conversation_id = c.conversation_id AND r.tool_name = c.tool_name
+   AND r.prompt_first_ts = c.prompt_first_ts AND r.prompt_first_seq = c.prompt_first_seq
 """
+ERRORS_VIEW_SQL = "CREATE OR REPLACE VIEW errors_v AS" + ERRORS_QUERY.format(
+    prompts="prompts_v", tool_calls_v="tool_calls_v"
+)
+
 
 # One row per id collision: the later call (c) and the earlier call (f) that
 # first used its tool_call_id in the conversation.

@@ -4,7 +4,7 @@ A figure can be right by arithmetic and still mislead: zero errors because
 the log marks its errors only in the text, weeks that are really "no
 timestamp", an ``--agent`` that matches nothing. ``notices(con, selection)``
 returns those facts of the store as ``Notice`` values (computed in SQL, one
-row per kind), and ``check_selection(con, selection)`` refuses a selection
+row per kind, over ``prompt_facts`` when fresh: ``store.relations``), and ``check_selection(con, selection)`` refuses a selection
 whose ``--agent``/``--tag`` names nothing in the store. ``load``, ``metrics``
 and ``audit`` print the notices; the audit's JSON carries them.
 
@@ -43,21 +43,22 @@ FROM protocol_violations v
 JOIN sources s USING (source_id)
 WHERE v.kind = 'unflagged_error_text'
   AND EXISTS (
-      SELECT 1 FROM tool_calls t JOIN prompts_v p USING (conversation_id, prompt_id)
+      SELECT 1 FROM tool_calls t JOIN {prompts} p USING (conversation_id, prompt_id)
       WHERE t.source_id = v.source_id AND {where}
   )
 ORDER BY s.path
 """
 NO_TIMESTAMPS_SQL = f"""
 SELECT count(*) FILTER (WHERE p.first_ts < TIMESTAMP '{SYNTHETIC_BEFORE}'), count(*)
-FROM prompts_v p
+FROM {{prompts}} p
 WHERE {{where}}
 """
+# The rows of id_collisions_v, counted without looking up each one's first call.
 ID_COLLISIONS_SQL = """
 SELECT count(*), count(DISTINCT c.conversation_id)
-FROM id_collisions_v c
-JOIN prompts_v p USING (conversation_id, prompt_id)
-WHERE {where}
+FROM tool_calls_v c
+JOIN {prompts} p USING (conversation_id, prompt_id)
+WHERE c.is_id_collision AND {where}
 """
 AGENTS_SQL = "SELECT DISTINCT agent FROM prompts_v ORDER BY agent LIMIT 20"
 TAGS_SQL = """
@@ -84,9 +85,12 @@ class Notice:
 
 def notices(con: duckdb.DuckDBPyConnection, selection: Selection | None = None) -> list[Notice]:
     """The notices of the prompts ``selection`` picks (all prompts when None)."""
+    from loopscope.analyses.store.relations import relations
+
     where, params = (selection or Selection()).where("p")
+    prompts = relations(con).prompts
     found: list[Notice] = []
-    for path, detail in con.execute(UNFLAGGED_SQL.format(where=where), params).fetchall():
+    for path, detail in con.execute(UNFLAGGED_SQL.format(where=where, prompts=prompts), params).fetchall():
         count = _leading_count(detail)
         found.append(
             Notice(
@@ -98,7 +102,7 @@ def notices(con: duckdb.DuckDBPyConnection, selection: Selection | None = None) 
                 count,
             )
         )
-    synthetic, total = con.execute(NO_TIMESTAMPS_SQL.format(where=where), params).fetchone() or (0, 0)
+    synthetic, total = con.execute(NO_TIMESTAMPS_SQL.format(where=where, prompts=prompts), params).fetchone() or (0, 0)
     if synthetic:
         found.append(
             Notice(
@@ -109,7 +113,7 @@ def notices(con: duckdb.DuckDBPyConnection, selection: Selection | None = None) 
                 int(synthetic),
             )
         )
-    collisions, conversations = con.execute(ID_COLLISIONS_SQL.format(where=where), params).fetchone() or (0, 0)
+    collisions, conversations = con.execute(ID_COLLISIONS_SQL.format(where=where, prompts=prompts), params).fetchone() or (0, 0)
     if collisions:
         found.append(
             Notice(

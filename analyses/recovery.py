@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import asdict, dataclass, field
+from collections.abc import Iterator
 from typing import Any
 
 import duckdb
@@ -33,11 +34,13 @@ from loopscope.analyses.model import ERROR_CLASSES
 from loopscope.analyses.rows import fetch_dicts as _rows
 from loopscope.analyses.rows import class_dict, json_object
 from loopscope.analyses.selection import Selection
+from loopscope.analyses.store.relations import conversation_relations, relations
 
 UNRECOVERED_CLASSES = tuple(c for c in ERROR_CLASSES if c != "recovered")
 
 # Class counts per group over the selected prompts; {group} is a whitelisted
-# column expression (see _BREAKDOWN_GROUPS), {where} a Selection condition.
+# column expression (see _BREAKDOWN_GROUPS), {where} a Selection condition,
+# {errors} / {prompts} the relations store.relations picks (views or facts).
 ERROR_CLASS_BREAKDOWN_SQL = """
 SELECT
     {group} AS key,
@@ -48,8 +51,8 @@ SELECT
     count(*) FILTER (WHERE e.error_class = 'gave_up') AS gave_up,
     count(*) FILTER (WHERE e.resolved_later) AS resolved_later_errors,
     count(DISTINCT e.conversation_id || chr(0) || e.prompt_id) AS prompts
-FROM errors_v e
-JOIN prompts_v p USING (conversation_id, prompt_id)
+FROM {errors} e
+JOIN {prompts} p USING (conversation_id, prompt_id)
 WHERE {where}
 GROUP BY key
 ORDER BY errors DESC, key
@@ -60,10 +63,11 @@ _BREAKDOWN_GROUPS = {"tool": "e.tool_name", "agent": "p.agent"}
 _ORDER_KEY = "(e.prompt_first_ts, e.prompt_first_seq, e.step, e.ts, e.seq)"
 
 # The first unrecovered error of one conversation, over the whole store.
+# {errors}: store.relations.conversation_relations(con).errors (that conversation's errors only).
 FIRST_UNRECOVERED_SQL = f"""
 SELECT e.*
-FROM errors_v e
-WHERE e.conversation_id = ? AND e.error_class <> 'recovered'
+FROM {{errors}} e
+WHERE e.conversation_id = $conversation_id AND e.error_class <> 'recovered'
 ORDER BY {_ORDER_KEY}
 LIMIT 1
 """
@@ -82,13 +86,14 @@ _PREVIOUS_ATTEMPT_CONDITION = """
         < ({prompt_first_ts}, {prompt_first_seq}, {step}, {ts}, {seq})
 """
 
-# The previous attempts at one error, in conversation order.
+# The previous attempts at one error, in conversation order ({tool_calls} /
+# {prompts}: store.relations.conversation_relations, the conversation's rows only).
 PREVIOUS_ATTEMPTS_SQL = f"""
 SELECT
     t.prompt_id, t.step, t.tool_call_id, t.tool_name, t.ts, t.outcome, t.is_error,
     t.attempts, t.latency_ms, t.error_type, t.error_message, t.is_replay
-FROM tool_calls_v t
-JOIN prompts_v q USING (conversation_id, prompt_id)
+FROM {{tool_calls}} t
+JOIN {{prompts}} q USING (conversation_id, prompt_id)
 WHERE {_PREVIOUS_ATTEMPT_CONDITION.format(
     conversation_id="$conversation_id", tool_name="$tool_name", fingerprint="$fingerprint",
     error_message="$error_message", prompt_first_ts="$prompt_first_ts", prompt_first_seq="$prompt_first_seq",
@@ -98,21 +103,24 @@ ORDER BY q.first_ts, q.first_seq, t.step, t.ts, t.seq
 """
 
 # First unrecovered error per conversation among the selected prompts, then
-# filtered by tool / class; newest conversation (last record) first.
+# filtered by tool / class. {prompts}: prompt_facts when it matches the records
+# (the selected prompts' columns, materialised), else prompts_v.
 # Parameters, in order: the Selection's, never_resolved, tools (twice), classes (twice), limit.
-FIRST_UNRECOVERED_ALL_SQL = """
+_FIRSTS_CTES = """
 WITH sel AS (
-    SELECT p.* FROM prompts_v p WHERE {where}
+    SELECT p.conversation_id, p.prompt_id, p.first_ts, p.last_ts FROM {prompts} p WHERE {where}
 ),
 unrec AS (
     SELECT
-        e.*,
+        e.conversation_id, e.prompt_id, e.step, e.tool_call_id, e.tool_name, e.error_class, e.error_type,
+        e.error_message, e.exit_reason, e.agent, e.ts, e.seq, e.args_fingerprint, e.prompt_first_ts,
+        e.prompt_first_seq, e.resolved_later, e.resolved_in_prompt,
         row_number() OVER (
             PARTITION BY e.conversation_id
             ORDER BY e.prompt_first_ts, e.prompt_first_seq, e.step, e.ts, e.seq
         ) AS rn,
         count(*) OVER (PARTITION BY e.conversation_id) AS n_unrecovered
-    FROM errors_v e
+    FROM {errors} e
     JOIN sel USING (conversation_id, prompt_id)
     WHERE e.error_class <> 'recovered' AND NOT (? AND e.resolved_later)
 ),
@@ -121,38 +129,47 @@ convs AS (
     FROM sel GROUP BY conversation_id
 ),
 firsts AS (
-    SELECT * FROM unrec
-    WHERE rn = 1
-      AND (len(?::VARCHAR[]) = 0 OR list_contains(?::VARCHAR[], tool_name))
-      AND (len(?::VARCHAR[]) = 0 OR list_contains(?::VARCHAR[], error_class))
-)
-SELECT
-    f.conversation_id,
-    f.prompt_id,
-    f.step,
-    f.tool_call_id,
-    f.tool_name,
-    f.error_class,
-    f.error_type,
-    f.error_message,
-    f.exit_reason,
-    f.agent,
-    f.ts AS error_ts,
-    f.n_unrecovered,
-    f.resolved_later,
-    f.resolved_in_prompt,
-    c.prompts,
-    c.first_ts,
-    c.last_ts,
-    (
+    SELECT u.*, c.prompts, c.first_ts AS conversation_first_ts, c.last_ts AS conversation_last_ts
+    FROM unrec u
+    JOIN convs c USING (conversation_id)
+    WHERE u.rn = 1
+      AND (len(?::VARCHAR[]) = 0 OR list_contains(?::VARCHAR[], u.tool_name))
+      AND (len(?::VARCHAR[]) = 0 OR list_contains(?::VARCHAR[], u.error_class))
+)"""
+_UNRECOVERED_ROW_COLUMNS = """
+    f.conversation_id, f.prompt_id, f.step, f.tool_call_id, f.tool_name, f.error_class, f.error_type,
+    f.error_message, f.exit_reason, f.agent, f.ts AS error_ts, f.n_unrecovered, f.resolved_later,
+    f.resolved_in_prompt, f.prompts, f.conversation_first_ts AS first_ts, f.conversation_last_ts AS last_ts"""
+_PREVIOUS_ATTEMPTS_COUNT = """(
         SELECT count(*)
         FROM tool_calls_v t
-        JOIN prompts_v q USING (conversation_id, prompt_id)
+        JOIN {prompts} q USING (conversation_id, prompt_id)
         WHERE {previous_attempt}
-    ) AS previous_attempts
-FROM firsts f
-JOIN convs c USING (conversation_id)
-ORDER BY c.last_ts DESC, f.conversation_id
+    )"""
+# Newest conversation (last record) first: the page is cut before the
+# previous attempts are counted, so they are counted for the rows shown only.
+FIRST_UNRECOVERED_ALL_SQL = _FIRSTS_CTES + """,
+page AS (
+    SELECT * FROM firsts
+    ORDER BY conversation_last_ts DESC, conversation_id
+    LIMIT ?
+)
+SELECT""" + _UNRECOVERED_ROW_COLUMNS + """,
+    """ + _PREVIOUS_ATTEMPTS_COUNT + """ AS previous_attempts
+FROM page f
+ORDER BY f.conversation_last_ts DESC, f.conversation_id
+"""
+# The audit's "triage first" order: most unrecovered errors, then most
+# previous attempts at the failing call, then newest; the first ``limit``
+# rows and, in every row, how many conversations there are in all (``total``).
+TRIAGE_FIRST_SQL = _FIRSTS_CTES + """,
+counted AS (
+    SELECT f.*, """ + _PREVIOUS_ATTEMPTS_COUNT + """ AS previous_attempts
+    FROM firsts f
+)
+SELECT""" + _UNRECOVERED_ROW_COLUMNS.replace("f.", "c.") + """, c.previous_attempts, count(*) OVER () AS total
+FROM counted c
+ORDER BY c.n_unrecovered DESC, c.previous_attempts DESC, c.conversation_last_ts DESC, c.conversation_id
 LIMIT ?
 """
 
@@ -303,7 +320,9 @@ def class_breakdown(con: duckdb.DuckDBPyConnection, selection: Selection, by: st
     if by not in _BREAKDOWN_GROUPS:
         raise ValueError(f"by must be one of {sorted(_BREAKDOWN_GROUPS)}, not {by!r}")
     where, params = selection.where("p")
-    sql = ERROR_CLASS_BREAKDOWN_SQL.format(group=_BREAKDOWN_GROUPS[by], where=where)
+    rel = relations(con)
+    sql = ERROR_CLASS_BREAKDOWN_SQL.format(group=_BREAKDOWN_GROUPS[by], where=where, errors=rel.errors,
+                                           prompts=rel.prompts)
     return [ClassBreakdown(**r) for r in _rows(con.execute(sql, params))]
 
 
@@ -320,7 +339,9 @@ def previous_attempts(con: duckdb.DuckDBPyConnection, error: dict[str, Any]) -> 
         "ts": error["ts"],
         "seq": error["seq"],
     }
-    return [Attempt(**r) for r in _rows(con.execute(PREVIOUS_ATTEMPTS_SQL, params))]
+    one = conversation_relations(con)
+    sql = PREVIOUS_ATTEMPTS_SQL.format(tool_calls=one.tool_calls, prompts=one.prompts)
+    return [Attempt(**r) for r in _rows(con.execute(sql, params))]
 
 
 def first_unrecovered(con: duckdb.DuckDBPyConnection, conversation_id: str) -> UnrecoveredError | None:
@@ -328,7 +349,8 @@ def first_unrecovered(con: duckdb.DuckDBPyConnection, conversation_id: str) -> U
 
     The whole store counts (no selection): this is a fact about the conversation.
     """
-    rows = _rows(con.execute(FIRST_UNRECOVERED_SQL, [conversation_id]))
+    sql = FIRST_UNRECOVERED_SQL.format(errors=conversation_relations(con).errors)
+    rows = _rows(con.execute(sql, {"conversation_id": conversation_id}))
     if not rows:
         return None
     e = rows[0]
@@ -379,6 +401,42 @@ def first_unrecovered_all(
     Raises:
         LoopscopeError: a class is not an unrecovered class, or ``limit`` is negative.
     """
+    return list(iter_first_unrecovered_all(
+        con, selection, tools=tools, classes=classes, limit=limit, never_resolved=never_resolved
+    ))
+
+
+def iter_first_unrecovered_all(
+    con: duckdb.DuckDBPyConnection,
+    selection: Selection,
+    *,
+    tools: tuple[str, ...] = (),
+    classes: tuple[str, ...] = (),
+    limit: int | None = None,
+    never_resolved: bool = False,
+    batch: int = 2048,
+) -> Iterator[UnrecoveredRow]:
+    """``first_unrecovered_all``'s rows as they come from the cursor, ``batch`` at a time.
+
+    For ``--format json``/``csv`` of every conversation: the output is written
+    while the rows are read, so memory does not grow with the list. The
+    arguments are checked before the first row (same errors as
+    ``first_unrecovered_all``); read the iterator while the store is open.
+    """
+    _check_list_arguments(classes, limit)
+    params = _firsts_params(selection, tools, classes, never_resolved) + [limit]
+    cur = con.execute(_firsts_sql(con, FIRST_UNRECOVERED_ALL_SQL, selection), params)
+    names = [d[0] for d in cur.description or []]
+    return _batches(cur, names, batch)
+
+
+def _batches(cur: duckdb.DuckDBPyConnection, names: list[str], batch: int) -> Iterator[UnrecoveredRow]:
+    while rows := cur.fetchmany(batch):
+        for row in rows:
+            yield UnrecoveredRow(**dict(zip(names, row)))
+
+
+def _check_list_arguments(classes: tuple[str, ...], limit: int | None) -> None:
     bad = [c for c in classes if c not in UNRECOVERED_CLASSES]
     if bad:
         raise LoopscopeError(
@@ -387,8 +445,32 @@ def first_unrecovered_all(
         )
     if limit is not None and limit < 0:
         raise LoopscopeError(f"--limit {limit} is negative", hint="use --limit 20, or leave it out for every row")
-    where, params = selection.where("p")
+
+
+def triage_first(con: duckdb.DuckDBPyConnection, selection: Selection, *, limit: int) -> tuple[int, list[UnrecoveredRow]]:
+    """How many conversations have an unrecovered error, and the first ``limit`` to triage.
+
+    Order: most unrecovered errors, then most previous attempts at the failing
+    call, then newest conversation (last record), then id; ordered and cut in
+    the query, so only ``limit`` rows reach Python.
+    """
+    params = _firsts_params(selection, (), (), False) + [limit]
+    rows = _rows(con.execute(_firsts_sql(con, TRIAGE_FIRST_SQL, selection), params))
+    total = int(rows[0].pop("total")) if rows else 0
+    for r in rows[1:]:
+        r.pop("total")
+    return total, [UnrecoveredRow(**r) for r in rows]
+
+
+def _firsts_params(
+    selection: Selection, tools: tuple[str, ...], classes: tuple[str, ...], never_resolved: bool
+) -> list[object]:
+    _, params = selection.where("p")
     tool_list, class_list = list(tools), list(classes)
-    params = [*params, never_resolved, tool_list, tool_list, class_list, class_list, limit]
-    sql = FIRST_UNRECOVERED_ALL_SQL.format(where=where, previous_attempt=_PREVIOUS_ATTEMPT_OF_ROW)
-    return [UnrecoveredRow(**r) for r in _rows(con.execute(sql, params))]
+    return [*params, never_resolved, tool_list, tool_list, class_list, class_list]
+
+
+def _firsts_sql(con: duckdb.DuckDBPyConnection, template: str, selection: Selection) -> str:
+    where, _ = selection.where("p")
+    rel = relations(con)
+    return template.format(prompts=rel.prompts, errors=rel.errors, where=where, previous_attempt=_PREVIOUS_ATTEMPT_OF_ROW)

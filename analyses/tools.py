@@ -8,12 +8,19 @@ and keep its names (``metrics.TOOL_KEYS``):
 - ``tool_calls``: the tool's ``tool_call`` records (replays and id collisions
   included, as in ``metrics``);
 - ``errors``: ``is_error`` calls that are not replays, with their classes,
-  ``recovered_errors`` and ``resolved_later_errors`` read from ``errors_v``
-  (the one place they are defined: a later success of a scratchpad tool such
-  as ``think`` never recovers, an id collision is a new call);
+  ``recovered_errors`` and ``resolved_later_errors`` as ``errors_v`` defines
+  them (a later success of a scratchpad tool such as ``think`` never
+  recovers, an id collision is a new call);
   ``error_rate`` = errors / tool_calls; ``recovery_rate``,
   ``conversation_recovery_rate`` and ``replay_rate`` are ``metrics.Rates``;
-- ``replays``: ``tool_calls_v.is_replay``;
+- ``replays``: as ``tool_calls_v.is_replay`` defines them.
+
+The query computes those facts from ``prompt_facts`` and the tables, as
+``store.facts`` does, instead of reading the views (seconds at 1M records);
+with stale facts on a read-only store it reads the views
+(``TOOL_HEALTH_VIEWS_SQL``), and tests/test_tools_property.py checks both
+against a plain-Python reference. Also per tool:
+
 - ``p50_latency_ms``, ``p95_latency_ms``, ``p99_latency_ms``: exact quantiles
   of ``latency_ms`` with linear interpolation between closest ranks
   (``quantile_cont``, numpy's default, the same as the spec's metrics 1 and
@@ -85,8 +92,9 @@ errs AS (
 # per-error lookups (the views take seconds at 1M records): the selection
 # from prompt_facts, and the facts the views define, computed as store.facts
 # does. A call can only be a replay when it has ``replayed: true`` or its
-# tool_call_id is used more than once in its conversation, so only those ids
-# are ranked (``ranked``, keyed by ``seq``, unique per record), over the whole
+# tool_call_id is used more than once in its conversation, and only in a
+# conversation where prompt_facts counts a replay, so only those ids are ranked
+# (``ranked``, keyed by ``seq``, unique per record), over the whole
 # conversation (a selected call may repeat an unselected one). An error is
 # recovered when its prompt exits normally and has a later step with a
 # success of a non-scratchpad tool (``ok_steps``, only for prompts with an
@@ -98,8 +106,13 @@ sel AS (
     SELECT p.conversation_id, p.prompt_id, p.is_open, p.normal_exit, p.first_ts, p.first_seq
     FROM prompt_facts p WHERE {where}
 ),
+replay_conversations AS (SELECT DISTINCT conversation_id FROM prompt_facts WHERE n_replays > 0),
 repeated AS (
-    SELECT conversation_id, tool_call_id FROM tool_calls GROUP BY conversation_id, tool_call_id HAVING count(*) > 1
+    SELECT t.conversation_id, t.tool_call_id
+    FROM tool_calls t
+    JOIN replay_conversations c ON c.conversation_id = t.conversation_id
+    GROUP BY t.conversation_id, t.tool_call_id
+    HAVING count(*) > 1
 ),
 ranked AS (
     SELECT t.seq,
@@ -113,27 +126,27 @@ sel_calls AS (
     SELECT t.conversation_id, t.prompt_id, t.tool_name, t.step, t.is_error, t.latency_ms,
            coalesce(t.error_message, t.error_type, '') AS message,
            coalesce(k.is_replay, t.replayed) AS is_replay,
+           t.tool_name IN (SELECT tool_name FROM scratchpad_tools) AS is_scratchpad,
            s.is_open, s.normal_exit, s.first_ts, s.first_seq
     FROM tool_calls t
     JOIN sel s ON s.conversation_id = t.conversation_id AND s.prompt_id = t.prompt_id
     LEFT JOIN ranked k ON k.seq = t.seq
-    WHERE CAST(? AS VARCHAR[]) IS NULL OR list_contains(?, t.tool_name)
 ),
 calls AS (
-    SELECT tool_name, is_replay, tool_name IN (SELECT tool_name FROM scratchpad_tools) AS is_scratchpad, latency_ms
+    SELECT conversation_id, prompt_id, tool_name, step, is_error, latency_ms, message, is_replay, is_scratchpad,
+           is_open, normal_exit, first_ts, first_seq
     FROM sel_calls
+    WHERE CAST(? AS VARCHAR[]) IS NULL OR list_contains(?, tool_name)
 ),
 err_calls AS (
     SELECT conversation_id, prompt_id, tool_name, step, message, is_open, normal_exit, first_ts, first_seq
-    FROM sel_calls WHERE is_error AND NOT is_replay
+    FROM calls WHERE is_error AND NOT is_replay
 ),
-err_prompts AS (SELECT DISTINCT conversation_id, prompt_id FROM err_calls),
-ok_steps AS (
-    SELECT t.conversation_id, t.prompt_id, max(t.step) AS max_ok_step
-    FROM tool_calls t
-    JOIN err_prompts e ON e.conversation_id = t.conversation_id AND e.prompt_id = t.prompt_id
-    WHERE NOT t.is_error AND t.tool_name NOT IN (SELECT tool_name FROM scratchpad_tools)
-    GROUP BY t.conversation_id, t.prompt_id
+ok_steps AS (  -- a selected prompt's calls are all in sel_calls, whatever the tool filter
+    SELECT conversation_id, prompt_id, max(step) AS max_ok_step
+    FROM sel_calls
+    WHERE NOT is_error AND NOT is_scratchpad
+    GROUP BY conversation_id, prompt_id
 ),
 classed AS (
     SELECT e.*, coalesce(e.normal_exit AND o.max_ok_step > e.step, false) AS recovered

@@ -28,6 +28,7 @@ from loopscope.analyses.errors import UnknownConversation
 from loopscope.analyses.rows import fetch_dicts as _rows
 from loopscope.analyses.rows import class_dict, json_object
 from loopscope.analyses.selection import Selection
+from loopscope.analyses.store.relations import conversation_relations
 
 CONVERSATION_EXISTS_SQL = "SELECT count(*) FROM prompts_v WHERE conversation_id = ?"
 # Candidates for "did you mean": the most recently active conversations.
@@ -43,11 +44,13 @@ WHERE conversation_id = ?
 ORDER BY first_ts, first_seq, prompt_id
 """
 # Every record of the conversation, with its error class when it is an error.
+# {tool_calls} / {errors}: store.relations.conversation_relations (this conversation's rows of
+# tool_calls_v and errors_v, computed from its records only).
 CONVERSATION_TOOL_CALLS_SQL = """
 SELECT t.*, e.error_class, e.resolved_in_prompt
-FROM tool_calls_v t
+FROM {tool_calls} t
 LEFT JOIN (
-    SELECT seq, error_class, resolved_in_prompt FROM errors_v WHERE conversation_id = $conversation_id
+    SELECT seq, error_class, resolved_in_prompt FROM {errors} WHERE conversation_id = $conversation_id
 ) e ON e.seq = t.seq
 WHERE t.conversation_id = $conversation_id
 ORDER BY t.prompt_id, t.step, t.ts, t.seq
@@ -314,7 +317,9 @@ def triage(con: duckdb.DuckDBPyConnection, conversation_id: str, *, files_loaded
     first = recovery.first_unrecovered(con, conversation_id)
     first_key = (first.prompt_id, first.seq) if first is not None else None
     calls_by_prompt: dict[str, list[dict[str, Any]]] = {}
-    for row in _rows(con.execute(CONVERSATION_TOOL_CALLS_SQL, {"conversation_id": conversation_id})):
+    one = conversation_relations(con)
+    calls_sql = CONVERSATION_TOOL_CALLS_SQL.format(tool_calls=one.tool_calls, errors=one.errors)
+    for row in _rows(con.execute(calls_sql, {"conversation_id": conversation_id})):
         calls_by_prompt.setdefault(row["prompt_id"], []).append(row)
     prompts = []
     for p in _rows(con.execute(CONVERSATION_PROMPTS_SQL, [conversation_id])):

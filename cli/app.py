@@ -15,14 +15,17 @@ import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-import typer
+from loopscope.cli import lazy_rich
 
-try:  # typer >= 0.22 vendors click as typer._click and no longer installs click
+lazy_rich.defer()  # before Typer's help imports rich.markdown and rich.traceback, which it never uses here
+
+import typer  # noqa: E402
+
+try:  # noqa: E402  # typer >= 0.22 vendors click as typer._click and no longer installs click
     from typer._click import Context
     from typer._click.exceptions import ClickException, UsageError
 except ImportError:  # older typer runs on click itself
     from click import ClickException, Context, UsageError  # type: ignore[no-redef]
-from rich.panel import Panel
 from typer.core import TyperCommand, TyperGroup
 
 from loopscope.analyses.errors import LoopscopeError
@@ -128,6 +131,8 @@ def _root(
 
 def report_error(exc: LoopscopeError) -> None:
     """Print a user error as a titled panel on stderr."""
+    from rich.panel import Panel
+
     body = inert(exc.message)
     if exc.hint:
         body += f"\n\n[dim]hint:[/dim] {inert(exc.hint)}"

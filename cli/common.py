@@ -11,6 +11,7 @@ closes the store (``loopscope.analyses.store.open_for_analysis``).
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -35,8 +36,10 @@ def show_progress() -> bool:
     """Progress displays are for a person at a terminal: stderr is a TTY, not dumb, not under CI."""
     if os.environ.get("CI") or os.environ.get("TERM") == "dumb":
         return False
-    console = stderr_console()
-    return console.is_terminal and not console.is_dumb_terminal
+    try:
+        return sys.stderr is not None and sys.stderr.isatty()
+    except (AttributeError, ValueError):  # a replaced or closed stderr
+        return False
 
 
 def _progress_delay() -> float:
@@ -190,6 +193,8 @@ def window_selection(
 
 def print_notices(found: Sequence[Any]) -> None:
     """Print each ``notices.Notice`` on stderr (stdout stays the figures, whatever the format)."""
+    if not found:
+        return
     from loopscope.cli.render.output import inert
 
     console = stderr_console()

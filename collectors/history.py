@@ -60,9 +60,9 @@ def one_line(text: object, limit: int) -> str:
 
 
 class CallEntry:
-    """One tool call as the history keeps it (about 300 bytes plus two short strings)."""
+    """One tool call as the history keeps it: about 1 KB with a full-length target and error line."""
 
-    __slots__ = ("prompt_id", "step", "tool_name", "target", "key", "fingerprint", "result_fingerprint", "is_error", "error")
+    __slots__ = ("prompt_id", "step", "tool_name", "key", "fingerprint", "result_fingerprint", "is_error", "error")
 
     def __init__(
         self,
@@ -84,12 +84,18 @@ class CallEntry:
         self.error = None if error is None else one_line(error, ATTEMPT_CHARS)
         name = hints.target_argument(arguments)
         if name is not None:
-            value = redact_secrets(one_line(arguments[name], TARGET_CHARS))
-            self.target = f"{name}={value!r}"
-            self.key = (tool_name, name, value)
+            # The value stays in memory only (capped); it is redacted when a block shows it.
+            self.key = (tool_name, name, one_line(arguments[name], TARGET_CHARS))
         else:
-            self.target = f"<arguments {fingerprint[:12]}>" if fingerprint else "<no arguments>"
             self.key = (tool_name, None, fingerprint)
+
+    @property
+    def target(self) -> str:
+        """``name='value'`` (the value redacted) or ``<arguments 1a2b3c4d5e6f>``."""
+        _, name, value = self.key
+        if name is not None:
+            return f"{name}={redact_secrets(value)!r}"
+        return f"<arguments {value[:12]}>" if value else "<no arguments>"
 
     def operation(self) -> str:
         """``tool(target)``: the operation and its target, as the block shows it."""

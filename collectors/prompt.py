@@ -13,9 +13,23 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from loopscope.collectors import otel
 from loopscope.collectors.guard import logger
-from loopscope.collectors.history import LOOP_DETECTED, ON_LOOP_POLICIES, CallEntry, PromptWatch, Spin
+from loopscope.collectors.history import (
+    DEFAULT_MAX_ATTEMPTS,
+    LOOP_DETECTED,
+    ON_LOOP_POLICIES,
+    CallEntry,
+    PromptWatch,
+    Spin,
+    recovery_block,
+)
 from loopscope.collectors.records import COMMON_FIELDS, LOOP_EXIT, LOOP_EXIT_FIELDS, OUTCOMES, PENDING, TOOL_CALL
-from loopscope.collectors.shape import RawResult, parsed_arguments, result_fingerprint, shape_and_fingerprint
+from loopscope.collectors.shape import (
+    RawResult,
+    args_fingerprint,
+    parsed_arguments,
+    result_fingerprint,
+    shape_and_fingerprint,
+)
 from loopscope.collectors.tool_call import NO_RESULT, ToolCall
 
 if TYPE_CHECKING:
@@ -72,6 +86,7 @@ class PromptLoop:
         "_span_named",
         "_watch",
         "on_loop",
+        "_last_error",
         "__weakref__",
     )
 
@@ -90,6 +105,7 @@ class PromptLoop:
         self._col = col
         self._watch: PromptWatch | None = None
         self.on_loop: str | None = None
+        self._last_error: tuple[Any, ...] | None = None
         self._perf, self._wall, self._submit = col._perf, col._wall, col._submit
         self.steps = self.tool_calls = self.tool_errors = self._started = self._step = 0
         self._last_stop = self.input_tokens = self.output_tokens = None
@@ -290,6 +306,32 @@ class PromptLoop:
             col._guard.internal_error("spinning", exc)
             return None
 
+    def recovery_context(self, max_attempts: int = DEFAULT_MAX_ATTEMPTS) -> str | None:
+        """The ``[Error Recovery Context]`` block of this prompt's latest failed tool call, or None.
+
+        For calls recorded with :meth:`record_tool_call` (framework hooks), where there is no
+        :class:`ToolCall` to ask; otherwise the same as :meth:`ToolCall.recovery_context`. Never raises.
+        """
+        col = self._col
+        try:
+            last = self._last_error
+            if last is None:
+                return None
+            tool_name, args, step, message, error_type = last[:5]
+            entry = last[5] if len(last) > 5 else None
+            hist = col._history
+            previous = None
+            if entry is None or hist is None:
+                parsed = parsed_arguments(args)
+                fp = args_fingerprint(parsed) if parsed is not None else None
+                entry = CallEntry(self.prompt_id, step, str(tool_name), parsed, fp, None, True, message)
+            else:
+                previous = hist.attempts(self.conversation_id, entry)
+            return recovery_block(entry, message, error_type, previous, max_attempts)
+        except Exception as exc:  # noqa: BLE001
+            col._guard.internal_error("prompt.recovery_context", exc)
+            return None
+
     def loops(self) -> list[Spin]:
         """Every loop found in this prompt so far (its latest state), in the order found. Never raises."""
         try:
@@ -477,6 +519,8 @@ class PromptLoop:
         rec["replayed"] = replayed
         watch = self._watch
         entry = None
+        if is_error:
+            self._last_error = (tool_name, args, step, message, error_type)
         if watch is None:
             if result is not NO_RESULT:
                 rec["result_fingerprint"] = RawResult(result)  # digest computed by the sink
@@ -495,6 +539,8 @@ class PromptLoop:
                 self._col._guard.internal_error("tool_call.history", exc)
             self._col._emit(rec)
             if entry is not None:
+                if is_error:
+                    self._last_error = (tool_name, args, step, message, error_type, entry)
                 try:
                     hist = self._col._history
                     if hist is not None:

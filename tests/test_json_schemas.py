@@ -333,6 +333,11 @@ def test_lint_rules_and_messages_documents(tmp_path: Path) -> None:
         "check_in '2026-13-01' is not a date: use YYYY-MM-DD, e.g. 2026-12-01"]}))
     per_tool = run_json("lint", "--messages", str(messages), "--format", "json", exit_code=3)
     assert_valid("lint-messages.json", per_tool)
+    # the spellings since lint has verbs (issue 20): the same documents
+    assert_valid("lint-rules.json", run_json("lint", "rules", "--format", "json"))
+    assert run_json("lint", "check", "--message", "Error: bad", "--message", "invalid date", "--format", "json",
+                    exit_code=3) == one
+    assert run_json("lint", "check", "--messages", str(messages), "--format", "json", exit_code=3) == per_tool
     assert {row.get("tool") for row in per_tool} == {"book_room", "check_in"}
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import gzip
+import importlib.util
 import json
 import tempfile
 from collections import Counter
@@ -45,8 +46,13 @@ from loopscope.analyses.ingest.load import load_paths
 from loopscope.analyses.ingest.fast_sql import LOOP_EXIT_ORDER, OMITTED_WHEN_NULL, TOOL_CALL_ORDER
 from loopscope.analyses.ingest.records import FIELDS, MAX_LINE_BYTES
 from loopscope.analyses.metrics import compute_metrics
-from loopscope.analyses.store import connect
 from loopscope.collectors import Collector, JsonlSink
+
+_stores_spec = importlib.util.spec_from_file_location("loopscope_test_store_template", Path(__file__).parent / "store_template.py")
+assert _stores_spec and _stores_spec.loader
+_stores = importlib.util.module_from_spec(_stores_spec)
+_stores_spec.loader.exec_module(_stores)
+new_store = _stores.new_store
 
 SAMPLE_LOGS = Path(__file__).resolve().parent.parent / "sample_logs"
 
@@ -391,7 +397,7 @@ def optional(manager: AbstractContextManager[None] | None) -> Iterator[None]:
 @contextmanager
 def two_stores(folder: Path) -> Iterator[dict[bool, duckdb.DuckDBPyConnection]]:
     """A store file per setting of the fast path (True: on, False: off)."""
-    stores = {on: connect(folder / f"fast_path_{'on' if on else 'off'}.duckdb") for on in (True, False)}
+    stores = {on: new_store(folder / f"fast_path_{'on' if on else 'off'}.duckdb") for on in (True, False)}
     try:
         yield stores
     finally:

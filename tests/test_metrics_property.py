@@ -31,6 +31,7 @@ from hypothesis import strategies as st
 
 from loopscope.analyses.ingest.load import load_paths
 from loopscope.analyses.store.facts import VIEWS_FACTS_SQL
+from loopscope.analyses.store.relations import FACTS_ERRORS
 from loopscope.analyses.metrics import compute_metrics
 from loopscope.analyses.selection import Selection
 from loopscope.analyses.store import connect
@@ -228,6 +229,9 @@ def test_sql_agrees_with_reference(tmp_path: Path, data: tuple[list[list[Any]], 
         for e in reference.errors(records)
     )
     assert got_errors == want_errors
+    # The errors the analyses read when prompt_facts is fresh (store.relations): errors_v's rows exactly.
+    every_error = "SELECT * FROM {} ORDER BY seq"
+    assert con.execute(every_error.format(FACTS_ERRORS)).fetchall() == con.execute(every_error.format("errors_v")).fetchall()
 
     # Metrics over one file: the prompts with a record in it, facts from the whole store.
     first = source_of[paths[0].name]

@@ -271,7 +271,12 @@ def test_no_progress_loop_and_cycle_signals() -> None:
         assert [s.kind for s in loop.loops()] == [CYCLE]
 
 
-def test_warn_policy_logs_once_per_loop_and_keeps_the_loop_open(caplog: pytest.LogCaptureFixture) -> None:
+def test_warn_policy_logs_once_per_loop_and_keeps_the_loop_open(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # test_import_hygiene runs import-linter in this process, whose logging setup disables the
+    # loggers that exist by then (test_collector_guard fails after it for the same reason).
+    monkeypatch.setattr(logging.getLogger("loopscope"), "disabled", False)
     col, sink = _col()
     with caplog.at_level(logging.WARNING, logger="loopscope"):
         with col.prompt("c", on_loop="warn") as loop:
@@ -466,6 +471,23 @@ def test_demo_blind_conversations_with_the_block_spin_less(tmp_path: Path) -> No
 # ------------------------------------------------------------------ triage and audit, records and message arrays
 
 
+SCHEMAS = Path(__file__).resolve().parent.parent / "docs" / "schemas"
+
+
+def assert_schema(name: str, document: Any) -> None:
+    """The document matches docs/schemas/NAME (its items included: the sample data has none)."""
+    from jsonschema import Draft202012Validator, FormatChecker
+    from referencing import Registry, Resource
+
+    registry = Registry().with_resources(
+        (p.name, Resource.from_contents(json.loads(p.read_text()))) for p in sorted(SCHEMAS.glob("*.json"))
+    )
+    validator = Draft202012Validator(json.loads((SCHEMAS / name).read_text()), registry=registry,
+                                     format_checker=FormatChecker())
+    errors = [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(document)]
+    assert not errors, errors[:5]
+
+
 def _chat(conv: str, calls: list[tuple[str, dict, str]]) -> dict[str, Any]:
     messages: list[dict[str, Any]] = [{"role": "user", "content": "Go."}]
     for i, (name, args, result) in enumerate(calls):
@@ -508,6 +530,8 @@ def test_triage_and_audit_show_no_progress_loops_and_cycles_from_records_and_mes
         return json.loads(res.stdout)
 
     np_m, cy_m, np_r = triage("m-np"), triage("m-cy"), triage("r-np")
+    for doc in (np_m, cy_m, np_r):
+        assert_schema("triage.json", doc)
     assert [(n["tool_name"], n["calls"], n["redundant_calls"]) for n in np_m["no_progress_loops"]] == [("exec", 4, 3)]
     assert np_m["no_progress_loops"][0]["result_fingerprint"] == hashlib.sha256(b"").hexdigest()
     assert np_m["cycles"] == [] and cy_m["no_progress_loops"] == []
@@ -521,8 +545,105 @@ def test_triage_and_audit_show_no_progress_loops_and_cycles_from_records_and_mes
     res = runner.invoke(app, ["audit", "--db", db, "--format", "json"], catch_exceptions=False)
     assert res.exit_code == 0, res.output
     report = json.loads(res.stdout)
+    assert_schema("audit.json", report)
     assert (report["no_progress_loops"]["total"], report["no_progress_loops"]["redundant_calls"]) == (2, 3 + 2)
     assert (report["cycles"]["total"], report["cycles"]["redundant_calls"]) == (1, 3)
     res = runner.invoke(app, ["check", "--db", db, "--max-no-progress-loops", "1", "--max-cycles", "0"])
     assert res.exit_code == 3
     assert "VIOLATED no_progress_loops 2" in res.stdout and "VIOLATED cycles 1" in res.stdout
+
+
+def _kv(key: str, value: Any) -> dict[str, Any]:
+    return {"key": key, "value": {"stringValue": value}}
+
+
+def _span(span_id: str, parent: str, name: str, start_ms: int, end_ms: int, attrs: dict[str, str]) -> dict[str, Any]:
+    t0 = 1_790_000_000_000_000_000
+    return {
+        "traceId": "5B8EFFF798038103D269B633813FC60C", "spanId": span_id, "parentSpanId": parent, "name": name,
+        "kind": 1, "startTimeUnixNano": str(t0 + start_ms * 1_000_000), "endTimeUnixNano": str(t0 + end_ms * 1_000_000),
+        "attributes": [_kv(k, v) for k, v in attrs.items()], "status": {}, "events": [],
+    }
+
+
+def test_otlp_tool_spans_with_their_result_give_result_fingerprint_and_a_no_progress_loop(tmp_path: Path) -> None:
+    agent = _span("AA00000000000001", "", "invoke_agent", 0, 100, {
+        "gen_ai.operation.name": "invoke_agent", "gen_ai.conversation.id": "o-np"})
+    tools = [
+        _span(f"BB0000000000000{i}", "AA00000000000001", "execute_tool exec", 10 * i + 1, 10 * i + 5, {
+            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "exec", "gen_ai.tool.call.id": f"c{i}",
+            "gen_ai.tool.call.arguments": '{"cmd": "ls /nope"}', "gen_ai.tool.call.result": ""})
+        for i in range(1, 4)
+    ]
+    path = tmp_path / "spans.jsonl"
+    line = {"resourceSpans": [{"resource": {"attributes": []},
+                               "scopeSpans": [{"scope": {"name": "t"}, "spans": [agent, *tools]}]}]}
+    path.write_text(json.dumps(line) + "\n", encoding="utf-8")
+    db = str(tmp_path / "s.duckdb")
+    runner = CliRunner()
+    res = runner.invoke(app, ["load", "--db", db, "--input-format", "otlp", str(path)], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(app, ["triage", "o-np", "--db", db, "--format", "json"], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    loops_found = json.loads(res.stdout)["no_progress_loops"]
+    assert [(n["tool_name"], n["calls"], n["result_fingerprint"]) for n in loops_found] == [
+        ("exec", 3, hashlib.sha256(b"").hexdigest())
+    ]
+
+
+def test_framework_hooks_get_the_block_and_the_policy_through_record_tool_call() -> None:
+    """A framework that times calls itself (record_tool_call) gets the same block and policy."""
+    col, sink = _col()
+    blocks = []
+    with col.prompt("c-hook", prompt_id="p1", on_loop="exit") as loop:
+        for i in range(5):
+            loop.model_response("tool_use")
+            loop.record_tool_call(
+                tool_call_id=f"h{i}", tool_name="search", arguments={"query": "hotel paris"},
+                is_error=True, error_type="RateLimitError", error_message="429 Too Many Requests", latency_ms=3.0,
+            )
+            blocks.append(loop.recovery_context(max_attempts=1))
+            spin = loop.spinning()
+            if spin is not None and spin.stop:
+                break
+    assert len(blocks) == 3 and spin.kind == RETRY_LOOP
+    assert "Operation: search(query='hotel paris')" in blocks[2]
+    assert "Previous attempts (this session): 2\n  (1 earlier attempt not listed)\n  2. search(query='hotel paris')" in blocks[2]
+    assert "Wait for the retry-after delay" in blocks[2]
+    col.flush()
+    assert (sink.records[-1]["exit_reason"], sink.records[-1]["error_type"]) == ("error", "loop_detected")
+    with col.prompt("c-hook") as loop:
+        assert loop.recovery_context() is None  # no failed call yet
+
+
+def test_parallel_tool_calls_from_threads_count_exactly() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    col = Collector(MemorySink(), history=True, max_history_calls=10_000)
+    with col.prompt("c-par", on_loop="warn") as loop:
+        loop.model_response("tool_use")
+
+        def one(i: int) -> None:
+            with loop.tool_call(f"t{i}", "fetch", {"url": "https://example.com/down"}, catch=True):
+                raise ConnectionError("connection reset by peer")
+
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            list(pool.map(one, range(400)))
+        spin = loop.spinning()
+    assert col.stats.internal_errors == 0
+    assert (spin.kind, spin.calls) == (RETRY_LOOP, 400)
+    assert len(col._history) == 400 and loop.tool_errors == 400
+
+
+def test_the_target_shown_in_the_block_is_redacted_and_capped() -> None:
+    col, _ = _col()
+    url = "https://api.example.com/v1/items?api_key=sk-ant-abcdef0123456789abcdef&page=" + "9" * 500
+    with col.prompt("c") as loop:
+        for i in range(2):
+            with loop.tool_call(f"t{i}", "fetch", {"url": url}, catch=True) as call:
+                raise PermissionError("403 Forbidden")
+    block = call.recovery_context()
+    operation = block.splitlines()[1]
+    assert operation.startswith("Operation: fetch(url='https://api.example.com/v1/items?api_key=[REDACTED]")
+    assert "sk-ant" not in block and len(operation) < 160
+    assert "Previous attempts (this session): 1" in block  # the same (capped) target both times

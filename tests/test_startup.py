@@ -23,7 +23,8 @@ from loopscope.cli.coercion import FastCoercion, install
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = str(REPO / "sample_logs")
 ENTRY = "import sys; from loopscope.cli import main; sys.argv[0] = 'loopscope'; main()"
-PROBE = ENTRY.replace("main()", "\ntry:\n    main()\nfinally:\n    print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})), file=sys.stderr)")
+# what got imported (cli/lazy_rich.py's stand-ins for modules not imported yet do not count)
+PROBE = ENTRY.replace("main()", "\ntry:\n    main()\nfinally:\n    print(json.dumps(sorted({m.split('.')[0] for m, v in sys.modules.items() if type(v).__name__ != '_Deferred'})), file=sys.stderr)")
 
 
 def _modules(*args: str) -> tuple[set[str], str]:
@@ -37,10 +38,56 @@ def _modules(*args: str) -> tuple[set[str], str]:
 def test_help_loads_no_duckdb_pydantic_or_polars() -> None:
     loaded, out = _modules("--help")
     assert "Load and measure" in out
-    assert not loaded & {"duckdb", "pydantic", "polars", "pyarrow"}
+    assert not loaded & {"duckdb", "pydantic", "polars", "pyarrow", "markdown_it", "pygments"}
 
 
-@pytest.mark.parametrize("args", [["metrics", SAMPLE, "--db", ":memory:", "-f", "json", "--week", "2026-W47"],
+def test_deferred_rich_modules_give_the_real_thing_on_use() -> None:
+    """cli/lazy_rich.py: rich.markdown and rich.traceback load when used, and behave as themselves."""
+    code = """
+import io, sys
+from loopscope.cli import lazy_rich
+lazy_rich.defer()
+from rich.markdown import Markdown
+from rich.traceback import Traceback
+from rich.console import Console
+assert "markdown_it" not in sys.modules and "pygments" not in sys.modules
+md = Markdown("# Title\\n\\n**bold** text")
+import rich.markdown as real
+assert type(md) is real.Markdown and isinstance(md, Markdown) and real.Heading
+out = io.StringIO()
+Console(file=out, width=40).print(md)
+assert "Title" in out.getvalue() and "bold text" in out.getvalue()
+try:
+    1 / 0
+except ZeroDivisionError as exc:
+    tb = Traceback.from_exception(type(exc), exc, exc.__traceback__)
+assert type(tb).__module__ == "rich.traceback" and isinstance(tb, Traceback)
+print("ok")
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd="/")
+    assert proc.stdout.strip() == "ok", proc.stderr
+
+
+def test_a_markdown_help_still_renders_through_the_deferred_module() -> None:
+    import loopscope.cli.app  # noqa: F401  (installs the stand-ins in this process)
+
+    md_app = typer.Typer(rich_markup_mode="markdown")
+
+    @md_app.command()
+    def hello() -> None:
+        """Say **hello** in `code`."""
+
+    res = CliRunner().invoke(md_app, ["--help"], env={"COLUMNS": "80"})
+    assert res.exit_code == 0 and "Say hello in code" in " ".join(res.output.split())
+
+
+def test_json_output_loads_no_rich() -> None:
+    loaded, out = _modules("metrics", SAMPLE, "--db", ":memory:", "-f", "json", "--week", "2026-W47")
+    assert json.loads(out)["prompts"] == 11
+    assert not loaded & {"rich", "pydantic", "polars", "pyarrow"}
+
+
+@pytest.mark.parametrize("args", [["metrics", SAMPLE, "--db", ":memory:", "--week", "2026-W47"],
                                   ["audit", SAMPLE, "--db", ":memory:", "--limit", "3"],
                                   ["lint", "check", "-m", "Failed"]], ids=lambda a: a[0])
 def test_a_command_on_small_data_loads_no_pydantic_or_polars(args: list[str]) -> None:

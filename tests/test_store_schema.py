@@ -82,6 +82,16 @@ def test_an_upgraded_store_equals_a_fresh_one(tmp_path: Path) -> None:
         assert a[part] == b[part], part
 
 
+def test_the_expected_columns_read_from_the_schema_text_are_the_chains() -> None:
+    from loopscope.analyses.store.migrations import COLUMNS_SQL, _built_columns, _expected_columns
+
+    chain = duckdb.connect(":memory:")
+    migrate(chain, fresh_schema=False)
+    built = frozenset(chain.execute(COLUMNS_SQL).fetchall())
+    assert len(built) > 60 and ("prompt_facts", "n_resolved_later") in built and ("sources", "head_len") in built
+    assert _expected_columns() == built == _built_columns()
+
+
 def test_the_newer_store_check_still_sees_an_unknown_column(tmp_path: Path) -> None:
     con = connect(tmp_path / "s.duckdb")
     assert newer_store(con) == []

@@ -232,7 +232,7 @@ def test_audit_tools_section(db: str, tmp_path: Path) -> None:
     html = page.read_text()
     section = html[html.index('<section id="tools">'):html.index('<section id="classes">')]
     assert "<h2>Tools (3 tools)</h2>" in section
-    assert "<th>p95 latency (ms)</th>" in section and 'data-v="88.0">88</td>' in section
+    assert "<th>p95 ms</th>" in section and 'data-v="88.0">88</td>' in section
     assert "Error: room &lt;id&gt; taken" in section
     assert "3 calls without latency_ms" in section
 

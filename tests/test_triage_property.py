@@ -27,7 +27,6 @@ from typer.testing import CliRunner
 from loopscope.analyses import incidents, recovery
 from loopscope.analyses.ingest.load import load_paths
 from loopscope.analyses.selection import Selection
-from loopscope.analyses.store import connect
 from loopscope.cli.app import app
 
 _spec = importlib.util.spec_from_file_location(
@@ -38,6 +37,12 @@ ref = importlib.util.module_from_spec(_spec)
 sys.modules[_spec.name] = ref
 _spec.loader.exec_module(ref)
 reference = ref.reference
+
+_stores_spec = importlib.util.spec_from_file_location("loopscope_test_store_template", Path(__file__).parent / "store_template.py")
+assert _stores_spec and _stores_spec.loader
+_stores = importlib.util.module_from_spec(_stores_spec)
+_stores_spec.loader.exec_module(_stores)
+new_store = _stores.new_store
 
 BASE = dt.datetime(2026, 11, 20, 8, 0, 0)
 EXITS = [None, "end_turn", "end_turn", "stop_sequence", "max_tokens", "budget_exceeded", "error"]
@@ -94,7 +99,7 @@ def _load(records: list[dict[str, Any]]):  # type: ignore[no-untyped-def]
     path = Path(f"records-{n}.jsonl")
     path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     db = Path(f"store-{n}.duckdb")
-    con = connect(db)
+    con = new_store(db)
     load_paths(con, [path])
     return con, db
 

@@ -5,13 +5,14 @@ compact JSON, every field of its kind present (``null`` when it has no
 value; ``tags`` only when set), in the field order of docs/records.md. For such a line one typed
 parse is enough, and a single comparison proves it valid:
 
-1. ``from_json`` parses the line once into the kind's fields, each as text
-   (strings decoded, numbers and booleans as written, objects as compact
-   JSON).
+1. ``from_json`` parses the line once into the kind's fields: integers to
+   BIGINT and booleans to BOOLEAN, strings decoded, numbers (``latency_ms``,
+   ``duration_ms``) as written, objects as compact JSON.
 2. The fields are rendered back into the canonical line: keys in order,
    strings quoted (re-escaped with ``to_json`` when the line has a
-   backslash), everything else as its text, ``null`` for no value (``tags``
-   left out instead, as the collector does).
+   backslash), integers and booleans as their canonical text, numbers and
+   objects as their text, ``null`` for no value (``tags`` left out instead,
+   as the collector does).
 3. The line is accepted only if it is byte for byte that rendering, and
    the values pass the spec's checks (types of the non-string fields,
    ranges, the outcome set, a parseable ``ts``, required fields present).
@@ -21,7 +22,9 @@ parse is enough, and a single comparison proves it valid:
 
 Equality with the rendering is the proof: a line that equals the canonical
 text of its own values has exactly the known keys, once each, in order,
-with strings where strings belong, so there is nothing the full validation
+with strings where strings belong and integers and booleans spelled as JSON
+spells them (a ``"1"``, ``1.0`` or ``1`` where a boolean belongs parses to a
+value whose text differs), so there is nothing the full validation
 (``records``) could find. Everything else (unknown fields among the
 known ones, other key orders, whitespace, missing keys, wrong types, bad
 JSON) is left for that full validation, which names the problem; the two
@@ -40,6 +43,7 @@ import json
 
 from loopscope.analyses.ingest.records import (
     FIELDS,
+    INT_RANGE,
     LOOP_EXIT_FIELDS,
     MAX_LINE_BYTES,
     TOOL_CALL_FIELDS,
@@ -67,6 +71,7 @@ OMITTED_WHEN_NULL = frozenset({"tags"})
 """Fields the collector leaves out when they have no value (every other field is written, ``null`` if empty)."""
 
 _CLASS = {name: tclass for name, tclass, *_ in FIELDS} | {"v": "int", "kind": "str"}
+_REQUIRED = frozenset(name for name, _tclass, required, *_ in FIELDS if required)
 
 # Where a chunk's lines come from: the file read by DuckDB's CSV reader (line
 # number = rowid + 1) or a block of lines sent from Python.
@@ -79,32 +84,52 @@ _LINE_SOURCES = {
 _TS_VALUE = ts_value_sql("ts")
 
 
+# How ``from_json`` types each class of field: integers and booleans straight
+# to their SQL type (no text to make and cast back), objects as compact JSON,
+# strings and numbers as text (a number's text keeps the spelling the line
+# has: ``5`` and ``5.0`` both render back as written).
+_PARSED_AS = {"str": "VARCHAR", "num": "VARCHAR", "obj": "JSON", "int": "BIGINT", "bool": "BOOLEAN"}
+
+
 def _structure(fields: tuple[str, ...]) -> str:
-    # Objects as JSON (compact text), everything else as text: the type of a
-    # non-string value is checked on its text, a string's by the quotes.
-    return json.dumps({k: ("JSON" if _CLASS[k] == "obj" else "VARCHAR") for k in fields})
+    return json.dumps({k: _PARSED_AS[_CLASS[k]] for k in fields})
 
 
 def _rendering(head: str, fields: tuple[str, ...], escaped: bool) -> str:
     # ``head``: the line's fixed start ('{"v":1,"kind":"tool_call"'), checked
     # with starts_with before the parse; ``fields``: the fields after it.
-    parts: list[str] = [f"'{head}'"]
+    # Pieces: constant text (str) or an SQL expression (tuple); adjacent
+    # constants are joined, so the concat has as few arguments as it can.
+    pieces: list[str | tuple[str]] = [head]
     for name in fields:
         key = "," + json.dumps(name) + ":"
         if name in OMITTED_WHEN_NULL:
-            parts.append(f"CASE WHEN {name} IS NULL THEN '' ELSE concat('{key}', {name}::VARCHAR) END")
+            pieces.append((f"CASE WHEN {name} IS NULL THEN '' ELSE concat('{key}', {name}::VARCHAR) END",))
             continue
-        parts.append(f"'{key}'")
+        pieces.append(key)
         if _CLASS[name] != "str":
-            parts.append(f"coalesce({name}::VARCHAR, 'null')")
+            # An integer or boolean renders as its canonical text (``1``, ``true``):
+            # a line that spells it otherwise (``1.0``, ``"1"``, ``1e0``) differs.
+            pieces.append((f"coalesce({name}::VARCHAR, 'null')",))
         elif escaped:
-            parts.append(f"coalesce(to_json({name})::VARCHAR, 'null')")
-        else:
+            pieces.append((f"coalesce(to_json({name})::VARCHAR, 'null')",))
+        elif name in _REQUIRED:
             # No backslash in the line: no string in it has an escape, so its
-            # text is its value between quotes.
-            parts.append(f"""CASE WHEN {name} IS NULL THEN 'null' ELSE concat('"', {name}, '"') END""")
+            # text is its value between quotes. A required field is checked
+            # non-null, so its quotes are constant text (were it NULL, concat
+            # would skip it and render '""', which that line cannot be: it
+            # would then hold an empty string there, not a null).
+            pieces += ['"', (name,), '"']
+        else:
+            pieces.append((f"""CASE WHEN {name} IS NULL THEN 'null' ELSE concat('"', {name}, '"') END""",))
+    args: list[str] = []
+    for piece in pieces:
+        if isinstance(piece, str) and args and args[-1].startswith("'"):
+            args[-1] = args[-1][:-1] + piece + "'"
+        else:
+            args.append(f"'{piece}'" if isinstance(piece, str) else piece[0])
     # No closing brace: the line is this and '}', or this, ',' and unknown fields.
-    return "concat(" + ", ".join(parts) + ")"
+    return "concat(" + ", ".join(args) + ")"
 
 
 def value_checks(fields: tuple[str, ...], line_length: bool = True) -> str:
@@ -125,10 +150,14 @@ def value_checks(fields: tuple[str, ...], line_length: bool = True) -> str:
         elif tclass == "obj":
             test = f"starts_with({name}::VARCHAR, '{{')"
             tests.append(test if required else f"({name} IS NULL OR {test})")
-        else:
-            # The validator's checks read JSON fragments; for numbers and
-            # booleans the text here is the same fragment.
+        elif tclass == "num":
+            # The validator's check reads the JSON fragment; a number's text here is the same fragment.
             tests.append(fast_check(name, tclass, required))
+        else:
+            # Parsed to BIGINT / BOOLEAN: the rendering proved the text is the
+            # canonical spelling of this value, so the range is checked on the value.
+            test = f"{name} BETWEEN {INT_RANGE[name][0]} AND {INT_RANGE[name][1]}" if tclass == "int" else f"{name} IS NOT NULL"
+            tests.append(test if required else f"({name} IS NULL OR {test})")
     return " AND ".join(tests)
 
 
@@ -174,8 +203,8 @@ _COMMON_COLUMNS = "conversation_id, prompt_id, coalesce(agent, 'default') AS age
 _TOOL_CALL_COLUMNS = (
     _COMMON_COLUMNS
     + ", tool_call_id, tool_name, step::INTEGER AS step, input_shape, args_fingerprint, outcome, "
-    "is_error = 'true' AS is_error, coalesce(attempts::INTEGER, 1) AS attempts, latency_ms::DOUBLE AS latency_ms, "
-    "error_type, error_message, coalesce(replayed = 'true', false) AS replayed"
+    "is_error, coalesce(attempts::INTEGER, 1) AS attempts, latency_ms::DOUBLE AS latency_ms, "
+    "error_type, error_message, coalesce(replayed, false) AS replayed"
 )
 _LOOP_EXIT_COLUMNS = (
     _COMMON_COLUMNS

@@ -15,9 +15,12 @@ metric's sense (the model was never told), so their unrecovered count is 0
 and they sort after the errors of the same size; their rule list starts with
 LS130.
 
-The SQL only aggregates; the templates are computed in Python once per
-distinct (tool, message) and joined back through a temporary table, so the
-work is proportional to the number of distinct messages, not of calls.
+The SQL only aggregates: the calls are first grouped (per tool, text, type,
+outcome, class and conversation, into a temporary table), the templates are
+computed in Python once per distinct (tool, message) and joined back through
+a second temporary table, and the counts per template are sums over the
+groups, so the Python work is proportional to the number of distinct
+messages, not of calls.
 """
 
 from __future__ import annotations
@@ -32,64 +35,92 @@ from loopscope.analyses.lint.engine import checklist, lint_message
 from loopscope.analyses.lint.rules import RULES_BY_ID
 from loopscope.analyses.lint.templates import template_of
 from loopscope.analyses.selection import Selection
+from loopscope.analyses.store.relations import relations
 
-# Distinct (tool, message) pairs among the selected errors and silent errors.
-DISTINCT_MESSAGES_SQL = """
-SELECT DISTINCT t.tool_name, coalesce(t.error_message, t.error_type, '') AS message
-FROM tool_calls_v t
-JOIN prompts_v p USING (conversation_id, prompt_id)
-WHERE NOT t.is_replay
-  AND (t.is_error OR t.error_message IS NOT NULL OR t.outcome IN ('transient_fail', 'permanent_fail'))
-  AND ({where})
-  AND (CAST(? AS VARCHAR) IS NULL OR t.tool_name = ?)
+# The selected errors (errors_v: non-replay is_error calls, with their class)
+# and silent errors (non-replay calls with is_error false that failed or carry
+# an error message), grouped by everything the ranking tells apart, down to
+# the conversation: one row per distinct (tool, text, type, outcome, class,
+# conversation) with its count, far fewer rows than calls. {errors} / {prompts}:
+# the relations store.relations picks. Parameters: the Selection's, tool, tool, twice.
+CALL_GROUPS_SQL = """
+CREATE TEMP TABLE {groups} AS
+WITH calls AS (
+    SELECT e.tool_name, e.conversation_id, e.error_message, e.error_type, e.outcome, true AS is_error, e.error_class
+    FROM {errors} e
+    JOIN {prompts} p USING (conversation_id, prompt_id)
+    WHERE ({where}) AND (CAST(? AS VARCHAR) IS NULL OR e.tool_name = ?)
+    UNION ALL
+    SELECT t.tool_name, t.conversation_id, t.error_message, t.error_type, t.outcome, false AS is_error,
+           CAST(NULL AS VARCHAR) AS error_class
+    FROM tool_calls_v t
+    JOIN {prompts} p USING (conversation_id, prompt_id)
+    WHERE NOT t.is_replay AND NOT t.is_error
+      AND (t.error_message IS NOT NULL OR t.outcome IN ('transient_fail', 'permanent_fail'))
+      AND ({where}) AND (CAST(? AS VARCHAR) IS NULL OR t.tool_name = ?)
+)
+SELECT tool_name, is_error, coalesce(error_message, error_type, '') AS message, error_type, outcome, error_class,
+       conversation_id, count(*) AS n
+FROM calls
+GROUP BY tool_name, is_error, coalesce(error_message, error_type, ''), error_type, outcome, error_class,
+         conversation_id
 """
 
-# One row per (tool, template): counts, classes and the most common message.
+# Distinct (tool, message) pairs: the texts to turn into templates (in Python, once each).
+DISTINCT_MESSAGES_SQL = "SELECT DISTINCT tool_name, message FROM {groups}"
+
+# One row per (tool, template, kind): counts, classes and the most common
+# message, error type and outcome (ties go to the smallest text, so the example
+# is the same on every run). Parameter: min_count.
 TEMPLATE_IMPACT_SQL = """
-WITH calls AS (
-    SELECT
-        t.tool_name, t.conversation_id, t.error_message, t.error_type, t.outcome, t.is_error,
-        coalesce(t.error_message, t.error_type, '') AS message,
-        e.error_class
-    FROM tool_calls_v t
-    JOIN prompts_v p USING (conversation_id, prompt_id)
-    LEFT JOIN errors_v e
-        ON e.conversation_id = t.conversation_id AND e.prompt_id = t.prompt_id
-        AND e.tool_call_id = t.tool_call_id AND e.seq = t.seq
-    WHERE NOT t.is_replay
-      AND (t.is_error OR t.error_message IS NOT NULL OR t.outcome IN ('transient_fail', 'permanent_fail'))
-      AND ({where})
-      AND (CAST(? AS VARCHAR) IS NULL OR t.tool_name = ?)
-),
--- Ties between equally common texts (types, outcomes) go to the smallest, so
--- the example is the same on every run (mode() picks any of them).
-counted AS (
-    SELECT
-        c.*,
-        m.template,
-        count(*) OVER (PARTITION BY c.tool_name, m.template, c.is_error, c.message) AS n_message,
-        count(*) OVER (PARTITION BY c.tool_name, m.template, c.is_error, c.error_type) AS n_type,
-        count(*) OVER (PARTITION BY c.tool_name, m.template, c.is_error, c.outcome) AS n_outcome
-    FROM calls c
+WITH g AS (
+    SELECT c.*, m.template
+    FROM {groups} c
     JOIN {table} m ON m.tool_name = c.tool_name AND m.message = c.message
+),
+totals AS (
+    SELECT
+        tool_name, template, is_error,
+        sum(n) AS occurrences,
+        coalesce(sum(n) FILTER (WHERE error_class = 'recovered'), 0) AS recovered,
+        coalesce(sum(n) FILTER (WHERE error_class = 'open'), 0) AS open,
+        coalesce(sum(n) FILTER (WHERE error_class = 'aborted'), 0) AS aborted,
+        coalesce(sum(n) FILTER (WHERE error_class = 'gave_up'), 0) AS gave_up,
+        count(DISTINCT conversation_id) AS conversations,
+        count(DISTINCT message) AS variants
+    FROM g
+    GROUP BY tool_name, template, is_error
+    HAVING sum(n) >= ?
+),
+messages AS (
+    SELECT tool_name, template, is_error, message, sum(n) AS n FROM g GROUP BY tool_name, template, is_error, message
+),
+types AS (
+    SELECT tool_name, template, is_error, error_type, sum(n) AS n FROM g WHERE error_type IS NOT NULL
+    GROUP BY tool_name, template, is_error, error_type
+),
+outcomes AS (
+    SELECT tool_name, template, is_error, outcome, sum(n) AS n FROM g GROUP BY tool_name, template, is_error, outcome
+),
+example AS (
+    SELECT tool_name, template, is_error, arg_min(message, (-n, message)) AS example
+    FROM messages GROUP BY tool_name, template, is_error
+),
+example_type AS (
+    SELECT tool_name, template, is_error, arg_min(error_type, (-n, error_type)) AS error_type
+    FROM types GROUP BY tool_name, template, is_error
+),
+example_outcome AS (
+    SELECT tool_name, template, is_error, arg_min(outcome, (-n, outcome)) AS outcome
+    FROM outcomes GROUP BY tool_name, template, is_error
 )
 SELECT
-    c.tool_name,
-    c.template,
-    c.is_error,
-    count(*) AS occurrences,
-    count(*) FILTER (WHERE c.error_class = 'recovered') AS recovered,
-    count(*) FILTER (WHERE c.error_class = 'open') AS open,
-    count(*) FILTER (WHERE c.error_class = 'aborted') AS aborted,
-    count(*) FILTER (WHERE c.error_class = 'gave_up') AS gave_up,
-    count(DISTINCT c.conversation_id) AS conversations,
-    count(DISTINCT c.message) AS variants,
-    arg_min(c.message, (-c.n_message, c.message)) AS example,
-    arg_min(c.error_type, (-c.n_type, c.error_type)) FILTER (WHERE c.error_type IS NOT NULL) AS error_type,
-    arg_min(c.outcome, (-c.n_outcome, c.outcome)) AS outcome
-FROM counted c
-GROUP BY c.tool_name, c.template, c.is_error
-HAVING count(*) >= ?
+    t.tool_name, t.template, t.is_error, t.occurrences, t.recovered, t.open, t.aborted, t.gave_up,
+    t.conversations, t.variants, x.example, y.error_type, o.outcome
+FROM totals t
+JOIN example x USING (tool_name, template, is_error)
+LEFT JOIN example_type y USING (tool_name, template, is_error)
+JOIN example_outcome o USING (tool_name, template, is_error)
 """
 
 _COUNTER = itertools.count()
@@ -165,22 +196,27 @@ def rank_templates(
         conversations affected, then tool and template.
     """
     where, params = selection.where("p")
-    pairs = con.execute(DISTINCT_MESSAGES_SQL.format(where=where), [*params, tool, tool]).fetchall()
-    if not pairs:
-        return []
-    table = f"_lint_templates_{next(_COUNTER)}"
-    con.execute(f"CREATE TEMP TABLE {table} (tool_name VARCHAR, message VARCHAR, template VARCHAR)")
+    rel = relations(con)
+    n = next(_COUNTER)
+    groups, table = f"_lint_calls_{n}", f"_lint_templates_{n}"
     try:
+        con.execute(
+            CALL_GROUPS_SQL.format(groups=groups, errors=rel.errors, prompts=rel.prompts, where=where),
+            [*params, tool, tool, *params, tool, tool],
+        )
+        pairs = con.execute(DISTINCT_MESSAGES_SQL.format(groups=groups)).fetchall()
+        if not pairs:
+            return []
+        con.execute(f"CREATE TEMP TABLE {table} (tool_name VARCHAR, message VARCHAR, template VARCHAR)")
         # one round trip: three parallel lists unnested into rows (executemany is row by row)
         tools = [t for t, _ in pairs]
         texts = [m for _, m in pairs]
         templates = [template_of(m) for m in texts]
         con.execute(f"INSERT INTO {table} SELECT unnest(?), unnest(?), unnest(?)", [tools, texts, templates])
-        rows = con.execute(
-            TEMPLATE_IMPACT_SQL.format(where=where, table=table), [*params, tool, tool, max(1, min_count)]
-        ).fetchall()
+        rows = con.execute(TEMPLATE_IMPACT_SQL.format(groups=groups, table=table), [max(1, min_count)]).fetchall()
     finally:
         con.execute(f"DROP TABLE IF EXISTS {table}")
+        con.execute(f"DROP TABLE IF EXISTS {groups}")
     result = [_impact(row) for row in rows]
     result.sort(key=lambda r: (-r.unrecovered, -r.occurrences, -r.conversations, r.kind, r.tool_name, r.template))
     return result if limit is None else result[:limit]

@@ -11,6 +11,15 @@ column this one does not know) is refused for writing, and opened for
 reading with a ``NewerStoreWarning``: the figures may miss what the newer
 version added.
 
+Memory is bounded by construction: every connection sets DuckDB's
+``memory_limit`` (default: a quarter of the machine's memory, at least 1 GiB;
+``$LOOPSCOPE_MEMORY_LIMIT`` overrides it with a DuckDB size such as ``4GB``
+or a share such as ``50%``) and a ``temp_directory`` where DuckDB spills what
+does not fit (default: DuckDB's own, ``STORE.tmp`` next to the store file, or
+``$XDG_CACHE_HOME/loopscope/tmp`` for ``:memory:``; ``$LOOPSCOPE_TEMP_DIR``
+overrides it). A query over more data than the limit then spills to disk
+instead of failing or swapping (docs/performance.md).
+
 ``open_for_analysis(db, paths, ...)`` is how every analysis (CLI command or
 notebook) opens the store: it loads PATHs first, limits the selection to those
 files, and always closes the connection.
@@ -43,6 +52,13 @@ if TYPE_CHECKING:
 
 DEFAULT_DB = "loopscope.duckdb"
 DB_ENV = "LOOPSCOPE_DB"
+MEMORY_LIMIT_ENV = "LOOPSCOPE_MEMORY_LIMIT"
+TEMP_DIR_ENV = "LOOPSCOPE_TEMP_DIR"
+DEFAULT_MEMORY_SHARE = 0.25
+"""The share of physical memory DuckDB may use by default (it spills the rest to its temp directory)."""
+MIN_MEMORY_LIMIT = 1 << 30
+SET_MEMORY_LIMIT_SQL = "SET memory_limit = ?"
+SET_TEMP_DIRECTORY_SQL = "SET temp_directory = ?"
 DUCKDB_MAGIC = b"DUCK"
 """DuckDB's file format: a checksum (8 bytes), then these 4 bytes."""
 DUCKDB_MAGIC_OFFSET = 8
@@ -55,6 +71,60 @@ class NewerStoreWarning(UserWarning):
 def default_db_path() -> str:
     """The database the CLI uses when ``--db`` is not given."""
     return os.environ.get(DB_ENV) or DEFAULT_DB
+
+
+def _physical_memory() -> int | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, OSError, ValueError):
+        return None  # not a POSIX system: DuckDB's own default (80% of memory)
+
+
+def memory_limit() -> str | None:
+    """The ``memory_limit`` for DuckDB: ``$LOOPSCOPE_MEMORY_LIMIT``, else a quarter of memory (>= 1 GiB)."""
+    wanted = os.environ.get(MEMORY_LIMIT_ENV, "").strip()
+    total = _physical_memory()
+    if wanted.endswith("%"):
+        try:
+            share = float(wanted[:-1]) / 100
+        except ValueError:
+            share = None
+        if share and 0 < share <= 1 and total:
+            return f"{max(int(total * share), 64 << 20) >> 20}MiB"
+        wanted = ""
+    if wanted:
+        return wanted
+    if not total:
+        return None
+    return f"{max(int(total * DEFAULT_MEMORY_SHARE), MIN_MEMORY_LIMIT) >> 20}MiB"
+
+
+def temp_directory(target: str) -> str | None:
+    """Where DuckDB spills: ``$LOOPSCOPE_TEMP_DIR``; for ``:memory:`` the user cache; else DuckDB's default."""
+    wanted = os.environ.get(TEMP_DIR_ENV, "").strip()
+    if wanted:
+        return wanted
+    if target == ":memory:":
+        cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        return os.path.join(cache, "loopscope", "tmp")
+    return None  # DuckDB's default: STORE.tmp next to the store file
+
+
+def _bound_memory(con: duckdb.DuckDBPyConnection, target: str) -> None:
+    """Set the memory limit and the spill folder of a new connection (docs/performance.md)."""
+    limit = memory_limit()
+    if limit:
+        try:
+            con.execute(SET_MEMORY_LIMIT_SQL, [limit])
+        except duckdb.Error as exc:
+            con.close()
+            raise DatabaseError(
+                f"${MEMORY_LIMIT_ENV}={limit!r} is not a memory size DuckDB accepts: {exc}",
+                hint="use a size such as 4GB or 512MB, or a share of memory such as 50%",
+            ) from None
+    folder = temp_directory(target)
+    if folder:
+        con.execute(SET_TEMP_DIRECTORY_SQL, [folder])
 
 
 def _open_hint(error: str) -> str:
@@ -128,6 +198,7 @@ def connect(
     except (duckdb.IOException, duckdb.InvalidInputException, duckdb.SerializationException) as exc:
         raise DatabaseError(f"cannot open the database {target}: {exc}", hint=_open_hint(str(exc))) from None
     con.execute("SET TimeZone = 'UTC'")
+    _bound_memory(con, target)
     newer = newer_store(con)
     if newer:
         what = ", ".join(newer[:5]) + (f" and {len(newer) - 5} more" if len(newer) > 5 else "")

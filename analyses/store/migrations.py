@@ -32,6 +32,7 @@ Table layout (record format v1 lives in docs/records.md):
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from functools import cache
 
@@ -157,13 +158,53 @@ def newer_store(con: duckdb.DuckDBPyConnection) -> list[str]:
 
 @cache
 def _expected_columns() -> frozenset[tuple[str, str]]:
-    """Every (table, column) this loopscope's migrations create, from a throwaway in-memory store."""
+    """Every (table, column) this loopscope's migrations create.
+
+    Read from the one-step schema's own text when it stands for the whole chain (no store to
+    build: opening a store stays cheap), else from a throwaway in-memory store.
+    """
+    if FRESH_SCHEMA_AT == MIGRATIONS[-1][0]:
+        return declared_columns(";\n".join((FRESH_SCHEMA_SQL, model.SCRATCHPAD_TABLE_SQL)))
+    return _built_columns()
+
+
+def _built_columns() -> frozenset[tuple[str, str]]:
     mem = duckdb.connect(":memory:")
     try:
         migrate(mem)
         return frozenset((t, c) for t, c in mem.execute(COLUMNS_SQL).fetchall())
     finally:
         mem.close()
+
+
+_CREATE_TABLE_RE = re.compile(r"CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)\s*\(", re.IGNORECASE)
+_NOT_A_COLUMN = ("PRIMARY", "UNIQUE", "CHECK", "FOREIGN", "CONSTRAINT")
+
+
+def declared_columns(script: str) -> frozenset[tuple[str, str]]:
+    """(table, column) of every ``CREATE TABLE`` in ``script``, this module's own DDL (no comments,
+    plain names); tests/test_store_schema.py checks it against the chain's store."""
+    found = set()
+    for match in _CREATE_TABLE_RE.finditer(script):
+        depth, start = 1, match.end()
+        end = start
+        while depth:
+            depth += {"(": 1, ")": -1}.get(script[end], 0)
+            end += 1
+        parts, depth, current = [], 0, ""
+        for ch in script[start : end - 1]:
+            depth += {"(": 1, ")": -1}.get(ch, 0)
+            if ch == "," and depth == 0:
+                parts.append(current)
+                current = ""
+            else:
+                current += ch
+        parts.append(current)
+        for part in parts:
+            name = part.split()[0] if part.split() else ""
+            if name and name.upper() not in _NOT_A_COLUMN:
+                found.add((match.group(1), name))
+    return frozenset(found)
 
 
 @migration
@@ -321,14 +362,32 @@ def m006_calls_not_ids(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("DELETE FROM prompt_facts_state")
 
 
+@migration
+def m007_views_without_full_sorts(con: duckdb.DuckDBPyConnection) -> None:
+    # Issue 14: the same views (same rows), computed without numbering every
+    # record (only the tool_call_ids used twice are windowed) and without a
+    # lateral lookup per error for resolved_later.
+    model.create_model(con)
+
+
+@migration
+def m008_facts_max_ok_step(con: duckdb.DuckDBPyConnection) -> None:
+    # Issue 14: the last step with a success of a non-scratchpad tool, per
+    # prompt, so the error classes (errors_v) can be computed over prompt_facts
+    # instead of grouping every record again. Rebuilt on next use.
+    con.execute("ALTER TABLE prompt_facts ADD COLUMN IF NOT EXISTS max_ok_step INTEGER")
+    con.execute("DELETE FROM prompt_facts")
+    con.execute("DELETE FROM prompt_facts_state")
+
+
 # The tables as the chain leaves them at FRESH_SCHEMA_AT (m001's tables with m003's head_len,
-# m004's reviews, m005's prompt facts with m006's n_resolved_later: columns in the chain's
-# order), created on an empty store in one step with the scratchpad tools and the views of
+# m004's reviews, m005's prompt facts with m006's n_resolved_later and m008's max_ok_step: columns in the
+# chain's order), created on an empty store in one step with the scratchpad tools and the views of
 # analyses/model.py. A new migration that changes a table must change this too (or leave
 # FRESH_SCHEMA_AT where it is: the new migration then runs after it, as on an old store); one
 # that only recreates the views can move FRESH_SCHEMA_AT to itself. tests/test_store_schema.py
 # compares the two routes.
-FRESH_SCHEMA_AT = "m006_calls_not_ids"
+FRESH_SCHEMA_AT = "m008_facts_max_ok_step"
 FRESH_SCHEMA_SQL = CREATE_MIGRATIONS_TABLE_SQL + """;
 CREATE SEQUENCE IF NOT EXISTS record_seq START 1;
 CREATE TABLE sources (
@@ -373,7 +432,7 @@ CREATE TABLE reviews (
 CREATE TABLE prompt_facts (
     conversation_id VARCHAR, prompt_id VARCHAR, first_ts TIMESTAMP, last_ts TIMESTAMP, first_seq BIGINT,
     agent VARCHAR, tags JSON, n_tool_calls BIGINT, is_open BOOLEAN, exit_reason VARCHAR, normal_exit BOOLEAN,
-    n_replays BIGINT, n_errors BIGINT, n_recovered BIGINT, n_resolved_later BIGINT
+    n_replays BIGINT, n_errors BIGINT, n_recovered BIGINT, n_resolved_later BIGINT, max_ok_step INTEGER
 );
 CREATE TABLE prompt_facts_state (tool_calls BIGINT, loop_exits BIGINT, max_seq BIGINT, refreshed_at TIMESTAMP);
 """

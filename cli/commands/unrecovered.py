@@ -48,18 +48,21 @@ def unrecovered_command(
       loopscope unrecovered --never-resolved --limit 20
       loopscope unrecovered --limit 20 --format csv > unrecovered.csv
     """
-    from loopscope.analyses.recovery import UNRECOVERED_COLUMNS, first_unrecovered_all
+    from loopscope.analyses.recovery import UNRECOVERED_COLUMNS, iter_first_unrecovered_all
 
     with scope.open() as (con, selection, _summary):
-        rows = first_unrecovered_all(
+        rows = iter_first_unrecovered_all(
             con, selection, tools=tuple(tool or ()), classes=tuple(error_class or ()), limit=limit,
             never_resolved=never_resolved,
         )
-    if output is OutputFormat.json:
-        write_json([r.to_dict() for r in rows])
-    elif output is OutputFormat.csv:
-        write_csv([r.to_dict() for r in rows], UNRECOVERED_COLUMNS)
-    else:
-        from loopscope.cli.render.unrecovered import render
+        # json and csv are written while the rows are read (the store is open until then)
+        if output is OutputFormat.json:
+            write_json(r.to_dict() for r in rows)
+            return
+        if output is OutputFormat.csv:
+            write_csv((r.to_dict() for r in rows), UNRECOVERED_COLUMNS)
+            return
+        shown = list(rows)
+    from loopscope.cli.render.unrecovered import render
 
-        render(rows)
+    render(shown)

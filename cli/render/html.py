@@ -236,9 +236,11 @@ def _tools_title(tools: dict[str, Any]) -> str:
 
 def _tools_html(tools: dict[str, Any]) -> str:
     """Per-tool health: the terminal's columns, headed by their labels, and the most frequent error template."""
-    columns = [(key, figure_label(key)) for key, _ in TOOL_COLUMNS] + [
-        ("top_error_template", figure_label("top_error_template")),
-        ("top_error_template_errors", figure_label("top_error_template_errors"))]
+    # The terminal's short headers (the figures' names are in --format json), then the template.
+    headers = {"tool_calls": "calls", "error_rate": "error rate", "recovery_rate": "recovery",
+               "conversation_recovery_rate": "conv. recovery"}
+    columns = [(key, headers.get(key, short)) for key, short in TOOL_COLUMNS] + [
+        ("top_error_template", "most frequent error template"), ("top_error_template_errors", "its errors")]
 
     def cell(key: str, row: dict[str, Any]) -> str | None:
         if key == "tool_name":
@@ -248,6 +250,8 @@ def _tools_html(tools: dict[str, Any]) -> str:
             if row["top_error_template"] is None:
                 return '<td class="muted">–</td>'
             return f'<td class="msg">{esc(row["top_error_template"] or "(no message)")}</td>'
+        if row.get(key, 0) is None:  # a rate without a denominator, a latency without a sample
+            return '<td class="n muted">–</td>'
         return None
 
     missing = sum(t["tool_calls_without_latency"] for t in tools["items"])
@@ -298,6 +302,7 @@ def render_html(report: dict[str, Any]) -> str:
 
     gt = report["generic_templates"]
     rl = report["retry_loops"]
+    npl, cy = report["no_progress_loops"], report["cycles"]
     rp = report["replays"]
     de = report["duplicate_executions"]
     pv = report["protocol_violations"]
@@ -330,7 +335,14 @@ def render_html(report: dict[str, Any]) -> str:
         _section(f"Retry loops ({rl['total']}, {rl['redundant_calls']} redundant calls)", _table(
             [("conversation_id", "conversation"), ("prompt_id", "prompt"), ("agent", "agent"), ("tool_name", "tool"),
              ("calls", "calls"), ("error_message", "message"), ("exit_reason", "exit")], rl["items"], msg_cell,
-            "No retry loop."), "loops"),
+            "No retry loop.")
+            + f"<h3>No-progress loops ({npl['total']}: same call, same result)</h3>" + _table(
+            [("conversation_id", "conversation"), ("prompt_id", "prompt"), ("agent", "agent"), ("tool_name", "tool"),
+             ("calls", "calls"), ("exit_reason", "exit")], npl["items"], empty="No no-progress loop.")
+            + f"<h3>Cycles ({cy['total']}: A-B-A-B)</h3>" + _table(
+            [("conversation_id", "conversation"), ("prompt_id", "prompt"), ("tool_name", "tool A"),
+             ("other_tool_name", "tool B"), ("calls", "calls"), ("exit_reason", "exit")], cy["items"], empty="No cycle."),
+            "loops"),
         _section(f"Replays ({rp['total']}: {rp['short_circuited']} short-circuited, {rp['double_executions']} double "
                  f"execution{'s' if rp['double_executions'] != 1 else ''}) and duplicate executions ({de['total']})", _table(
             [("conversation_id", "conversation"), ("tool_call_id", "tool_call_id"), ("tool_name", "tool"),

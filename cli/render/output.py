@@ -18,14 +18,14 @@ import math
 import os
 import re
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
-
-from rich.console import Console
-from rich.markup import escape
+from typing import TYPE_CHECKING, Any
 
 from loopscope.analyses.untrusted import BIDI_AND_INVISIBLE, UNSAFE_RE, escape_char
+
+if TYPE_CHECKING:  # rich is imported when a console is made: json and csv output never load it
+    from rich.console import Console
 
 # C0/C1 controls, bidirectional controls and invisible format characters: one definition for
 # every output (loopscope.analyses.untrusted), so log text cannot act on a terminal or disguise
@@ -46,11 +46,15 @@ class OutputFormat(str, enum.Enum):
 
 def stdout_console() -> Console:
     """Console for results (stdout). Created per call so tests can capture it."""
+    from rich.console import Console
+
     return Console(highlight=False, soft_wrap=False)
 
 
 def stderr_console() -> Console:
     """Console for errors and progress (stderr), so piped output stays clean."""
+    from rich.console import Console
+
     return Console(stderr=True, highlight=False)
 
 
@@ -66,6 +70,8 @@ def plain(text: object) -> str:
 
 def inert(text: object) -> str:
     """Untrusted text made safe to embed in rich markup."""
+    from rich.markup import escape
+
     return escape(plain(text))
 
 
@@ -130,8 +136,26 @@ def to_json(obj: Any) -> str:
 
 
 def write_json(obj: Any) -> None:
-    """Print ``obj`` as JSON on stdout."""
-    sys.stdout.write(to_json(obj) + "\n")
+    """Print ``obj`` as JSON on stdout.
+
+    A list (or any iterator, e.g. rows read from a cursor in batches) is
+    written element by element, so a long list is never held as one text;
+    the bytes are those of ``to_json(list(obj))``.
+    """
+    if isinstance(obj, (list, Iterator)):
+        _write_json_list(iter(obj))
+    else:
+        sys.stdout.write(to_json(obj) + "\n")
+
+
+def _write_json_list(items: Iterator[Any]) -> None:
+    out = sys.stdout
+    first = True
+    for item in items:
+        out.write("[\n" if first else ",\n")
+        first = False
+        out.write("\n".join("  " + line for line in to_json(item).split("\n")))
+    out.write("[]\n" if first else "\n]\n")
 
 
 def _csv_cell(value: Any) -> Any:
@@ -159,8 +183,11 @@ def to_csv(rows: Iterable[Mapping[str, Any]], columns: Sequence[str]) -> str:
 
 
 def write_csv(rows: Iterable[Mapping[str, Any]], columns: Sequence[str]) -> None:
-    """Print rows as CSV on stdout."""
-    sys.stdout.write(to_csv(rows, columns))
+    """Print rows as CSV on stdout, row by row (the same text as ``to_csv``)."""
+    writer = csv.writer(sys.stdout, lineterminator="\n")
+    writer.writerow(columns)
+    for row in rows:
+        writer.writerow([_csv_cell(row.get(col)) for col in columns])
 
 
 def shown_path(path: str) -> str:

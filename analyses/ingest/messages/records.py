@@ -46,11 +46,11 @@ The rules (docs/inputs.md, "Conversation message arrays", explains them to users
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from typing import Any, Optional
 
+from loopscope.analyses.ingest.calls import SYNTHETIC_EPOCH, TOOL_STOP_REASONS, CallBook, record_head
 from loopscope.analyses.ingest.messages.errors import ErrorRules, classify, error_type_from_text
 from loopscope.analyses.ingest.messages.turns import (
     AssistantTurn,
@@ -67,10 +67,6 @@ from loopscope.collectors.shape import result_fingerprint, shape_and_fingerprint
 
 # Where the messages reader puts the time of the log line a message came in (per-turn logs).
 LINE_TIME_KEY = "_loopscope_line_time"
-SYNTHETIC_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-# Stop reasons that mean "the loop goes on": the model asked for tools, or (Anthropic
-# pause_turn) a long server-side turn was paused to be resumed.
-TOOL_STOP_REASONS = frozenset({"tool_use", "tool_calls", "function_call", "pause_turn"})
 # OpenAI finish_reason -> the record format's exit_reason; other values are kept as-is.
 STOP_REASON_MAP = {"stop": "end_turn", "length": "max_tokens", "content_filter": "refusal"}
 # tau2-bench termination_reason -> (exit_reason, error_type) for a last prompt stopped from outside.
@@ -90,11 +86,6 @@ def _shape(request: ToolCallRequest) -> tuple[dict[str, str], Optional[str]]:
         return shape_and_fingerprint(request.arguments)
     except RecursionError:  # nested too deeply to serialise: as good as not JSON
         return {}, None
-
-
-def format_ts(moment: datetime) -> str:
-    """RFC 3339 UTC with microseconds, as the collector writes it."""
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 @dataclass
@@ -127,7 +118,7 @@ class ConversationResult:
     unflagged_error_texts: int = 0
 
 
-class _Deriver:
+class _Deriver(CallBook[_Call]):
     """Walks one conversation's turns once and collects records and violations."""
 
     def __init__(
@@ -138,48 +129,25 @@ class _Deriver:
         termination_reason: Optional[str],
         tags: Optional[dict[str, str]],
     ) -> None:
-        self.conversation_id = conversation_id
+        super().__init__(conversation_id)
         self.agent = agent
         self.rules = rules
         self.termination_reason = termination_reason
         self.tags = tags
         self.prompts: list[_Prompt] = []
         self.current: Optional[_Prompt] = None
-        self.pending: dict[str, deque[_Call]] = {}
-        self.resolved: set[str] = set()
         self.latest_turn: Optional[AssistantTurn] = None
-        self.violations: list[dict[str, Any]] = []
         self.keyed: list[tuple[tuple[int, int, int], dict[str, Any]]] = []
         self.times: dict[int, tuple[datetime, Optional[str]]] = {}
         self.unflagged_error_texts = 0
 
     # -- helpers ---------------------------------------------------------
-    def violation(self, kind: str, detail: str, prompt_id: Optional[str] = None, call_id: Optional[str] = None) -> None:
-        self.violations.append(
-            {
-                "conversation_id": self.conversation_id,
-                "prompt_id": prompt_id,
-                "tool_call_id": call_id,
-                "kind": kind,
-                "detail": detail,
-            }
-        )
-
     def time_of(self, index: int) -> tuple[datetime, Optional[str]]:
         """(time, how it was made: None (stored), 'synthetic' or 'line') of message ``index``."""
         return self.times[index]
 
     def common(self, kind: str, prompt_id: str, moment: datetime, made: Optional[str]) -> dict[str, Any]:
-        record: dict[str, Any] = {
-            "v": 1,
-            "kind": kind,
-            "ts": format_ts(moment),
-            "conversation_id": self.conversation_id,
-            "prompt_id": prompt_id,
-            "agent": self.agent,
-            "trace_id": None,
-            "span_id": None,
-        }
+        record = record_head(kind, moment, self.conversation_id, prompt_id, self.agent)
         if self.tags:
             record["tags"] = dict(self.tags)
         if made == "synthetic":
@@ -224,24 +192,14 @@ class _Deriver:
                 )
             call = _Call(request, call_id, prompt, step, turn)
             prompt.calls.append(call)
-            self.pending.setdefault(call_id, deque()).append(call)
+            self.asked(call_id, call)
 
     def on_result(self, result: ToolResult) -> None:
-        queue = self.pending.get(result.call_id or "")
-        if not queue:
-            prompt_id = self.current.prompt_id if self.current else None
-            kind = "duplicate_result" if result.call_id in self.resolved else "unknown_result_id"
-            self.violation(
-                kind,
-                f"message {result.index} is a result for tool call id {result.call_id!r}, "
-                + ("which already had one" if kind == "duplicate_result" else "which no model response asked for"),
-                prompt_id,
-                result.call_id,
-            )
+        prompt_id = self.current.prompt_id if self.current else None
+        call = self.answered(result.call_id, f"message {result.index}", "no model response", prompt_id)
+        if call is None:
             return
-        call = queue.popleft()
         call.result = result
-        self.resolved.add(call.call_id)
         if call.turn is not self.latest_turn or call.prompt is not self.current:
             self.violation(
                 "result_out_of_order",
@@ -376,14 +334,9 @@ class _Deriver:
                 self.on_assistant(turn)
             else:
                 self.on_result(turn)
-        for queue in self.pending.values():
-            for call in queue:
-                self.violation(
-                    "missing_result",
-                    f"tool call {call.request.name!r} asked for in message {call.turn.index} never got a result",
-                    call.prompt.prompt_id,
-                    call.call_id,
-                )
+        for call in self.unanswered():
+            where = f"asked for in message {call.turn.index}"
+            self.violation("missing_result", f"tool call {call.request.name!r} {where} never got a result", call.prompt.prompt_id, call.call_id)
         for position, prompt in enumerate(self.prompts):
             self.loop_exit_record(prompt, is_last=position == len(self.prompts) - 1)
         self.keyed.sort(key=lambda item: item[0])

@@ -56,6 +56,7 @@ from loopscope.analyses.ingest.otlp.aliases import (
     INPUT_TOKEN_KEYS,
     OUTCOMES,
     OUTPUT_TOKEN_KEYS,
+    RESULT_KEYS,
     TAG_PREFIX,
     TOOL_CALL_ID_KEYS,
     arguments,
@@ -72,7 +73,7 @@ from loopscope.analyses.ingest.otlp.aliases import (
     same_args,
     tool_name,
 )
-from loopscope.collectors.shape import shape_and_fingerprint
+from loopscope.collectors.shape import result_fingerprint, shape_and_fingerprint
 
 
 class _Trace:
@@ -195,6 +196,11 @@ def _tool_record(span: Span, prompt: _Prompt, conversation: tuple[str, bool], st
         "error_message": message,
         "replayed": bool(a.get("loopscope.tool.replayed", False)),
     }
+    # The result the model saw, when the span records it (opt-in content): its digest only, as the
+    # collector's call.returned() writes it (docs/records.md, optional field).
+    result = next((a[k] for k in RESULT_KEYS if a.get(k) is not None), None)
+    if result is not None:
+        rec["result_fingerprint"] = result_fingerprint(result)
     if detail:
         rec["error_detail"] = detail
     _provenance(rec, span, prompt, conversation[1])

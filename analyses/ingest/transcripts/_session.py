@@ -36,22 +36,13 @@ A reader (``claude_code``, ``codex``) walks its file line by line and tells a
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from loopscope.analyses.ingest.calls import SYNTHETIC_EPOCH, TOOL_STOP_REASONS, CallBook, record_head
 from loopscope.collectors.redact import clean_error_text
 from loopscope.collectors.shape import shape_and_fingerprint
-
-SYNTHETIC_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-# Stop reasons that mean "the loop goes on" (the model asked for tools).
-TOOL_STOP_REASONS = frozenset({"tool_use", "tool_calls", "function_call", "pause_turn"})
-
-
-def format_ts(moment: datetime) -> str:
-    """RFC 3339 UTC with microseconds, as the collector writes it."""
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def parse_ts(value: Any) -> datetime | None:
@@ -104,19 +95,16 @@ class _Prompt:
     end_synthetic: bool = False
 
 
-class Session:
+class Session(CallBook[_Call]):
     """Collects the events of one conversation and derives its records (see the module docstring)."""
 
     def __init__(self, conversation_id: str, agent: str, extra: dict[str, Any] | None = None) -> None:
-        self.conversation_id = conversation_id
+        super().__init__(conversation_id)
         self.agent = agent
         self.extra = dict(extra or {})
         self.prompts: list[_Prompt] = []
         self.current: _Prompt | None = None
-        self.pending: dict[str, deque[_Call]] = {}
         self.by_id: dict[str, _Call] = {}
-        self.resolved: set[str] = set()
-        self.violations: list[dict[str, Any]] = []
         self.keyed: list[tuple[tuple[int, int, int], dict[str, Any]]] = []
         self.last_ts: datetime | None = None
         self.call_extra: dict[str, dict[str, Any]] = {}
@@ -131,11 +119,6 @@ class Session:
         if self.last_ts is not None:
             return self.last_ts, True
         return SYNTHETIC_EPOCH + timedelta(seconds=line_no), True
-
-    def violation(self, kind: str, detail: str, prompt_id: str | None = None, call_id: str | None = None) -> None:
-        self.violations.append(
-            {"conversation_id": self.conversation_id, "prompt_id": prompt_id, "tool_call_id": call_id, "kind": kind, "detail": detail}
-        )
 
     # -- events ----------------------------------------------------------
     def prompt(self, prompt_id: str, ts: datetime | None, line_no: int) -> None:
@@ -229,7 +212,7 @@ class Session:
             )
         self.by_id[call_id] = call
         prompt.calls.append(call)
-        self.pending.setdefault(call_id, deque()).append(call)
+        self.asked(call_id, call)
 
     def annotate_call(self, call_id: str, extra: dict[str, Any]) -> None:
         """Fields to add to a call's record, known from another line (e.g. the subagent it started)."""
@@ -247,22 +230,12 @@ class Session:
         extra: dict[str, Any] | None = None,
     ) -> None:
         """The output of call ``call_id``."""
-        queue = self.pending.get(call_id)
-        if not queue:
-            prompt_id = self.current.prompt_id if self.current else None
-            kind = "duplicate_result" if call_id in self.resolved else "unknown_result_id"
-            self.violation(
-                kind,
-                f"line {line_no} is a result for tool call id {call_id!r}, "
-                + ("which already had one" if kind == "duplicate_result" else "which no model response in this file asked for"),
-                prompt_id,
-                call_id,
-            )
+        prompt_id = self.current.prompt_id if self.current else None
+        call = self.answered(call_id, f"line {line_no}", "no model response in this file", prompt_id)
+        if call is None:
             return
-        call = queue.popleft()
         call.done = True
         call.is_error = is_error
-        self.resolved.add(call_id)
         moment, synthetic = self._moment(ts, line_no)
         record = self._common("tool_call", call.prompt.prompt_id, moment, synthetic)
         latency = None
@@ -316,16 +289,7 @@ class Session:
 
     # -- records ---------------------------------------------------------
     def _common(self, kind: str, prompt_id: str, moment: datetime, synthetic: bool) -> dict[str, Any]:
-        record: dict[str, Any] = {
-            "v": 1,
-            "kind": kind,
-            "ts": format_ts(moment),
-            "conversation_id": self.conversation_id,
-            "prompt_id": prompt_id,
-            "agent": self.agent,
-            "trace_id": None,
-            "span_id": None,
-        }
+        record = record_head(kind, moment, self.conversation_id, prompt_id, self.agent)
         if synthetic:
             record["ts_synthetic"] = True
         record.update(self.extra)
@@ -383,14 +347,9 @@ class Session:
         for call_id, extra in self.call_extra.items():
             for record in self._records_by_call.get(call_id, []):
                 record.update(extra)
-        for queue in self.pending.values():
-            for call in queue:
-                self.violation(
-                    "missing_result",
-                    f"tool call {call.name!r} on line {call.line_no} never got a result in this file",
-                    call.prompt.prompt_id,
-                    call.call_id,
-                )
+        for call in self.unanswered():
+            where = f"on line {call.line_no}"
+            self.violation("missing_result", f"tool call {call.name!r} {where} never got a result in this file", call.prompt.prompt_id, call.call_id)
         for prompt in self.prompts:
             self._exit(prompt)
         self.keyed.sort(key=lambda item: item[0])
