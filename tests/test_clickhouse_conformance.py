@@ -113,15 +113,15 @@ def metrics_json(db: str, *extra: str) -> Any:
 # Per-record facts, comparable across engines (booleans as bool, ids as text).
 ERRORS_SQL = """
 SELECT conversation_id, prompt_id, tool_call_id, tool_name, step, error_class, resolved_later, resolved_in_prompt
-FROM errors_v ORDER BY conversation_id, prompt_id, tool_call_id, step, error_class, resolved_in_prompt
+FROM errors_v ORDER BY conversation_id, prompt_id, tool_call_id, tool_name, step, ts, seq
 """
 REPLAYS_SQL = """
 SELECT conversation_id, prompt_id, tool_call_id, tool_name, is_replay, is_id_collision, is_scratchpad
-FROM tool_calls_v ORDER BY conversation_id, prompt_id, tool_call_id, tool_name, is_replay, is_id_collision
+FROM tool_calls_v ORDER BY conversation_id, prompt_id, tool_call_id, tool_name, ts, seq
 """
 COLLISIONS_SQL = """
 SELECT conversation_id, prompt_id, tool_call_id, tool_name, first_prompt_id, first_tool_name
-FROM id_collisions_v ORDER BY conversation_id, prompt_id, tool_call_id, tool_name, first_prompt_id
+FROM id_collisions_v ORDER BY conversation_id, prompt_id, tool_call_id, tool_name, seq, first_prompt_id
 """
 PROMPTS_SQL = """
 SELECT conversation_id, prompt_id, agent, n_tool_calls, n_error_results, max_ok_step, is_open, exit_reason, normal_exit

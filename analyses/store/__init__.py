@@ -177,8 +177,13 @@ def connect(
     """
     target = str(path) if path is not None else default_db_path()
     if _is_clickhouse(target):  # clickhouse://, clickhouses://, chdb:// (store/clickhouse.py)
-        from loopscope.analyses.store.clickhouse import connect_clickhouse
-
+        try:
+            from loopscope.analyses.store.clickhouse import connect_clickhouse
+        except ImportError as exc:  # sqlglot, from the optional extra
+            raise DatabaseError(
+                f"cannot open {target.split('://', 1)[0]}:// stores: {exc.name or exc} is not installed",
+                hint="install the ClickHouse extra: pip install 'loopscope[clickhouse]'",
+            ) from None
         return connect_clickhouse(target)  # type: ignore[return-value]
     if target != ":memory:":
         folder = Path(target).expanduser().resolve().parent

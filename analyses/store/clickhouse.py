@@ -471,7 +471,7 @@ def copy_records(source: Any, con: ClickHouseConnection, *, tables: Sequence[str
             else f"{n}::VARCHAR AS {n}" if n in JSON_COLUMNS else n
             for n in names
         )
-        # Arrow batches, column by column (a million records in seconds, not row tuples)
+        # Arrow batches, column by column, not Python row tuples
         relation = source.sql(f"SELECT {shifted} FROM {table}")  # noqa: S608 - fixed names
         # DuckDB 2 names it to_arrow_reader, 1.x fetch_arrow_reader
         reader = getattr(relation, "to_arrow_reader", None) or relation.fetch_arrow_reader

@@ -177,6 +177,14 @@ def _rewrite(node: exp.Expression) -> exp.Expression:
     if isinstance(node, exp.Anonymous) and str(node.this).lower() in _RENAMED:
         renamed = exp.Anonymous(this=_RENAMED[str(node.this).lower()], expressions=node.expressions)
         return exp.Cast(this=renamed, to=exp.DataType.build("Bool", dialect="clickhouse"))
+    if isinstance(node, exp.CTE) and node.args.get("materialized") is not None:
+        node.set("materialized", None)  # AS [NOT] MATERIALIZED: a DuckDB planner hint, no ClickHouse syntax
+        return node
+    if isinstance(node, exp.Join) and node.args.get("kind") in ("ANTI", "SEMI") and not node.args.get("side"):
+        node.set("side", "LEFT")  # ClickHouse spells them LEFT ANTI / LEFT SEMI JOIN
+        return node
+    if isinstance(node, exp.Anonymous) and str(node.this).lower() == "hash":
+        return exp.Anonymous(this="cityHash64", expressions=node.expressions)  # only ever a grouping key
     if isinstance(node, (exp.LogicalOr, exp.LogicalAnd)):  # bool_or / bool_and: max / min of a Bool
         return exp.Anonymous(this="max" if isinstance(node, exp.LogicalOr) else "min", expressions=[node.this])
     if isinstance(node, exp.Select):
