@@ -130,7 +130,10 @@ WITH repeated AS (
     HAVING count(*) > 1
 ),
 calls AS (
-    SELECT t.*, p.agent AS prompt_agent, p.first_ts AS prompt_first_ts, p.first_seq AS prompt_first_seq
+    -- the columns named, not t.*: ClickHouse names a joined star's columns t.col
+    SELECT t.conversation_id, t.prompt_id, t.tool_name, t.args_fingerprint, t.tool_call_id, t.ts, t.seq,
+           t.step, t.is_error, t.is_replay, t.replayed, t.outcome,
+           p.agent AS prompt_agent, p.first_ts AS prompt_first_ts, p.first_seq AS prompt_first_seq
     FROM tool_calls_v t
     SEMI JOIN repeated r ON r.h = hash(t.conversation_id, t.prompt_id, t.tool_name, t.args_fingerprint)
     JOIN {prompts} p ON p.conversation_id = t.conversation_id AND p.prompt_id = t.prompt_id

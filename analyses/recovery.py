@@ -140,12 +140,13 @@ _UNRECOVERED_ROW_COLUMNS = """
     f.conversation_id, f.prompt_id, f.step, f.tool_call_id, f.tool_name, f.error_class, f.error_type,
     f.error_message, f.exit_reason, f.agent, f.ts AS error_ts, f.n_unrecovered, f.resolved_later,
     f.resolved_in_prompt, f.prompts, f.conversation_first_ts AS first_ts, f.conversation_last_ts AS last_ts"""
-_PREVIOUS_ATTEMPTS_COUNT = """(
+# coalesce: ClickHouse's correlated count over no rows is NULL, not 0
+_PREVIOUS_ATTEMPTS_COUNT = """coalesce((
         SELECT count(*)
         FROM tool_calls_v t
         JOIN {prompts} q USING (conversation_id, prompt_id)
         WHERE {previous_attempt}
-    )"""
+    ), 0)"""
 # Newest conversation (last record) first: the page is cut before the
 # previous attempts are counted, so they are counted for the rows shown only.
 FIRST_UNRECOVERED_ALL_SQL = _FIRSTS_CTES + """,
