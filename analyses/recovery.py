@@ -163,6 +163,10 @@ ORDER BY f.conversation_last_ts DESC, f.conversation_id
 # The audit's "triage first" order: most unrecovered errors, then most
 # previous attempts at the failing call, then newest; the first ``limit``
 # rows and, in every row, how many conversations there are in all (``total``).
+# How many conversations the list would show without a limit (the heading's "2 of 7").
+COUNT_FIRST_UNRECOVERED_SQL = _FIRSTS_CTES + """
+SELECT count(*) FROM firsts
+"""
 TRIAGE_FIRST_SQL = _FIRSTS_CTES + """,
 counted AS (
     SELECT f.*, """ + _PREVIOUS_ATTEMPTS_COUNT + """ AS previous_attempts
@@ -429,6 +433,20 @@ def iter_first_unrecovered_all(
     cur = con.execute(_firsts_sql(con, FIRST_UNRECOVERED_ALL_SQL, selection), params)
     names = [d[0] for d in cur.description or []]
     return _batches(cur, names, batch)
+
+
+def count_first_unrecovered(
+    con: duckdb.DuckDBPyConnection,
+    selection: Selection,
+    *,
+    tools: tuple[str, ...] = (),
+    classes: tuple[str, ...] = (),
+    never_resolved: bool = False,
+) -> int:
+    """How many conversations ``first_unrecovered_all`` lists with no limit (one count, in the query)."""
+    _check_list_arguments(classes, None)
+    params = _firsts_params(selection, tools, classes, never_resolved)
+    return int(con.execute(_firsts_sql(con, COUNT_FIRST_UNRECOVERED_SQL, selection), params).fetchone()[0])
 
 
 def _batches(cur: duckdb.DuckDBPyConnection, names: list[str], batch: int) -> Iterator[UnrecoveredRow]:

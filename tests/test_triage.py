@@ -322,6 +322,13 @@ def test_unrecovered_table_and_csv(logs: Path) -> None:
     rows = list(csv.DictReader(io.StringIO(run("unrecovered", "--db", "t.duckdb", "--format", "csv").stdout)))
     assert [r["conversation_id"] for r in rows] == ["hostile", "prev", "open", "aborted", "order"]
     assert rows[-1]["class"] == "gave_up" and rows[-1]["tool_call_id"] == "o-2"
+    # a cut list says how many there are in all; a limit the list does not reach says nothing more
+    cut = run("unrecovered", "--db", "t.duckdb", "--limit", "2")
+    assert "2 of 5 conversations with an unrecovered tool error" in cut.stdout
+    cut_filtered = run("unrecovered", "--db", "t.duckdb", "--limit", "1", "--tool", "lookup")
+    assert "1 of 2 conversations with an unrecovered tool error" in cut_filtered.stdout
+    whole = run("unrecovered", "--db", "t.duckdb", "--limit", "5").stdout
+    assert "5 conversations with an unrecovered tool error" in whole and " of 5 " not in whole
     none = run("unrecovered", "--db", "t.duckdb", "--class", "open", "--agent", "billing")
     assert none.exit_code == 0 and "No conversation in the selection" in none.stdout
 

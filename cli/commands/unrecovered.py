@@ -48,7 +48,7 @@ def unrecovered_command(
       loopscope unrecovered --never-resolved --limit 20
       loopscope unrecovered --limit 20 --format csv > unrecovered.csv
     """
-    from loopscope.analyses.recovery import UNRECOVERED_COLUMNS, iter_first_unrecovered_all
+    from loopscope.analyses.recovery import UNRECOVERED_COLUMNS, count_first_unrecovered, iter_first_unrecovered_all
 
     with scope.open() as (con, selection, _summary):
         rows = iter_first_unrecovered_all(
@@ -63,6 +63,12 @@ def unrecovered_command(
             write_csv((r.to_dict() for r in rows), UNRECOVERED_COLUMNS)
             return
         shown = list(rows)
+        total = len(shown)
+        if limit is not None and len(shown) == limit:  # cut: say how many there are in all
+            total = count_first_unrecovered(
+                con, selection, tools=tuple(tool or ()), classes=tuple(error_class or ()),
+                never_resolved=never_resolved,
+            )
     from loopscope.cli.render.unrecovered import render
 
-    render(shown)
+    render(shown, total)

@@ -28,12 +28,15 @@ def _ts(value: dt.datetime) -> str:
     return value.strftime("%Y-%m-%d %H:%M") + "Z"
 
 
-def render(rows: list[UnrecoveredRow]) -> None:
+def render(rows: list[UnrecoveredRow], total: int | None = None) -> None:
+    """The list; ``total`` is how many there are without ``--limit`` (the heading says "2 of 7")."""
     console = stdout_console()
     if not rows:
         console.print("No conversation in the selection has an unrecovered tool error.")
         return
-    title = f"{len(rows)} conversation{'s' if len(rows) != 1 else ''} with an unrecovered tool error"
+    total = len(rows) if total is None else total
+    shown = f"{len(rows)} of {total}" if total > len(rows) else f"{total}"
+    title = f"{shown} conversation{'s' if total != 1 else ''} with an unrecovered tool error"
     if console.width < TABLE_MIN_WIDTH:
         _render_stacked(console, title, rows)
     else:
