@@ -81,7 +81,8 @@ FROM protocol_violations_v v
 LEFT JOIN sources s USING (source_id)
 WHERE v.conversation_id IS NULL
    OR v.conversation_id IN (SELECT p.conversation_id FROM {prompts} p WHERE {where})
-ORDER BY v.conversation_id, v.prompt_id, v.tool_call_id, v.kind
+ORDER BY v.conversation_id NULLS LAST, v.prompt_id NULLS LAST, v.tool_call_id NULLS LAST, v.kind,
+         v.detail NULLS LAST, s.path NULLS LAST  -- every column: the same order on every engine and run
 LIMIT ?
 """
 # How many conversations the selection has.

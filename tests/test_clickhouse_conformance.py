@@ -200,6 +200,8 @@ def test_cli_metrics_and_record_facts_identical(name: str, tmp_path: Path, ch_ur
     assert same_json_output(duck_db, ch_url, "triage", conversation)
     # the conversations with an unrecovered error, with their previous attempts counted
     same_json_output(duck_db, ch_url, "unrecovered", "--limit", "50")
+    # the whole audit: figures per week and agent, tools, incidents, triage-first, reviews
+    same_json_output(duck_db, ch_url, "audit")
     if name == "sample_logs":  # the figures sample_logs/EXPECTED.md states, on ClickHouse too
         assert (seen[""]["tool_calls"], seen[""]["errors"], seen[""]["recovered_errors"]) == (114, 26, 14)
 

@@ -102,6 +102,15 @@ SUPPORT_TABLES_SQL = (
         quarantined_at DateTime64(6, 'UTC')
     ) ENGINE = MergeTree ORDER BY path
     """,
+    # the weekly review's verdicts (`review import`); the audit reads which conversations were reviewed
+    """
+    CREATE TABLE IF NOT EXISTS reviews (
+        conversation_id String, stratum Nullable(String), computed_class Nullable(String),
+        recovered_cleanly Nullable(Bool), spun Nullable(Bool), gave_up Nullable(Bool),
+        generic_apology Nullable(Bool), notes Nullable(String), source_file String, line_no Int64,
+        imported_at DateTime64(6, 'UTC') DEFAULT now64(6)
+    ) ENGINE = ReplacingMergeTree ORDER BY conversation_id
+    """,
 )
 SCRATCHPAD_TABLE_SQL = "CREATE TABLE IF NOT EXISTS scratchpad_tools (tool_name String) ENGINE = MergeTree ORDER BY tool_name"
 
