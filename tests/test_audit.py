@@ -190,6 +190,20 @@ def test_audit_on_sample_logs_terminal_and_html(tmp_path: Path) -> None:
     assert "Replays (3: 2 short-circuited, 1 double execution)" in html
 
 
+def test_audit_headings_say_how_many_of_a_cut_list(tmp_path: Path) -> None:
+    """A heading counts what the list shows, or says "2 of 7" when --limit cut it (terminal and HTML)."""
+    page = tmp_path / "a.html"
+    res = runner.invoke(app, ["audit", str(SAMPLE_LOGS), "--db", ":memory:", "--html", str(page), "--limit", "2"],
+                        env={"COLUMNS": "200"})
+    assert res.exit_code == 0, res.output
+    html = page.read_text()
+    for text in (res.stdout, html):
+        assert "Conversations to triage first (2 of 7)" in text
+        assert "Replays (2 of 3: 2 short-circuited, 1 double execution)" in text
+        assert "Retry loops (1, " in text  # one loop, shown whole: no "of"
+    assert html.count('id="triage"') == 1 and len(re.findall(r"c\d\d-[a-z-]+", html.split('id="triage"')[1].split("</section>")[0])) >= 2
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

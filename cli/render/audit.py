@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from loopscope.cli.render.output import inert, one_line
-from loopscope.cli.render.styles import AUDIT_METRICS, SIGNIFICANT_MARK, change_parts, figure_text
+from loopscope.cli.render.styles import AUDIT_METRICS, SIGNIFICANT_MARK, change_parts, figure_text, shown_of
 from loopscope.cli.render.styles import label as figure_label
 
 SPARK = "▁▂▃▄▅▆▇█"
@@ -189,24 +189,24 @@ def render(report: dict[str, Any], console: Console) -> None:
             ("recovery_rate", "recovery"), ("rules", "rules")], gt["items"], console,
            texts=("tool_name", "template", "rules"), empty="no generic error message")
     rl = report["retry_loops"]
-    _table(f"Retry loops ({rl['total']}, {rl['redundant_calls']} redundant calls)",
+    _table(f"Retry loops ({shown_of(rl)}, {rl['redundant_calls']} redundant calls)",
            [("where", "conversation / prompt"), ("tool_name", "tool"), ("calls", "calls"),
             ("exit_reason", "exit"), ("error_message", "message")], rl["items"], console,
            texts=("tool_name", "error_message", "exit_reason"), empty="none")
     npl, cy = report["no_progress_loops"], report["cycles"]
-    _table(f"No-progress loops ({npl['total']}: same call, same result, {npl['redundant_calls']} redundant calls)",
+    _table(f"No-progress loops ({shown_of(npl)}: same call, same result, {npl['redundant_calls']} redundant calls)",
            [("where", "conversation / prompt"), ("tool_name", "tool"), ("calls", "calls"),
             ("exit_reason", "exit")], npl["items"], console, texts=("tool_name", "exit_reason"), empty="none")
-    _table(f"Cycles ({cy['total']}: A-B-A-B, {cy['redundant_calls']} redundant calls)",
+    _table(f"Cycles ({shown_of(cy)}: A-B-A-B, {cy['redundant_calls']} redundant calls)",
            [("where", "conversation / prompt"), ("tool_name", "tool A"), ("other_tool_name", "tool B"), ("calls", "calls"),
             ("exit_reason", "exit")], cy["items"], console, texts=("tool_name", "other_tool_name", "exit_reason"), empty="none")
     rp, de = report["replays"], report["duplicate_executions"]
-    _table(f"Replays ({rp['total']}: {rp['short_circuited']} short-circuited, {rp['double_executions']} "
+    _table(f"Replays ({shown_of(rp)}: {rp['short_circuited']} short-circuited, {rp['double_executions']} "
            f"double execution{'s' if rp['double_executions'] != 1 else ''})",
            [("where", "conversation / prompt"), ("tool_call_id", "tool_call_id"), ("tool_name", "tool"),
             ("kind", "kind")], [{**r, "kind": r["kind"].replace("_", " ")} for r in rp["items"]], console,
            texts=("tool_name", "kind"), empty="none")
-    _table(f"Duplicate executions ({de['total']})",
+    _table(f"Duplicate executions ({shown_of(de)})",
            [("where", "conversation / prompt"), ("tool_name", "tool"),
             ("duplicates", "duplicates")], de["items"], console, texts=("tool_name",), empty="none")
     _table("Budget pressure per agent",
@@ -217,7 +217,7 @@ def render(report: dict[str, Any], console: Console) -> None:
     _table(f"Protocol violations ({pv['total']})", [("kind", "kind"), ("violations", "violations"),
            ("conversations", "conversations")], pv["by_kind"], console, texts=("kind",), empty="none")
     tf = report["triage_first"]
-    _table(f"Conversations to triage first ({tf['total']})",
+    _table(f"Conversations to triage first ({shown_of(tf)})",
            [("conversation_id", "conversation"), ("class", "class"), ("tool_name", "tool"),
             ("n_unrecovered", "unrec."), ("previous_attempts", "earlier tries"),
             ("error_message", "first unrecovered error")], tf["items"], console,

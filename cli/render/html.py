@@ -30,6 +30,7 @@ from loopscope.cli.render.styles import (
     figure_text,
     is_rate,
     label as figure_label,
+    shown_of,
 )
 
 # The chart and card titles: the figures' labels, capitalised as headings.
@@ -332,19 +333,19 @@ def render_html(report: dict[str, Any]) -> str:
             [("tool_name", "tool"), ("template", "template"), ("occurrences", "seen"), ("unrecovered", "unrecovered"),
              ("recovery_rate", "recovery"), ("rules", "rules"), ("rewrite", "rewrite direction")], gt["items"], msg_cell,
             "No generic error message."), "templates"),
-        _section(f"Retry loops ({rl['total']}, {rl['redundant_calls']} redundant calls)", _table(
+        _section(f"Retry loops ({shown_of(rl)}, {rl['redundant_calls']} redundant calls)", _table(
             [("conversation_id", "conversation"), ("prompt_id", "prompt"), ("agent", "agent"), ("tool_name", "tool"),
              ("calls", "calls"), ("error_message", "message"), ("exit_reason", "exit")], rl["items"], msg_cell,
             "No retry loop.")
-            + f"<h3>No-progress loops ({npl['total']}: same call, same result)</h3>" + _table(
+            + f"<h3>No-progress loops ({shown_of(npl)}: same call, same result)</h3>" + _table(
             [("conversation_id", "conversation"), ("prompt_id", "prompt"), ("agent", "agent"), ("tool_name", "tool"),
              ("calls", "calls"), ("exit_reason", "exit")], npl["items"], empty="No no-progress loop.")
-            + f"<h3>Cycles ({cy['total']}: A-B-A-B)</h3>" + _table(
+            + f"<h3>Cycles ({shown_of(cy)}: A-B-A-B)</h3>" + _table(
             [("conversation_id", "conversation"), ("prompt_id", "prompt"), ("tool_name", "tool A"),
              ("other_tool_name", "tool B"), ("calls", "calls"), ("exit_reason", "exit")], cy["items"], empty="No cycle."),
             "loops"),
-        _section(f"Replays ({rp['total']}: {rp['short_circuited']} short-circuited, {rp['double_executions']} double "
-                 f"execution{'s' if rp['double_executions'] != 1 else ''}) and duplicate executions ({de['total']})", _table(
+        _section(f"Replays ({shown_of(rp)}: {rp['short_circuited']} short-circuited, {rp['double_executions']} double "
+                 f"execution{'s' if rp['double_executions'] != 1 else ''}) and duplicate executions ({shown_of(de)})", _table(
             [("conversation_id", "conversation"), ("tool_call_id", "tool_call_id"), ("tool_name", "tool"),
              ("prompt_id", "prompt"), ("kind", "kind"), ("first_run_prompt_id", "first run in")], rp["items"],
             empty="No replay.") + _table(
@@ -356,12 +357,12 @@ def render_html(report: dict[str, Any]) -> str:
              ("max_tool_calls_seen", "max seen"), ("max_tool_calls", "budget"), ("p99_budget_ratio", "p99 / budget"),
              ("budget_exceeded", "budget exits"), ("budget_exceeded_share", "share")], report["budget_pressure"]),
             "budget"),
-        _section(f"Protocol violations ({pv['total']})", _table(
+        _section(f"Protocol violations ({shown_of(pv)})", _table(
             [("kind", "kind"), ("violations", "violations"), ("conversations", "conversations")], pv["by_kind"],
             empty="No protocol violation.") + _table(
             [("conversation_id", "conversation"), ("prompt_id", "prompt"), ("tool_call_id", "tool_call_id"),
              ("kind", "kind"), ("detail", "detail")], pv["items"], msg_cell, ""), "protocol"),
-        _section(f"Conversations to triage first ({tf['total']})", _table(
+        _section(f"Conversations to triage first ({shown_of(tf)})", _table(
             [("conversation_id", "conversation"), ("class", "class"), ("tool_name", "tool"), ("n_unrecovered", "unrecovered"),
              ("previous_attempts", "earlier attempts"), ("error_message", "first unrecovered error"), ("last_ts", "last seen")],
             tf["items"], msg_cell, "No unrecovered error."), "triage"),

@@ -120,3 +120,9 @@ def change_parts(figure: str, change: dict[str, Any] | None) -> tuple[str, str, 
     if not change or change.get("difference") is None:
         return None
     return difference_text(figure, change["difference"]), p_text(change.get("p_value")), bool(change.get("significant"))
+
+
+def shown_of(section: dict) -> str:
+    """A list section's count for its heading: "7", or "10 of 20" when the list shown was cut."""
+    total, shown = section["total"], len(section["items"])
+    return f"{shown} of {total}" if shown < total else f"{total}"
