@@ -339,3 +339,15 @@ def test_a_failing_adapter_never_breaks_the_agent(where: str, tmp_path: Path, mo
     assert seen["results"] == ["Your order A1 has shipped; it is sunny in Paris.", "Sunny in Rome too.", "error_max_turns"]
     assert [(p, t) for p, t, _ in fake.scripted] == [(P1, 0), (P1, 1), (P1, 2), (P1, 3), (P2, 0), (P2, 1), (P3, 0)]
     assert col.stats.internal_errors > 0
+
+
+def test_triage_names_the_first_unrecovered_error(run: dict[str, Any], tmp_path: Path) -> None:
+    log = str(run["dir"] / "loopscope.jsonl")
+    conv = _calls(run["records"])[0]["conversation_id"]
+    res = CliRunner().invoke(app, ["triage", conv, log, "--db", str(tmp_path / "t.duckdb"), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    t = json.loads(res.output)
+    # P1's step-2 errors gave up; the Oslo one came first (ts) and P2 resolved it later
+    first = t["first_unrecovered"]
+    assert (first["tool_call_id"], first["class"], first["step"], first["resolved_later"]) == ("toolu_5", "gave_up", 2, True)
+    assert t["error_classes"] == {"recovered": 1, "open": 0, "aborted": 0, "gave_up": 2}
