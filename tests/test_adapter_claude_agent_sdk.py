@@ -351,3 +351,71 @@ def test_triage_names_the_first_unrecovered_error(run: dict[str, Any], tmp_path:
     first = t["first_unrecovered"]
     assert (first["tool_call_id"], first["class"], first["step"], first["resolved_later"]) == ("toolu_5", "gave_up", 2, True)
     assert t["error_classes"] == {"recovered": 1, "open": 0, "aborted": 0, "gave_up": 2}
+
+
+def test_a_sub_agents_batches_are_not_the_loops_steps() -> None:
+    """Hook inputs as the SDK types them; a Task sub-agent's hooks carry its agent_id."""
+    col = Collector(MemorySink(), strict=True)
+    hooks = ClaudeHooks(col, conversation_id="c")
+    base = {"session_id": "s", "transcript_path": "/nonexistent", "cwd": "/"}
+    events: list[Any] = [
+        sdk.types.UserPromptSubmitHookInput(**base, hook_event_name="UserPromptSubmit", prompt="hi", prompt_id="p1"),
+        sdk.types.PreToolUseHookInput(**base, hook_event_name="PreToolUse", tool_name="Task", tool_input={}, tool_use_id="t1"),
+        sdk.types.PreToolUseHookInput(
+            **base, hook_event_name="PreToolUse", tool_name="Read", tool_input={"file_path": "x"}, tool_use_id="t2", agent_id="a1"
+        ),
+        sdk.types.PostToolUseHookInput(
+            **base, hook_event_name="PostToolUse", tool_name="Read", tool_input={"file_path": "x"}, tool_response="x",
+            tool_use_id="t2", agent_id="a1",
+        ),
+        {**base, "hook_event_name": "PostToolBatch", "agent_id": "a1", "tool_calls": [
+            {"tool_name": "Read", "tool_input": {"file_path": "x"}, "tool_use_id": "t2", "tool_response": "x"}]},
+        sdk.types.PostToolUseHookInput(
+            **base, hook_event_name="PostToolUse", tool_name="Task", tool_input={}, tool_response="done", tool_use_id="t1"
+        ),
+        {**base, "hook_event_name": "PostToolBatch", "tool_calls": [
+            {"tool_name": "Task", "tool_input": {}, "tool_use_id": "t1", "tool_response": "done"}]},
+        sdk.types.StopHookInput(**base, hook_event_name="Stop", stop_hook_active=False),
+    ]
+    for e in events:
+        hooks.handle(e)
+    col.close()
+    calls = [(r["tool_call_id"], r["step"]) for r in col.sink.records if r["kind"] == "tool_call"]
+    assert calls == [("t2", 0), ("t1", 0)]
+    (exit_,) = _exits(col.sink.records)
+    assert (exit_["exit_reason"], exit_["steps"], exit_["prompt_id"]) == ("end_turn", 2, "p1")
+
+
+def test_without_watch_the_next_prompt_closes_one_that_never_stopped() -> None:
+    col = Collector(MemorySink(), strict=True)
+    hooks = ClaudeHooks(col)
+    base = {"session_id": "s1", "transcript_path": "/nonexistent", "cwd": "/"}
+    hooks.handle(sdk.types.UserPromptSubmitHookInput(**base, hook_event_name="UserPromptSubmit", prompt="a", prompt_id="p1"))
+    hooks.handle(sdk.types.PreToolUseHookInput(**base, hook_event_name="PreToolUse", tool_name="Bash", tool_input={"command": "x"}, tool_use_id="t1"))
+    # max_turns: the loop stops with t1 unfinished and no Stop; the user's next prompt arrives
+    hooks.handle(sdk.types.UserPromptSubmitHookInput(**base, hook_event_name="UserPromptSubmit", prompt="b", prompt_id="p2"))
+    col.close()
+    (call,) = [r for r in col.sink.records if r["kind"] == "tool_call"]
+    assert (call["tool_call_id"], call["is_error"], call["error_type"]) == ("t1", True, "interrupted")
+    (exit_,) = _exits(col.sink.records)
+    assert (exit_["prompt_id"], exit_["conversation_id"], exit_["exit_reason"]) == ("p1", "s1", "unknown")
+    assert hooks.dropped == 0
+
+
+def test_state_is_bounded_and_what_is_pushed_out_is_counted(monkeypatch: pytest.MonkeyPatch) -> None:
+    from loopscope.collectors.adapters import claude_agent_sdk as mod
+
+    monkeypatch.setattr(mod, "MAX_SESSIONS", 2)
+    monkeypatch.setattr(mod, "MAX_PENDING", 2)
+    col = Collector(MemorySink(), strict=True)
+    hooks = ClaudeHooks(col)
+    for sid in ("s1", "s2", "s3"):  # s1 is evicted with its one unfinished call
+        base = {"session_id": sid, "transcript_path": "/nonexistent", "cwd": "/"}
+        hooks.handle({**base, "hook_event_name": "UserPromptSubmit", "prompt": "a", "prompt_id": f"p-{sid}"})
+        hooks.handle({**base, "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {}, "tool_use_id": f"{sid}-0"})
+    assert hooks.dropped == 2 and list(hooks._sessions) == ["s2", "s3"]
+    base = {"session_id": "s3", "transcript_path": "/nonexistent", "cwd": "/"}
+    for i in (1, 2):  # s3 now has three unfinished calls: the oldest is pushed out
+        hooks.handle({**base, "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {}, "tool_use_id": f"s3-{i}"})
+    assert hooks.dropped == 3 and list(hooks._sessions["s3"].pending) == ["s3-1", "s3-2"]
+    col.close()

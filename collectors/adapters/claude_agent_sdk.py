@@ -262,6 +262,8 @@ class ClaudeHooks:
                 latency_ms=latency,
                 **({"result": response} if error is None else {}),
             )
+        if inp.get("agent_id"):
+            return  # a sub-agent's batch: its model calls are not this loop's steps
         s.done.clear()
         s.step += 1
         loop.model_response(stop_reason="tool_use")
