@@ -419,3 +419,35 @@ def test_state_is_bounded_and_what_is_pushed_out_is_counted(monkeypatch: pytest.
         hooks.handle({**base, "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {}, "tool_use_id": f"s3-{i}"})
     assert hooks.dropped == 3 and list(hooks._sessions["s3"].pending) == ["s3-1", "s3-2"]
     col.close()
+
+
+def test_built_in_tools_fail_through_their_hooks(tmp_path: Path) -> None:
+    """Claude Code's own Read tool: a missing file is a PostToolUseFailure, an existing one a PostToolUse."""
+    (tmp_path / "notes.txt").write_text("hello\n")
+    missing = str(tmp_path / "missing.txt")
+    prompt = "Read my notes."
+    script = {
+        prompt: [
+            {"tool_uses": [("toolu_r1", "Read", {"file_path": missing}), ("toolu_r2", "Read", {"file_path": str(tmp_path / "notes.txt")})]},
+            {"text": "Done."},
+        ]
+    }
+    col = Collector(MemorySink(), strict=False)
+    hooks = ClaudeHooks(col)
+
+    async def go() -> None:
+        with FakeAnthropic(script) as fake:
+            options = _options(fake, tmp_path, hooks.hooks())
+            options.tools, options.allowed_tools = ["Read"], ["Read"]
+            async for _ in hooks.watch(sdk.query(prompt=prompt, options=options)):
+                pass
+
+    asyncio.run(go())
+    col.close()
+    calls = [(r["tool_call_id"], r["tool_name"], r["step"], r["is_error"]) for r in col.sink.records if r["kind"] == "tool_call"]
+    assert sorted(calls) == [("toolu_r1", "Read", 0, True), ("toolu_r2", "Read", 0, False)]
+    (err,) = [r for r in col.sink.records if r.get("is_error")]
+    assert err["error_message"].startswith("File does not exist.")
+    (exit_,) = _exits(col.sink.records)
+    assert (exit_["exit_reason"], exit_["steps"], exit_["tool_errors"]) == ("end_turn", 2, 1)
+    assert col.stats.internal_errors == 0
