@@ -258,3 +258,22 @@ def test_a_failing_adapter_never_breaks_the_agent(where: str, monkeypatch: pytes
     assert "request_limit" in out["limit"]
     assert [len(b["messages"]) for b in out["requests"]] == [len(b["messages"]) for b in plain["requests"]]
     assert col.stats.internal_errors > 0
+
+
+def test_spans_name_the_runs_provider_and_model() -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    spans = InMemorySpanExporter()
+    tp = TracerProvider()
+    tp.add_span_processor(SimpleSpanProcessor(spans))
+    col = Collector(MemorySink(), tracer_provider=tp, strict=True)
+    with Server() as base_url:
+        make_agent(base_url, loopscope_capability(col)).run_sync(P2)  # provider and model not given
+    col.close()
+    (agent_span,) = [s for s in spans.get_finished_spans() if s.name.startswith("invoke_agent")]
+    assert agent_span.attributes["gen_ai.provider.name"] == "openai"
+    assert agent_span.attributes["gen_ai.request.model"] == "fake-model"
+    tools = [s for s in spans.get_finished_spans() if s.name == "execute_tool get_weather"]
+    assert len(tools) == 1 and tools[0].parent.span_id == agent_span.context.span_id

@@ -102,13 +102,14 @@ def _capability_class() -> Any:
         async def wrap_run(self, ctx: Any, *, handler: Any) -> Any:
             try:
                 opts = self.options
+                model = getattr(ctx, "model", None)  # the run's model: its provider and name for the spans
                 self.loop = self.collector.prompt(
                     conversation_id=opts.get("conversation_id") or getattr(ctx, "conversation_id", None) or "pydantic-ai",
                     prompt_id=getattr(ctx, "run_id", None),
                     agent=opts.get("agent"),
                     max_tool_calls=opts.get("max_tool_calls"),
-                    provider=opts.get("provider"),
-                    model=opts.get("model"),
+                    provider=opts.get("provider") or getattr(model, "system", None),
+                    model=opts.get("model") or getattr(model, "model_name", None),
                     tags=opts.get("tags"),
                 )
             except Exception as exc:  # noqa: BLE001
@@ -202,8 +203,8 @@ def loopscope_capability(collector: Collector, **options: Any) -> Any:
     Args:
         collector: Where the records go.
         **options: ``conversation_id`` (default: pydantic-ai's conversation id), ``agent``,
-            ``max_tool_calls``, ``provider`` (``gen_ai.provider.name`` of the spans), ``model``,
-            ``tags``.
+            ``max_tool_calls``, ``provider`` and ``model`` of the spans (default: the run model's
+            ``system`` and ``model_name``), ``tags``.
 
     Imports ``pydantic_ai`` (``ImportError`` when it is not installed: configuration time).
     """
