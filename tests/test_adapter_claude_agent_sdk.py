@@ -451,3 +451,23 @@ def test_built_in_tools_fail_through_their_hooks(tmp_path: Path) -> None:
     (exit_,) = _exits(col.sink.records)
     assert (exit_["exit_reason"], exit_["steps"], exit_["tool_errors"]) == ("end_turn", 2, 1)
     assert col.stats.internal_errors == 0
+
+
+def test_a_loop_that_goes_on_after_stop_gets_a_new_prompt_id() -> None:
+    """Another Stop hook blocked the stop: the calls after it go to prompt 'p1~1', not a second 'p1'."""
+    col = Collector(MemorySink(), strict=True)
+    hooks = ClaudeHooks(col)
+    base = {"session_id": "s", "transcript_path": "/nonexistent", "cwd": "/", "prompt_id": "p1"}
+    for event in (
+        {"hook_event_name": "UserPromptSubmit", "prompt": "a"},
+        {"hook_event_name": "Stop", "stop_hook_active": False},
+        {"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {}, "tool_use_id": "t1"},
+        {"hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_input": {}, "tool_response": "", "tool_use_id": "t1"},
+        {"hook_event_name": "PostToolBatch", "tool_calls": []},
+        {"hook_event_name": "Stop", "stop_hook_active": True},
+    ):
+        hooks.handle({**base, **event})
+    col.close()
+    assert [(r["kind"], r["prompt_id"]) for r in col.sink.records] == [
+        ("loop_exit", "p1"), ("tool_call", "p1~1"), ("loop_exit", "p1~1")
+    ]

@@ -69,10 +69,11 @@ _RESULT_EXITS = {
 class _Session:
     """One Claude Code session's open prompt and its in-flight calls."""
 
-    __slots__ = ("loop", "step", "pending", "done", "stopped")
+    __slots__ = ("loop", "step", "pending", "done", "stopped", "reopened")
 
     def __init__(self) -> None:
         self.loop: PromptLoop | None = None
+        self.reopened = 0  # prompts reopened under the same Claude Code prompt id
         self.step = 0  # tool batches (model responses that asked for tools) so far in this prompt
         self.pending: OrderedDict[str, tuple[str, Any, float, int]] = OrderedDict()
         self.done: set[str] = set()  # tool_use_ids recorded in the current step
@@ -176,9 +177,15 @@ class ClaudeHooks:
         return s
 
     def _open(self, s: _Session, sid: str, prompt_id: Any) -> PromptLoop:
+        pid = str(prompt_id) if prompt_id else None
+        if pid is not None and s.loop is not None and s.loop.prompt_id.split("~")[0] == pid:
+            # The loop went on after its exit was written (another Stop hook blocked the stop):
+            # the rest is a new prompt, and prompt ids stay unique in the conversation.
+            s.reopened += 1
+            pid = f"{pid}~{s.reopened}"
         s.loop = self.collector.prompt(
             conversation_id=self.conversation_id or sid or "claude-agent-sdk",
-            prompt_id=str(prompt_id) if prompt_id else None,
+            prompt_id=pid,
             agent=self.agent,
             max_tool_calls=self.max_tool_calls,
             provider="anthropic",
