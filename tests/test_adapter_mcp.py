@@ -66,20 +66,19 @@ def make_server() -> MCPServer:
     @server.tool()
     async def slow_report(days: int) -> str:
         """A report that takes too long."""
-        await anyio.sleep(TIMEOUT_S * 3)
+        await anyio.sleep(TIMEOUT_S * 5)
         return "late"
 
     return server
 
 
-async def agent(col: Collector, instrumented: bool = True) -> list[tuple[str, str, bool]]:
+async def agent(col: Collector) -> list[tuple[str, str, bool]]:
     """The scripted loop; returns what the model was handed: (tool_call_id, text, is_error)."""
     seen: list[tuple[str, str, bool]] = []
     current: dict[str, Any] = {"loop": None}
-    async with mcp.Client(make_server(), read_timeout_seconds=TIMEOUT_S) as client:
+    async with mcp.Client(make_server()) as client:
         session = client.session
-        if instrumented:
-            instrument_mcp(session, lambda: current["loop"])
+        instrument_mcp(session, lambda: current["loop"])
         for pid, steps in SCRIPT.items():
             with col.prompt(conversation_id="c-mcp", prompt_id=pid, agent="shop", provider="anthropic") as loop:
                 current["loop"] = loop
@@ -87,7 +86,9 @@ async def agent(col: Collector, instrumented: bool = True) -> list[tuple[str, st
                     for calls in steps:
                         loop.model_response("tool_use")
                         for tid, name, args in calls:
-                            kw = {"tool_call_id": tid} if instrumented else {}
+                            kw: dict[str, Any] = {"tool_call_id": tid}
+                            if name == "slow_report":  # only this call has a (short) timeout
+                                kw["read_timeout_seconds"] = TIMEOUT_S
                             result = await session.call_tool(name, args, **kw)
                             text = "\n".join(c.text for c in result.content)
                             seen.append((tid, text, bool(result.is_error)))
