@@ -74,7 +74,7 @@ SCRIPT: dict[str, list[dict[str, Any]]] = {
     P2: [{"tool_uses": [("toolu_6", WEATHER, {"city": "Rome"})]}, {"text": "Sunny in Rome too."}],
     P3: [{"tool_uses": [("toolu_7", LOOKUP, {"order_id": "B2"})]}, {"text": "never reached"}],
 }
-NO_SUCH_TOOL = "Error: No such tool available: NoSuchTool"
+NO_SUCH_TOOL = "<tool_use_error>Error: No such tool available: NoSuchTool</tool_use_error>"
 
 
 def _tools() -> Any:
@@ -471,3 +471,31 @@ def test_a_loop_that_goes_on_after_stop_gets_a_new_prompt_id() -> None:
     assert [(r["kind"], r["prompt_id"]) for r in col.sink.records] == [
         ("loop_exit", "p1"), ("tool_call", "p1~1"), ("loop_exit", "p1~1")
     ]
+
+
+def _triage_calls(db: str, conv: str) -> list[tuple[Any, ...]]:
+    res = CliRunner().invoke(app, ["triage", conv, "--db", db, "--format", "json"], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    return [
+        (c["tool_call_id"], c["tool_name"], c["step"], c["is_error"], c["error_message"], c["class"])
+        for p in json.loads(res.output)["prompts"]
+        for s in p["steps"]
+        for c in s["tool_calls"]
+    ]
+
+
+def test_the_sessions_own_transcripts_agree(run: dict[str, Any], tmp_path: Path) -> None:
+    """loopscope's Claude Code transcript reader, on the transcripts of the same run, finds the same calls."""
+    transcripts = sorted((run["dir"] / ".claude" / "projects").rglob("*.jsonl"))
+    assert len(transcripts) == 2  # one per session
+    runner = CliRunner()
+    a, t = str(tmp_path / "adapter.duckdb"), str(tmp_path / "transcripts.duckdb")
+    assert runner.invoke(app, ["load", "--db", a, str(run["dir"] / "loopscope.jsonl")]).exit_code == 0
+    loaded = runner.invoke(app, ["load", "--db", t, *map(str, transcripts)])
+    assert loaded.exit_code == 0, loaded.output
+    for conv in {c["conversation_id"] for c in _calls(run["records"])}:
+        from_hooks, from_transcript = _triage_calls(a, conv), _triage_calls(t, conv)
+        # the transcript holds no exit for the max_turns prompt (open); the adapter knows it (aborted)
+        # (within a step, calls are in time order: the adapter writes a hookless call at the batch's end)
+        assert sorted(c[:5] for c in from_hooks) == sorted(c[:5] for c in from_transcript)
+        assert sorted(c[5] or "" for c in from_hooks) == sorted({"open": "aborted"}.get(c[5], c[5]) or "" for c in from_transcript)

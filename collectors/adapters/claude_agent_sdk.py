@@ -54,7 +54,7 @@ MAX_PENDING = 1024
 EVENTS = ("UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure", "PostToolBatch", "Stop")
 
 # Claude Code wraps the error of a call it refused before running it (unknown tool, invalid
-# input, denied permission) in these tags; the model sees the text inside.
+# input, denied permission) in these tags; the model gets the tags too.
 _TOOL_USE_ERROR = re.compile(r"^\s*<tool_use_error>(.*)</tool_use_error>\s*$", re.S)
 
 # ResultMessage.subtype -> exit_reason (spec: budget exits are budget_exceeded).
@@ -81,11 +81,10 @@ class _Session:
 
 
 def _error_text(response: Any) -> str | None:
-    """The text inside ``<tool_use_error>...</tool_use_error>``, or None for a normal result."""
-    if isinstance(response, str):
-        m = _TOOL_USE_ERROR.match(response)
-        if m:
-            return m.group(1).strip()
+    """A ``<tool_use_error>...</tool_use_error>`` result as the model got it (tags included, as
+    loopscope's Claude Code transcript reader records it), or None for a normal result."""
+    if isinstance(response, str) and _TOOL_USE_ERROR.match(response):
+        return response.strip()
     return None
 
 
@@ -236,8 +235,7 @@ class ClaudeHooks:
         if error is None:
             kwargs["result"] = inp.get("tool_response")
         else:
-            inner = _error_text(error)
-            kwargs["error_message"] = error if inner is None else inner
+            kwargs["error_message"] = error
             if inp.get("is_interrupt"):
                 kwargs["error_type"] = "interrupted"
         assert s.loop is not None
