@@ -49,6 +49,8 @@ class ToolCall:
     error_text: str | None = None
     latency_ms: float | None = None
     result: Any = None
+    #: Why the JSON-string arguments given to ``loop.tool_call_from`` are not JSON (else None).
+    arguments_error: str | None = None
     _replayed = False
     _result: Any = NO_RESULT
     _entry: CallEntry | None = None
@@ -81,6 +83,13 @@ class ToolCall:
             except Exception as exc:  # noqa: BLE001
                 loop._col._guard.internal_error("tool_call.enter", exc)
         return self
+
+    async def __aenter__(self) -> ToolCall:
+        """``async with loop.tool_call(...) as call:`` (the same as ``with``)."""
+        return self.__enter__()
+
+    async def __aexit__(self, et, ev, tb) -> bool:  # noqa: ANN001
+        return self.__exit__(et, ev, tb)
 
     def attempt_failed(self, error: BaseException | str | None = None) -> None:
         """A transient attempt failed and the tool will retry it (``attempts`` += 1)."""
