@@ -1,0 +1,13 @@
+"""Framework adapters: instrument an agent whose loop a framework owns, in one line.
+
+Each adapter writes the same v1 records (and spans) as the manual API, imports its framework
+only when it is used (importing this package imports no framework), and adds no runtime
+dependency to the collector: install the framework yourself.
+
+- :mod:`~loopscope.collectors.adapters.openai_agents`: the OpenAI Agents SDK
+  (``await LoopscopeAgents(collector).run(agent, input, conversation_id=...)``).
+- :mod:`~loopscope.collectors.adapters.langchain`: LangChain / LangGraph
+  (``config={"callbacks": [LoopscopeCallbackHandler(collector)]}``).
+
+See docs/collector.md, "Framework adapters", for what each adapter sees and what it cannot.
+"""
