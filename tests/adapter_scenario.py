@@ -92,12 +92,19 @@ def make_tools() -> tuple[Any, Any]:
     return lookup_order, get_weather
 
 
-def manual_records(answers: list[dict[str, Any]], outcomes: dict[str, tuple[Any, ...]], agent: str) -> list[dict[str, Any]]:
-    """The records the manual API writes for the run the fake model answered (``answers``, in order)."""
+def manual_records(
+    answers: list[dict[str, Any]], outcomes: dict[str, tuple[Any, ...]], agent: str, model_calls: list[int] = MODEL_CALLS
+) -> list[dict[str, Any]]:
+    """The records the manual API writes for the run the fake model answered (``answers``, in order).
+
+    ``model_calls``: model calls per prompt (LangGraph's budget lets the model answer once more in
+    prompt 3, asking for ``call_7``, which never runs). ``outcomes``: what each call that ran gave;
+    a call missing from it never ran.
+    """
     sink = MemorySink()
     col = Collector(sink)
     it = iter(answers)
-    for text, n, exit_reason in zip(PROMPTS, MODEL_CALLS, EXITS):
+    for text, n, exit_reason in zip(PROMPTS, model_calls, EXITS):
         with col.prompt(conversation_id=CONVERSATION, agent=agent, provider="openai") as loop:
             for _ in range(n):
                 answer = next(it)
@@ -108,6 +115,8 @@ def manual_records(answers: list[dict[str, Any]], outcomes: dict[str, tuple[Any,
                     answer["usage"]["completion_tokens"],
                 )
                 for entry in choice["message"].get("tool_calls") or []:
+                    if entry["id"] not in outcomes:
+                        continue
                     with loop.tool_call_from(entry) as call:
                         outcome = outcomes[entry["id"]]
                         if outcome[0] == "error":
