@@ -53,6 +53,8 @@ from uuid import UUID
 
 from loopscope.collectors.records import openai_stop_reason
 
+from loopscope.collectors.adapters._common import LoopDetected
+
 if TYPE_CHECKING:
     from loopscope.collectors.core import Collector
     from loopscope.collectors.prompt import PromptLoop
@@ -61,10 +63,6 @@ __all__ = ["LoopDetected", "LoopscopeCallbackHandler"]
 
 #: Exceptions that mean the run hit its step budget (``recursion_limit``).
 BUDGET_ERRORS = ("GraphRecursionError",)
-
-
-class LoopDetected(Exception):
-    """The prompt was spinning and ``on_loop="exit"`` stopped it (``loop_exit`` is written)."""
 
 
 def _get(obj: Any, key: str) -> Any:

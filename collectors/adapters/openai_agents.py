@@ -55,6 +55,8 @@ import secrets
 import time
 from typing import TYPE_CHECKING, Any, Mapping
 
+from loopscope.collectors.adapters._common import LoopDetected
+
 if TYPE_CHECKING:
     from loopscope.collectors.core import Collector
     from loopscope.collectors.prompt import PromptLoop
