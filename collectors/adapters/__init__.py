@@ -9,9 +9,9 @@ dependency to the collector: install the framework yourself.
 - :mod:`~loopscope.collectors.adapters.langchain`: LangChain / LangGraph
   (``config={"callbacks": [LoopscopeCallbackHandler(collector)]}``).
 
-See docs/collector.md, "Framework adapters", for what each adapter sees and what it cannot.
-"""
-
 Adapters that can stop a spinning prompt (``on_loop="exit"``) raise
 :class:`~loopscope.collectors.adapters._common.LoopDetected` out of the framework's run; each
 adapter module re-exports it.
+
+See docs/collector.md, "Framework adapters", for what each adapter sees and what it cannot.
+"""

@@ -67,12 +67,6 @@ __all__ = ["LoopDetected", "LoopscopeAgents"]
 CLIENT_TOOL_ITEMS = frozenset(
     {"function_call", "computer_call", "local_shell_call", "shell_call", "apply_patch_call", "custom_tool_call"}
 )
-#: ``RunHooks`` methods forwarded to the caller's own hooks.
-HOOK_METHODS = ("on_llm_start", "on_llm_end", "on_agent_start", "on_agent_end", "on_handoff", "on_tool_start", "on_tool_end")
-
-
-class LoopDetected(Exception):
-    """The prompt was spinning and ``on_loop="exit"`` stopped the run (``loop_exit`` is written)."""
 
 
 def _get(obj: Any, key: str) -> Any:
