@@ -230,3 +230,21 @@ def test_pre_model_hook_injects_the_block_or_stops_the_spin(recovery: bool) -> N
     exit_ = sink.records[-1]
     expected = ("end_turn", 1, None) if recovery else ("error", 3, "loop_detected")
     assert (exit_["exit_reason"], exit_["tool_calls"], exit_["error_type"]) == expected
+
+
+def test_ainvoke_records_the_same_calls() -> None:
+    """Async graphs: callbacks arrive from the event loop, parallel tools run as tasks."""
+    import asyncio
+
+    sink = MemorySink()
+    col = Collector(sink)
+    lookup_order, get_weather = scenario.make_tools()
+    with fake.ScriptedChatServer(scenario.SCRIPT) as server:
+        agent = make_agent(server, [tool(lookup_order), tool(get_weather)])
+        config = {"configurable": {"thread_id": "a-1"}, "callbacks": [LoopscopeCallbackHandler(col)]}
+        result = asyncio.run(agent.ainvoke({"messages": [{"role": "user", "content": scenario.PROMPTS[0]}]}, config))
+    assert result["messages"][-1].content == ANSWERS[0]
+    calls, exit_ = sink.records[:-1], sink.records[-1]
+    assert sorted((c["tool_call_id"], c["step"], c["is_error"], c["error_type"]) for c in calls) == [
+        ("call_1", 0, True, "TimeoutError"), ("call_2", 1, False, None), ("call_3", 1, False, None)]
+    assert (exit_["exit_reason"], exit_["steps"], exit_["tool_calls"], exit_["conversation_id"]) == ("end_turn", 3, 3, "a-1")
