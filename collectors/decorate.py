@@ -14,7 +14,9 @@ with``) block is recorded as a ``tool_call`` of that prompt, exactly as if it we
   taken off the call (unless the function declares that parameter itself) and recorded; without
   it the call gets a random id (``call-`` and 12 hex digits), so no call passes for a replay;
 - an exception is recorded as an error (its class, its text) and re-raised unchanged; a return
-  value is recorded as ``result_fingerprint`` only.
+  value is recorded as ``result_fingerprint`` only;
+- called inside a ``with loop.tool_call(...)`` / ``tool_call_from(...)`` block, it records
+  nothing: that block records the call (never twice).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import secrets
 from typing import TYPE_CHECKING, Any, Callable
 
 from loopscope.collectors.prompt import CURRENT_PROMPT
+from loopscope.collectors.tool_call import CURRENT_CALL, TRACKING
 
 if TYPE_CHECKING:
     from loopscope.collectors.core import Collector
@@ -45,6 +48,7 @@ def instrument_tool(col: Collector, fn: Callable[..., Any], name: str | None = N
     except (TypeError, ValueError):
         sig = None
     takes_id = sig is not None and "tool_call_id" in sig.parameters
+    TRACKING[0] = True  # from now on, tool-call blocks say they are open (CURRENT_CALL)
 
     def current() -> PromptLoop | None:
         loop = CURRENT_PROMPT.get()
@@ -65,6 +69,8 @@ def instrument_tool(col: Collector, fn: Callable[..., Any], name: str | None = N
         """(the prompt or None, the call id, the arguments); ``tool_call_id`` taken off ``kwargs``."""
         call_id = kwargs.get("tool_call_id") if takes_id else kwargs.pop("tool_call_id", None)
         try:
+            if CURRENT_CALL.get() is not None:
+                return None, "", None  # the enclosing tool-call block records this call
             loop = current()
             if loop is None:
                 col._untracked_tool_calls += 1
@@ -86,7 +92,7 @@ def instrument_tool(col: Collector, fn: Callable[..., Any], name: str | None = N
         @functools.wraps(fn)
         async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
             loop, call_id, recorded = prepare(args, kwargs)
-            if loop is None:
+            if loop is None:  # outside a prompt, or inside a tool-call block that records it
                 return await fn(*args, **kwargs)
             async with loop.tool_call(call_id, tool_name, recorded) as call:
                 result = await fn(*args, **kwargs)

@@ -275,3 +275,30 @@ def test_decorator_internal_failure_never_stops_the_tool(monkeypatch: pytest.Mon
     monkeypatch.setattr(col, "_open_prompts", Bad())
     assert ping() == "pong"
     assert col.stats.internal_errors == 1
+
+
+def test_a_decorated_tool_inside_a_tool_call_block_is_recorded_once() -> None:
+    sink = MemorySink()
+    col = Collector(sink)
+
+    @col.tool
+    def get_weather(city: str) -> str:
+        return f"sunny in {city}"
+
+    entry = {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'}}
+
+    async def main() -> None:
+        async with col.prompt(conversation_id="c-1") as loop:
+            async with loop.tool_call_from(entry) as call:
+                call.returned(get_weather(**call.arguments))
+            get_weather("Rome", tool_call_id="c2")  # outside the block: recorded by the decorator
+
+    asyncio.run(main())
+    with col.prompt(conversation_id="c-2") as loop, ThreadPoolExecutor(2) as pool:
+        def dispatch(e: dict) -> None:
+            with loop.tool_call_from(e) as call:
+                call.returned(get_weather(**call.arguments))
+        list(pool.map(dispatch, [entry, {**entry, "id": "c3"}]))
+    tools = [(r["conversation_id"], r["tool_call_id"]) for r in sink.records if r["kind"] == "tool_call"]
+    assert sorted(tools) == [("c-1", "c1"), ("c-1", "c2"), ("c-2", "c1"), ("c-2", "c3")]
+    assert col.stats.untracked_tool_calls == 0
