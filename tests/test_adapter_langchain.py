@@ -248,3 +248,44 @@ def test_ainvoke_records_the_same_calls() -> None:
     assert sorted((c["tool_call_id"], c["step"], c["is_error"], c["error_type"]) for c in calls) == [
         ("call_1", 0, True, "TimeoutError"), ("call_2", 1, False, None), ("call_3", 1, False, None)]
     assert (exit_["exit_reason"], exit_["steps"], exit_["tool_calls"], exit_["conversation_id"]) == ("end_turn", 3, 3, "a-1")
+
+
+def test_runs_below_a_parent_never_seen_open_no_prompt() -> None:
+    """A handler added below the top-level run sees children of an unknown parent: no invented prompt."""
+    from uuid import uuid4
+
+    sink = MemorySink()
+    col = Collector(sink)
+    handler = LoopscopeCallbackHandler(col)
+    chain, tool_run = uuid4(), uuid4()
+    handler.on_chain_start({}, {}, run_id=chain, parent_run_id=uuid4())
+    handler.on_tool_start({"name": "t"}, "{}", run_id=tool_run, parent_run_id=chain, inputs={}, tool_call_id="x")
+    handler.on_tool_end("done", run_id=tool_run, parent_run_id=chain)
+    handler.on_chain_end({}, run_id=chain)
+    col.close()
+    assert sink.records == [] and col.stats.internal_errors == 0
+
+
+def test_spans_carry_the_tool_call_ids_and_the_error_status() -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    sink = MemorySink()
+    col = Collector(sink, tracer_provider=provider, provider="openai")
+    lookup_order, get_weather = scenario.make_tools()
+    with fake.ScriptedChatServer(scenario.SCRIPT) as server:
+        agent = make_agent(server, [tool(lookup_order), tool(get_weather)])
+        agent.invoke({"messages": [{"role": "user", "content": scenario.PROMPTS[0]}]},
+                     {"configurable": {"thread_id": "s-1"}, "callbacks": [LoopscopeCallbackHandler(col)]})
+    spans = {s.attributes.get("gen_ai.tool.call.id"): s for s in exporter.get_finished_spans()
+             if s.attributes.get("gen_ai.operation.name") == "execute_tool"}
+    assert sorted(spans) == ["call_1", "call_2", "call_3"]
+    assert spans["call_1"].status.status_code.name == "ERROR" and spans["call_2"].status.status_code.name == "UNSET"
+    (root,) = [s for s in exporter.get_finished_spans() if s.attributes.get("gen_ai.operation.name") == "invoke_agent"]
+    assert all(s.parent.span_id == root.context.span_id for s in spans.values())
+    records = {r["tool_call_id"]: r for r in sink.records if r["kind"] == "tool_call"}
+    assert {cid: format(s.context.span_id, "016x") for cid, s in spans.items()} == {cid: r["span_id"] for cid, r in records.items()}

@@ -276,3 +276,27 @@ def test_a_model_that_reads_the_block_changes_course_and_a_blind_one_is_stopped(
         exit_ = sink.records[-1]
         outcomes[recovery] = (exit_["exit_reason"], exit_["tool_calls"])
     assert outcomes == {True: ("end_turn", 1), False: ("error", 3)}
+
+
+def test_spans_carry_the_tool_call_ids_and_the_error_status() -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    sink = MemorySink()
+    col = Collector(sink, tracer_provider=provider)
+    lookup_order, get_weather = scenario.make_tools()
+    with fake.ScriptedChatServer(scenario.SCRIPT) as server:
+        agent = make_agent(server, [function_tool(lookup_order), function_tool(get_weather)])
+        LoopscopeAgents(col).run_sync(agent, scenario.PROMPTS[0], conversation_id="s-1")
+    finished = exporter.get_finished_spans()
+    spans = {s.attributes.get("gen_ai.tool.call.id"): s for s in finished
+             if s.attributes.get("gen_ai.operation.name") == "execute_tool"}
+    assert sorted(spans) == ["call_1", "call_2", "call_3"]
+    assert spans["call_1"].status.status_code.name == "ERROR" and spans["call_3"].status.status_code.name == "UNSET"
+    (root,) = [s for s in finished if s.attributes.get("gen_ai.operation.name") == "invoke_agent"]
+    assert root.attributes["gen_ai.provider.name"] == "openai" and root.attributes["gen_ai.agent.name"] == "support"
+    assert all(s.parent.span_id == root.context.span_id for s in spans.values())

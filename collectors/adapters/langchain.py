@@ -118,12 +118,16 @@ class _Core:
 
     def start(self, run_id: UUID, parent: UUID | None, metadata: Mapping[str, Any] | None, name: Any, tool: bool = False) -> _Prompt | None:
         with self.lock:
-            if parent is None or parent not in self.runs:
+            if parent is None:
                 root, inside = run_id, False
-            else:
+            elif parent in self.runs:
                 root, inside = self.runs[parent]
+            else:
+                # A run whose parent this handler never saw start (the handler was added below
+                # the top-level run): no prompt to put it in, and no new one either.
+                root, inside = None, True
             self.runs[run_id] = (root, inside or tool)
-            prompt = self.prompts.get(root)
+            prompt = self.prompts.get(root) if root is not None else None
         if prompt is None and root == run_id:
             meta = metadata or {}
             thread = meta.get("thread_id")
@@ -140,6 +144,12 @@ class _Core:
                 self.prompts[root] = prompt
                 self.threads[conv] = prompt
         return prompt
+
+    def start_other(self, run_id: UUID, parent: UUID | None) -> None:
+        """A run that is neither a chain, a model call nor a tool (a retriever): only its place in the tree."""
+        with self.lock:
+            root, inside = self.runs.get(parent, (None, True)) if parent is not None else (run_id, False)
+            self.runs[run_id] = (root, inside)
 
     def prompt_of(self, run_id: UUID) -> tuple[_Prompt | None, bool]:
         with self.lock:
@@ -319,6 +329,17 @@ def _handler_class() -> Any:
 
         def on_llm_error(self, error: BaseException, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any) -> None:
             self._core.guarded("on_llm_error", self._core.end, run_id, error)
+
+        def on_retriever_start(self, serialized: Any, query: str, *, run_id: UUID, parent_run_id: UUID | None = None,
+                               **kwargs: Any) -> None:
+            self._core.guarded("on_retriever_start", self._core.start_other, run_id, parent_run_id)
+
+        def on_retriever_end(self, documents: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any) -> None:
+            self._core.guarded("on_retriever_end", self._core.end, run_id, None)
+
+        def on_retriever_error(self, error: BaseException, *, run_id: UUID, parent_run_id: UUID | None = None,
+                               **kwargs: Any) -> None:
+            self._core.guarded("on_retriever_error", self._core.end, run_id, error)
 
         def on_tool_start(self, serialized: Any, input_str: str, *, run_id: UUID, parent_run_id: UUID | None = None,
                           tags: Any = None, metadata: Any = None, inputs: Any = None, **kwargs: Any) -> None:
