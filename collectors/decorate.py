@@ -9,7 +9,8 @@ with``) block is recorded as a ``tool_call`` of that prompt, exactly as if it we
   it: there, the collector's only open prompt is used; with several open prompts and none in the
   context, nothing is guessed: the function runs, nothing is recorded, and
   ``stats.untracked_tool_calls`` counts it;
-- the arguments are the function's bound arguments (names from its signature);
+- the arguments are the function's bound arguments (names from its signature; a method's
+  ``self`` / ``cls`` left out, ``**kwargs`` flattened);
 - ``tool_call_id=`` passed by the caller (``TOOLS[b.name](**b.input, tool_call_id=b.id)``) is
   taken off the call (unless the function declares that parameter itself) and recorded; without
   it the call gets a random id (``call-`` and 12 hex digits), so no call passes for a replay;
@@ -57,12 +58,23 @@ def instrument_tool(col: Collector, fn: Callable[..., Any], name: str | None = N
         open_prompts = [p for p in list(col._open_prompts) if not p.closed]
         return open_prompts[0] if len(open_prompts) == 1 else None
 
+    params = sig.parameters if sig is not None else {}
+    var_keyword = next((n for n, p in params.items() if p.kind is inspect.Parameter.VAR_KEYWORD), None)
+
     def arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if sig is not None:
             try:
-                return dict(sig.bind(*args, **kwargs).arguments)
+                bound = dict(sig.bind(*args, **kwargs).arguments)
             except TypeError:
                 pass  # the call itself will raise the same TypeError: record what was passed
+            else:
+                # A method's receiver is no argument of the tool (its str() would change the
+                # fingerprint from object to object); **kwargs are top-level arguments.
+                for receiver in ("self", "cls"):
+                    bound.pop(receiver, None)
+                if var_keyword is not None and isinstance(bound.get(var_keyword), dict):
+                    bound.update(bound.pop(var_keyword))
+                return bound
         return {**{f"arg{i}": a for i, a in enumerate(args)}, **kwargs}
 
     def prepare(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[PromptLoop | None, str, Any]:

@@ -302,3 +302,20 @@ def test_a_decorated_tool_inside_a_tool_call_block_is_recorded_once() -> None:
     tools = [(r["conversation_id"], r["tool_call_id"]) for r in sink.records if r["kind"] == "tool_call"]
     assert sorted(tools) == [("c-1", "c1"), ("c-1", "c2"), ("c-2", "c1"), ("c-2", "c3")]
     assert col.stats.untracked_tool_calls == 0
+
+
+def test_decorated_methods_leave_self_out_and_flatten_kwargs() -> None:
+    sink = MemorySink()
+    col = Collector(sink)
+
+    class Weather:
+        @col.tool
+        def forecast(self, city: str, **options: Any) -> str:
+            return city
+
+    with col.prompt(conversation_id="c-1"):
+        Weather().forecast("Oslo", days=3, tool_call_id="a")
+        Weather().forecast("Oslo", days=3, tool_call_id="b")  # another object, the same call
+    a, b = sink.records[:2]
+    assert a["input_shape"] == {"city": "string", "days": "integer"}
+    assert a["args_fingerprint"] == b["args_fingerprint"] == args_fingerprint({"city": "Oslo", "days": 3})
