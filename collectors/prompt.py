@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextvars
 import secrets
 import time
-import uuid
 from typing import TYPE_CHECKING, Any, Mapping
 
 from loopscope.collectors import otel
@@ -41,10 +40,6 @@ if TYPE_CHECKING:
 _FAILS = ("transient_fail", "permanent_fail")
 # The loop_exit fields that make the agent_exit log record's body (no ids, no envelope).
 _EXIT_BODY = ("conversation_id", "prompt_id", "agent") + LOOP_EXIT_FIELDS[len(COMMON_FIELDS) :]
-
-
-def _uuid_hex() -> str:
-    return uuid.uuid4().hex
 
 
 def short_id() -> str:
