@@ -5,6 +5,7 @@ turn given by how many assistant messages follow it. A script entry is a dict (`
 or ``{"tool_calls": [(id, name, args), ...]}``) or a function of the request's messages that
 returns one. Every request and answer is kept (``server.requests``, ``server.answers``), so a
 test can replay the same run through the manual API and see what the model was sent.
+A request with ``"stream": true`` gets the same answer as server-sent events.
 """
 
 from __future__ import annotations
@@ -24,6 +25,21 @@ def _content(message: dict[str, Any]) -> str:
     return content or ""
 
 
+def _chunks(answer: dict[str, Any]) -> list[dict[str, Any]]:
+    """The same answer as ``stream=True`` chunks: the message in one delta, then the finish and usage."""
+    choice = answer["choices"][0]
+    message = choice["message"]
+    delta: dict[str, Any] = {"role": "assistant", "content": message.get("content")}
+    if message.get("tool_calls"):
+        delta["tool_calls"] = [{"index": i, **call} for i, call in enumerate(message["tool_calls"])]
+    base = {k: answer[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
+    return [
+        {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+        {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]},
+        {**base, "choices": [], "usage": answer["usage"]},
+    ]
+
+
 class ScriptedChatServer:
     """``with ScriptedChatServer(script) as server: ... server.base_url ...``"""
 
@@ -41,9 +57,15 @@ class ScriptedChatServer:
             def do_POST(self) -> None:  # noqa: N802
                 body = json.loads(self.rfile.read(int(self.headers["content-length"])))
                 answer = outer._answer(body)
-                data = json.dumps(answer).encode()
+                if body.get("stream"):
+                    data = "".join(f"data: {json.dumps(chunk)}\n\n" for chunk in _chunks(answer)).encode()
+                    data += b"data: [DONE]\n\n"
+                    content_type = "text/event-stream"
+                else:
+                    data = json.dumps(answer).encode()
+                    content_type = "application/json"
                 self.send_response(200)
-                self.send_header("content-type", "application/json")
+                self.send_header("content-type", content_type)
                 self.send_header("content-length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)

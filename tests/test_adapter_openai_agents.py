@@ -300,3 +300,35 @@ def test_spans_carry_the_tool_call_ids_and_the_error_status() -> None:
     (root,) = [s for s in finished if s.attributes.get("gen_ai.operation.name") == "invoke_agent"]
     assert root.attributes["gen_ai.provider.name"] == "openai" and root.attributes["gen_ai.agent.name"] == "support"
     assert all(s.parent.span_id == root.context.span_id for s in spans.values())
+
+
+def test_streamed_runs_write_the_same_records(tmp_path: Path) -> None:
+    import asyncio
+
+    sink = MemorySink()
+    col = Collector(sink)
+    lookup_order, get_weather = scenario.make_tools()
+
+    async def main(server: Any) -> list[str]:
+        agent = make_agent(server, [function_tool(lookup_order), function_tool(get_weather)])
+        runner = LoopscopeAgents(col)
+        kinds = []
+        result = runner.run_streamed(agent, scenario.PROMPTS[0], conversation_id="s-1")
+        async for event in result.stream_events():
+            kinds.append(event.type)
+        assert result.final_output == "Your order A1 has shipped; it is sunny in Paris."
+        result = runner.run_streamed(agent, scenario.PROMPTS[2], conversation_id="s-1", max_turns=2)
+        with pytest.raises(MaxTurnsExceeded):
+            async for event in result.stream_events():
+                pass
+        return kinds
+
+    with fake.ScriptedChatServer(scenario.SCRIPT) as server:
+        kinds = asyncio.run(main(server))
+    assert "run_item_stream_event" in kinds
+    calls = [r for r in sink.records if r["kind"] == "tool_call"]
+    exits = [r for r in sink.records if r["kind"] == "loop_exit"]
+    assert sorted((c["tool_call_id"], c["step"], c["is_error"]) for c in calls) == [
+        ("call_1", 0, True), ("call_2", 1, False), ("call_3", 1, False), ("call_5", 0, True), ("call_6", 1, True)]
+    assert [(e["exit_reason"], e["steps"], e["tool_calls"], e["tool_errors"]) for e in exits] == [
+        ("end_turn", 3, 3, 1), ("budget_exceeded", 2, 2, 2)]

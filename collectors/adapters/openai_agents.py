@@ -40,7 +40,10 @@ history is not changed). With ``on_loop="exit"`` the same filter asks ``loop.spi
 each model call; when the prompt spins it has written ``loop_exit`` (``error`` /
 ``loop_detected``) and the run stops with :class:`LoopDetected`. ``on_loop="warn"`` logs instead.
 
-Not seen: streamed runs (``Runner.run_streamed``), hosted tools the model provider runs
+:meth:`LoopscopeAgents.run_streamed` records streamed runs the same way (the exit is written when
+the event stream ends or raises).
+
+Not seen: hosted tools the model provider runs
 (web search, file search), tool calls inside a handoff's input filter, and the exception class
 of a handled tool error. ``error_handlers={"max_turns": ...}`` turns ``MaxTurnsExceeded`` into a
 normal result: the exit is then ``end_turn``.
@@ -294,6 +297,68 @@ class LoopscopeAgents:
             return {**run_config, "call_model_input_filter": loopscope_input_filter}
         return dataclasses.replace(run_config, call_model_input_filter=loopscope_input_filter)
 
+    def _begin(
+        self,
+        starting_agent: Any,
+        conversation_id: str | None,
+        prompt_id: str | None,
+        tags: Mapping[str, str] | None,
+        on_loop: str | None,
+        runner_kwargs: dict[str, Any],
+        enter: bool,
+    ) -> tuple[_Run | None, dict[str, Any]]:
+        """Open the prompt and build ``Runner``'s keyword arguments; (None, the caller's) if that failed."""
+        col = self.collector
+        loop: PromptLoop | None = None
+        try:
+            conv = self._conversation(conversation_id, runner_kwargs)
+            if "conversation_id" in runner_kwargs and runner_kwargs["conversation_id"] is None:
+                runner_kwargs.pop("conversation_id")
+            model = getattr(starting_agent, "model", None)
+            loop = col.prompt(
+                conv,
+                prompt_id,
+                agent=getattr(starting_agent, "name", None),
+                max_tool_calls=self.max_tool_calls,
+                provider="openai",
+                model=model if isinstance(model, str) else None,
+                tags=tags,
+                on_loop=on_loop if on_loop is not None else self.on_loop,
+            )
+            if enter:
+                loop.__enter__()
+            run = _Run(self, loop)
+            kwargs = dict(runner_kwargs)
+            kwargs["hooks"] = _hooks_class()(run, runner_kwargs.get("hooks"))
+            if self.recovery or loop.on_loop is not None or col._history is not None:
+                kwargs["run_config"] = self._with_filter(run, runner_kwargs.get("run_config"))
+            return run, kwargs
+        except Exception as exc:  # noqa: BLE001 - run the agent uninstrumented
+            col._guard.internal_error("openai_agents.run", exc)
+            if loop is not None and enter:
+                loop.__exit__(None, None, None)
+            return None, runner_kwargs
+
+    def _finish(self, run: _Run, exc: BaseException | None, entered: bool) -> None:
+        """Write the loop exit: the run's exception, or the last model response's stop reason."""
+        from agents import MaxTurnsExceeded
+
+        loop = run.loop
+        try:
+            if exc is not None:
+                run.fail_pending(exc)
+                if not loop.closed:
+                    if isinstance(exc, MaxTurnsExceeded):
+                        loop.exit("budget_exceeded")
+                    else:
+                        loop.exit("error", exc)
+            if entered:
+                loop.__exit__(None, None, None)  # end_turn from the last model response
+            else:
+                loop.close()
+        except Exception as inner:  # noqa: BLE001
+            self.collector._guard.internal_error("openai_agents.exit", inner)
+
     async def run(
         self,
         starting_agent: Any,
@@ -320,57 +385,68 @@ class LoopscopeAgents:
             The SDK's ``RunResult``. Exceptions of the run are re-raised unchanged
             (:class:`LoopDetected` when ``on_loop="exit"`` stopped it).
         """
-        from agents import MaxTurnsExceeded, Runner
+        from agents import Runner
 
-        col = self.collector
-        run: _Run | None = None
-        loop: PromptLoop | None = None
-        try:
-            conv = self._conversation(conversation_id, runner_kwargs)
-            if "conversation_id" in runner_kwargs and runner_kwargs["conversation_id"] is None:
-                runner_kwargs.pop("conversation_id")
-            model = getattr(starting_agent, "model", None)
-            loop = col.prompt(
-                conv,
-                prompt_id,
-                agent=getattr(starting_agent, "name", None),
-                max_tool_calls=self.max_tool_calls,
-                provider="openai",
-                model=model if isinstance(model, str) else None,
-                tags=tags,
-                on_loop=on_loop if on_loop is not None else self.on_loop,
-            )
-            loop.__enter__()
-            run = _Run(self, loop)
-            kwargs = dict(runner_kwargs)
-            kwargs["hooks"] = _hooks_class()(run, runner_kwargs.get("hooks"))
-            if self.recovery or loop.on_loop is not None or col._history is not None:
-                kwargs["run_config"] = self._with_filter(run, runner_kwargs.get("run_config"))
-        except Exception as exc:  # noqa: BLE001 - run the agent uninstrumented
-            col._guard.internal_error("openai_agents.run", exc)
-            if loop is not None:
-                loop.__exit__(None, None, None)
-            return await Runner.run(starting_agent, input, **runner_kwargs)
+        run, kwargs = self._begin(starting_agent, conversation_id, prompt_id, tags, on_loop, runner_kwargs, enter=True)
+        if run is None:
+            return await Runner.run(starting_agent, input, **kwargs)
         try:
             result = await Runner.run(starting_agent, input, **kwargs)
         except BaseException as exc:
-            try:
-                run.fail_pending(exc)
-                if not loop.closed:
-                    if isinstance(exc, MaxTurnsExceeded):
-                        loop.exit("budget_exceeded")
-                    else:
-                        loop.exit("error", exc)
-                loop.__exit__(None, None, None)
-            except Exception as inner:  # noqa: BLE001
-                col._guard.internal_error("openai_agents.exit", inner)
+            self._finish(run, exc, entered=True)
             raise
-        try:
-            loop.__exit__(None, None, None)  # end_turn from the last model response
-        except Exception as exc:  # noqa: BLE001
-            col._guard.internal_error("openai_agents.exit", exc)
+        self._finish(run, None, entered=True)
         return result
 
     def run_sync(self, starting_agent: Any, input: Any, **kwargs: Any) -> Any:  # noqa: A002
         """:meth:`run` from synchronous code (like ``Runner.run_sync``: not inside a running event loop)."""
         return asyncio.run(self.run(starting_agent, input, **kwargs))
+
+    def run_streamed(
+        self,
+        starting_agent: Any,
+        input: Any,  # noqa: A002 - Runner.run_streamed's name
+        *,
+        conversation_id: str | None = None,
+        prompt_id: str | None = None,
+        tags: Mapping[str, str] | None = None,
+        on_loop: str | None = None,
+        **runner_kwargs: Any,
+    ) -> Any:
+        """``Runner.run_streamed(...)``, recorded as one prompt (same arguments as :meth:`run`).
+
+        The loop exit is written when ``result.stream_events()`` is exhausted or raises (the SDK
+        raises ``MaxTurnsExceeded`` and the run's errors from it). A stream never consumed
+        leaves the prompt open, like a process that died.
+        """
+        from agents import Runner
+
+        run, kwargs = self._begin(starting_agent, conversation_id, prompt_id, tags, on_loop, runner_kwargs, enter=False)
+        result = Runner.run_streamed(starting_agent, input, **kwargs)
+        if run is None:
+            return result
+        adapter = self
+        original = result.stream_events
+
+        async def stream_events() -> Any:
+            finished = False
+            try:
+                async for event in original():
+                    yield event
+            except GeneratorExit:  # the caller stopped reading: the exit has the last stop reason
+                finished = True
+                adapter._finish(run, None, entered=False)
+                raise
+            except BaseException as exc:
+                finished = True
+                adapter._finish(run, exc, entered=False)
+                raise
+            finally:
+                if not finished:
+                    adapter._finish(run, None, entered=False)
+
+        try:
+            result.stream_events = stream_events
+        except Exception as exc:  # noqa: BLE001 - a result we cannot wrap: the run goes on unrecorded at its end
+            self.collector._guard.internal_error("openai_agents.run_streamed", exc)
+        return result
