@@ -199,9 +199,7 @@ def test_a_failing_adapter_never_breaks_the_agent(where: str, monkeypatch: pytes
     assert answers == ["Your order A1 has shipped; it is sunny in Paris.", "Sunny in Rome too."]
     assert col.stats.internal_errors > 0
     exits = [r for r in col.sink.records if r["kind"] == "loop_exit"]
-    # Every prompt still exits (without the model responses the stop reason is unknown).
-    normal = "unknown" if where == "llm_end" else "end_turn"
-    assert [e["exit_reason"] for e in exits] == [normal, normal, "budget_exceeded"]
+    assert [e["exit_reason"] for e in exits] == ["end_turn", "end_turn", "budget_exceeded"]  # still written
 
 
 def test_strict_mode_surfaces_adapter_bugs(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -332,3 +330,36 @@ def test_streamed_runs_write_the_same_records(tmp_path: Path) -> None:
         ("call_1", 0, True), ("call_2", 1, False), ("call_3", 1, False), ("call_5", 0, True), ("call_6", 1, True)]
     assert [(e["exit_reason"], e["steps"], e["tool_calls"], e["tool_errors"]) for e in exits] == [
         ("end_turn", 3, 3, 1), ("budget_exceeded", 2, 2, 2)]
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_a_max_turns_error_handler_is_still_a_budget_exit(asynchronous: bool) -> None:
+    def on_max_turns(data: Any) -> str:
+        return "I could not finish in time."
+
+    async def on_max_turns_async(data: Any) -> str:
+        return on_max_turns(data)
+
+    lookup_order, _ = scenario.make_tools()
+    sink = MemorySink()
+    col = Collector(sink)
+    with fake.ScriptedChatServer(scenario.SCRIPT) as server:
+        result = LoopscopeAgents(col).run_sync(
+            make_agent(server, [function_tool(lookup_order)]), scenario.PROMPTS[2], conversation_id="c", max_turns=2,
+            error_handlers={"max_turns": on_max_turns_async if asynchronous else on_max_turns},
+        )
+    assert result.final_output == "I could not finish in time."
+    exit_ = sink.records[-1]
+    assert (exit_["exit_reason"], exit_["tool_calls"], exit_["tool_errors"]) == ("budget_exceeded", 2, 2)
+
+
+def test_stop_on_first_tool_is_a_normal_end() -> None:
+    _, get_weather = scenario.make_tools()
+    script = {"Weather?": [{"tool_calls": [("w1", "get_weather", {"city": "Oslo"})]}, {"text": "never asked"}]}
+    sink = MemorySink()
+    col = Collector(sink)
+    with fake.ScriptedChatServer(script) as server:
+        agent = make_agent(server, [function_tool(get_weather)]).clone(tool_use_behavior="stop_on_first_tool")
+        result = LoopscopeAgents(col).run_sync(agent, "Weather?", conversation_id="c")
+    assert result.final_output == "sunny in Oslo" and len(server.requests) == 1
+    assert (sink.records[-1]["exit_reason"], sink.records[-1]["steps"]) == ("end_turn", 1)

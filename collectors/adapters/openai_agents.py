@@ -18,8 +18,10 @@ arguments unchanged and open one prompt per run. What it records:
   yours) as ``is_error: true`` with that string as ``error_message`` (what the model saw);
   ``error_type`` is null (the SDK hands hooks the string, not the exception). A tool that raises
   with ``failure_error_function=None`` ends the run: it is recorded with its exception's class;
-- the loop exit when the run ends: ``end_turn`` (the last model response asked for no tool),
-  ``budget_exceeded`` (``MaxTurnsExceeded``), ``error`` (any other exception, class and text).
+- the loop exit when the run ends: ``end_turn`` (the run returned its final output),
+  ``budget_exceeded`` (``MaxTurnsExceeded``, raised, or turned into a final output by your
+  ``error_handlers={"max_turns": ...}``), ``refusal`` (a ``model_refusal`` handler's output),
+  ``error`` (any other exception, class and text).
 
 **Why run hooks and not a trace processor.** ``agents.add_trace_processor`` would need no change
 at the call site, but the SDK's function spans carry no tool-call id (``FunctionSpanData`` has
@@ -43,10 +45,8 @@ each model call; when the prompt spins it has written ``loop_exit`` (``error`` /
 :meth:`LoopscopeAgents.run_streamed` records streamed runs the same way (the exit is written when
 the event stream ends or raises).
 
-Not seen: hosted tools the model provider runs
-(web search, file search), tool calls inside a handoff's input filter, and the exception class
-of a handled tool error. ``error_handlers={"max_turns": ...}`` turns ``MaxTurnsExceeded`` into a
-normal result: the exit is then ``end_turn``.
+Not seen: hosted tools the model provider runs (web search, file search) and the exception
+class of a handled tool error.
 """
 
 from __future__ import annotations
@@ -85,6 +85,31 @@ class _Run:
         self.col = adapter.collector
         self.pending: dict[Any, tuple[float, int, str, str, Any]] = {}
         self.blocks: dict[str, str] = {}
+        #: (error kind, error) of a run error one of the caller's ``error_handlers`` turned into a final output.
+        self.handled: tuple[str, BaseException] | None = None
+
+    def wrap_error_handlers(self, handlers: Any) -> Any:
+        """The caller's ``error_handlers``, each noting when it turned an error into a final output."""
+
+        def wrapped(kind: str, handler: Any) -> Any:
+            def note(result: Any, data: Any) -> Any:
+                if result is not None:
+                    self.handled = (kind, getattr(data, "error", None) or Exception(kind))
+                return result
+
+            def run_handler(data: Any) -> Any:
+                result = handler(data)
+                if inspect.isawaitable(result):
+
+                    async def awaited() -> Any:
+                        return note(await result, data)
+
+                    return awaited()
+                return note(result, data)
+
+            return run_handler
+
+        return {kind: wrapped(kind, h) if callable(h) else h for kind, h in dict(handlers).items()}
 
     def guarded(self, where: str, fn: Any, *args: Any) -> None:
         try:
@@ -332,6 +357,8 @@ class LoopscopeAgents:
             kwargs["hooks"] = _hooks_class()(run, runner_kwargs.get("hooks"))
             if self.recovery or loop.on_loop is not None or col._history is not None:
                 kwargs["run_config"] = self._with_filter(run, runner_kwargs.get("run_config"))
+            if runner_kwargs.get("error_handlers"):
+                kwargs["error_handlers"] = run.wrap_error_handlers(runner_kwargs["error_handlers"])
             return run, kwargs
         except Exception as exc:  # noqa: BLE001 - run the agent uninstrumented
             col._guard.internal_error("openai_agents.run", exc)
@@ -345,6 +372,10 @@ class LoopscopeAgents:
 
         loop = run.loop
         try:
+            if exc is None and run.handled is not None:  # an error handler gave the final output
+                kind, exc = run.handled
+                if kind == "model_refusal" and not loop.closed:
+                    loop.exit("refusal")
             if exc is not None:
                 run.fail_pending(exc)
                 if not loop.closed:
@@ -352,10 +383,12 @@ class LoopscopeAgents:
                         loop.exit("budget_exceeded")
                     else:
                         loop.exit("error", exc)
+            elif not loop.closed:
+                # The SDK produced a final output: a normal end, even when the last model response
+                # asked for a tool (tool_use_behavior="stop_on_first_tool" ends on the tool's output).
+                loop.exit("end_turn")
             if entered:
-                loop.__exit__(None, None, None)  # end_turn from the last model response
-            else:
-                loop.close()
+                loop.__exit__(None, None, None)
         except Exception as inner:  # noqa: BLE001
             self.collector._guard.internal_error("openai_agents.exit", inner)
 
