@@ -289,3 +289,28 @@ def test_spans_carry_the_tool_call_ids_and_the_error_status() -> None:
     assert all(s.parent.span_id == root.context.span_id for s in spans.values())
     records = {r["tool_call_id"]: r for r in sink.records if r["kind"] == "tool_call"}
     assert {cid: format(s.context.span_id, "016x") for cid, s in spans.items()} == {cid: r["span_id"] for cid, r in records.items()}
+
+
+def test_parallel_failures_each_get_their_own_block() -> None:
+    """Two tools fail in one step, on two threads: each ToolMessage gets its own call's block."""
+
+    def cancel_order(order_id: str) -> str:
+        """Cancel an order."""
+        raise PermissionError(f"order {order_id} has shipped")
+
+    def refund_order(order_id: str) -> str:
+        """Refund an order."""
+        raise ValueError(f"order {order_id} was paid with a voucher")
+
+    script = {"Undo Z9": [{"tool_calls": [("a", "cancel_order", {"order_id": "Z9"}), ("b", "refund_order", {"order_id": "Z9"})]},
+                          {"text": "Neither is possible."}]}
+    sink = MemorySink()
+    col = Collector(sink, history=True)
+    handler = LoopscopeCallbackHandler(col, recovery_context=True)
+    with fake.ScriptedChatServer(script) as server:
+        agent = make_agent(server, [tool(cancel_order), tool(refund_order)], pre_model_hook=handler.pre_model_hook)
+        agent.invoke({"messages": [{"role": "user", "content": "Undo Z9"}]},
+                     {"configurable": {"thread_id": "p-1"}, "callbacks": [handler]})
+    sent = {m["tool_call_id"]: m["content"] for m in server.requests[1]["messages"] if m["role"] == "tool"}
+    assert "Operation: cancel_order(" in sent["a"] and "has shipped" in sent["a"].split(BLOCK)[1]
+    assert "Operation: refund_order(" in sent["b"] and "voucher" in sent["b"].split(BLOCK)[1]

@@ -72,12 +72,15 @@ def _get(obj: Any, key: str) -> Any:
 class _Prompt:
     """One top-level run: its prompt, its thread, the recovery blocks of its failed calls."""
 
-    __slots__ = ("loop", "thread", "blocks")
+    __slots__ = ("loop", "thread", "blocks", "lock")
 
     def __init__(self, loop: PromptLoop, thread: str | None) -> None:
         self.loop = loop
         self.thread = thread
         self.blocks: dict[str, str] = {}
+        # Parallel tools end on several threads: a call's record and its recovery block (built
+        # from the prompt's latest error) must not interleave with another call's.
+        self.lock = threading.Lock()
 
 
 class _Core:
@@ -233,6 +236,10 @@ class _Core:
             self.end(run_id, error)  # a tool run on its own is its own prompt: this closes it
 
     def _record_tool(self, prompt: _Prompt, started: tuple[Any, ...], output: Any, error: BaseException | None, tool_call_id: Any) -> None:
+        with prompt.lock:
+            self._record_tool_locked(prompt, started, output, error, tool_call_id)
+
+    def _record_tool_locked(self, prompt: _Prompt, started: tuple[Any, ...], output: Any, error: BaseException | None, tool_call_id: Any) -> None:
         t0, step, call_id, name, arguments = started
         call_id = call_id or (str(tool_call_id) if tool_call_id is not None else None) or _get(output, "tool_call_id")
         call_id = str(call_id) if call_id else "call-" + secrets.token_hex(6)
@@ -253,7 +260,7 @@ class _Core:
             if not failed:
                 return
         if self.recovery:
-            block = loop.recovery_context()  # the call just recorded (same thread, no yield since)
+            block = loop.recovery_context()  # the call just recorded (under the prompt's lock)
             if block:
                 prompt.blocks[call_id] = block
 
