@@ -24,7 +24,7 @@ from typing import Any, Callable, Mapping
 from loopscope.collectors import otel
 from loopscope.collectors.guard import Guard
 from loopscope.collectors.history import DEFAULT_MAX_CALLS, DEFAULT_MAX_CONVERSATIONS, History
-from loopscope.collectors.prompt import PromptLoop, _uuid_hex
+from loopscope.collectors.prompt import PromptLoop, short_id
 from loopscope.collectors.records import finish
 from loopscope.collectors.redact import MAX_ERROR_CHARS, clean_error_text
 from loopscope.collectors.sinks import CollectorConfigError, JsonlSink, Sink
@@ -52,6 +52,10 @@ class CollectorStats:
             conversation holding ``max_history_calls``, or in an evicted conversation.
         history_evicted: Conversations evicted from the history (least recently used first,
             beyond ``max_history_conversations``).
+        malformed_arguments: Tool calls given to ``loop.tool_call_from`` whose JSON-string
+            arguments were not JSON (recorded with an empty shape and a null fingerprint).
+        untracked_tool_calls: Calls of a ``@collector.tool`` function made outside any prompt
+            (or with several prompts open in other threads): the function ran, nothing was recorded.
     """
 
     emitted: int
@@ -63,6 +67,8 @@ class CollectorStats:
     in_flight: int = 0
     history_dropped: int = 0
     history_evicted: int = 0
+    malformed_arguments: int = 0
+    untracked_tool_calls: int = 0
 
     def __getitem__(self, key: str) -> int:
         """``stats["dropped"]`` works as well as ``stats.dropped``."""
@@ -97,7 +103,7 @@ class Collector:
         redact: Redact secrets from error text (default True). Error text is always capped.
         wall_clock: Epoch seconds for record timestamps.
         perf_clock: Monotonic seconds for latencies and durations.
-        new_id: Makes prompt ids when none is given.
+        new_id: Makes prompt ids when none is given (default: short ids such as ``p-3f9a1c07be``).
         strict: Re-raise internal errors (True), never (False), or ask the environment (None:
             ``PYTEST_CURRENT_TEST`` / ``LOOPSCOPE_STRICT``).
         max_error_chars: Cap on ``error_message`` (spec: 2,000).
@@ -123,7 +129,7 @@ class Collector:
         redact: bool = True,
         wall_clock: Callable[[], float] = time.time,
         perf_clock: Callable[[], float] = time.perf_counter,
-        new_id: Callable[[], str] = _uuid_hex,
+        new_id: Callable[[], str] = short_id,
         strict: bool | None = None,
         max_error_chars: int = MAX_ERROR_CHARS,
         history: bool = False,
@@ -166,6 +172,9 @@ class Collector:
         self._new_id = new_id
         self._emitted = 0
         self._sink_errors = 0
+        self._malformed_arguments = 0
+        self._untracked_tool_calls = 0
+        self._open_prompts: weakref.WeakSet[PromptLoop] = weakref.WeakSet()
         self._closed = False
         ref = weakref.ref(self)
         self._atexit = lambda: (lambda c: c.close() if c is not None else None)(ref())
@@ -234,6 +243,34 @@ class Collector:
 
     start_prompt = prompt
 
+    def tool(self, fn: Callable[..., Any] | None = None, *, name: str | None = None) -> Any:
+        """Decorator: record every call of a plain tool function (sync or async) made inside a prompt.
+
+        ::
+
+            @collector.tool
+            def get_weather(city: str, date: str) -> str: ...
+
+            with collector.prompt(conversation_id="c-1") as loop:
+                ...
+                TOOLS[block.name](**block.input, tool_call_id=block.id)
+
+        The prompt is the one whose ``with`` / ``async with`` block the call runs in (in a plain
+        worker thread: the collector's only open prompt); ``tool_call_id=`` is taken off the call
+        and recorded (a random id without it); an exception is recorded and re-raised unchanged;
+        the return value is recorded as ``result_fingerprint``. Outside any prompt the function
+        just runs (``stats.untracked_tool_calls`` counts it). See :mod:`loopscope.collectors.decorate`.
+
+        Args:
+            fn: The function (``@collector.tool``), or None (``@collector.tool(name="search")``).
+            name: The recorded tool name; default the function's ``__name__``.
+        """
+        from loopscope.collectors.decorate import instrument_tool
+
+        if fn is None:
+            return lambda f: instrument_tool(self, f, name)
+        return instrument_tool(self, fn, name)
+
     def flush(self) -> None:
         """Ask the sink to write everything recorded so far."""
         try:
@@ -275,4 +312,6 @@ class Collector:
             in_flight=int(s.get("in_flight", 0)),
             history_dropped=self._history.dropped if self._history is not None else 0,
             history_evicted=self._history.evicted if self._history is not None else 0,
+            malformed_arguments=self._malformed_arguments,
+            untracked_tool_calls=self._untracked_tool_calls,
         )

@@ -7,11 +7,13 @@ place. See :mod:`loopscope.collectors.core` for the overall design.
 
 from __future__ import annotations
 
+import contextvars
+import secrets
 import time
-import uuid
 from typing import TYPE_CHECKING, Any, Mapping
 
 from loopscope.collectors import otel
+from loopscope.collectors.blocks import tool_call_parts
 from loopscope.collectors.guard import logger
 from loopscope.collectors.history import (
     DEFAULT_MAX_ATTEMPTS,
@@ -40,8 +42,17 @@ _FAILS = ("transient_fail", "permanent_fail")
 _EXIT_BODY = ("conversation_id", "prompt_id", "agent") + LOOP_EXIT_FIELDS[len(COMMON_FIELDS) :]
 
 
-def _uuid_hex() -> str:
-    return uuid.uuid4().hex
+def short_id() -> str:
+    """A short readable prompt id: ``p-`` and 10 random hex digits (40 bits), e.g. ``p-3f9a1c07be``.
+
+    Unique within a conversation in practice (a collision among 1,000 prompts of one conversation
+    has odds below one in two million) and easy to read, type and grep.
+    """
+    return "p-" + secrets.token_hex(5)
+
+
+#: The prompt whose ``with`` / ``async with`` block the current code runs in (for ``Collector.tool``).
+CURRENT_PROMPT: contextvars.ContextVar[PromptLoop | None] = contextvars.ContextVar("loopscope_prompt", default=None)
 
 
 class PromptLoop:
@@ -87,6 +98,7 @@ class PromptLoop:
         "_watch",
         "on_loop",
         "_last_error",
+        "_cv_token",
         "__weakref__",
     )
 
@@ -106,6 +118,7 @@ class PromptLoop:
         self._watch: PromptWatch | None = None
         self.on_loop: str | None = None
         self._last_error: tuple[Any, ...] | None = None
+        self._cv_token: Any = None
         self._perf, self._wall, self._submit = col._perf, col._wall, col._submit
         self.steps = self.tool_calls = self.tool_errors = self._started = self._step = 0
         self._last_stop = self.input_tokens = self.output_tokens = None
@@ -126,7 +139,7 @@ class PromptLoop:
             self.prompt_id = str(prompt_id) if prompt_id is not None else str(col._new_id())
         except Exception as exc:  # noqa: BLE001
             guard.internal_error("prompt", exc)
-            self.prompt_id = self.prompt_id or _uuid_hex()
+            self.prompt_id = self.prompt_id or short_id()
             self.agent = self.agent or "default"
         try:
             self._t0 = col._perf()
@@ -193,15 +206,20 @@ class PromptLoop:
         except Exception as exc:  # noqa: BLE001
             guard.internal_error("prompt.on_loop", exc)
         self._plain = self._ctx is None and self._logs is None and self._watch is None
+        try:
+            col._open_prompts.add(self)
+        except Exception as exc:  # noqa: BLE001
+            guard.internal_error("prompt.open", exc)
 
     # -- context manager --
 
     def __enter__(self) -> PromptLoop:
-        if self._ctx is not None:
-            try:
+        try:
+            self._cv_token = CURRENT_PROMPT.set(self)
+            if self._ctx is not None:
                 self._token = otel.attach(self._ctx)
-            except Exception as exc:  # noqa: BLE001
-                self._col._guard.internal_error("prompt.enter", exc)
+        except Exception as exc:  # noqa: BLE001
+            self._col._guard.internal_error("prompt.enter", exc)
         return self
 
     def __exit__(self, et, ev, tb) -> bool:  # noqa: ANN001
@@ -209,6 +227,9 @@ class PromptLoop:
             if self._token is not None:
                 token, self._token = self._token, None
                 otel.detach(token)
+            if self._cv_token is not None:
+                cv_token, self._cv_token = self._cv_token, None
+                CURRENT_PROMPT.reset(cv_token)
         except Exception as exc:  # noqa: BLE001
             self._col._guard.internal_error("prompt.exit", exc)
         if not self.closed:
@@ -217,6 +238,13 @@ class PromptLoop:
             else:
                 self.close()
         return False
+
+    async def __aenter__(self) -> PromptLoop:
+        """``async with collector.prompt(...) as loop:`` (the same as ``with``; nothing awaits)."""
+        return self.__enter__()
+
+    async def __aexit__(self, et, ev, tb) -> bool:  # noqa: ANN001
+        return self.__exit__(et, ev, tb)
 
     # -- the loop --
 
@@ -360,6 +388,46 @@ class PromptLoop:
         """
         self._started += 1
         return ToolCall(self, tool_call_id, tool_name, arguments, self._step if step is None else step, catch)
+
+    def tool_call_from(self, block: Any, *, step: int | None = None, catch: bool = False) -> ToolCall:
+        """:meth:`tool_call` for a provider's tool-call object, passed as it is.
+
+        Accepts an Anthropic ``tool_use`` block, an OpenAI Chat Completions ``tool_calls`` entry
+        or an OpenAI Responses ``function_call`` item, as an SDK object or a dict. JSON-string
+        arguments are parsed: the returned call's :attr:`~ToolCall.arguments` is the parsed
+        object, ready for ``tool(**call.arguments)``. Arguments that are not valid JSON never
+        raise: ``call.arguments`` stays the raw string, ``call.arguments_error`` says why (hand
+        it to the model with ``call.fail(...)``), the record gets an empty ``input_shape`` and a
+        null ``args_fingerprint``, and ``collector.stats.malformed_arguments`` counts it.
+
+        Args:
+            block: The tool-call object.
+            step: Model call index; default :attr:`step`.
+            catch: As in :meth:`tool_call`.
+
+        Returns:
+            The :class:`ToolCall` (a context manager, ``with`` or ``async with``).
+        """
+        col = self._col
+        try:
+            parts = tool_call_parts(block)
+        except Exception as exc:  # noqa: BLE001 - a host bug, but the loop must go on
+            col._guard.internal_error("tool_call_from", exc)
+            get = block.get if isinstance(block, dict) else lambda k: getattr(block, k, None)
+            return self.tool_call(str(get("id") or get("call_id") or ""), str(get("name") or "unknown"), None, step=step, catch=catch)
+        call = self.tool_call(parts.tool_call_id, parts.tool_name, parts.arguments, step=step, catch=catch)
+        if parts.arguments_error is not None:
+            call.arguments_error = parts.arguments_error
+            col._malformed_arguments += 1
+            col._guard.once(
+                "malformed-arguments",
+                30,
+                "loopscope: tool call %s (%s): %s; recorded with an empty input_shape and a null args_fingerprint",
+                parts.tool_call_id,
+                parts.tool_name,
+                parts.arguments_error,
+            )
+        return call
 
     def record_tool_call(
         self,
@@ -597,6 +665,7 @@ class PromptLoop:
             return
         try:
             self.closed = True
+            col._open_prompts.discard(self)
             reason = str(reason)
             self.exit_reason = reason
             message = None

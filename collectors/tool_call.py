@@ -6,6 +6,7 @@ The no-error, no-span exit is inlined (it is the hot path); everything else goes
 
 from __future__ import annotations
 
+import contextvars
 from typing import TYPE_CHECKING, Any
 
 from loopscope.collectors import otel
@@ -25,6 +26,12 @@ class _NoResult:
 
 #: ``ToolCall`` / ``record_tool_call`` marker: the host did not hand over the result.
 NO_RESULT: Any = _NoResult()
+
+#: The ``with loop.tool_call(...)`` block the current code runs in, so that a ``@collector.tool``
+#: function called inside it is not recorded twice. Set only once a decorated tool exists
+#: (``TRACKING[0]``): the hot path of a plain loop pays one list lookup.
+CURRENT_CALL: contextvars.ContextVar[ToolCall | None] = contextvars.ContextVar("loopscope_tool_call", default=None)
+TRACKING = [False]
 
 
 class ToolCall:
@@ -49,11 +56,14 @@ class ToolCall:
     error_text: str | None = None
     latency_ms: float | None = None
     result: Any = None
+    #: Why the JSON-string arguments given to ``loop.tool_call_from`` are not JSON (else None).
+    arguments_error: str | None = None
     _replayed = False
     _result: Any = NO_RESULT
     _entry: CallEntry | None = None
     _span: Any = None
     _token: Any = None
+    _cv_token: Any = None
 
     def __init__(self, loop: PromptLoop, tool_call_id: str, tool_name: str, arguments: Any, step: int, catch: bool):
         self._loop = loop
@@ -74,6 +84,8 @@ class ToolCall:
 
     def __enter__(self) -> ToolCall:
         loop = self._loop
+        if TRACKING[0]:
+            self._cv_token = CURRENT_CALL.set(self)
         if loop._ctx is not None:
             try:
                 self._span = span = loop._start_tool_span(self.tool_call_id, self.tool_name, self.arguments, self.step)
@@ -81,6 +93,13 @@ class ToolCall:
             except Exception as exc:  # noqa: BLE001
                 loop._col._guard.internal_error("tool_call.enter", exc)
         return self
+
+    async def __aenter__(self) -> ToolCall:
+        """``async with loop.tool_call(...) as call:`` (the same as ``with``)."""
+        return self.__enter__()
+
+    async def __aexit__(self, et, ev, tb) -> bool:  # noqa: ANN001
+        return self.__exit__(et, ev, tb)
 
     def attempt_failed(self, error: BaseException | str | None = None) -> None:
         """A transient attempt failed and the tool will retry it (``attempts`` += 1)."""
@@ -150,6 +169,12 @@ class ToolCall:
 
     def __exit__(self, et, ev, tb) -> bool:  # noqa: ANN001
         loop = self._loop
+        if self._cv_token is not None:
+            try:
+                CURRENT_CALL.reset(self._cv_token)
+            except ValueError:  # exited in another context than it was entered: leave it
+                pass
+            self._cv_token = None
         try:
             t1 = loop._perf()
         except Exception as exc:  # noqa: BLE001 - still write the record, with latency 0

@@ -116,12 +116,14 @@ def test_defaults_agent_default_no_tags_nulls() -> None:
     assert (rec["steps"], rec["input_tokens"], rec["output_tokens"], rec["max_tool_calls"]) == (0, None, None, None)
 
 
-def test_generated_prompt_ids_are_uuid_hex_by_default() -> None:
+def test_generated_prompt_ids_are_short_and_readable_by_default() -> None:
     sink = MemorySink()
     col = Collector(sink)
-    a, b = col.prompt(conversation_id="c"), col.prompt(conversation_id="c")
-    assert a.prompt_id != b.prompt_id and len(a.prompt_id) == 32
-    int(a.prompt_id, 16)
+    ids = {col.prompt(conversation_id="c").prompt_id for _ in range(1000)}
+    assert len(ids) == 1000  # 40 random bits: no collision in a long conversation
+    assert all(len(i) == 12 and i.startswith("p-") for i in ids)
+    for i in ids:
+        int(i[2:], 16)
 
 
 def test_argument_values_are_never_written() -> None:
@@ -435,4 +437,4 @@ def test_unprintable_ids_never_raise_into_the_host() -> None:
         loop.model_response(stop_reason="end_turn")
     assert col.stats.internal_errors == 1
     (rec,) = sink.records
-    assert rec["kind"] == "loop_exit" and rec["agent"] == "default" and len(rec["prompt_id"]) == 32
+    assert rec["kind"] == "loop_exit" and rec["agent"] == "default" and rec["prompt_id"].startswith("p-")

@@ -5,7 +5,8 @@ Production": the messages array is the state, every ``tool_use`` block gets a ``
 (``is_error: true`` when the tool failed, so the model can recover), parallel ``tool_use`` blocks of
 one response run together, transient errors are retried inside the tool, side effects are keyed on
 ``tool_use.id`` so a resumed loop replays instead of re-executing, and a tool-call budget bounds
-the loop. loopscope adds one ``with`` per prompt and one per tool call, and two run-time aids
+the loop. loopscope adds one ``with`` per prompt and one per tool call (``loop.tool_call_from(block)``
+takes the ``tool_use`` block as it is), and two run-time aids
 (seed 000): after a failed call, ``call.recovery_context()`` builds an ``[Error Recovery Context]``
 block (the error, the previous attempts at the same operation and target, the catalog's
 suggestions) that goes into the next request right after the tool results; before each request,
@@ -101,7 +102,7 @@ def dispatch_tool(
 ) -> tuple[dict[str, Any], str | None]:
     """Execute one tool_use block: its tool_result, and the recovery block if it failed (never raises)."""
     content = None
-    with loop.tool_call(block.id, block.name, block.input, catch=True) as call:
+    with loop.tool_call_from(block, catch=True) as call:  # the tool_use block as it is
         if block.id in done:  # idempotency: this tool_use already ran (we are resuming)
             content = done[block.id]
             call.replayed(content)

@@ -15,7 +15,6 @@ scripted fake client (tests/test_collector_examples.py).
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -98,23 +97,20 @@ def dispatch_tool(
     sleep: Callable[[float], None],
 ) -> dict[str, Any]:
     """Execute one tool_call and build its ``role: "tool"`` message (never raises)."""
-    name, raw_args = tool_call.function.name, tool_call.function.arguments
     content = None
-    # The collector takes the JSON argument string as is: only its shape and fingerprint are kept.
-    with loop.tool_call(tool_call.id, name, raw_args, catch=True) as call:
+    # The tool_calls entry as it is: its JSON argument string is parsed into call.arguments (only
+    # their shape and fingerprint are recorded); malformed JSON sets call.arguments_error instead.
+    with loop.tool_call_from(tool_call, catch=True) as call:
         if tool_call.id in done:  # idempotency: this tool_call already ran (we are resuming)
             content = done[tool_call.id]
             call.replayed(content)
-        elif name not in tools:
-            call.fail(f"Unknown tool {name!r}. Available tools: {', '.join(sorted(tools))}.", "unknown_tool")
+        elif call.tool_name not in tools:
+            call.fail(f"Unknown tool {call.tool_name!r}. Available tools: {', '.join(sorted(tools))}.", "unknown_tool")
+        elif call.arguments_error is not None or not isinstance(call.arguments, dict):
+            call.fail(f"Arguments are not a JSON object ({call.arguments_error}). Send a JSON object.", "invalid_arguments")
         else:
-            try:
-                args = json.loads(raw_args)
-            except ValueError as exc:
-                call.fail(f"Arguments are not valid JSON ({exc}). Send a JSON object.", "invalid_arguments")
-            else:
-                content = execute_tool_with_retry(call, lambda: tools[name](**args), sleep=sleep)
-                call.returned(content)  # only its digest is recorded (result_fingerprint)
+            content = execute_tool_with_retry(call, lambda: tools[call.tool_name](**call.arguments), sleep=sleep)
+            call.returned(content)  # only its digest is recorded (result_fingerprint)
     if call.is_error:
         # The seed-000 block holds the error word for word, then the previous attempts and the
         # catalog's suggestions: it is the tool message's content (the raw error if it failed).
