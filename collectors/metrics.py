@@ -29,6 +29,7 @@ attributes only for the keys the user lists (``metric_tags=``).
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
 from typing import Any, Iterable, Mapping
@@ -88,9 +89,23 @@ TOOL_CALLS_BUCKETS = _buckets()
 DURATION_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92)
 
 try:  # the API's placeholder provider before the host sets one: metrics off
+    from opentelemetry.metrics import _internal as _api
     from opentelemetry.metrics._internal import _ProxyMeterProvider as _Proxy
 except ImportError:  # pragma: no cover - an API that moved it
-    _Proxy = None
+    _api = _Proxy = None
+# With this variable set, the API loads a provider on the first get_meter_provider() call.
+_PROVIDER_FROM_ENV = "OTEL_PYTHON_METER_PROVIDER" in os.environ
+
+
+def _global_provider() -> Any:
+    """The global MeterProvider, or None while the host has set none (a module global read:
+    ``get_meter_provider()`` looks the environment up on each call, 1 us a prompt)."""
+    if _api is not None and not _PROVIDER_FROM_ENV:
+        try:
+            return _api._METER_PROVIDER
+        except AttributeError:  # pragma: no cover - an API that renamed it
+            pass
+    return otel_metrics.get_meter_provider()
 
 
 def _off(provider: Any) -> bool:
@@ -286,7 +301,7 @@ class LiveMetrics:
             return None
         provider = self._explicit
         if provider is None:
-            provider = otel_metrics.get_meter_provider()
+            provider = _global_provider()
         if _off(provider):
             return None
         entry = self._by_provider.get(id(provider))

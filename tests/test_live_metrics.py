@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import sys
 import threading
 from pathlib import Path
@@ -330,3 +331,35 @@ def test_parallel_threads_count_every_call(reader: InMemoryMetricReader) -> None
     live = live_figures(points(reader))
     assert live["tool_calls"] == 801 and live["errors"] == 80
     assert live["error_classes"]["recovered"] == 80
+
+
+def test_a_global_provider_set_after_the_collector_is_picked_up(tmp_path: Path) -> None:
+    """As for spans: the host may set its MeterProvider after creating the collector (own process:
+    the global provider can be set once)."""
+    import subprocess
+
+    script = """
+import json
+from opentelemetry import metrics
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from loopscope.collectors import Collector, MemorySink
+
+col = Collector(MemorySink())
+def one(pid):
+    with col.prompt("c", pid) as loop:
+        with loop.tool_call("t-" + pid, "search"):
+            pass
+        loop.model_response("end_turn")
+        return loop._m is not None
+before = one("p1")
+reader = InMemoryMetricReader()
+metrics.set_meter_provider(MeterProvider(metric_readers=[reader]))
+after = one("p2")
+calls = [p.value for rm in reader.get_metrics_data().resource_metrics for sm in rm.scope_metrics
+         for m in sm.metrics if m.name == "loopscope.tool.calls" for p in m.data.data_points]
+print(json.dumps([before, after, calls]))
+"""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env, check=True)
+    assert json.loads(out.stdout) == [False, True, [1]]

@@ -29,6 +29,7 @@ import sys
 import time
 import urllib.parse
 import urllib.request
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,8 @@ PROMETHEUS = shutil.which("prometheus")
 pytestmark = pytest.mark.skipif(
     PROMETHEUS is None, reason="prometheus not installed (apt-get install prometheus): end-to-end scrape not run"
 )
+if PROMETHEUS is None:  # printed in the warnings summary, not only in -rs
+    warnings.warn("prometheus not installed (apt-get install prometheus): end-to-end scrape not run", stacklevel=1)
 
 
 def _load(name: str) -> Any:

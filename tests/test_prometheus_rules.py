@@ -17,6 +17,7 @@ import json
 import re
 import shutil
 import subprocess
+import warnings
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,8 @@ PROMTOOL = shutil.which("promtool")
 needs_promtool = pytest.mark.skipif(
     PROMTOOL is None, reason="promtool not installed (apt-get install prometheus): rules and dashboard queries not checked"
 )
+if PROMTOOL is None:  # printed in the warnings summary, not only in -rs
+    warnings.warn("promtool not installed (apt-get install prometheus): Prometheus rules and dashboard queries not checked", stacklevel=1)
 # A metric name in PromQL (ours are always followed by a selector or a range), a label name in a
 # grouping or a matcher.
 METRIC = re.compile(r"\b((?:loopscope|gen_ai)_[a-z0-9_]+)\b(?=\s*[{\[])")
