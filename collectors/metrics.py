@@ -66,19 +66,21 @@ RECOVERED, ABORTED, GAVE_UP = "recovered", "aborted", "gave_up"
 
 
 def _buckets() -> tuple[float, ...]:
-    """0, 1, ..., 16, then boundaries 2^(1/8) apart (integers) up to 4096: 82 buckets.
+    """Half-integers: 0.5, 1.5, ..., 16.5, then 2^(1/8) apart up to 4096.5 (80 boundaries).
 
-    Each count up to 16 has its own bucket, so a quantile read from them is within one call of
-    the rank it falls on; above 16 a bucket is at most 9% wide (2^(1/8) - 1 = 9.05%).
+    Counts are whole numbers, so a boundary between two of them puts each count up to 16 alone
+    in its bucket (k - 0.5, k + 0.5]: a quantile read from the buckets (linear interpolation
+    inside one, as Prometheus's ``histogram_quantile`` does) is within 0.5 of the count at its
+    rank. Above 16 a bucket holds the counts of a range at most 9% wide (2^(1/8) - 1 = 9.05%).
     """
-    out = list(range(17))
+    out = [k + 0.5 for k in range(17)]
     x = 16.0
     while out[-1] < 4096:
         x *= 2 ** (1 / 8)
-        b = round(x)
+        b = round(x) + 0.5
         if b > out[-1]:
             out.append(b)
-    return tuple(float(b) for b in out)
+    return tuple(out)
 
 
 #: Bucket boundaries advised for ``loopscope.prompt.tool_calls`` (explicit buckets: the Prometheus
