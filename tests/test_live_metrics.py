@@ -363,3 +363,29 @@ print(json.dumps([before, after, calls]))
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env, check=True)
     assert json.loads(out.stdout) == [False, True, [1]]
+
+
+def test_the_readme_example_exports_what_loopscope_metrics_reads(tmp_path: Path) -> None:
+    """docs/examples/live_metrics.py (the README's section) as a user runs it: its /metrics page
+    against ``loopscope metrics`` on the records it wrote."""
+    import subprocess
+
+    example = Path(__file__).resolve().parent.parent / "docs" / "examples" / "live_metrics.py"
+    log = tmp_path / "live.jsonl"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    out = subprocess.run(
+        [sys.executable, str(example), "--port", "0", "--log", str(log)],
+        capture_output=True, text=True, timeout=120, env=env, check=True, cwd=tmp_path,
+    ).stdout
+    page: dict[str, float] = {}
+    for line in out.splitlines():
+        name, value = line.split("{", 1)[0], float(line.rsplit(" ", 1)[1])
+        page[name] = page.get(name, 0) + value
+    off = offline([log], tmp_path / "live.duckdb")
+    assert page["loopscope_tool_calls_total"] == off["tool_calls"] == 6
+    assert page["loopscope_tool_errors_total"] == off["errors"] == 2
+    assert page["loopscope_tool_replays_total"] == off["replays"] == 1
+    assert page["loopscope_prompt_active"] == off["open_prompts"] == 1
+    assert page["loopscope_prompt_tool_calls_count"] + page["loopscope_prompt_active"] == off["prompts"]
+    recovered = [line for line in out.splitlines() if 'loopscope_error_class="recovered"' in line]
+    assert [float(line.rsplit(" ", 1)[1]) for line in recovered] == [off["recovered_errors"]] == [1]
