@@ -389,3 +389,40 @@ def test_the_readme_example_exports_what_loopscope_metrics_reads(tmp_path: Path)
     assert page["loopscope_prompt_tool_calls_count"] + page["loopscope_prompt_active"] == off["prompts"]
     recovered = [line for line in out.splitlines() if 'loopscope_error_class="recovered"' in line]
     assert [float(line.rsplit(" ", 1)[1]) for line in recovered] == [off["recovered_errors"]] == [1]
+
+
+def test_an_exponential_histogram_view_gives_quantiles_within_one_bucket() -> None:
+    """An OTLP host may choose the SDK's exponential histogram for the per-prompt counts (a View;
+    the Prometheus text format cannot carry it): 2,000 prompts of 0 to 400 calls, median and p99
+    within one bucket's relative width (2^(2^-scale) - 1) of the exact figures."""
+    import math
+    import random
+
+    from opentelemetry.sdk.metrics.view import ExponentialBucketHistogramAggregation, View
+
+    reader = InMemoryMetricReader()
+    view = View(instrument_name="loopscope.prompt.tool_calls", aggregation=ExponentialBucketHistogramAggregation())
+    col = Collector(MemorySink(), meter_provider=MeterProvider(metric_readers=[reader], views=[view]))
+    rng = random.Random(5)
+    counts = []
+    for i in range(2000):
+        n = min(400, int(rng.lognormvariate(2.5, 1.0)))
+        counts.append(n)
+        with col.prompt("c", f"p{i}") as loop:
+            for k in range(n):
+                loop.record_tool_call(tool_call_id=f"{i}-{k}", tool_name="search")
+            loop.model_response("end_turn")
+    (point,) = points(reader)["loopscope.prompt.tool_calls"]
+    base = 2 ** (2**-point.scale)
+    xs = sorted(counts)
+    for q in (0.5, 0.99):
+        rank, cum = q * point.count, point.zero_count
+        for i, c in enumerate(point.positive.bucket_counts):
+            if cum + c >= rank:
+                lo = base ** (point.positive.offset + i)
+                estimate = lo + (lo * base - lo) * (rank - cum) / c
+                break
+            cum += c
+        h = q * (len(xs) - 1)
+        exact = xs[math.floor(h)] + (h - math.floor(h)) * (xs[min(math.floor(h) + 1, len(xs) - 1)] - xs[math.floor(h)])
+        assert abs(estimate - exact) <= (base - 1) * exact, (q, estimate, exact, point.scale)
