@@ -389,6 +389,12 @@ def test_the_readme_example_exports_what_loopscope_metrics_reads(tmp_path: Path)
     assert page["loopscope_prompt_tool_calls_count"] + page["loopscope_prompt_active"] == off["prompts"]
     recovered = [line for line in out.splitlines() if 'loopscope_error_class="recovered"' in line]
     assert [float(line.rsplit(" ", 1)[1]) for line in recovered] == [off["recovered_errors"]] == [1]
+    # The README shows this output as it is.
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = readme[readme.index("<!-- SECTION:live-metrics -->") : readme.index("<!-- /SECTION:live-metrics -->")]
+    shown = [line for line in section.splitlines() if line.startswith("loopscope_")]
+    assert shown == out.splitlines()
+    assert "python docs/examples/live_metrics.py" in section
 
 
 def test_an_exponential_histogram_view_gives_quantiles_within_one_bucket() -> None:
