@@ -239,10 +239,13 @@ def test_offline_agrees_on_a_custom_scratchpad_list(tmp_path: Path, reader: InMe
 
 
 def test_no_provider_builds_nothing(reader: InMemoryMetricReader) -> None:
-    # No SDK anywhere (the global provider is the API's placeholder in this test process), a
-    # no-op provider, or metrics=False: the prompt carries no metrics state at all.
+    # No SDK anywhere (the global provider is the API's placeholder unless a test of this process
+    # set one), a no-op provider, or metrics=False: the prompt carries no metrics state at all.
+    from opentelemetry import metrics as metrics_api
+
+    no_global = type(metrics_api.get_meter_provider()).__name__ == "_ProxyMeterProvider"
     for col in (
-        Collector(MemorySink()),
+        *((Collector(MemorySink()),) if no_global else ()),
         Collector(MemorySink(), meter_provider=NoOpMeterProvider()),
         Collector(MemorySink(), meter_provider=MeterProvider(metric_readers=[reader]), metrics=False),
     ):
