@@ -435,3 +435,21 @@ def test_an_exponential_histogram_view_gives_quantiles_within_one_bucket() -> No
         h = q * (len(xs) - 1)
         exact = xs[math.floor(h)] + (h - math.floor(h)) * (xs[min(math.floor(h) + 1, len(xs) - 1)] - xs[math.floor(h)])
         assert abs(estimate - exact) <= (base - 1) * exact, (q, estimate, exact, point.scale)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"scratchpad_tools": "think"},  # a string, not a list of names
+        {"scratchpad_tools": ["think", 3]},
+        {"metric_tags": "arm"},
+        {"max_metric_values": 0},
+        {"max_metric_values": True},
+        {"meter_provider": object()},
+    ],
+)
+def test_bad_metrics_configuration_is_refused_at_construction(kwargs: dict[str, Any]) -> None:
+    from loopscope.collectors import CollectorConfigError
+
+    with pytest.raises(CollectorConfigError):
+        Collector(MemorySink(), **kwargs)
