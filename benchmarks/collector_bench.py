@@ -25,6 +25,15 @@ the same way around an empty statement, is subtracted; p50/p99 in ns):
 5. The collector with tracing and a Logs SDK (``LoggerProvider`` + ``BatchLogRecordProcessor``
    to a no-op exporter): the added cost of the ``loopscope.tool_call`` log record, next to a bare
    SDK log record with the same body and attributes.
+6. The dashboard metrics (``collectors/metrics.py``): the collector with no MeterProvider (metrics
+   off), and with an SDK ``MeterProvider`` + ``PeriodicExportingMetricReader`` (a no-op exporter,
+   exporting every second on its own thread), next to the bare SDK instrument calls a successful
+   tool call makes (``loopscope.tool.calls`` add + ``gen_ai.execute_tool.duration`` record, same
+   attributes) and one bare counter add. Besides the p50 of each call's wall time, the host
+   thread's CPU time per call (``thread_time_ns`` around each timed batch, the same timer loop
+   around an empty call subtracted): the figure to trust on a loaded machine. Per prompt, the cost
+   of opening and closing a prompt with and without metrics (its histogram point, exit, active
+   gauge). ``--only-metrics`` runs this part alone.
 """
 
 from __future__ import annotations
@@ -45,6 +54,8 @@ from opentelemetry import trace
 from opentelemetry._logs import SeverityNumber
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, LogRecordExporter, LogRecordExportResult
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import MetricExporter, MetricExportResult, PeriodicExportingMetricReader
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.trace import SpanKind
@@ -69,6 +80,17 @@ class NoopExporter(SpanExporter):
         return SpanExportResult.SUCCESS
 
     def shutdown(self) -> None:
+        pass
+
+
+class NoopMetricExporter(MetricExporter):
+    def export(self, metrics_data, timeout_millis: float = 10_000, **kwargs):  # noqa: ANN001, ANN003, ANN201
+        return MetricExportResult.SUCCESS
+
+    def force_flush(self, timeout_millis: float = 10_000) -> bool:
+        return True
+
+    def shutdown(self, timeout_millis: float = 30_000, **kwargs) -> None:  # noqa: ANN003
         pass
 
 
@@ -314,13 +336,140 @@ def bench_tracing(calls: int, batch: int, tmp: Path) -> dict[str, list[int]]:
     return out
 
 
+def run_cpu(calls: int, batch: int, one: Callable[[int], None], between: Callable[[], None]) -> tuple[list[int], int]:
+    """Like :func:`run_batched`, also returning the host thread's CPU ns spent in the timed batches."""
+    times: list[int] = []
+    append = times.append
+    cpu = 0
+    tt = time.thread_time_ns
+    done = 0
+    while done < calls:
+        n = min(batch, calls - done)
+        c0 = tt()
+        for i in range(done, done + n):
+            t = pc()
+            one(i)
+            append(pc() - t)
+        cpu += tt() - c0
+        done += n
+        between()
+    return times, cpu
+
+
+def meter_provider() -> tuple[MeterProvider, PeriodicExportingMetricReader]:
+    reader = PeriodicExportingMetricReader(NoopMetricExporter(), export_interval_millis=1000)
+    return MeterProvider(metric_readers=[reader], shutdown_on_exit=False), reader
+
+
+def bench_metrics(calls: int, batch: int, tmp: Path) -> dict[str, tuple[list[int], int]]:
+    """Rows of part 6: (per-call wall ns, host-thread CPU ns in all) per measurement."""
+    out: dict[str, tuple[list[int], int]] = {}
+    ids = [f"toolu_{i:08d}" for i in range(min(calls, 100_000))]
+    nid = len(ids)
+    out["empty call (timer loop)"] = run_cpu(calls, batch, lambda i: None, lambda: None)
+
+    def collector_rows(name: str, provider: object) -> None:
+        sink = JsonlSink(tmp / f"{len(out)}.jsonl", max_queue=batch + 10, flush_interval=3600, max_bytes=None)
+        col = Collector(sink, strict=False, meter_provider=provider)
+        loop = col.prompt(conversation_id="bench", prompt_id="p", agent="bench")
+        loop.model_response(stop_reason="tool_use")
+        tool_call = loop.tool_call
+
+        def one(i: int) -> None:
+            with tool_call(ids[i % nid], "book_room", ARGS):
+                pass
+
+        out[name] = run_cpu(calls, batch, one, sink.flush)
+        loop.close()
+        st = col.stats
+        col.close()
+        assert st.dropped == 0 and st.internal_errors == 0, st
+
+    collector_rows("collector+jsonl, metrics off", None)
+    provider, reader = meter_provider()
+    collector_rows("collector+jsonl, metrics on", provider)
+    provider.shutdown()
+
+    provider, reader = meter_provider()
+    meter = provider.get_meter("bare")
+    counter = meter.create_counter("bare.calls", unit="{tool_call}")
+    hist = meter.create_histogram("bare.duration", unit="s", explicit_bucket_boundaries_advisory=[0.001 * 2**k for k in range(17)])
+    attrs = {"gen_ai.agent.name": "bench", "gen_ai.tool.name": "book_room"}
+
+    def bare_pair(i: int) -> None:
+        counter.add(1, attrs)
+        hist.record(0.0002, attrs)
+
+    def bare_add(i: int) -> None:
+        counter.add(1, attrs)
+
+    out["bare SDK counter add + histogram record"] = run_cpu(calls, batch, bare_pair, lambda: None)
+    out["bare SDK counter add"] = run_cpu(calls, batch, bare_add, lambda: None)
+    provider.shutdown()
+
+    # Per prompt: open, one call, close (the prompt's histogram point, exit, active gauge).
+    prompts = max(calls // 10, 1000)
+    for name, prov in (("prompt+1 call, metrics off", None), ("prompt+1 call, metrics on", "sdk")):
+        provider = meter_provider()[0] if prov else None
+        sink = JsonlSink(tmp / f"p{len(out)}.jsonl", max_queue=2 * batch + 10, flush_interval=3600, max_bytes=None)
+        col = Collector(sink, strict=False, meter_provider=provider)
+
+        def one_prompt(i: int) -> None:
+            loop = col.prompt(conversation_id="bench", prompt_id=ids[i % nid], agent="bench")
+            loop.model_response(stop_reason="tool_use")
+            with loop.tool_call(ids[i % nid], "book_room", ARGS):
+                pass
+            loop.model_response(stop_reason="end_turn")
+            loop.close()
+
+        out[name] = run_cpu(prompts, batch, one_prompt, sink.flush)
+        col.close()
+        if provider is not None:
+            provider.shutdown()
+    return out
+
+
+def report_metrics(rows: dict[str, tuple[list[int], int]], calls: int, overhead: int) -> None:
+    prompts = max(calls // 10, 1000)
+    empty_cpu = rows["empty call (timer loop)"][1] / calls
+    print(f"\n{'dashboard metrics (part 6)':<44} {'p50 ns':>9} {'p99 ns':>9} {'CPU ns':>9}")
+    cpu: dict[str, float] = {}
+    p50: dict[str, float] = {}
+    for name, (times, cpu_ns) in rows.items():
+        n = prompts if name.startswith("prompt") else calls
+        p50[name], p99 = percentiles(times, overhead)
+        cpu[name] = cpu_ns / n - empty_cpu
+        print(f"{name:<44} {p50[name]:>9.0f} {p99:>9.0f} {cpu[name]:>9.0f}")
+    bare = "bare SDK counter add + histogram record"
+    for what, d in (("CPU", cpu), ("p50", p50)):
+        added = d["collector+jsonl, metrics on"] - d["collector+jsonl, metrics off"]
+        r = added / d[bare]
+        print(
+            f"metrics on adds {added:.0f} ns {what} per call: {r:.2f}x the bare instruments' own cost "
+            f"({d[bare]:.0f} ns), {added / d['bare SDK counter add']:.2f}x one bare counter add "
+            f"(target <= 1.2x the bare instruments: {'met' if r <= 1.2 else 'NOT met'})"
+        )
+    added = cpu["prompt+1 call, metrics on"] - cpu["prompt+1 call, metrics off"]
+    print(f"metrics on adds {added:.0f} ns CPU per prompt with one call (prompt open/close included)")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--calls", type=int, default=1_000_000, help="tool calls per measurement (default 1,000,000)")
     ap.add_argument("--batch", type=int, default=5_000, help="calls between untimed queue drains")
     ap.add_argument("--skip-tracing", action="store_true")
+    ap.add_argument("--only-metrics", action="store_true", help="run part 6 (the dashboard metrics) alone")
     ns = ap.parse_args(argv)
     calls, batch = ns.calls, ns.batch
+    if ns.only_metrics:
+        with tempfile.TemporaryDirectory() as d:
+            overhead = timer_overhead(200_000)
+            t_start = time.perf_counter()
+            rows = bench_metrics(calls, batch, Path(d))
+            print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, {calls:,} calls per row; timer overhead {overhead} ns")
+            report_metrics(rows, calls, overhead)
+            print(f"total {time.perf_counter() - t_start:.1f} s")
+        return 0
 
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
@@ -333,6 +482,7 @@ def main(argv: list[str] | None = None) -> int:
         if not ns.skip_tracing:
             for name, times in bench_tracing(calls, batch, tmp).items():
                 rows.append((name,) + percentiles(times, overhead))
+        metric_rows = bench_metrics(calls, batch, tmp)
         total_s = time.perf_counter() - t_start
 
     print(
@@ -362,6 +512,7 @@ def main(argv: list[str] | None = None) -> int:
         added = by["collector+jsonl, tracing + logs on"][0] - t[0]
         r = added / by["bare SDK log record, same body"][0]
         print(f"logs on adds {added:.0f} ns p50 per call: {r:.2f}x a bare SDK log record with the same body")
+    report_metrics(metric_rows, calls, overhead)
     print(f"total {total_s:.1f} s")
     return 0
 

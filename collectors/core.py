@@ -19,12 +19,13 @@ import os
 import time
 import weakref
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from loopscope.collectors import otel
 from loopscope.collectors.guard import Guard
 from loopscope.collectors.history import DEFAULT_MAX_CALLS, DEFAULT_MAX_CONVERSATIONS, History
 from loopscope.collectors.prompt import PromptLoop, short_id
+from loopscope.collectors.metrics import DEFAULT_MAX_VALUES, DEFAULT_SCRATCHPAD_TOOLS, LiveMetrics
 from loopscope.collectors.records import finish
 from loopscope.collectors.redact import MAX_ERROR_CHARS, clean_error_text
 from loopscope.collectors.sinks import CollectorConfigError, JsonlSink, Sink
@@ -56,6 +57,11 @@ class CollectorStats:
             arguments were not JSON (recorded with an empty shape and a null fingerprint).
         untracked_tool_calls: Calls of a ``@collector.tool`` function made outside any prompt
             (or with several prompts open in other threads): the function ran, nothing was recorded.
+        metric_values_capped: Metric attribute values recorded as ``_OTHER`` because their
+            attribute already had ``max_metric_values`` distinct values (docs/collector.md).
+        metric_errors_unjudged: Errors a prompt could not keep pending for its recovery
+            verdict (more than 4,096 distinct error steps after its latest success): counted
+            as errors, classified as unrecovered.
     """
 
     emitted: int
@@ -69,6 +75,8 @@ class CollectorStats:
     history_evicted: int = 0
     malformed_arguments: int = 0
     untracked_tool_calls: int = 0
+    metric_values_capped: int = 0
+    metric_errors_unjudged: int = 0
 
     def __getitem__(self, key: str) -> int:
         """``stats["dropped"]`` works as well as ``stats.dropped``."""
@@ -114,6 +122,16 @@ class Collector:
             docs/collector.md). Default False.
         max_history_conversations: Conversations the history holds (least recently used evicted).
         max_history_calls: Calls it holds per conversation (oldest dropped).
+        meter_provider: OpenTelemetry MeterProvider for the dashboard metrics
+            (:mod:`loopscope.collectors.metrics`, docs/collector.md); None uses the global one,
+            looked up at each prompt (no SDK: nothing is recorded, at no cost).
+        metrics: False turns the metrics off even with a provider. Default True.
+        scratchpad_tools: Tools that never recover an error (spec: ``think`` by default), as
+            ``load --scratchpad-tool`` for the offline figures.
+        metric_tags: Record tag keys to add to the metrics as ``loopscope.tag.<key>`` attributes
+            (none by default: tags are often high-cardinality).
+        max_metric_values: Distinct values kept per metric attribute (tool names, agents, exit
+            reasons, error types, each tag key); later new values are recorded as ``_OTHER``.
 
     Raises:
         CollectorConfigError: At construction, for a bad argument or an unopenable log file.
@@ -135,6 +153,11 @@ class Collector:
         history: bool = False,
         max_history_conversations: int = DEFAULT_MAX_CONVERSATIONS,
         max_history_calls: int = DEFAULT_MAX_CALLS,
+        meter_provider: Any = None,
+        metrics: bool = True,
+        scratchpad_tools: Iterable[str] = DEFAULT_SCRATCHPAD_TOOLS,
+        metric_tags: Iterable[str] = (),
+        max_metric_values: int = DEFAULT_MAX_VALUES,
     ) -> None:
         for name, fn in (("wall_clock", wall_clock), ("perf_clock", perf_clock), ("new_id", new_id)):
             _callable(name, fn)
@@ -145,6 +168,20 @@ class Collector:
         for name, n in (("max_history_conversations", max_history_conversations), ("max_history_calls", max_history_calls)):
             if isinstance(n, bool) or not isinstance(n, int) or n < 1:
                 raise CollectorConfigError(f"{name} must be an int >= 1, got {n!r}")
+        if isinstance(max_metric_values, bool) or not isinstance(max_metric_values, int) or max_metric_values < 1:
+            raise CollectorConfigError(f"max_metric_values must be an int >= 1, got {max_metric_values!r}")
+        try:
+            if isinstance(scratchpad_tools, str) or isinstance(metric_tags, str):
+                raise TypeError("a string, not a list")
+            scratchpad_tools, metric_tags = tuple(scratchpad_tools), tuple(metric_tags)
+            if not all(isinstance(n, str) for n in scratchpad_tools + metric_tags):
+                raise TypeError("not all strings")
+        except TypeError as exc:
+            raise CollectorConfigError(
+                f"scratchpad_tools and metric_tags must be lists of strings, got {scratchpad_tools!r}, {metric_tags!r}"
+            ) from exc
+        if meter_provider is not None and not callable(getattr(meter_provider, "get_meter", None)):
+            raise CollectorConfigError(f"meter_provider must have get_meter(), got {meter_provider!r}")
         if sink is None:
             sink = JsonlSink(DEFAULT_LOG)
         elif isinstance(sink, (str, os.PathLike)):
@@ -167,6 +204,14 @@ class Collector:
         self._redact = bool(redact)
         self._limit = max_error_chars
         self._history = History(max_history_conversations, max_history_calls) if history else None
+        self._metrics = LiveMetrics(
+            meter_provider,
+            enabled=metrics,
+            scratchpad_tools=scratchpad_tools,
+            tags=metric_tags,
+            max_values=max_metric_values,
+            seen_ids=(max_history_conversations, max_history_calls) if history else None,
+        )
         self._wall = wall_clock
         self._perf = perf_clock
         self._new_id = new_id
@@ -314,4 +359,6 @@ class Collector:
             history_evicted=self._history.evicted if self._history is not None else 0,
             malformed_arguments=self._malformed_arguments,
             untracked_tool_calls=self._untracked_tool_calls,
+            metric_values_capped=self._metrics.capped,
+            metric_errors_unjudged=self._metrics.dropped,
         )

@@ -24,6 +24,7 @@ from loopscope.collectors.history import (
     Spin,
     recovery_block,
 )
+from loopscope.collectors.metrics import UNKNOWN as NO_FP
 from loopscope.collectors.records import COMMON_FIELDS, LOOP_EXIT, LOOP_EXIT_FIELDS, OUTCOMES, PENDING, TOOL_CALL
 from loopscope.collectors.shape import (
     RawResult,
@@ -99,6 +100,7 @@ class PromptLoop:
         "on_loop",
         "_last_error",
         "_cv_token",
+        "_m",
         "__weakref__",
     )
 
@@ -152,6 +154,11 @@ class PromptLoop:
             guard.internal_error("prompt.tags", exc)
         # Built before anything else can fail, so tool calls always get complete records.
         self._tmpl = self._template()
+        self._m = None
+        try:  # the dashboard metrics (collectors/metrics.py): None unless a MeterProvider is set
+            self._m = col._metrics.prompt(self.conversation_id, self.agent, self.tags)
+        except Exception as exc:  # noqa: BLE001
+            guard.internal_error("prompt.metrics", exc)
         try:
             if max_tool_calls is not None:
                 if isinstance(max_tool_calls, bool) or not isinstance(max_tool_calls, int) or max_tool_calls < 0:
@@ -587,6 +594,7 @@ class PromptLoop:
         rec["replayed"] = replayed
         watch = self._watch
         entry = None
+        fp = NO_FP
         if is_error:
             self._last_error = (tool_name, args, step, message, error_type)
         if watch is None:
@@ -616,6 +624,11 @@ class PromptLoop:
                     watch.observe(entry, message, step, replayed)
                 except Exception as exc:  # noqa: BLE001
                     self._col._guard.internal_error("tool_call.watch", exc)
+        if self._m is not None:
+            try:
+                self._m.call(tool_call_id, tool_name, step, is_error, replayed, latency_ms, error_type, fp)
+            except Exception as exc:  # noqa: BLE001
+                self._col._guard.internal_error("tool_call.metrics", exc)
         if self._logs is not None:
             try:
                 body = {
@@ -732,6 +745,11 @@ class PromptLoop:
         except Exception as exc:  # noqa: BLE001
             col._guard.internal_error("exit", exc)
             return
+        if self._m is not None:
+            try:
+                self._m.exit(reason, self.tool_calls)
+            except Exception as exc:  # noqa: BLE001
+                col._guard.internal_error("exit.metrics", exc)
         if self._logs is not None:
             try:
                 attrs = {otel.OPERATION: "invoke_agent", otel.CONVERSATION_ID: self.conversation_id}

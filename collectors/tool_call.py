@@ -205,6 +205,8 @@ class ToolCall:
                     loop._col._sink_failed(exc)
                     return False
                 loop._col._emitted += 1
+                if loop._m is not None:
+                    loop._m.call(self.tool_call_id, self.tool_name, self.step, False, self._replayed, latency)
                 return False
             if self._token is not None:
                 otel.detach(self._token)

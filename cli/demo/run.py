@@ -90,6 +90,7 @@ class _Process:
     ids: itertools.count  # type: ignore[type-arg]
     collector: Collector | None = None
     history: bool = False
+    meter_provider: Any = None  # the dashboard metrics' MeterProvider (None: the global one)
 
     def start(self) -> Collector:
         self.collector = Collector(
@@ -100,6 +101,7 @@ class _Process:
             new_id=lambda: f"demo-{next(self.ids):06d}",
             strict=True,
             history=self.history,
+            meter_provider=self.meter_provider,
         )
         return self.collector
 
@@ -240,7 +242,7 @@ def _block(block: ToolUse | Text) -> dict[str, Any]:
     return asdict(block)
 
 
-def run_demo(out_dir: str | Path) -> list[Path]:
+def run_demo(out_dir: str | Path, meter_provider: Any = None) -> list[Path]:
     """Run every demo conversation and write the agents' JSONL logs into ``out_dir``.
 
     Existing demo log files in ``out_dir`` are replaced; nothing else there is touched.
@@ -248,6 +250,8 @@ def run_demo(out_dir: str | Path) -> list[Path]:
     Args:
         out_dir: The folder to write ``concierge.jsonl`` and ``back_office.jsonl`` to
             (created when missing).
+        meter_provider: OpenTelemetry MeterProvider for the collectors' live metrics (None:
+            the global one, a no-op unless the host set one).
 
     Returns:
         The paths written, in a fixed order.
@@ -259,7 +263,7 @@ def run_demo(out_dir: str | Path) -> list[Path]:
     for agent, name in LOG_FILES.items():
         path = out / name
         path.unlink(missing_ok=True)
-        processes[agent] = _Process(path, clock, itertools.count(1))
+        processes[agent] = _Process(path, clock, itertools.count(1), meter_provider=meter_provider)
     for process in processes.values():
         process.start()
     try:
