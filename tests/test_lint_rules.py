@@ -213,3 +213,44 @@ def test_to_dict_shape() -> None:
     assert out["message"] == "Failed" and out["generic"] is True
     assert set(out["findings"][0]) == {"rule_id", "severity", "reason", "rewrite", "evidence", "suggestion"}
     assert out["notes"] == []
+
+
+# Session 13: each family of wording behind the changes made after set M's first look, checked on texts
+# written for this test (none is a fixture message).
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # an upper-case code is a value (ticker, airport, currency); an acronym for a kind is not
+        ("Ticker MSFT is not in your portfolio.", False),
+        ("No fares from SFO to BOS for 2026-04-02", False),
+        ("Currency CHF not found", False),
+        ("Currency not found", True),
+        ("User ID not found", True),
+        ("ERROR: NOT FOUND", True),
+        # a rejected identifier (symbol, code, username...) with its value is instructive; without it, not
+        ("Invalid ticker symbol: GOOGL2", False),
+        ("Invalid username: 'j doe'", False),
+        ("Invalid coupon code", True),
+        # a JSON key that lists the valid options is the expected form; an empty list is not
+        ('{"error": "Unit not supported", "supported_units": ["km", "mi"]}', False),
+        ('{"error": "Unknown workspace", "available_workspaces": []}', True),
+        # a leading HTTP status classifies the error; it is not the value looked up
+        ("404 Invoice Not Found", True),
+        ("404 Invoice 'INV-7' Not Found", False),
+        # what is wrong with the input of an operation, not an empty reply from a server
+        ("Cannot compute the median of an empty array", False),
+        ("Got an empty response from the upstream service", True),
+        # a builtin sequence's lookup and byte layouts are the program's internals
+        ("ValueError: 'x' is not in list", True),
+        ("error: pack requires a buffer of 8 bytes", True),
+        # a failed conversion that names the target type and the value explains itself
+        ("casting failed: could not convert `abc` to i32", False),
+        ("Conversion failed", True),
+        # a sentence that reports a failure is not an instruction, whatever word it starts with
+        ("Upload to the bucket failed", True),
+        ("Search for hotels returned an error", True),
+        ("Upload the file again with a .csv extension", False),
+    ],
+)
+def test_session_13_principles(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)

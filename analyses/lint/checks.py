@@ -74,7 +74,7 @@ INVALID_RE = re.compile(
 # enough, because the schema lists the valid names and an id is looked up, not formatted.
 NAMED_SCHEMA_OR_ID_RE = re.compile(
     r"\b(?:tool|function|method|parameter|param|argument|arg|field|property|key|option|flag|command|column|table|"
-    r"endpoint|id|ids|identifier|name|ref|reference|object name)s?\b[^.\n]{0,30}?(?:'[^']+'|\"[^\"]+\"|`[^`]+`|:\s*\S+)",
+    r"endpoint|id|ids|identifier|name|ref|reference|object name|symbol|ticker|code|slug|handle|username|sku)s?\b[^.\n]{0,30}?(?:'[^']+'|\"[^\"]+\"|`[^`]+`|:\s*\S+)",
     re.IGNORECASE,
 )
 # A short statement of a specific state of a named thing is clear ("Your card was declined.", "Customer
@@ -90,7 +90,9 @@ STATE_RE = re.compile(
     # comparison that says which way to change ("INSERT has more expressions than target columns") or a fact
     # with its agent ("The last commit was not made by aider"): each says what is wrong, not only that it is
     r"(?:is|are) not an? (?!valid\b|proper\b|correct\b|well)\w+|(?:is|are) not (?:supported|allowed|permitted)|(?:more|fewer|less) \w+(?: \w+)? than|"
-    r"(?:was|were|is|are) not \w+ by|nothing to \w+|(?:working tree|index) (?:is )?clean|"
+    r"(?:was|were|is|are) not \w+ by|nothing to \w+|"
+    # what is wrong with the input of an operation: "Cannot calculate mean of an empty list" (not an empty response)
+    r"(?:of|on|from|with|to|in|for) (?:an? |the )?empty (?!response|reply|result|body|output|answer)\w+|(?:working tree|index) (?:is )?clean|"
     # the absence of a named thing in a named place ("no previous page in the history"), a named defect
     # ("parentheses () not balanced", "unterminated string")
     r"no (?:\w+ ){1,2}in (?:the |this )?\w+|not balanced|unbalanced|unterminated|unmatched|unclosed)\b",
@@ -147,7 +149,10 @@ RUNTIME_MESSAGE_RE = re.compile(
     r"is not JSON serializable|invalid syntax|can't compare|"
     r"unexpected token .{1,3} in JSON|expecting value\b|unexpected end of (?:JSON )?input|"
     r"unhashable type|null ?pointer|segmentation fault|stack overflow|exceeded \d+ redirects|<class '[\w.]+'>|"
-    r"\b\w+Pool\(host=",
+    r"\b\w+Pool\(host=|"
+    # a builtin sequence's lookup ("3 is not in list", "substring not found") and byte layouts ("unpack requires a
+    # buffer of 4 bytes"): the program's containers, not the caller's domain
+    r"\bnot in (?:list|tuple)\b|\bsubstring not found\b|\bbuffer of \d+ bytes?\b|\bbuffer (?:overflow|too small)\b",
     re.IGNORECASE,
 )
 
@@ -415,6 +420,14 @@ FAILED_AFTER_RE = re.compile(
 )
 
 
+# A conversion between named types: the target type is a standard form, so with the value shown the fix is evident.
+TYPED_CONVERSION_RE = re.compile(
+    r"\bconver(?:t|ting|sion)\b[^\n]{0,60}?\bto [`'\"]?(?:int|integer|[iu](?:8|16|32|64|128)|int(?:8|16|32|64)|u?int\d*|"
+    r"float(?:32|64)?|f32|f64|double|decimal|number|numeric|bool(?:ean)?|json|date|datetime|timestamp|time)\b",
+    re.IGNORECASE,
+)
+
+
 def check_failure_without_cause(view: MessageView, ctx: Context) -> bool:
     if not view.english or view.has_remedy:
         return False
@@ -422,6 +435,8 @@ def check_failure_without_cause(view: MessageView, ctx: Context) -> bool:
     m = before or FAILED_AFTER_RE.match(view.body)
     if m is None or _transient_named(view):
         return False
+    if TYPED_CONVERSION_RE.search(view.body) and (QUOTED_RE.search(view.body) or re.search(r"\[[^\]]+\]", view.body)):
+        return False  # "conversion from `str` to `i64` failed ... values: ["x"]": the types and the value are the cause
     # "UNIQUE constraint failed: users.email": the thing that failed is a named rule, which is the cause
     if not before and re.search(r"\b(?:constraint|assertion|precondition)\b", m.group("what"), re.IGNORECASE):
         return False
