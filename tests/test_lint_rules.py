@@ -250,6 +250,20 @@ def test_to_dict_shape() -> None:
         ("Upload to the bucket failed", True),
         ("Search for hotels returned an error", True),
         ("Upload the file again with a .csv extension", False),
+        # after set O's first look: an error in the middle of an operation, without a cause, is a failure
+        ("Error fetching page 'https://example.org/a'", True),
+        ("Exception while parsing manifest 'app.yaml'", True),
+        ("Error opening file: EACCES: permission denied, open '/etc/shadow'", False),
+        # "errors" as a plain string is the message itself, not a list of field errors
+        ('{"errors": "Forbidden"}', True),
+        ('{"errors": {"email": ["is invalid"]}}', False),
+        # a URL scheme (protocol) is a registry value: naming it is enough
+        ("Unsupported protocol: gopher:", False),
+        ("Unsupported protocol", True),
+        # the words before the first value describe the target; only what follows can be the cause
+        ("Failed to parse manifest 'app.yaml'", True),
+        ("Failed to parse manifest 'app.yaml' (line 3: tabs are not allowed)", False),
+        ("Could not find user 'bob' in the directory", False),
     ],
 )
 def test_session_13_principles(text: str, generic: bool) -> None:

@@ -100,7 +100,8 @@ STATE_RE = re.compile(
 )
 # "Failed to read content of existing file: /x": says what failed, on what, but not why or what to do.
 FAILURE_CLAUSE_RE = re.compile(
-    r"^(?:failed|unable|could ?n[o']t)(?: to)? (\w+)\b[^:\n]*?(?::\s*|\s+-\s+|\s+)?"
+    # "Error calling tool 'x'", "Exception while reading resource 'y'": an error in the middle of an operation
+    r"^(?:failed|unable|could ?n[o']t|(?:error|exception)(?: occurred)?(?: while| during| when| in)?(?= \w+ing\b))(?: to)? (\w+)\b[^:\n]*?(?::\s*|\s+-\s+|\s+)?"
     r"(?P<rest>.*)$",
     re.IGNORECASE | re.DOTALL,
 )
@@ -127,7 +128,7 @@ SELF_DESCRIBING_RE = re.compile(
 # "Invalid timezone: 'No time zone found with key X'", "invalid input syntax for type json".
 STANDARD_FORM_RE = re.compile(
     r"\b(?:invalid|unknown|unsupported|not an?|not a valid|not valid|invalid input syntax for(?: type)?)\s+"
-    r"(?:url|uri|email(?: address)?|uuid|json|url (?:type|scheme)|time ?zone|encoding|charset|locale|"
+    r"(?:url|uri|email(?: address)?|uuid|json|url (?:type|scheme)|(?:url |uri )?(?:protocol|scheme)|time ?zone|encoding|charset|locale|"
     r"(?:big|small|tiny)?int(?:eger)?|numeric|decimal|real|double precision|float\d*|bool(?:ean)?)\b",
     re.IGNORECASE,
 )
@@ -435,6 +436,8 @@ def check_failure_without_cause(view: MessageView, ctx: Context) -> bool:
     m = before or FAILED_AFTER_RE.match(view.body)
     if m is None or _transient_named(view):
         return False
+    if before and before.group(1).lower() in {"find", "locate"}:
+        return False  # "Could not find user 'bob'": a lookup that missed, judged as not-found (LS104)
     if TYPED_CONVERSION_RE.search(view.body) and (QUOTED_RE.search(view.body) or re.search(r"\[[^\]]+\]", view.body)):
         return False  # "conversion from `str` to `i64` failed ... values: ["x"]": the types and the value are the cause
     # "UNIQUE constraint failed: users.email": the thing that failed is a named rule, which is the cause
@@ -458,6 +461,12 @@ def check_failure_without_cause(view: MessageView, ctx: Context) -> bool:
             return True
     # what is left after the target (a path, URL, quoted value, id or number) must say why it failed;
     # after "X failed for ...", one noun naming the target ("for PID 4242") is still the target
+    if before:
+        # "Failed to parse manifest 'app.yaml'": the words before the first value describe the target
+        # (the object of the verb); only what follows the target can be the cause
+        first = min((m.end() for regex in (PATH_RE, URL_RE, QUOTED_RE) for m in [regex.search(rest)] if m), default=0)
+        if first and len(_WORD_RE.findall(rest[:first])) <= 6:
+            rest = rest[first:]
     for regex in (PATH_RE, URL_RE, QUOTED_RE, IDENT_RE, NUMBER_RE):
         rest = regex.sub(" ", rest)
     return len(_content_words_of(rest)) <= (0 if before else 1)

@@ -223,8 +223,7 @@ class MessageView:
         return (
             self.has_constraint
             or self.has_next_step
-            or bool(self.json_keys & REMEDY_KEYS)
-            or any(_lists_options(obj) for obj in self.objs)
+            or any(_remedy_field(obj) or _lists_options(obj) for obj in self.objs)
         )
 
 
@@ -236,6 +235,22 @@ OPTIONS_KEY_RE = re.compile(
     r"options|choices|candidates|alternatives|did_?you_?mean|closest_matches?)$",
     re.IGNORECASE,
 )
+
+
+# Keys whose value is a remedy only when it is structured: "errors": {"title": ["can't be blank"]} names the field,
+# "errors": "Not Found" is the message itself.
+_STRUCTURED_ONLY_KEYS = frozenset({"errors", "fields"})
+
+
+def _remedy_field(obj: dict[str, Any]) -> bool:
+    for key, value in obj.items():
+        name = str(key).lower()
+        if name not in REMEDY_KEYS or value in (None, "", [], {}):
+            continue
+        if name in _STRUCTURED_ONLY_KEYS and not isinstance(value, (list, dict)):
+            continue
+        return True
+    return False
 
 
 def _lists_options(obj: dict[str, Any]) -> bool:
