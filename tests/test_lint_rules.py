@@ -264,6 +264,18 @@ def test_to_dict_shape() -> None:
         ("Failed to parse manifest 'app.yaml'", True),
         ("Failed to parse manifest 'app.yaml' (line 3: tabs are not allowed)", False),
         ("Could not find user 'bob' in the directory", False),
+        # after set P's first look: "rate limit" as the name of a setting is not a rate limit that was hit
+        ("rateLimitCount must be a positive integer when you set a rate limit", False),
+        ("Rate limit exceeded", True),
+        # a transient failure that says how to recover (restart, reconnect) gives a way forward
+        ("Connection lost: the session must be restarted", False),
+        ("Connection lost", True),
+        # the operand an operation needs is absent: a state, not a vague statement
+        ("No staged changes to commit.", False),
+        ("No permission to read this folder", True),
+        # a type repr as the received value, after the field and its expected form, is a validation message
+        ("Invalid value for 'tags'. Expected a list but got <class 'int'>.", False),
+        ("TypeError: expected str, bytes or os.PathLike object, not NoneType", True),
     ],
 )
 def test_session_13_principles(text: str, generic: bool) -> None:

@@ -91,6 +91,8 @@ STATE_RE = re.compile(
     # with its agent ("The last commit was not made by aider"): each says what is wrong, not only that it is
     r"(?:is|are) not an? (?!valid\b|proper\b|correct\b|well)\w+|(?:is|are) not (?:supported|allowed|permitted)|(?:more|fewer|less) \w+(?: \w+)? than|"
     r"(?:was|were|is|are) not \w+ by|nothing to \w+|"
+    # the operand an operation needs is absent: "No previous running command to interact with", "No changes to save"
+    r"^no (?!permissions?\b|access\b|rights?\b|authori\w+|credentials?\b)(?:\w+ ){1,3}to (?!access\b)\w+|"
     # what is wrong with the input of an operation: "Cannot calculate mean of an empty list" (not an empty response)
     r"(?:of|on|from|with|to|in|for) (?:an? |the )?empty (?!response|reply|result|body|output|answer)\w+|(?:working tree|index) (?:is )?clean|"
     # the absence of a named thing in a named place ("no previous page in the history"), a named defect
@@ -171,7 +173,7 @@ HTML_BLOCK_TAG_RE = re.compile(r"</?(?:h[1-6]|p|pre|center|hr|div|table|ul|li|br
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0e-\x1f\x7f\ufffd]")
 
 TRANSIENT_RE = re.compile(
-    r"\b429\b|\b50[234]\b|\b529\b|rate.?limit|too many requests|throttl|overloaded|timed? ?out\b|\btimeout\b|"
+    r"\b429\b|\b50[234]\b|\b529\b|(?<!set a )(?<!set the )(?<![a-z])rate.?limit(?:ed|ing|s)?(?![a-z])|too many requests|throttl|overloaded|timed? ?out\b|\btimeout\b|"
     r"deadline exceeded|connection (?:reset|refused|aborted|closed|issue|error)|econn(?:reset|refused|aborted)|"
     r"etimedout|socket hang up|broken pipe|service (?:temporarily )?unavailable|temporarily unavailable|"
     r"\b(?:site|server|host|service|backend|upstream|endpoint|api|gateway) (?:is )?(?:temporarily )?"
@@ -223,7 +225,9 @@ def _content_words(view: MessageView) -> list[str]:
 
 # What happened on the wire, as opposed to a word such as "timeout" used as the name of a setting or program.
 _TRANSIENT_EVENT_RE = re.compile(
-    r"\b(?:429|50[234]|529)\b|timed? out\b|connection (?:reset|refused|aborted|closed)|econn\w+|rate.?limit|"
+    r"\b(?:429|50[234]|529)\b|timed? out\b|connection (?:reset|refused|aborted|closed)|econn\w+|"
+    # a rate limit that was hit, not a setting called "rate limit" ("must be provided together to set a rate limit")
+    r"rate.?limit(?:ed|ing)?\b(?! ?(?:window|count|setting|config\w*|polic\w+|value|field|param\w*))(?!\s+(?:must|should|is required))|"
     r"too many requests|unavailable|overloaded|name or service not known|name resolution|resolve host|enotfound|"
     r"timeout (?:\d+\s*m?s )?exceeded|timeout expired|\w*timeout(?:error|exception)|request timeout|unreachable|"
     r"closed (?:the )?connection|remote ?disconnected|unexpected eof|"
@@ -283,6 +287,11 @@ def check_bare_exception(view: MessageView, ctx: Context) -> bool:
     # "invalid resource_id, must be an integer ...: strconv.Atoi: parsing "abc": invalid syntax": the message
     # states the expected form, then, after a colon, the runtime text as its cause; that is not a runtime message
     constraint = CONSTRAINT_RE.search(view.body)
+    # 'Invalid format for "task_list". Expected a list but got <class 'str'>.': the field, the expected form,
+    # then the type received written as a repr; that is a validation message, not a runtime one
+    received = runtime is not None and runtime.group(0).startswith("<class")
+    if received and constraint and constraint.start() < runtime.start() and QUOTED_RE.search(view.body[: constraint.start()]):
+        runtime = None
     if runtime and not (constraint and ": " in view.body[constraint.end() : runtime.start()]):
         return True
     if INTERNAL_ERROR_RE.match(view.body):
@@ -386,9 +395,17 @@ def check_transient_no_guidance(view: MessageView, ctx: Context) -> bool:
         return False
     if RETRY_GUIDANCE_RE.search(view.prose) or view.json_keys & {"is_retriable", "retry_after", "retry_after_seconds", "retryable"}:
         return False
-    if IMPERATIVE_RE.search(view.body):
+    if IMPERATIVE_RE.search(view.body) or RECOVERY_RE.search(view.body):
         return False  # "... or have a connection issue. Try a different URL or approach.": a way forward
     return True
+
+
+# How to recover from a transient failure other than waiting: "bash ... must be restarted", "reconnect first".
+RECOVERY_RE = re.compile(
+    r"\b(?:must|needs? to|should|has to) be (?:restarted|reconnected|re-?opened|re-?started|re-?initiali[sz]ed)\b|"
+    r"\b(?:restart|reconnect|re-?open|re-?initiali[sz]e)\b(?= (?:the|it|your|a|with)\b)",
+    re.IGNORECASE,
+)
 
 
 def _retry_guided(view: MessageView) -> bool:
