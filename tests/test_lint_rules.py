@@ -276,6 +276,29 @@ def test_to_dict_shape() -> None:
         # a type repr as the received value, after the field and its expected form, is a validation message
         ("Invalid value for 'tags'. Expected a list but got <class 'int'>.", False),
         ("TypeError: expected str, bytes or os.PathLike object, not NoneType", True),
+        # after sets N and Q were evaluated: a comparison or a bound in a named direction says which way to change
+        ("Requested quantity is greater than stock on hand", False),
+        ("Cannot withdraw more than the available balance", False),
+        # a cause that says nothing (bare authentication, an exit code) leaves the failure without cause
+        ("Error listing buckets: Access denied.", True),
+        ("failed to run migration 0042: process exited with exit code 1", True),
+        ("failed to run migration 0042: column 'email' already exists", False),
+        # the standard library's math internals
+        ("ValueError: math range error", True),
+        # an unknown value given as an address is an identifier looked up; an enumeration value is not
+        ("Unknown document: 'file:///srv/docs/a.md'", False),
+        ("Unknown plan tier: platinum_plus", True),
+        # the tool's own component is not ready: naming it is no remedy
+        ("vectorStore not initialized", True),
+        ("Search index not loaded", True),
+        # a requirement named in two words is named
+        ("No access token provided", False),
+        ("No parameters provided", True),
+        # an imperative's object is a whole word: "Search index ..." is a noun phrase, not "Search in ..."
+        ("Search in the archive folder instead", False),
+        # "errors" as a list is field errors only when its items point at fields
+        ('{"errors": [{"status": 403, "title": "Forbidden"}]}', True),
+        ('{"errors": [{"source": {"pointer": "/data/attributes/email"}, "detail": "is taken"}]}', False),
     ],
 )
 def test_session_13_principles(text: str, generic: bool) -> None:

@@ -90,6 +90,10 @@ STATE_RE = re.compile(
     # comparison that says which way to change ("INSERT has more expressions than target columns") or a fact
     # with its agent ("The last commit was not made by aider"): each says what is wrong, not only that it is
     r"(?:is|are) not an? (?!valid\b|proper\b|correct\b|well)\w+|(?:is|are) not (?:supported|allowed|permitted)|(?:more|fewer|less) \w+(?: \w+)? than|"
+    # a comparison between two named quantities ("Balance is less than budget limit") or an operation bounded by a
+    # named limit ("Cannot fill gas above the tank capacity"): each says which way to change
+    r"(?:is|are|was|were) (?:less|more|greater|fewer|lower|higher|smaller|larger|bigger|shorter|longer) than \w+|"
+    r"(?:cannot|can't|can ?not) \w+(?: \w+)? (?:above|below|beyond|over|past|more than|less than|outside) (?:the |its |your )?\w+|"
     r"(?:was|were|is|are) not \w+ by|nothing to \w+|"
     # the operand an operation needs is absent: "No previous running command to interact with", "No changes to save"
     r"^no (?!permissions?\b|access\b|rights?\b|authori\w+|credentials?\b)(?:\w+ ){1,3}to (?!access\b)\w+|"
@@ -155,7 +159,7 @@ RUNTIME_MESSAGE_RE = re.compile(
     r"\b\w+Pool\(host=|"
     # a builtin sequence's lookup ("3 is not in list", "substring not found") and byte layouts ("unpack requires a
     # buffer of 4 bytes"): the program's containers, not the caller's domain
-    r"\bnot in (?:list|tuple)\b|\bsubstring not found\b|\bbuffer of \d+ bytes?\b|\bbuffer (?:overflow|too small)\b",
+    r"\bnot in (?:list|tuple)\b|\bsubstring not found\b|\bmath (?:domain|range) error\b|\bbuffer of \d+ bytes?\b|\bbuffer (?:overflow|too small)\b",
     re.IGNORECASE,
 )
 
@@ -350,6 +354,10 @@ def check_invalid_without_expected(view: MessageView, ctx: Context) -> bool:
     given = form is not None and bool(QUOTED_RE.search(view.body) or re.search(r":\s+\S", view.body[form.end() :]))
     if NAMED_SCHEMA_OR_ID_RE.search(view.body) or given:
         return False
+    # "Unknown resource: 'data://users/42'": the value is an address (URI, path), looked up like an id, not a
+    # value of an enumeration; naming it is enough
+    if re.search(r"\bunknown\b", view.body, re.IGNORECASE) and re.search(r"\b[a-z][\w+.\-]*://\S", view.body, re.IGNORECASE):
+        return False
     # a rejection that says why ("Invalid code: this code has been revoked", "hunk for path 'x' is empty")
     if STATE_RE.search(view.body):
         return False
@@ -419,7 +427,17 @@ def check_generic_wording(view: MessageView, ctx: Context) -> bool:
     return not _content_words(view)
 
 
+# "apiClient not available", "Runtime not initialized": the tool's own component is not ready; the caller can
+# neither name nor change it, so naming the component (even as an identifier) is no remedy
+INTERNAL_NOT_READY_RE = re.compile(
+    r"^[\w.\- ]{1,40}? (?:is |was |are )?(?:not (?:available|initiali[sz]ed|loaded|ready|set up)|unavailable|uninitiali[sz]ed)$",
+    re.IGNORECASE,
+)
+
+
 def check_vague(view: MessageView, ctx: Context) -> bool:
+    if view.english and INTERNAL_NOT_READY_RE.match(view.body) and not view.has_remedy and not _transient_named(view):
+        return True
     if not view.english or view.specifics or view.has_remedy or STATE_RE.search(view.body) or _retry_guided(view):
         return False
     if SELF_DESCRIBING_RE.search(view.body):
@@ -461,6 +479,8 @@ def check_failure_without_cause(view: MessageView, ctx: Context) -> bool:
     if not before and re.search(r"\b(?:constraint|assertion|precondition)\b", m.group("what"), re.IGNORECASE):
         return False
     rest = m.group("rest")
+    if before and ": " in rest and _uninformative_cause(rest.split(": ", 1)[1]):
+        return True  # "Error getting database size: Authentication required.", "...: command terminated with exit code 127"
     if before and ": " in rest:
         # "unable to open database '/tmp': unable to open database file": a cause that only repeats the failure
         target, cause = rest.rsplit(": ", 1)
@@ -469,7 +489,7 @@ def check_failure_without_cause(view: MessageView, ctx: Context) -> bool:
         words = _content_words_of(QUOTED_RE.sub(" ", cause))
         if balanced and words and not [w for w in words if w not in said]:
             return True
-    if re.search(r"\b[1-5]\d\d\b|(?-i:\bE[A-Z]{3,}\b)|\b(?:because|due to|since|caused by)\b", rest, re.IGNORECASE):
+    if re.search(r"\b[1-5]\d\d\b|(?-i:\bE[A-Z]{3,}\b)|\b(?:because|due to|since|caused by)\b", EXIT_CODE_RE.sub(" ", rest), re.IGNORECASE):
         return False
     if before and ": " in rest and _value_only(rest.rsplit(": ", 1)[1]):
         # "failed to resolve git reference: refs/heads/x": after the colon comes the target (a value), no cause;
@@ -487,6 +507,25 @@ def check_failure_without_cause(view: MessageView, ctx: Context) -> bool:
     for regex in (PATH_RE, URL_RE, QUOTED_RE, IDENT_RE, NUMBER_RE):
         rest = regex.sub(" ", rest)
     return len(_content_words_of(rest)) <= (0 if before else 1)
+
+
+# "exit code 127", "exit status 2": a process's exit status, not an HTTP status
+EXIT_CODE_RE = re.compile(r"\bexit(?:ed)? (?:with )?(?:code|status) -?\d+\b", re.IGNORECASE)
+# Words a cause can consist of without saying anything: "Authentication required", "command terminated with
+# exit code 127", "access denied" (which credential, which permission, why did the command fail?)
+_EMPTY_CAUSE_WORDS = frozenset(
+    "required missing needed command process terminated exited exit killed returned non zero nonzero aborted "
+    "code status".split()
+)
+
+
+def _uninformative_cause(cause: str) -> bool:
+    """The text after a failure's colon names no value and says nothing but that it failed or was refused."""
+    text = EXIT_CODE_RE.sub(" ", cause)
+    if find_specifics(text):
+        return False
+    words = [w for w in _WORD_RE.findall(text.lower()) if w not in GENERIC_WORDS and w not in _EMPTY_CAUSE_WORDS]
+    return bool(_WORD_RE.findall(cause)) and not words
 
 
 def _value_only(text: str) -> bool:

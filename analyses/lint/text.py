@@ -116,7 +116,7 @@ VACUOUS_CONSTRAINT_RE = re.compile(
 # "Parameter `old_str` is required"; "Authentication required" and "Arguments are required" do not.
 REQUIRED_RE = re.compile(
     r"([\w`'\".\-\[\]]+)\s+(?:is |are )?(?:required|missing)\b|"
-    r"\bno ([\w`'\".\-\[\]]+) (?:was |were )?(?:provided|given|specified|supplied|passed)\b",
+    r"\bno ((?:[\w`'\".\-\[\]]+ ){0,2}[\w`'\".\-\[\]]+) (?:was |were )?(?:provided|given|specified|supplied|passed)\b",
     re.IGNORECASE,
 )
 # A sentence that starts with a verb in the imperative is an instruction to the caller.
@@ -132,8 +132,9 @@ IMPERATIVE_VERBS = (
 # "Provide only a file name"), so a noun at the start of a sentence ("Request aborted", "List index out of
 # range", "Update failed") is not read as an instruction. After "please" any verb is an instruction.
 _OBJECT = (
-    r"(?:the|a|an|your|it|its|them|this|that|these|those|only|all|any|each|every|one|another|more|less|fewer|some|"
-    r"with|to|for|from|in|into|on|at|by|first|again|up|out|back|down|sure|you|valid|correct|different|new|"
+    r"(?:(?:the|a|an|your|it|its|them|this|that|these|those|only|all|any|each|every|one|another|more|less|fewer|some|"
+    r"with|to|for|from|in|into|on|at|by|first|again|up|out|back|down|sure|you|valid|correct|different|new)\b|"
+    # a whole word only: "Search index not loaded" is a noun phrase, not "Search in..."
     r"[A-Za-z]+_\w+|[A-Za-z]+\(|[`'\"<])"
 )
 IMPERATIVE_RE = re.compile(
@@ -240,6 +241,9 @@ OPTIONS_KEY_RE = re.compile(
 # Keys whose value is a remedy only when it is structured: "errors": {"title": ["can't be blank"]} names the field,
 # "errors": "Not Found" is the message itself.
 _STRUCTURED_ONLY_KEYS = frozenset({"errors", "fields"})
+_FIELD_POINTER_KEYS = frozenset(
+    {"field", "fields", "pointer", "source", "param", "parameter", "path", "loc", "location", "property", "attribute"}
+)
 
 
 def _remedy_field(obj: dict[str, Any]) -> bool:
@@ -249,6 +253,10 @@ def _remedy_field(obj: dict[str, Any]) -> bool:
             continue
         if name in _STRUCTURED_ONLY_KEYS and not isinstance(value, (list, dict)):
             continue
+        if name in _STRUCTURED_ONLY_KEYS and isinstance(value, list) and not any(
+            isinstance(item, dict) and {str(k).lower() for k in item} & _FIELD_POINTER_KEYS for item in value
+        ):
+            continue  # "errors": [{"code": ..., "title": "Invalid access token"}] is the error list, not field errors
         return True
     return False
 
