@@ -296,6 +296,17 @@ def test_to_dict_shape() -> None:
         ("No parameters provided", True),
         # an imperative's object is a whole word: "Search index ..." is a noun phrase, not "Search in ..."
         ("Search in the archive folder instead", False),
+        # after set R: a status in a JSON body's "cod" classifies; it is not the value looked up
+        ('{"cod": "404", "message": "station not found"}', True),
+        # Python's object model and jq's typed evaluation are the program's internals
+        ("TypeError: 'set' object cannot be indexed", True),
+        ("TypeError: expected bytes instance, str found", True),
+        ("jq: error (at <stdin>:0): Cannot index string with number", True),
+        ('jq: error (at <stdin>:0): object ({"a":1}) and number (2) cannot be multiplied', True),
+        # a slash-rooted name after a program's colon is a path
+        ("rmdir: /scratch: Directory not empty", False),
+        # a comparison that says which way to change needs no "is"
+        ("start date later than end date", False),
         # "errors" as a list is field errors only when its items point at fields
         ('{"errors": [{"status": 403, "title": "Forbidden"}]}', True),
         ('{"errors": [{"source": {"pointer": "/data/attributes/email"}, "detail": "is taken"}]}', False),

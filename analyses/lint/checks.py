@@ -92,7 +92,7 @@ STATE_RE = re.compile(
     r"(?:is|are) not an? (?!valid\b|proper\b|correct\b|well)\w+|(?:is|are) not (?:supported|allowed|permitted)|(?:more|fewer|less) \w+(?: \w+)? than|"
     # a comparison between two named quantities ("Balance is less than budget limit") or an operation bounded by a
     # named limit ("Cannot fill gas above the tank capacity"): each says which way to change
-    r"(?:is|are|was|were) (?:less|more|greater|fewer|lower|higher|smaller|larger|bigger|shorter|longer) than \w+|"
+    r"\b(?:less|more|greater|fewer|lower|higher|smaller|larger|bigger|shorter|longer|later|earlier|older|newer) than (?:the |its |your )?[a-z_]\w*|"
     r"(?:cannot|can't|can ?not) \w+(?: \w+)? (?:above|below|beyond|over|past|more than|less than|outside) (?:the |its |your )?\w+|"
     r"(?:was|were|is|are) not \w+ by|nothing to \w+|"
     # the operand an operation needs is absent: "No previous running command to interact with", "No changes to save"
@@ -159,7 +159,13 @@ RUNTIME_MESSAGE_RE = re.compile(
     r"\b\w+Pool\(host=|"
     # a builtin sequence's lookup ("3 is not in list", "substring not found") and byte layouts ("unpack requires a
     # buffer of 4 bytes"): the program's containers, not the caller's domain
-    r"\bnot in (?:list|tuple)\b|\bsubstring not found\b|\bmath (?:domain|range) error\b|\bbuffer of \d+ bytes?\b|\bbuffer (?:overflow|too small)\b",
+    r"\bnot in (?:list|tuple)\b|\bsubstring not found\b|\bmath (?:domain|range) error\b|"
+    # Python's object model ("'float' object cannot be interpreted as an integer", "expected str instance, int
+    # found", "dictionary update sequence element #0") and jq's typed evaluation ("Cannot iterate over null",
+    # 'string ("x") and number (1) cannot be added'): the program's types, not the caller's domain
+    r"'\w+' object (?:is not|has no|cannot|does not)\b|\bexpected \w+ instance\b|\bsequence (?:item|element) #?\d+\b|"
+    r"\bcannot (?:iterate over|index) (?:null|number|string|boolean|array|object)\b|"
+    r"\b(?:null|number|string|boolean|array|object) \([^)\n]*\) and (?:null|number|string|boolean|array|object) \([^)\n]*\) cannot be \w+|\bbuffer of \d+ bytes?\b|\bbuffer (?:overflow|too small)\b",
     re.IGNORECASE,
 )
 
@@ -254,7 +260,7 @@ def _transient_named(view: MessageView) -> bool:
 
 def _status(view: MessageView) -> int | None:
     for obj in view.objs:
-        for key in ("status", "status_code", "statusCode", "code", "error"):
+        for key in ("status", "status_code", "statusCode", "code", "error", "cod", "http_status"):
             value = obj.get(key)
             if isinstance(value, int) and not isinstance(value, bool) and 100 <= value <= 599:
                 return value
