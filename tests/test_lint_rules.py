@@ -213,3 +213,104 @@ def test_to_dict_shape() -> None:
     assert out["message"] == "Failed" and out["generic"] is True
     assert set(out["findings"][0]) == {"rule_id", "severity", "reason", "rewrite", "evidence", "suggestion"}
     assert out["notes"] == []
+
+
+# Session 13: each family of wording behind the changes made after set M's first look, checked on texts
+# written for this test (none is a fixture message).
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # an upper-case code is a value (ticker, airport, currency); an acronym for a kind is not
+        ("Ticker MSFT is not in your portfolio.", False),
+        ("No fares from SFO to BOS for 2026-04-02", False),
+        ("Currency CHF not found", False),
+        ("Currency not found", True),
+        ("User ID not found", True),
+        ("ERROR: NOT FOUND", True),
+        # a rejected identifier (symbol, code, username...) with its value is instructive; without it, not
+        ("Invalid ticker symbol: GOOGL2", False),
+        ("Invalid username: 'j doe'", False),
+        ("Invalid coupon code", True),
+        # a JSON key that lists the valid options is the expected form; an empty list is not
+        ('{"error": "Unit not supported", "supported_units": ["km", "mi"]}', False),
+        ('{"error": "Unknown workspace", "available_workspaces": []}', True),
+        # a leading HTTP status classifies the error; it is not the value looked up
+        ("404 Invoice Not Found", True),
+        ("404 Invoice 'INV-7' Not Found", False),
+        # what is wrong with the input of an operation, not an empty reply from a server
+        ("Cannot compute the median of an empty array", False),
+        ("Got an empty response from the upstream service", True),
+        # a builtin sequence's lookup and byte layouts are the program's internals
+        ("ValueError: 'x' is not in list", True),
+        ("error: pack requires a buffer of 8 bytes", True),
+        # a failed conversion that names the target type and the value explains itself
+        ("casting failed: could not convert `abc` to i32", False),
+        ("Conversion failed", True),
+        # a sentence that reports a failure is not an instruction, whatever word it starts with
+        ("Upload to the bucket failed", True),
+        ("Search for hotels returned an error", True),
+        ("Upload the file again with a .csv extension", False),
+        # after set O's first look: an error in the middle of an operation, without a cause, is a failure
+        ("Error fetching page 'https://example.org/a'", True),
+        ("Exception while parsing manifest 'app.yaml'", True),
+        ("Error opening file: EACCES: permission denied, open '/etc/shadow'", False),
+        # "errors" as a plain string is the message itself, not a list of field errors
+        ('{"errors": "Forbidden"}', True),
+        ('{"errors": {"email": ["is invalid"]}}', False),
+        # a URL scheme (protocol) is a registry value: naming it is enough
+        ("Unsupported protocol: gopher:", False),
+        ("Unsupported protocol", True),
+        # the words before the first value describe the target; only what follows can be the cause
+        ("Failed to parse manifest 'app.yaml'", True),
+        ("Failed to parse manifest 'app.yaml' (line 3: tabs are not allowed)", False),
+        ("Could not find user 'bob' in the directory", False),
+        # after set P's first look: "rate limit" as the name of a setting is not a rate limit that was hit
+        ("rateLimitCount must be a positive integer when you set a rate limit", False),
+        ("Rate limit exceeded", True),
+        # a transient failure that says how to recover (restart, reconnect) gives a way forward
+        ("Connection lost: the session must be restarted", False),
+        ("Connection lost", True),
+        # the operand an operation needs is absent: a state, not a vague statement
+        ("No staged changes to commit.", False),
+        ("No permission to read this folder", True),
+        # a type repr as the received value, after the field and its expected form, is a validation message
+        ("Invalid value for 'tags'. Expected a list but got <class 'int'>.", False),
+        ("TypeError: expected str, bytes or os.PathLike object, not NoneType", True),
+        # after sets N and Q were evaluated: a comparison or a bound in a named direction says which way to change
+        ("Requested quantity is greater than stock on hand", False),
+        ("Cannot withdraw more than the available balance", False),
+        # a cause that says nothing (bare authentication, an exit code) leaves the failure without cause
+        ("Error listing buckets: Access denied.", True),
+        ("failed to run migration 0042: process exited with exit code 1", True),
+        ("failed to run migration 0042: column 'email' already exists", False),
+        # the standard library's math internals
+        ("ValueError: math range error", True),
+        # an unknown value given as an address is an identifier looked up; an enumeration value is not
+        ("Unknown document: 'file:///srv/docs/a.md'", False),
+        ("Unknown plan tier: platinum_plus", True),
+        # the tool's own component is not ready: naming it is no remedy
+        ("vectorStore not initialized", True),
+        ("Search index not loaded", True),
+        # a requirement named in two words is named
+        ("No access token provided", False),
+        ("No parameters provided", True),
+        # an imperative's object is a whole word: "Search index ..." is a noun phrase, not "Search in ..."
+        ("Search in the archive folder instead", False),
+        # after set R: a status in a JSON body's "cod" classifies; it is not the value looked up
+        ('{"cod": "404", "message": "station not found"}', True),
+        # Python's object model and jq's typed evaluation are the program's internals
+        ("TypeError: 'set' object cannot be indexed", True),
+        ("TypeError: expected bytes instance, str found", True),
+        ("jq: error (at <stdin>:0): Cannot index string with number", True),
+        ('jq: error (at <stdin>:0): object ({"a":1}) and number (2) cannot be multiplied', True),
+        # a slash-rooted name after a program's colon is a path
+        ("rmdir: /scratch: Directory not empty", False),
+        # a comparison that says which way to change needs no "is"
+        ("start date later than end date", False),
+        # "errors" as a list is field errors only when its items point at fields
+        ('{"errors": [{"status": 403, "title": "Forbidden"}]}', True),
+        ('{"errors": [{"source": {"pointer": "/data/attributes/email"}, "detail": "is taken"}]}', False),
+    ],
+)
+def test_session_13_principles(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)

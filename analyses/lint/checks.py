@@ -74,7 +74,7 @@ INVALID_RE = re.compile(
 # enough, because the schema lists the valid names and an id is looked up, not formatted.
 NAMED_SCHEMA_OR_ID_RE = re.compile(
     r"\b(?:tool|function|method|parameter|param|argument|arg|field|property|key|option|flag|command|column|table|"
-    r"endpoint|id|ids|identifier|name|ref|reference|object name)s?\b[^.\n]{0,30}?(?:'[^']+'|\"[^\"]+\"|`[^`]+`|:\s*\S+)",
+    r"endpoint|id|ids|identifier|name|ref|reference|object name|symbol|ticker|code|slug|handle|username|sku)s?\b[^.\n]{0,30}?(?:'[^']+'|\"[^\"]+\"|`[^`]+`|:\s*\S+)",
     re.IGNORECASE,
 )
 # A short statement of a specific state of a named thing is clear ("Your card was declined.", "Customer
@@ -90,7 +90,15 @@ STATE_RE = re.compile(
     # comparison that says which way to change ("INSERT has more expressions than target columns") or a fact
     # with its agent ("The last commit was not made by aider"): each says what is wrong, not only that it is
     r"(?:is|are) not an? (?!valid\b|proper\b|correct\b|well)\w+|(?:is|are) not (?:supported|allowed|permitted)|(?:more|fewer|less) \w+(?: \w+)? than|"
-    r"(?:was|were|is|are) not \w+ by|nothing to \w+|(?:working tree|index) (?:is )?clean|"
+    # a comparison between two named quantities ("Balance is less than budget limit") or an operation bounded by a
+    # named limit ("Cannot fill gas above the tank capacity"): each says which way to change
+    r"\b(?:less|more|greater|fewer|lower|higher|smaller|larger|bigger|shorter|longer|later|earlier|older|newer) than (?:the |its |your )?[a-z_]\w*|"
+    r"(?:cannot|can't|can ?not) \w+(?: \w+)? (?:above|below|beyond|over|past|more than|less than|outside) (?:the |its |your )?\w+|"
+    r"(?:was|were|is|are) not \w+ by|nothing to \w+|"
+    # the operand an operation needs is absent: "No previous running command to interact with", "No changes to save"
+    r"^no (?!permissions?\b|access\b|rights?\b|authori\w+|credentials?\b)(?:\w+ ){1,3}to (?!access\b)\w+|"
+    # what is wrong with the input of an operation: "Cannot calculate mean of an empty list" (not an empty response)
+    r"(?:of|on|from|with|to|in|for) (?:an? |the )?empty (?!response|reply|result|body|output|answer)\w+|(?:working tree|index) (?:is )?clean|"
     # the absence of a named thing in a named place ("no previous page in the history"), a named defect
     # ("parentheses () not balanced", "unterminated string")
     r"no (?:\w+ ){1,2}in (?:the |this )?\w+|not balanced|unbalanced|unterminated|unmatched|unclosed)\b",
@@ -98,7 +106,8 @@ STATE_RE = re.compile(
 )
 # "Failed to read content of existing file: /x": says what failed, on what, but not why or what to do.
 FAILURE_CLAUSE_RE = re.compile(
-    r"^(?:failed|unable|could ?n[o']t)(?: to)? (\w+)\b[^:\n]*?(?::\s*|\s+-\s+|\s+)?"
+    # "Error calling tool 'x'", "Exception while reading resource 'y'": an error in the middle of an operation
+    r"^(?:failed|unable|could ?n[o']t|(?:error|exception)(?: occurred)?(?: while| during| when| in)?(?= \w+ing\b))(?: to)? (\w+)\b[^:\n]*?(?::\s*|\s+-\s+|\s+)?"
     r"(?P<rest>.*)$",
     re.IGNORECASE | re.DOTALL,
 )
@@ -125,7 +134,7 @@ SELF_DESCRIBING_RE = re.compile(
 # "Invalid timezone: 'No time zone found with key X'", "invalid input syntax for type json".
 STANDARD_FORM_RE = re.compile(
     r"\b(?:invalid|unknown|unsupported|not an?|not a valid|not valid|invalid input syntax for(?: type)?)\s+"
-    r"(?:url|uri|email(?: address)?|uuid|json|url (?:type|scheme)|time ?zone|encoding|charset|locale|"
+    r"(?:url|uri|email(?: address)?|uuid|json|url (?:type|scheme)|(?:url |uri )?(?:protocol|scheme)|time ?zone|encoding|charset|locale|"
     r"(?:big|small|tiny)?int(?:eger)?|numeric|decimal|real|double precision|float\d*|bool(?:ean)?)\b",
     re.IGNORECASE,
 )
@@ -147,7 +156,16 @@ RUNTIME_MESSAGE_RE = re.compile(
     r"is not JSON serializable|invalid syntax|can't compare|"
     r"unexpected token .{1,3} in JSON|expecting value\b|unexpected end of (?:JSON )?input|"
     r"unhashable type|null ?pointer|segmentation fault|stack overflow|exceeded \d+ redirects|<class '[\w.]+'>|"
-    r"\b\w+Pool\(host=",
+    r"\b\w+Pool\(host=|"
+    # a builtin sequence's lookup ("3 is not in list", "substring not found") and byte layouts ("unpack requires a
+    # buffer of 4 bytes"): the program's containers, not the caller's domain
+    r"\bnot in (?:list|tuple)\b|\bsubstring not found\b|\bmath (?:domain|range) error\b|"
+    # Python's object model ("'float' object cannot be interpreted as an integer", "expected str instance, int
+    # found", "dictionary update sequence element #0") and jq's typed evaluation ("Cannot iterate over null",
+    # 'string ("x") and number (1) cannot be added'): the program's types, not the caller's domain
+    r"'\w+' object (?:is not|has no|cannot|does not)\b|\bexpected \w+ instance\b|\bsequence (?:item|element) #?\d+\b|"
+    r"\bcannot (?:iterate over|index) (?:null|number|string|boolean|array|object)\b|"
+    r"\b(?:null|number|string|boolean|array|object) \([^)\n]*\) and (?:null|number|string|boolean|array|object) \([^)\n]*\) cannot be \w+|\bbuffer of \d+ bytes?\b|\bbuffer (?:overflow|too small)\b",
     re.IGNORECASE,
 )
 
@@ -165,7 +183,7 @@ HTML_BLOCK_TAG_RE = re.compile(r"</?(?:h[1-6]|p|pre|center|hr|div|table|ul|li|br
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0e-\x1f\x7f\ufffd]")
 
 TRANSIENT_RE = re.compile(
-    r"\b429\b|\b50[234]\b|\b529\b|rate.?limit|too many requests|throttl|overloaded|timed? ?out\b|\btimeout\b|"
+    r"\b429\b|\b50[234]\b|\b529\b|(?<!set a )(?<!set the )(?<![a-z])rate.?limit(?:ed|ing|s)?(?![a-z])|too many requests|throttl|overloaded|timed? ?out\b|\btimeout\b|"
     r"deadline exceeded|connection (?:reset|refused|aborted|closed|issue|error)|econn(?:reset|refused|aborted)|"
     r"etimedout|socket hang up|broken pipe|service (?:temporarily )?unavailable|temporarily unavailable|"
     r"\b(?:site|server|host|service|backend|upstream|endpoint|api|gateway) (?:is )?(?:temporarily )?"
@@ -217,7 +235,9 @@ def _content_words(view: MessageView) -> list[str]:
 
 # What happened on the wire, as opposed to a word such as "timeout" used as the name of a setting or program.
 _TRANSIENT_EVENT_RE = re.compile(
-    r"\b(?:429|50[234]|529)\b|timed? out\b|connection (?:reset|refused|aborted|closed)|econn\w+|rate.?limit|"
+    r"\b(?:429|50[234]|529)\b|timed? out\b|connection (?:reset|refused|aborted|closed)|econn\w+|"
+    # a rate limit that was hit, not a setting called "rate limit" ("must be provided together to set a rate limit")
+    r"rate.?limit(?:ed|ing)?\b(?! ?(?:window|count|setting|config\w*|polic\w+|value|field|param\w*))(?!\s+(?:must|should|is required))|"
     r"too many requests|unavailable|overloaded|name or service not known|name resolution|resolve host|enotfound|"
     r"timeout (?:\d+\s*m?s )?exceeded|timeout expired|\w*timeout(?:error|exception)|request timeout|unreachable|"
     r"closed (?:the )?connection|remote ?disconnected|unexpected eof|"
@@ -240,7 +260,7 @@ def _transient_named(view: MessageView) -> bool:
 
 def _status(view: MessageView) -> int | None:
     for obj in view.objs:
-        for key in ("status", "status_code", "statusCode", "code", "error"):
+        for key in ("status", "status_code", "statusCode", "code", "error", "cod", "http_status"):
             value = obj.get(key)
             if isinstance(value, int) and not isinstance(value, bool) and 100 <= value <= 599:
                 return value
@@ -277,6 +297,11 @@ def check_bare_exception(view: MessageView, ctx: Context) -> bool:
     # "invalid resource_id, must be an integer ...: strconv.Atoi: parsing "abc": invalid syntax": the message
     # states the expected form, then, after a colon, the runtime text as its cause; that is not a runtime message
     constraint = CONSTRAINT_RE.search(view.body)
+    # 'Invalid format for "task_list". Expected a list but got <class 'str'>.': the field, the expected form,
+    # then the type received written as a repr; that is a validation message, not a runtime one
+    received = runtime is not None and runtime.group(0).startswith("<class")
+    if received and constraint and constraint.start() < runtime.start() and QUOTED_RE.search(view.body[: constraint.start()]):
+        runtime = None
     if runtime and not (constraint and ": " in view.body[constraint.end() : runtime.start()]):
         return True
     if INTERNAL_ERROR_RE.match(view.body):
@@ -335,6 +360,10 @@ def check_invalid_without_expected(view: MessageView, ctx: Context) -> bool:
     given = form is not None and bool(QUOTED_RE.search(view.body) or re.search(r":\s+\S", view.body[form.end() :]))
     if NAMED_SCHEMA_OR_ID_RE.search(view.body) or given:
         return False
+    # "Unknown resource: 'data://users/42'": the value is an address (URI, path), looked up like an id, not a
+    # value of an enumeration; naming it is enough
+    if re.search(r"\bunknown\b", view.body, re.IGNORECASE) and re.search(r"\b[a-z][\w+.\-]*://\S", view.body, re.IGNORECASE):
+        return False
     # a rejection that says why ("Invalid code: this code has been revoked", "hunk for path 'x' is empty")
     if STATE_RE.search(view.body):
         return False
@@ -380,9 +409,17 @@ def check_transient_no_guidance(view: MessageView, ctx: Context) -> bool:
         return False
     if RETRY_GUIDANCE_RE.search(view.prose) or view.json_keys & {"is_retriable", "retry_after", "retry_after_seconds", "retryable"}:
         return False
-    if IMPERATIVE_RE.search(view.body):
+    if IMPERATIVE_RE.search(view.body) or RECOVERY_RE.search(view.body):
         return False  # "... or have a connection issue. Try a different URL or approach.": a way forward
     return True
+
+
+# How to recover from a transient failure other than waiting: "bash ... must be restarted", "reconnect first".
+RECOVERY_RE = re.compile(
+    r"\b(?:must|needs? to|should|has to) be (?:restarted|reconnected|re-?opened|re-?started|re-?initiali[sz]ed)\b|"
+    r"\b(?:restart|reconnect|re-?open|re-?initiali[sz]e)\b(?= (?:the|it|your|a|with)\b)",
+    re.IGNORECASE,
+)
 
 
 def _retry_guided(view: MessageView) -> bool:
@@ -396,7 +433,17 @@ def check_generic_wording(view: MessageView, ctx: Context) -> bool:
     return not _content_words(view)
 
 
+# "apiClient not available", "Runtime not initialized": the tool's own component is not ready; the caller can
+# neither name nor change it, so naming the component (even as an identifier) is no remedy
+INTERNAL_NOT_READY_RE = re.compile(
+    r"^[\w.\- ]{1,40}? (?:is |was |are )?(?:not (?:available|initiali[sz]ed|loaded|ready|set up)|unavailable|uninitiali[sz]ed)$",
+    re.IGNORECASE,
+)
+
+
 def check_vague(view: MessageView, ctx: Context) -> bool:
+    if view.english and INTERNAL_NOT_READY_RE.match(view.body) and not view.has_remedy and not _transient_named(view):
+        return True
     if not view.english or view.specifics or view.has_remedy or STATE_RE.search(view.body) or _retry_guided(view):
         return False
     if SELF_DESCRIBING_RE.search(view.body):
@@ -415,6 +462,14 @@ FAILED_AFTER_RE = re.compile(
 )
 
 
+# A conversion between named types: the target type is a standard form, so with the value shown the fix is evident.
+TYPED_CONVERSION_RE = re.compile(
+    r"\bconver(?:t|ting|sion)\b[^\n]{0,60}?\bto [`'\"]?(?:int|integer|[iu](?:8|16|32|64|128)|int(?:8|16|32|64)|u?int\d*|"
+    r"float(?:32|64)?|f32|f64|double|decimal|number|numeric|bool(?:ean)?|json|date|datetime|timestamp|time)\b",
+    re.IGNORECASE,
+)
+
+
 def check_failure_without_cause(view: MessageView, ctx: Context) -> bool:
     if not view.english or view.has_remedy:
         return False
@@ -422,10 +477,16 @@ def check_failure_without_cause(view: MessageView, ctx: Context) -> bool:
     m = before or FAILED_AFTER_RE.match(view.body)
     if m is None or _transient_named(view):
         return False
+    if before and before.group(1).lower() in {"find", "locate"}:
+        return False  # "Could not find user 'bob'": a lookup that missed, judged as not-found (LS104)
+    if TYPED_CONVERSION_RE.search(view.body) and (QUOTED_RE.search(view.body) or re.search(r"\[[^\]]+\]", view.body)):
+        return False  # "conversion from `str` to `i64` failed ... values: ["x"]": the types and the value are the cause
     # "UNIQUE constraint failed: users.email": the thing that failed is a named rule, which is the cause
     if not before and re.search(r"\b(?:constraint|assertion|precondition)\b", m.group("what"), re.IGNORECASE):
         return False
     rest = m.group("rest")
+    if before and ": " in rest and _uninformative_cause(rest.split(": ", 1)[1]):
+        return True  # "Error getting database size: Authentication required.", "...: command terminated with exit code 127"
     if before and ": " in rest:
         # "unable to open database '/tmp': unable to open database file": a cause that only repeats the failure
         target, cause = rest.rsplit(": ", 1)
@@ -434,7 +495,7 @@ def check_failure_without_cause(view: MessageView, ctx: Context) -> bool:
         words = _content_words_of(QUOTED_RE.sub(" ", cause))
         if balanced and words and not [w for w in words if w not in said]:
             return True
-    if re.search(r"\b[1-5]\d\d\b|(?-i:\bE[A-Z]{3,}\b)|\b(?:because|due to|since|caused by)\b", rest, re.IGNORECASE):
+    if re.search(r"\b[1-5]\d\d\b|(?-i:\bE[A-Z]{3,}\b)|\b(?:because|due to|since|caused by)\b", EXIT_CODE_RE.sub(" ", rest), re.IGNORECASE):
         return False
     if before and ": " in rest and _value_only(rest.rsplit(": ", 1)[1]):
         # "failed to resolve git reference: refs/heads/x": after the colon comes the target (a value), no cause;
@@ -443,9 +504,34 @@ def check_failure_without_cause(view: MessageView, ctx: Context) -> bool:
             return True
     # what is left after the target (a path, URL, quoted value, id or number) must say why it failed;
     # after "X failed for ...", one noun naming the target ("for PID 4242") is still the target
+    if before:
+        # "Failed to parse manifest 'app.yaml'": the words before the first value describe the target
+        # (the object of the verb); only what follows the target can be the cause
+        first = min((m.end() for regex in (PATH_RE, URL_RE, QUOTED_RE) for m in [regex.search(rest)] if m), default=0)
+        if first and len(_WORD_RE.findall(rest[:first])) <= 6:
+            rest = rest[first:]
     for regex in (PATH_RE, URL_RE, QUOTED_RE, IDENT_RE, NUMBER_RE):
         rest = regex.sub(" ", rest)
     return len(_content_words_of(rest)) <= (0 if before else 1)
+
+
+# "exit code 127", "exit status 2": a process's exit status, not an HTTP status
+EXIT_CODE_RE = re.compile(r"\bexit(?:ed)? (?:with )?(?:code|status) -?\d+\b", re.IGNORECASE)
+# Words a cause can consist of without saying anything: "Authentication required", "command terminated with
+# exit code 127", "access denied" (which credential, which permission, why did the command fail?)
+_EMPTY_CAUSE_WORDS = frozenset(
+    "required missing needed command process terminated exited exit killed returned non zero nonzero aborted "
+    "code status".split()
+)
+
+
+def _uninformative_cause(cause: str) -> bool:
+    """The text after a failure's colon names no value and says nothing but that it failed or was refused."""
+    text = EXIT_CODE_RE.sub(" ", cause)
+    if find_specifics(text):
+        return False
+    words = [w for w in _WORD_RE.findall(text.lower()) if w not in GENERIC_WORDS and w not in _EMPTY_CAUSE_WORDS]
+    return bool(_WORD_RE.findall(cause)) and not words
 
 
 def _value_only(text: str) -> bool:

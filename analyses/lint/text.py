@@ -69,7 +69,7 @@ QUOTED_RE = re.compile(
 )
 URL_RE = re.compile(r"\b[a-z][a-z0-9+.\-]*://[^\s'\"<>)\]]+", re.IGNORECASE)
 EMAIL_RE = re.compile(r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}\b")
-PATH_RE = re.compile(r"(?:(?<![\w.])/[\w.\-]+(?:/[\w.\-]*)+|\b(?!and/or\b)[a-z][\w.\-]*/[\w.\-]*\w\b|\b[A-Za-z]:\\[^\s'\"]+|\b[\w\-]+(?:/[\w.\-]+)+\.\w{1,5}\b|(?<!\w)\.[a-z]\w+\b)")
+PATH_RE = re.compile(r"(?:(?<![\w.])/[\w.\-]+(?:/[\w.\-]*)+|(?<=: )/[\w.\-]+(?=:|\s|$)|\b(?!and/or\b)[a-z][\w.\-]*/[\w.\-]*\w\b|\b[A-Za-z]:\\[^\s'\"]+|\b[\w\-]+(?:/[\w.\-]+)+\.\w{1,5}\b|(?<!\w)\.[a-z]\w+\b)")
 # Tokens that are ids or code names: snake_case, camelCase, dotted, letters+digits mixed.
 IDENT_RE = re.compile(
     r"\b(?:[A-Za-z]+_[A-Za-z0-9_]+|[a-z]+[A-Z]\w*|[A-Za-z]+[\-]?\d[\w\-]*|\d+[A-Za-z][\w\-]*|[A-Za-z]+(?:\.[A-Za-z_]\w*)+|\w+\[\d+\](?:\.\w+)*)\b"
@@ -116,7 +116,7 @@ VACUOUS_CONSTRAINT_RE = re.compile(
 # "Parameter `old_str` is required"; "Authentication required" and "Arguments are required" do not.
 REQUIRED_RE = re.compile(
     r"([\w`'\".\-\[\]]+)\s+(?:is |are )?(?:required|missing)\b|"
-    r"\bno ([\w`'\".\-\[\]]+) (?:was |were )?(?:provided|given|specified|supplied|passed)\b",
+    r"\bno ((?:[\w`'\".\-\[\]]+ ){0,2}[\w`'\".\-\[\]]+) (?:was |were )?(?:provided|given|specified|supplied|passed)\b",
     re.IGNORECASE,
 )
 # A sentence that starts with a verb in the imperative is an instruction to the caller.
@@ -132,8 +132,9 @@ IMPERATIVE_VERBS = (
 # "Provide only a file name"), so a noun at the start of a sentence ("Request aborted", "List index out of
 # range", "Update failed") is not read as an instruction. After "please" any verb is an instruction.
 _OBJECT = (
-    r"(?:the|a|an|your|it|its|them|this|that|these|those|only|all|any|each|every|one|another|more|less|fewer|some|"
-    r"with|to|for|from|in|into|on|at|by|first|again|up|out|back|down|sure|you|valid|correct|different|new|"
+    r"(?:(?:the|a|an|your|it|its|them|this|that|these|those|only|all|any|each|every|one|another|more|less|fewer|some|"
+    r"with|to|for|from|in|into|on|at|by|first|again|up|out|back|down|sure|you|valid|correct|different|new)\b|"
+    # a whole word only: "Search index not loaded" is a noun phrase, not "Search in..."
     r"[A-Za-z]+_\w+|[A-Za-z]+\(|[`'\"<])"
 )
 IMPERATIVE_RE = re.compile(
@@ -170,7 +171,7 @@ _OPERAND_RE = re.compile(r"^[\w.\-]+: (\S{1,40}) - \w", re.MULTILINE)
 _META_KEYS = frozenset(
     {"type", "code", "error_code", "error", "name", "status", "request_id", "trace_id", "correlation_id",
      "documentation_url", "doc_url", "deprecated_type", "object", "traceid", "requestid", "instance", "statuscode",
-     "status_code", "success", "ok"}
+     "status_code", "success", "ok", "cod", "http_status", "httpstatus", "http_code"}
 )
 
 # Text that reads like an instruction to the model, planted in a tool result (LS111). Its "imperatives"
@@ -220,7 +221,50 @@ class MessageView:
     @property
     def has_remedy(self) -> bool:
         """The text says what is expected or what to do next."""
-        return self.has_constraint or self.has_next_step or bool(self.json_keys & REMEDY_KEYS)
+        return (
+            self.has_constraint
+            or self.has_next_step
+            or any(_remedy_field(obj) or _lists_options(obj) for obj in self.objs)
+        )
+
+
+# A JSON key whose value lists what the caller may use instead: "available_servers": ["github", ...],
+# "valid_modes", "supported_units", "allowed_roles", "choices", "candidates". A non-empty list of options is
+# the expected form, as "Valid room types: a, b, c" is in prose.
+OPTIONS_KEY_RE = re.compile(
+    r"^(?:(?:available|valid|allowed|supported|accepted|possible|known|existing)[_\-]?\w+|\w+[_\-](?:options|choices)|"
+    r"options|choices|candidates|alternatives|did_?you_?mean|closest_matches?)$",
+    re.IGNORECASE,
+)
+
+
+# Keys whose value is a remedy only when it is structured: "errors": {"title": ["can't be blank"]} names the field,
+# "errors": "Not Found" is the message itself.
+_STRUCTURED_ONLY_KEYS = frozenset({"errors", "fields"})
+_FIELD_POINTER_KEYS = frozenset(
+    {"field", "fields", "pointer", "source", "param", "parameter", "path", "loc", "location", "property", "attribute"}
+)
+
+
+def _remedy_field(obj: dict[str, Any]) -> bool:
+    for key, value in obj.items():
+        name = str(key).lower()
+        if name not in REMEDY_KEYS or value in (None, "", [], {}):
+            continue
+        if name in _STRUCTURED_ONLY_KEYS and not isinstance(value, (list, dict)):
+            continue
+        if name in _STRUCTURED_ONLY_KEYS and isinstance(value, list) and not any(
+            isinstance(item, dict) and {str(k).lower() for k in item} & _FIELD_POINTER_KEYS for item in value
+        ):
+            continue  # "errors": [{"code": ..., "title": "Invalid access token"}] is the error list, not field errors
+        return True
+    return False
+
+
+def _lists_options(obj: dict[str, Any]) -> bool:
+    return any(
+        OPTIONS_KEY_RE.match(str(key)) and isinstance(value, (list, dict)) and len(value) > 0 for key, value in obj.items()
+    )
 
 
 def parse_object(text: str) -> dict[str, Any] | None:
@@ -283,7 +327,13 @@ def is_english(text: str) -> bool:
 
 
 # "status_code=400", "HTTP 500", "code: 404" classify the failure; they name no value the model passed.
-STATUS_TOKEN_RE = re.compile(r"\b(?:status(?:[_ ]?code)?|http|error code|code)\s*[=:]?\s*[1-5]\d\d\b", re.IGNORECASE)
+STATUS_TOKEN_RE = re.compile(
+    r"\b(?:status(?:[_ ]?code)?|http|error code|code)\s*[=:]?\s*[1-5]\d\d\b|"
+    # "404 Project Not Found", "400 Bad request - ...": a status that leads a reason phrase
+    r"^\s*[1-5]\d\d(?=\s+[^\n]*\b(?:not found|bad request|unauthori[sz]ed|forbidden|conflict|not allowed|gone|"
+    r"unprocessable|too many requests|internal server error|unavailable|error)\b)",
+    re.IGNORECASE | re.MULTILINE,
+)
 
 
 # kebab-case names ("feature-x", "left-pad") are values; English compounds ("non-pending", "read-only") are not.
@@ -305,10 +355,40 @@ ATTRIBUTE_VALUE_RE = re.compile(
 )
 
 
+# An upper-case code is a value: a ticker (NVDA), an airport (JFK), a currency (EUR), a country (DE). Acronyms that
+# name a kind of thing (ID, URL, API), errno names, log levels and shouted English words are not.
+CODE_VALUE_RE = re.compile(r"(?<![\w\-./'\"`])[A-Z]{2,5}(?![\w\-'\"`])")
+_ACRONYMS = frozenset(
+    """
+    ID IDS URL URLS URI API APIS UUID JSON XML HTML HTTP HTTPS SQL CSV TSV PDF PNG JPG JPEG GIF SVG MCP AWS GCP SSL TLS
+    SSH DNS TCP UDP IP CPU GPU RAM OS UI CLI SDK JWT OTP PIN SMS CORS REST RPC GRPC GET POST PUT PATCH DELETE HEAD
+    ERROR ERR FATAL WARN INFO DEBUG TRACE OK EOF NULL NONE NAN TRUE FALSE ASCII UTF LLM AI ISO UTC GMT DB VM KB MB GB
+    TB ACL RBAC IAM OAUTH SAML SSO MFA TOTP CSRF XSS DOM CSS JS TS YAML TOML INI ENV PATH HOME USER TODO SHA MD RSA PEM
+    FTP SMTP IMAP ZIP TAR GZ CRLF LF AM PM FAQ URN UTF EPERM EINTR EIO ENXIO EBADF EBUSY EXDEV EPIPE EROFS EDOM EFBIG
+    GATEWAY SERVER
+    """.split()
+)
+
+
+def _code_values(text: str) -> list[str]:
+    letters = [ch for ch in text if ch.isalpha()]
+    if not letters or sum(ch.isupper() for ch in letters) > 0.5 * len(letters):
+        return []  # a shouted message: its capitals are not codes
+    lead = re.match(r"\s*\S+", text)
+    return [
+        m.group(0)
+        for m in CODE_VALUE_RE.finditer(text)
+        if m.group(0) not in _ACRONYMS
+        and m.group(0).lower() not in GENERIC_WORDS | _EN_WORDS
+        and not (lead and m.start() < lead.end())  # "NOTE: ...", "ERROR ...": a leading label
+    ]
+
+
 def find_specifics(text: str) -> list[str]:
-    """Concrete values the text names (quoted values, ids, numbers, paths, URLs)."""
+    """Concrete values the text names (quoted values, ids, numbers, paths, URLs, upper-case codes)."""
     found: list[str] = []
     text = STATUS_TOKEN_RE.sub(" ", text)
+    found.extend(_code_values(text))
     found.extend(KEBAB_RE.findall(text))
     found.extend(CALL_RE.findall(text))
     found.extend(_OPERAND_RE.findall(text))
@@ -385,6 +465,24 @@ def _named_requirement(body: str) -> bool:
     return False
 
 
+# A sentence that reports a failure is not an instruction, even when it starts with a word that can be a verb:
+# "Upload to S3 failed", "Search for flights returned an error", "Update to the record was unsuccessful".
+_REPORTS_FAILURE_RE = re.compile(
+    r"\b(?:failed|fails|failure|was unsuccessful|did not succeed|errored|returned an error|(?:is|was) not possible)\b",
+    re.IGNORECASE,
+)
+
+
+def _instructs(body: str) -> bool:
+    """An imperative sentence (or "please <verb>") that is not the report of a failure."""
+    for m in IMPERATIVE_RE.finditer(body):
+        end = re.search(r"[.!?;\n]", body[m.end() :])
+        sentence = body[m.start() : m.end() + (end.start() if end else len(body))]
+        if "please" in m.group(0).lower() or not _REPORTS_FAILURE_RE.search(sentence):
+            return True
+    return False
+
+
 def read_message(text: str) -> MessageView:
     """Parse ``text`` into the view every rule reads."""
     obj = parse_object(text)
@@ -413,5 +511,5 @@ def read_message(text: str) -> MessageView:
     )
     view.specifics = find_specifics(body)
     view.has_constraint = bool(CONSTRAINT_RE.search(VACUOUS_CONSTRAINT_RE.sub(" ", body))) or _named_requirement(body)
-    view.has_next_step = bool(NEXT_STEP_RE.search(body) or IMPERATIVE_RE.search(body))
+    view.has_next_step = bool(NEXT_STEP_RE.search(body) or _instructs(body))
     return view
