@@ -14,7 +14,14 @@ from rich.console import Console
 from rich.table import Table
 
 from loopscope.cli.render.output import inert, one_line
-from loopscope.cli.render.styles import AUDIT_METRICS, SIGNIFICANT_MARK, change_parts, figure_text, shown_of
+from loopscope.cli.render.styles import (
+    AUDIT_METRICS,
+    SIGNIFICANT_MARK,
+    change_parts,
+    figure_text,
+    shown_of,
+    significant_weeks,
+)
 from loopscope.cli.render.styles import label as figure_label
 
 SPARK = "▁▂▃▄▅▆▇█"
@@ -117,6 +124,25 @@ def _n(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
+def group_table(console: Console, title: str, header: str, rows: list[dict[str, Any]]) -> None:
+    """Per agent or per tag value: its figures, its recovery trend and last changes, where it changed significantly."""
+    at = new_table(f"{title} (Δ: the last week vs the previous one; ◆ significant; "
+                   "every week's changes in --format json and --html)")
+    for name in (header, "prompts", "median", "p99", "recovery", "replay", "recovery trend", "Δ recovery",
+                 "Δ replay", "significant in"):
+        at.add_column(name, justify="left" if name in (header, "recovery trend", "significant in") else "right",
+                      no_wrap=name in (header, "prompts", "median", "p99", "recovery", "replay"))
+    for a in rows:
+        alast = a["weeks"][-1] if a["weeks"] else {"changes": {}}
+        at.add_row(inert(a["group"]), str(a["prompts"]), fmt("median_tool_calls_per_prompt", a["median_tool_calls_per_prompt"]),
+                   fmt("p99_tool_calls_per_prompt", a["p99_tool_calls_per_prompt"]), fmt("recovery_rate", a["recovery_rate"]),
+                   fmt("replay_rate", a["replay_rate"]), sparkline([w["recovery_rate"] for w in a["weeks"]]),
+                   fmt_change("recovery_rate", alast["changes"].get("recovery_rate")),
+                   fmt_change("replay_rate", alast["changes"].get("replay_rate")),
+                   inert(significant_weeks(a["weeks"])) or "[dim]-[/dim]")
+    console.print(at)
+
+
 def render(report: dict[str, Any], console: Console) -> None:
     """Print the whole report."""
     o = report["overall"]
@@ -153,22 +179,10 @@ def render(report: dict[str, Any], console: Console) -> None:
         console.print(wt)
 
     week_table("Per ISO week (Δ vs the previous week; ◆ significant at alpha " + str(report["alpha"]) + ")", weeks)
-    at = new_table("Per agent (Δ: the agent's last week vs its previous one; ◆ significant; "
-                    "every week's changes in --format json and --html)")
-    for header in ("agent", "prompts", "median", "p99", "recovery", "replay", "recovery trend", "Δ recovery",
-                   "Δ replay", "significant in"):
-        at.add_column(header, justify="left" if header in ("agent", "recovery trend", "significant in") else "right",
-                      no_wrap=header in ("agent", "prompts", "median", "p99", "recovery", "replay"))
-    for a in report["agents"]:
-        flags = [f"{w['week']} {m}" for w in a["weeks"] for m, ch in w["changes"].items() if ch.get("significant")]
-        alast = a["weeks"][-1] if a["weeks"] else {"changes": {}}
-        at.add_row(inert(a["agent"]), str(a["prompts"]), fmt("median_tool_calls_per_prompt", a["median_tool_calls_per_prompt"]),
-                   fmt("p99_tool_calls_per_prompt", a["p99_tool_calls_per_prompt"]), fmt("recovery_rate", a["recovery_rate"]),
-                   fmt("replay_rate", a["replay_rate"]), sparkline([w["recovery_rate"] for w in a["weeks"]]),
-                   fmt_change("recovery_rate", alast["changes"].get("recovery_rate")),
-                   fmt_change("replay_rate", alast["changes"].get("replay_rate")),
-                   inert(", ".join(flags)) or "[dim]-[/dim]")
-    console.print(at)
+    group_table(console, "Per agent", "agent", [{**a, "group": a["agent"]} for a in report["agents"]])
+    if report.get("groups"):
+        g = report["groups"]
+        group_table(console, f"Per {inert(g['by'])}", inert(g["by"]), g["items"])
     tools = report["tools"]
     if tools["items"]:
         from loopscope.cli.render.metrics import tool_tables

@@ -64,6 +64,15 @@ AUDIT_METRICS = (
     "replay_rate",
 )
 
+# The audit metrics in a narrow column (the weekly table's headers).
+SHORT_LABELS = {
+    "median_tool_calls_per_prompt": "median",
+    "p99_tool_calls_per_prompt": "p99",
+    "recovery_rate": "recov",
+    "conversation_recovery_rate": "conv",
+    "replay_rate": "replay",
+}
+
 # The y-axis caption of each audit chart.
 AXIS_LABELS = {
     "median_tool_calls_per_prompt": "tool calls",
@@ -119,7 +128,37 @@ def change_parts(figure: str, change: dict[str, Any] | None) -> tuple[str, str, 
     """A week-over-week change as (difference, p-value, significant) texts; None when there is no change."""
     if not change or change.get("difference") is None:
         return None
-    return difference_text(figure, change["difference"]), p_text(change.get("p_value")), bool(change.get("significant"))
+    text = difference_text(figure, change["difference"])
+    moved = mean_shift_text(change)
+    return (f"{text}, {moved}" if moved else text), p_text(change.get("p_value")), bool(change.get("significant"))
+
+
+def mean_shift_text(change: dict[str, Any]) -> str:
+    """For a distribution test (tool calls per prompt): how the mean moved, "mean +1.2"; else ""."""
+    means = change.get("means")
+    if not means or means.get("previous") is None or means.get("current") is None:
+        return ""
+    return "mean " + difference_text("mean", means["current"] - means["previous"])
+
+
+def unflagged_note(change: dict[str, Any] | None) -> str:
+    """Why a change with a p-value carries no flag (too few observations, no variation); "" when flagged or none."""
+    if not change or change.get("significant") or change.get("p_value") is None:
+        return ""
+    return str(change.get("note") or "")
+
+
+def significant_weeks(weeks: list[dict[str, Any]], last: int = 2) -> str:
+    """Where a series changed significantly, short: "3 weeks; last: 2026-W30 median; 2026-W31 recov, replay"."""
+    flagged = [(w["week"], [SHORT_LABELS.get(m, m) for m, ch in w["changes"].items() if ch.get("significant")])
+               for w in weeks]
+    flagged = [(week, names) for week, names in flagged if names]
+    if not flagged:
+        return ""
+    shown = "; ".join(f"{week} {', '.join(names)}" for week, names in flagged[-last:])
+    if len(flagged) <= last:
+        return shown
+    return f"{len(flagged)} weeks; last: {shown}"
 
 
 def shown_of(section: dict) -> str:
