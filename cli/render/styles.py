@@ -121,7 +121,10 @@ def p_text(p_value: float | None) -> str:
     """A p-value, short: ``p<.001`` or ``p=.04``; empty when there is none."""
     if p_value is None:
         return ""
-    return "p<.001" if p_value < 0.001 else f"p={p_value:.2f}".replace("0.", ".", 1)
+    if p_value < 0.001:
+        return "p<.001"
+    # two decimals hide p = 0.004 as "p=.00": three below 0.01
+    return f"p={p_value:.3f}".replace("0.", ".", 1) if p_value < 0.01 else f"p={p_value:.2f}".replace("0.", ".", 1)
 
 
 def change_parts(figure: str, change: dict[str, Any] | None) -> tuple[str, str, bool] | None:
@@ -141,9 +144,9 @@ def mean_shift_text(change: dict[str, Any]) -> str:
     return "mean " + difference_text("mean", means["current"] - means["previous"])
 
 
-def unflagged_note(change: dict[str, Any] | None) -> str:
-    """Why a change with a p-value carries no flag (too few observations, no variation); "" when flagged or none."""
-    if not change or change.get("significant") or change.get("p_value") is None:
+def unflagged_note(change: dict[str, Any] | None, alpha: float) -> str:
+    """Why a change with p < alpha carries no flag (too few observations in a cohort); "" otherwise."""
+    if not change or change.get("significant") or change.get("p_value") is None or change["p_value"] >= alpha:
         return ""
     return str(change.get("note") or "")
 
