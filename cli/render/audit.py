@@ -143,10 +143,12 @@ def group_table(console: Console, title: str, header: str, rows: list[dict[str, 
     """Per agent or per tag value: its figures, its recovery trend and last changes, where it changed significantly."""
     at = new_table(f"{title} (Δ: the last week vs the previous one; ◆ significant; "
                    "every week's changes in --format json and --html)")
-    for name in (header, "prompts", "median", "p99", "recovery", "replay", "recovery trend", "Δ recovery",
-                 "Δ replay", "significant in"):
-        at.add_column(name, justify="left" if name in (header, "recovery trend", "significant in") else "right",
-                      no_wrap=name in (header, "prompts", "median", "p99", "recovery", "replay"))
+    # short headers (the weekly table's): 100 columns hold them whole
+    for name in (header, "prompts", "median", "p99", "recov", "replay", "recov trend", "Δ recov",
+                 "Δ replay", "◆ weeks"):
+        at.add_column(name, justify="left" if name in (header, "recov trend", "◆ weeks") else "right",
+                      no_wrap=name in (header, "prompts", "median", "p99", "recov", "replay", "recov trend"),
+                      min_width=len(name))
     for a in rows:
         alast = a["weeks"][-1] if a["weeks"] else {"changes": {}}
         at.add_row(inert(a["group"]), str(a["prompts"]), fmt("median_tool_calls_per_prompt", a["median_tool_calls_per_prompt"]),
@@ -195,7 +197,7 @@ def render(report: dict[str, Any], console: Console) -> None:
         console.print(wt)
         footnote = _unflagged_footnote(rows, alpha)
         if footnote:
-            console.print(footnote)
+            console.print(footnote + "\n")
 
     week_table("Per ISO week (Δ vs the previous week; ◆ significant at alpha " + str(report["alpha"]) + ")", weeks)
     group_table(console, "Per agent", "agent", [{**a, "group": a["agent"]} for a in report["agents"]])

@@ -109,7 +109,7 @@ def fmt_change(metric: str, change: dict[str, Any] | None, alpha: float = 0.05) 
     The tooltip names what was tested; a p-value without the flag says why (too few
     observations), as ``compare`` does.
     """
-    parts = change_parts(metric, change)
+    parts = change_parts(metric, change, always_mean=True)
     if parts is None or change is None:
         return '<span class="muted">–</span>'
     text, ptxt, significant = parts

@@ -127,13 +127,19 @@ def p_text(p_value: float | None) -> str:
     return f"p={p_value:.3f}".replace("0.", ".", 1) if p_value < 0.01 else f"p={p_value:.2f}".replace("0.", ".", 1)
 
 
-def change_parts(figure: str, change: dict[str, Any] | None) -> tuple[str, str, bool] | None:
-    """A week-over-week change as (difference, p-value, significant) texts; None when there is no change."""
+def change_parts(figure: str, change: dict[str, Any] | None, *, always_mean: bool = False) -> tuple[str, str, bool] | None:
+    """A week-over-week change as (difference, p-value, significant) texts; None when there is no change.
+
+    For the distribution test (tool calls per prompt) the difference is followed by the change of
+    the mean when the shift is flagged (or ``always_mean``): "+0, mean +1.2".
+    """
     if not change or change.get("difference") is None:
         return None
     text = difference_text(figure, change["difference"])
-    moved = mean_shift_text(change)
-    return (f"{text}, {moved}" if moved else text), p_text(change.get("p_value")), bool(change.get("significant"))
+    significant = bool(change.get("significant"))
+    # a flagged distribution shift always says how the mean moved (the median may not have)
+    moved = mean_shift_text(change) if significant or always_mean else ""
+    return (f"{text}, {moved}" if moved else text), p_text(change.get("p_value")), significant
 
 
 def mean_shift_text(change: dict[str, Any]) -> str:
