@@ -59,7 +59,7 @@ def render_ranking(ranked: list[Any]) -> None:
         _ranking_table(console, ranked)
     if any(len(row.rules) > len(row.verdict_rules) for row in ranked):
         console.print(
-            "[dim]rules: in red, those behind the verdict (they make the message generic); +N more: N other rules "
+            "\n[dim]rules: in red, those behind the verdict (they make the message generic); +N more: N other rules "
             "matched, advice for the rewrite that does not make the message generic (--format json lists every "
             "rule; loopscope lint rules)[/dim]"
         )
