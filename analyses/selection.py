@@ -99,7 +99,7 @@ class Selection:
             parts.append(f"json_extract_string({alias}.tags, ?) = ?")
             params.extend([_json_path(key), value])
         for key in self.untagged:
-            parts.append(f"json_extract_string({alias}.tags, ?) IS NULL")
+            parts.append(f"coalesce(json_extract_string({alias}.tags, ?), '') = ''")
             params.append(_json_path(key))
         if self.conversation_ids:
             parts.append(f"list_contains(?, {alias}.conversation_id)")
@@ -121,7 +121,7 @@ class Selection:
 
 
 UNTAGGED = "(untagged)"
-"""The group of ``--by tag:KEY`` for prompts whose records do not carry the tag."""
+"""The group of ``--by tag:KEY`` for prompts whose records do not carry the tag (or carry it empty)."""
 TAG_PREFIX = "tag:"
 
 
@@ -146,7 +146,8 @@ class GroupBy:
         """The grouping expression and its parameters; ``fixed`` holds the expressions of the other kinds."""
         if self.kind != "tag":
             return fixed[self.kind], []
-        return f"coalesce(json_extract_string({alias}.tags, ?), '{UNTAGGED}')", [_json_path(self.tag)]
+        # an empty value counts as no tag (ClickHouse's JSON_VALUE gives '' for an absent key)
+        return f"coalesce(nullif(json_extract_string({alias}.tags, ?), ''), '{UNTAGGED}')", [_json_path(self.tag)]
 
     def narrow(self, selection: Selection, value: str) -> Selection:
         """``selection`` limited to the prompts of the group ``value`` (agent or tag groups)."""

@@ -34,11 +34,11 @@ CONVERSATION_EXISTS_SQL = "SELECT count(*) FROM prompts_v WHERE conversation_id 
 # Conversations whose id starts with what the user typed (a UUID's first 8 characters), one past
 # the number listed, so "and more" is known without counting them all.
 PREFIX_MATCHES_SQL = """
-SELECT conversation_id FROM (
+SELECT DISTINCT conversation_id FROM (
     SELECT conversation_id FROM tool_calls WHERE substr(conversation_id, 1, ?) = ?
-    UNION
+    UNION ALL
     SELECT conversation_id FROM loop_exits WHERE substr(conversation_id, 1, ?) = ?
-) ORDER BY conversation_id LIMIT ?
+) AS ids ORDER BY conversation_id LIMIT ?
 """
 PREFIX_CANDIDATES_SHOWN = 10
 # Candidates for "did you mean": the most recently active conversations.
