@@ -120,6 +120,16 @@ def test_load_tag_on_records_files(tmp_path: Path) -> None:
     assert sum(m["prompts"] for m in modes.values()) == overall["prompts"]
 
 
+def test_load_tag_says_when_a_file_was_already_loaded(tmp_path: Path) -> None:
+    db = str(tmp_path / "again.duckdb")
+    assert _invoke("load", str(SAMPLE_LOGS), "--db", db).exit_code == 0
+    again = _invoke("load", str(SAMPLE_LOGS), "--db", db, "--tag", "deploy=v43")
+    assert again.exit_code == 0
+    assert "keep their tags" in " ".join(again.stderr.split())
+    res = _invoke("metrics", "--db", db, "--tag", "deploy=v43")
+    assert res.exit_code == 1 and "no prompt has tag deploy=v43" in " ".join(res.output.split())
+
+
 @pytest.mark.parametrize("bad", ["deploy", "=v42"])
 def test_load_tag_must_be_key_value(tmp_path: Path, bad: str) -> None:
     res = _invoke("load", str(SAMPLE_LOGS), "--db", str(tmp_path / "x.duckdb"), "--tag", bad)

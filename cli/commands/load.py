@@ -75,6 +75,16 @@ def load(
         raise LoopscopeError(first.message() + more, hint=first.hint)
     for f in fruitless:
         stderr_console().print(f"[yellow]warning:[/yellow] {inert(f.message())}\n  [dim]{inert(f.hint)}[/dim]")
+    if tag:
+        kept = [d for d in summary.details if d.status == "unchanged"]
+        if kept:
+            from loopscope.cli.render.output import shown_path
+
+            stderr_console().print(
+                f"[yellow]warning:[/yellow] --tag applies to the records loaded now; {len(kept)} file(s) were already "
+                f"loaded and keep their tags, e.g. {inert(shown_path(kept[0].path))}\n  [dim]load them into a new "
+                "--db to tag them, or tag them when first loaded[/dim]"
+            )
     if summary.unreadable:
         # The other files are loaded; exit 1 so a script notices the ones that were not.
         raise typer.Exit(1)
