@@ -219,7 +219,7 @@ def render(report: dict[str, Any], console: Console) -> None:
            ("resolved_later_errors", "resolved later"), ("conversation_recovery_rate", "conv. recovery")],
            [{**b, **b["error_classes"]} for b in report["error_classes_by_tool"]], console, texts=("tool_name",), empty="no tool error")
     gt = report["generic_templates"]
-    _table(f"Generic error messages ({shown_of(gt)} templates, costliest first)",
+    _table(f"Generic error messages ({shown_of(gt)} template{'' if gt['total'] == 1 else 's'}, costliest first)",
            [("tool_name", "tool"), ("template", "template"), ("occurrences", "seen"), ("unrecovered", "unrecovered"),
             ("recovery_rate", "recovery"), ("rules", "rules")], gt["items"], console,
            texts=("tool_name", "template", "rules"), empty="no generic error message")

@@ -549,7 +549,7 @@ def render_html(report: dict[str, Any]) -> str:
             [("tool_name", "tool"), ("errors", "errors"), ("recovered", "recovered"), ("gave_up", "gave up"),
              ("aborted", "aborted"), ("open", "open"), ("recovery_rate", "recovery"), ("conversation_recovery_rate", "conv. recovery")], [{**b, **b["error_classes"]} for b in report["error_classes_by_tool"]],
             empty="No tool errors."), "classes"),
-        _section(f"Generic error messages ({shown_of(gt)} templates, costliest first)", table(
+        _section(f"Generic error messages ({shown_of(gt)} template{'' if gt['total'] == 1 else 's'}, costliest first)", table(
             [("tool_name", "tool"), ("template", "template"), ("occurrences", "seen"), ("unrecovered", "unrecovered"),
              ("recovery_rate", "recovery"), ("rules", "rules"), ("rewrite", "rewrite direction")], gt["items"], msg_cell,
             "No generic error message."), "templates"),
