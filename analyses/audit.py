@@ -198,15 +198,15 @@ def audit(
         return report
 
 
-# The list sections whose rows name a conversation, in the page's order.
-LISTED_SECTIONS = ("retry_loops", "no_progress_loops", "cycles", "replays", "duplicate_executions",
-                   "protocol_violations", "triage_first")
+# The list sections whose rows name a conversation: triage first, then the incident lists.
+LISTED_SECTIONS = ("triage_first", "retry_loops", "no_progress_loops", "cycles", "replays", "duplicate_executions",
+                   "protocol_violations")
 
 
 def listed_conversations(report: dict[str, Any]) -> list[str]:
     """Every conversation a list of the report shows, once, in order (triage first, then the incident lists)."""
     ids: dict[str, None] = {}
-    for section in ("triage_first", *LISTED_SECTIONS):
+    for section in LISTED_SECTIONS:
         for row in report[section]["items"]:
             if row.get("conversation_id") is not None:
                 ids[str(row["conversation_id"])] = None

@@ -31,6 +31,11 @@ from loopscope.cli.render.styles import (
     TOOL_COLUMNS,
     change_parts,
     figure_text,
+    LOW_CONFIDENCE_N as LOW_N,
+    SERIES_ALL_COLOR as ALL_COLOR,
+    SERIES_DASHES as DASHES,
+    SERIES_MARKERS as MARKERS,
+    SERIES_PALETTE as PALETTE,
     unflagged_note,
     is_rate,
     label as figure_label,
@@ -39,17 +44,6 @@ from loopscope.cli.render.styles import (
 
 # The chart and card titles: the figures' labels, capitalised as headings.
 METRIC_TITLES = {metric: figure_label(metric)[0].upper() + figure_label(metric)[1:] for metric in AUDIT_METRICS}
-# "All prompts" is the near-black thick line; the groups (agents, tag values) take the Okabe-Ito
-# colours, chosen to stay apart for colour-blind readers (its yellow is too pale on white and its
-# black is the all-prompts line); past seven groups the colours repeat with another dash pattern
-# and marker, so 8+ series stay distinct.
-ALL_COLOR = "#1b1f24"
-PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#8C6D1F")
-DASHES = ("6 3", "2 3", "10 3 2 3")
-MARKERS = ("circle", "square", "triangle", "diamond")
-# A weekly rate from fewer trials than this is drawn hollow and faded (low confidence: a week with
-# 2 errors swings between 0% and 100%); the tooltip gives the counts behind every point.
-LOW_N = 10
 # The x-axis labels are ISO weeks ("2026-W47"): about this many pixels each with the gap between them.
 WEEK_LABEL_PX = 56
 LABEL_STRIDES = (1, 2, 4, 8, 13, 26, 52, 104)

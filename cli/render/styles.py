@@ -82,6 +82,18 @@ AXIS_LABELS = {
     "replay_rate": "% of tool calls",
 }
 
+# The audit charts' series: "all prompts" is the near-black thick line; the groups (agents, tag
+# values) take the Okabe-Ito colours, chosen to stay apart for colour-blind readers (its yellow is
+# too pale on white and its black is the all-prompts line), each with its own marker; past seven
+# groups the colours repeat with another dash pattern, so 8+ series stay distinct.
+SERIES_ALL_COLOR = "#1b1f24"
+SERIES_PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#8C6D1F")
+SERIES_DASHES = ("6 3", "2 3", "10 3 2 3")
+SERIES_MARKERS = ("circle", "square", "triangle", "diamond")
+# A weekly value resting on fewer trials than this (errors for the recovery rates, tool calls for
+# the replay rate, prompts for tool calls per prompt) is drawn hollow and faded: low confidence.
+LOW_CONFIDENCE_N = 10
+
 # Recovery classes of a tool error (spec: error_classes); rich style names, mapped to CSS classes in HTML.
 CLASS_STYLE = {"recovered": "green", "gave_up": "yellow", "aborted": "red", "open": "magenta"}
 # check: one line per threshold.
