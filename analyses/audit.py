@@ -13,6 +13,8 @@ document; the terminal and HTML renderers read only this dict):
   calls for the median and p99), flagged when p < alpha;
 - ``agents``: per agent type, its overall figures and its own weekly series
   with changes;
+- ``groups``: with ``by`` (``tag:model``), the same per value of that tag
+  (``{"by": "tag:model", "items": [{"group": ..., figures, "weeks"}]}``), else null;
 - ``tools``: per-tool health, most-called tools first (``tools.tool_health``);
 - ``error_classes_by_tool`` (``recovery.class_breakdown``);
 - ``generic_templates``: the costliest error-message templates lint calls
@@ -35,7 +37,6 @@ does not grow with the data.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 import duckdb
@@ -47,7 +48,7 @@ from loopscope.analyses.compare import compare_figures
 from loopscope.analyses.store.relations import errors_computed_once, relations
 from loopscope.analyses.notices import NO_TIMESTAMP, notices
 from loopscope.analyses.review import agreement
-from loopscope.analyses.selection import Selection
+from loopscope.analyses.selection import GroupBy, Selection
 from loopscope.analyses.tools import tool_health
 
 METRICS = (
@@ -64,6 +65,23 @@ TESTS = {
     "conversation_recovery_rate": stats.TWO_PROPORTION,
     "replay_rate": stats.TWO_PROPORTION,
 }
+
+# What each test compares: the Mann-Whitney test ranks whole distributions, so a significant
+# change of the median's row can come with a median that did not move; the mean tool calls
+# per prompt (``means``) then shows what did.
+DISTRIBUTION_TESTED = "distribution of tool calls per prompt"
+TESTED = {
+    "median_tool_calls_per_prompt": DISTRIBUTION_TESTED,
+    "p99_tool_calls_per_prompt": DISTRIBUTION_TESTED,
+    "recovery_rate": "recovered errors / errors",
+    "conversation_recovery_rate": "recovered or resolved-later errors / errors",
+    "replay_rate": "replays / tool calls",
+}
+
+
+def _mean_calls(fig: Figures) -> float | None:
+    return round(fig.tool_calls / fig.prompts, 3) if fig.prompts else None
+
 
 # Protocol violations of the selected prompts' conversations, per kind.
 PROTOCOL_VIOLATIONS_BY_KIND_SQL = """
@@ -138,6 +156,11 @@ def weekly_series(con: duckdb.DuckDBPyConnection, selection: Selection, *, alpha
                         "significant": bool(m.test and m.test.significant),
                         "test": m.test.test if m.test else None,
                         "note": m.test.note if m.test else "",
+                        "tested": TESTED[m.metric],
+                        "means": (
+                            {"previous": _mean_calls(pfig), "current": _mean_calls(fig)}
+                            if TESTED[m.metric] == DISTRIBUTION_TESTED else None
+                        ),
                     }
         series.append(row)
         prev = (week, fig, counts)
@@ -150,6 +173,8 @@ def audit(
     *,
     limit: int = 10,
     alpha: float = stats.ALPHA,
+    by: GroupBy | None = None,
+    timelines: bool = False,
 ) -> dict[str, Any]:
     """Build the audit report over the selected prompts (see the module docstring).
 
@@ -158,12 +183,49 @@ def audit(
         selection: which prompts count.
         limit: rows kept per list section (totals are always complete).
         alpha: significance level of the week-over-week flags.
+        by: also the figures and weekly series per value of a tag (``GroupBy("tag", "model")``);
+            per agent is always there.
+        timelines: also ``timelines``: the timeline of every conversation the lists name
+            (``triage.timelines``; what the HTML page links each row to). At most a few
+            times ``limit`` conversations, one small query each.
     """
     with errors_computed_once(con):
-        return _audit(con, selection, limit=limit, alpha=alpha)
+        report = _audit(con, selection, limit=limit, alpha=alpha, by=by)
+        if timelines:
+            from loopscope.analyses.triage import timelines as conversation_timelines
+
+            report["timelines"] = conversation_timelines(con, listed_conversations(report))
+        return report
 
 
-def _audit(con: duckdb.DuckDBPyConnection, selection: Selection, *, limit: int, alpha: float) -> dict[str, Any]:
+# The list sections whose rows name a conversation: triage first, then the incident lists.
+LISTED_SECTIONS = ("triage_first", "retry_loops", "no_progress_loops", "cycles", "replays", "duplicate_executions",
+                   "protocol_violations")
+
+
+def listed_conversations(report: dict[str, Any]) -> list[str]:
+    """Every conversation a list of the report shows, once, in order (triage first, then the incident lists)."""
+    ids: dict[str, None] = {}
+    for section in LISTED_SECTIONS:
+        for row in report[section]["items"]:
+            if row.get("conversation_id") is not None:
+                ids[str(row["conversation_id"])] = None
+    for row in report["reviews"].get("disagreements") or []:
+        if row.get("conversation_id") is not None:
+            ids[str(row["conversation_id"])] = None
+    return list(ids)
+
+
+def group_series(con: duckdb.DuckDBPyConnection, selection: Selection, by: GroupBy, *, alpha: float) -> list[dict[str, Any]]:
+    """Per group of ``by`` (agent or tag value): its figures and its own weekly series with changes."""
+    return [
+        {"group": value, **_figures(fig), "weeks": weekly_series(con, by.narrow(selection, value), alpha=alpha)}
+        for value, fig in figures_by(con, selection, by)
+    ]
+
+
+def _audit(con: duckdb.DuckDBPyConnection, selection: Selection, *, limit: int, alpha: float,
+           by: GroupBy | None) -> dict[str, Any]:
     from loopscope.analyses.lint.ranking import rank_templates
 
     where, params = selection.where("p")
@@ -172,10 +234,10 @@ def _audit(con: duckdb.DuckDBPyConnection, selection: Selection, *, limit: int, 
     row = con.execute(SELECTED_CONVERSATIONS_SQL.format(prompts=prompts, where=where), params).fetchone()
     conversations = int(row[0]) if row else 0
 
-    agents = []
-    for agent, fig in figures_by(con, selection, "agent"):
-        only = replace(selection, agents=(agent,))
-        agents.append({"agent": agent, **_figures(fig), "weeks": weekly_series(con, only, alpha=alpha)})
+    agents = [{"agent": g.pop("group"), **g} for g in group_series(con, selection, GroupBy("agent"), alpha=alpha)]
+    groups = None
+    if by is not None and by.kind != "agent":
+        groups = {"by": by.label, "items": group_series(con, selection, by, alpha=alpha)}
 
     templates = [t for t in rank_templates(con, selection) if t.generic]  # one row per template, not per call
     loops = incidents.retry_loops_page(con, selection, limit)
@@ -197,6 +259,7 @@ def _audit(con: duckdb.DuckDBPyConnection, selection: Selection, *, limit: int, 
         "overall": {**overall.to_dict(), "conversations": conversations},
         "weeks": weekly_series(con, selection, alpha=alpha),
         "agents": agents,
+        "groups": groups,
         "tools": tool_health(con, selection, limit=limit).as_dict(),
         "error_classes_by_tool": [
             {"tool_name": b.key, **{k: v for k, v in b.to_dict().items() if k != "key"}}

@@ -39,14 +39,14 @@ without a value.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Callable
 
 import duckdb
 
-from loopscope.analyses.cohorts import Figures, figures
+from loopscope.analyses.cohorts import Figures, figures, figures_by
 from loopscope.analyses.errors import LoopscopeError
-from loopscope.analyses.selection import Selection
+from loopscope.analyses.selection import GroupBy, Selection
 
 
 @dataclass(frozen=True)
@@ -108,6 +108,7 @@ class Outcome:
     status: str  # "ok", "violated" or "skipped"
     reason: str
     tool_name: str | None = None  # the tool a tool threshold was checked on
+    group: str | None = None  # with --by: the group (agent, tag value) it was checked on
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict for JSON."""
@@ -250,8 +251,13 @@ def _tool_outcomes(con: duckdb.DuckDBPyConnection, selection: Selection, thresho
     return outcomes
 
 
-def check(con: duckdb.DuckDBPyConnection, selection: Selection, thresholds: Thresholds) -> CheckResult:
-    """Check every set threshold against the selection's figures.
+def check(con: duckdb.DuckDBPyConnection, selection: Selection, thresholds: Thresholds,
+          by: GroupBy | None = None) -> CheckResult:
+    """Check every set threshold against the selection's figures, or each group's with ``by``.
+
+    With ``by`` (``agent`` or ``tag:KEY``) every threshold is checked on every group of the
+    selection (one outcome per threshold and group, ``group`` set, the reason starting with
+    the group); ``figures`` then also holds ``groups``: each group's figures.
 
     Raises:
         LoopscopeError: no threshold is set, a threshold is out of range, or
@@ -269,6 +275,24 @@ def check(con: duckdb.DuckDBPyConnection, selection: Selection, thresholds: Thre
             "the selection has no prompt to check",
             hint="load logs first (pass PATHs), or widen --since/--until/--agent/--tag",
         )
+    if by is not None:
+        return _check_groups(con, selection, thresholds, by, fig)
+    return _check_one(con, selection, thresholds, fig)
+
+
+def _check_groups(con: duckdb.DuckDBPyConnection, selection: Selection, thresholds: Thresholds, by: GroupBy,
+                  overall: Figures) -> CheckResult:
+    outcomes: list[Outcome] = []
+    groups: dict[str, Any] = {}
+    for value, fig in figures_by(con, selection, by):
+        one = _check_one(con, by.narrow(selection, value), thresholds, fig)
+        name = f"{by.tag}={value}" if by.kind == "tag" else f"{by.kind} {value}"
+        outcomes.extend(replace(o, group=value, reason=f"{name}: {o.reason}") for o in one.outcomes)
+        groups[value] = one.figures
+    return CheckResult(outcomes, {**overall.to_dict(), "by": by.label, "groups": groups})
+
+
+def _check_one(con: duckdb.DuckDBPyConnection, selection: Selection, thresholds: Thresholds, fig: Figures) -> CheckResult:
     outcomes: list[Outcome] = []
     figs: dict[str, Any] = fig.to_dict()
     for name, (figure, kind, get) in _CHECKS.items():

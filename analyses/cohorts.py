@@ -15,12 +15,12 @@ from dataclasses import replace
 import duckdb
 
 from loopscope.analyses.store.facts import ensure_facts
-from loopscope.analyses.metrics import GROUP_KEYS, Metrics, compute_metrics, metrics_by
-from loopscope.analyses.selection import Selection, parse_iso_week
+from loopscope.analyses.metrics import Metrics, compute_metrics, group_key, metrics_by
+from loopscope.analyses.selection import GroupBy, Selection, parse_iso_week
 
 # The sample for the rank test: tool calls of every selected prompt, per group.
 # {table} is prompt_facts (the per-prompt materialisation of prompts_v, when
-# fresh) or prompts_v itself; {group_key} is one of metrics.GROUP_KEYS.
+# fresh) or prompts_v itself; {group_key} is metrics.group_key's expression.
 TOOL_CALL_COUNTS_SQL = """
 SELECT {group_key} AS grp, list(p.n_tool_calls ORDER BY p.n_tool_calls) AS counts
 FROM {table} p
@@ -39,12 +39,14 @@ def figures(con: duckdb.DuckDBPyConnection, selection: Selection) -> Figures:
     return compute_metrics(con, selection)
 
 
-def figures_by(con: duckdb.DuckDBPyConnection, selection: Selection, by: str) -> list[tuple[str, Figures]]:
-    """The figures per ``week`` (ISO, of each prompt's first record), ``day`` or ``agent``, in key order."""
+def figures_by(con: duckdb.DuckDBPyConnection, selection: Selection, by: str | GroupBy) -> list[tuple[str, Figures]]:
+    """The figures per ``week`` (ISO, of each prompt's first record), ``day``, ``agent`` or ``tag:KEY``, in key order."""
     return sorted(((str(m.group), m) for m in metrics_by(con, selection, by)), key=lambda kv: kv[0])
 
 
-def tool_call_counts_by(con: duckdb.DuckDBPyConnection, selection: Selection, by: str | None) -> dict[str, list[int]]:
+def tool_call_counts_by(
+    con: duckdb.DuckDBPyConnection, selection: Selection, by: str | GroupBy | None
+) -> dict[str, list[int]]:
     """Tool calls per selected prompt, ascending (the rank test's sample), per ``week``/``day``/``agent`` group.
 
     One query for every group; it reads ``prompt_facts`` when it matches the
@@ -52,8 +54,10 @@ def tool_call_counts_by(con: duckdb.DuckDBPyConnection, selection: Selection, by
     """
     where, params = selection.where("p")
     table = "prompt_facts" if ensure_facts(con) else "prompts_v"
-    sql = TOOL_CALL_COUNTS_SQL.format(group_key=GROUP_KEYS[by], table=table, where=where)
-    return {str(grp): [int(v) for v in counts] for grp, counts in con.execute(sql, params).fetchall()}
+    key_sql, key_params = group_key(by)
+    sql = TOOL_CALL_COUNTS_SQL.format(group_key=key_sql, table=table, where=where)
+    rows = con.execute(sql, [*key_params, *params]).fetchall()  # the group key comes before WHERE
+    return {str(grp): [int(v) for v in counts] for grp, counts in rows}
 
 
 def tool_call_counts(con: duckdb.DuckDBPyConnection, selection: Selection) -> list[int]:

@@ -21,7 +21,7 @@ the normative views over the whole store; the selection only picks which
 prompts are counted. The views' per-prompt results are materialised in
 ``prompt_facts`` after each load (``store.facts``), which keeps the metrics
 on 10M records an aggregation over prompts. ``--by`` splits the same figures by the day, ISO week or
-agent of each prompt's first record.
+agent of each prompt's first record, or by the value of one of its tags (``tag:model``).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import duckdb
 from loopscope.analyses.errors import LoopscopeError
 from loopscope.analyses.notices import NO_TIMESTAMP, SYNTHETIC_BEFORE
 from loopscope.analyses.store.facts import ensure_facts
-from loopscope.analyses.selection import Selection
+from loopscope.analyses.selection import GroupBy, Selection, parse_group_by
 
 # Grouping keys over prompts_v (aliased p); only these fixed texts are formatted in.
 # Prompts from messages without timestamps (the readers date them 1970-01-01
@@ -312,24 +312,36 @@ def compute_metrics(
 
 
 def metrics_by(
-    con: duckdb.DuckDBPyConnection, selection: Selection | None, by: str | None, *, source: str = "auto"
+    con: duckdb.DuckDBPyConnection, selection: Selection | None, by: str | GroupBy | None, *, source: str = "auto"
 ) -> list[Metrics]:
-    """The metrics per group: ``by`` is None (one row), ``day``, ``week`` (ISO, 2026-W47) or ``agent``.
+    """The metrics per group: ``by`` is None (one row), ``day``, ``week`` (ISO, 2026-W47), ``agent`` or ``tag:KEY``.
 
-    ``source``: ``auto`` reads ``prompt_facts`` when it is (or can be made)
-    fresh, else the views; ``views`` always computes from the views (tests
-    compare both).
+    ``tag:KEY`` groups prompts by the value of one tag (``selection.UNTAGGED``
+    for prompts without it). ``source``: ``auto`` reads ``prompt_facts`` when
+    it is (or can be made) fresh, else the views; ``views`` always computes
+    from the views (tests compare both).
 
     Raises:
         LoopscopeError: ``by`` is not one of those.
     """
-    if by not in GROUP_KEYS:
-        raise LoopscopeError(f"--by {by!r} is not a grouping", hint="use --by day, --by week or --by agent")
+    key_sql, key_params = group_key(by)
     where, params = (selection or Selection()).where("p")
     template = FACTS_METRICS_SQL if source == "auto" and ensure_facts(con) else METRICS_SQL
-    query = template.format(group_key=GROUP_KEYS[by], where=where)
-    rows = con.execute(query, params).fetchall()
+    query = template.format(group_key=key_sql, where=where)
+    rows = con.execute(query, [*key_params, *params]).fetchall()  # the group key comes before WHERE
     result = [_row_to_metrics(row, by is not None) for row in rows]
     if by is None and not result:
         return [EMPTY]
     return result
+
+
+def group_key(by: str | GroupBy | None) -> tuple[str, list[object]]:
+    """The SQL grouping expression over prompts (aliased ``p``) of ``by`` and its bound parameters.
+
+    Raises:
+        LoopscopeError: ``by`` is not a grouping.
+    """
+    if by is None:
+        return GROUP_KEYS[None], []
+    grouping = by if isinstance(by, GroupBy) else parse_group_by(by, GROUP_BY_CHOICES)
+    return grouping.key_sql(GROUP_KEYS)

@@ -82,12 +82,25 @@ class Pack:
 
 def after_error(calls: list[triage_mod.ToolCallEntry], error: triage_mod.ToolCallEntry,
                 exit_: triage_mod.LoopExit | None) -> str:
-    """What the model did after ``error``, from the prompt's later steps."""
+    """What the model did after ``error``: the parallel calls of its own step, then the prompt's later steps.
+
+    A call the model asked for in the same response as the failing one (the same step) is
+    said first: "made no further tool call" alone would hide that a parallel sibling succeeded.
+    """
+    siblings = [c for c in calls if c.step == error.step and c is not error]
+    same_step = ""
+    if siblings:
+        outcomes = ", ".join(
+            f"{md_inline(c.tool_name)} → "
+            + (f"error ({md_inline(c.error_class or 'error')})" if c.is_error else "ok")
+            for c in siblings
+        )
+        same_step = f"in the same step (parallel calls) also called {outcomes}; then "
     later = [c for c in calls if c.step > error.step]
     if not later:
         if exit_ is None:
-            return "made no further tool call, and the prompt has no loop_exit (the run died or is still open)"
-        return f"made no further tool call; the loop exited with {md_inline(exit_.exit_reason)}"
+            return same_step + "made no further tool call, and the prompt has no loop_exit (the run died or is still open)"
+        return same_step + f"made no further tool call; the loop exited with {md_inline(exit_.exit_reason)}"
     nxt_step = later[0].step
     parts = []
     for c in (c for c in later if c.step == nxt_step):
@@ -99,7 +112,7 @@ def after_error(calls: list[triage_mod.ToolCallEntry], error: triage_mod.ToolCal
             what = f"switched to {md_inline(c.tool_name)}"
         result = f"error again ({md_inline(c.error_class or 'error')})" if c.is_error else "ok"
         parts.append(f"{what} at step {c.step} → {result}")
-    return "; ".join(parts)
+    return same_step + "; ".join(parts)
 
 
 def conversation_markdown(t: triage_mod.Triage, candidate: Any, number: int) -> str:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from loopscope.analyses.errors import LoopscopeError
 
@@ -76,6 +76,8 @@ class Selection:
     tags: tuple[tuple[str, str], ...] = ()
     source_ids: tuple[int, ...] | None = None
     conversation_ids: tuple[str, ...] = ()
+    untagged: tuple[str, ...] = ()
+    """Tag keys the prompt's records must *not* carry (the ``(untagged)`` group of ``--by tag:KEY``)."""
     extra: dict[str, str] = field(default_factory=dict, compare=False)
 
     def where(self, alias: str = "p") -> tuple[str, list[object]]:
@@ -96,6 +98,9 @@ class Selection:
         for key, value in self.tags:
             parts.append(f"json_extract_string({alias}.tags, ?) = ?")
             params.extend([_json_path(key), value])
+        for key in self.untagged:
+            parts.append(f"coalesce(json_extract_string({alias}.tags, ?), '') = ''")
+            params.append(_json_path(key))
         if self.conversation_ids:
             parts.append(f"list_contains(?, {alias}.conversation_id)")
             params.append(list(self.conversation_ids))
@@ -113,6 +118,64 @@ class Selection:
             )
             params.extend([list(self.source_ids), list(self.source_ids)])
         return (" AND ".join(parts) or "TRUE"), params
+
+
+UNTAGGED = "(untagged)"
+"""The group of ``--by tag:KEY`` for prompts whose records do not carry the tag (or carry it empty)."""
+TAG_PREFIX = "tag:"
+
+
+@dataclass(frozen=True)
+class GroupBy:
+    """A grouping of prompts: ``day``, ``week``, ``agent`` or ``tag:KEY`` (the value of one tag).
+
+    ``key_sql`` is the grouping expression over prompts (as ``alias``) with its
+    bound parameters (the tag's key is a parameter, never SQL text); ``narrow``
+    the selection of one group's prompts.
+    """
+
+    kind: str
+    tag: str = ""
+
+    @property
+    def label(self) -> str:
+        """As the user wrote it: ``agent``, ``tag:model``."""
+        return TAG_PREFIX + self.tag if self.kind == "tag" else self.kind
+
+    def key_sql(self, fixed: dict[str | None, str], alias: str = "p") -> tuple[str, list[object]]:
+        """The grouping expression and its parameters; ``fixed`` holds the expressions of the other kinds."""
+        if self.kind != "tag":
+            return fixed[self.kind], []
+        # an empty value counts as no tag (ClickHouse's JSON_VALUE gives '' for an absent key)
+        return f"coalesce(nullif(json_extract_string({alias}.tags, ?), ''), '{UNTAGGED}')", [_json_path(self.tag)]
+
+    def narrow(self, selection: Selection, value: str) -> Selection:
+        """``selection`` limited to the prompts of the group ``value`` (agent or tag groups)."""
+        if self.kind == "agent":
+            return replace(selection, agents=(value,))
+        if self.kind == "tag":
+            if value == UNTAGGED:
+                return replace(selection, untagged=(*selection.untagged, self.tag))
+            return replace(selection, tags=(*selection.tags, (self.tag, value)))
+        raise ValueError(f"cannot narrow a selection to one {self.kind}")
+
+
+def parse_group_by(text: str, choices: tuple[str, ...], *, option: str = "--by") -> GroupBy:
+    """``week`` / ``agent`` / ``tag:model`` -> ``GroupBy`` (``choices``: the plain kinds allowed here).
+
+    Raises:
+        LoopscopeError: neither one of ``choices`` nor ``tag:KEY`` with a key.
+    """
+    raw = text.strip()
+    if raw.startswith(TAG_PREFIX):
+        key = raw[len(TAG_PREFIX):]
+        if not key:
+            raise LoopscopeError(f"{option} {text!r} names no tag", hint=f"give the tag's key, e.g. {option} tag:model")
+        return GroupBy("tag", key)
+    if raw in choices:
+        return GroupBy(raw)
+    ways = ", ".join(f"{option} {c}" for c in choices)
+    raise LoopscopeError(f"{option} {text!r} is not a grouping", hint=f"use {ways} or {option} tag:KEY (e.g. tag:model)")
 
 
 def _json_path(key: str) -> str:

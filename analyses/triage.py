@@ -31,6 +31,16 @@ from loopscope.analyses.selection import Selection
 from loopscope.analyses.store.relations import conversation_relations
 
 CONVERSATION_EXISTS_SQL = "SELECT count(*) FROM prompts_v WHERE conversation_id = ?"
+# Conversations whose id starts with what the user typed (a UUID's first 8 characters), one past
+# the number listed, so "and more" is known without counting them all.
+PREFIX_MATCHES_SQL = """
+SELECT DISTINCT conversation_id FROM (
+    SELECT conversation_id FROM tool_calls WHERE substr(conversation_id, 1, ?) = ?
+    UNION ALL
+    SELECT conversation_id FROM loop_exits WHERE substr(conversation_id, 1, ?) = ?
+) AS ids ORDER BY conversation_id LIMIT ?
+"""
+PREFIX_CANDIDATES_SHOWN = 10
 # Candidates for "did you mean": the most recently active conversations.
 RECENT_CONVERSATIONS_SQL = """
 SELECT conversation_id FROM prompts_v
@@ -195,6 +205,28 @@ class Triage:
         }
 
 
+def _by_prefix(con: duckdb.DuckDBPyConnection, prefix: str) -> str | None:
+    """The one conversation whose id starts with ``prefix``; None when none does.
+
+    Raises:
+        UnknownConversation: several ids start with it (the message lists them).
+    """
+    if not prefix:
+        return None
+    n = len(prefix)
+    found = [r[0] for r in con.execute(PREFIX_MATCHES_SQL, [n, prefix, n, prefix, PREFIX_CANDIDATES_SHOWN + 1]).fetchall()]
+    if len(found) == 1:
+        return str(found[0])
+    if not found:
+        return None
+    shown = found[:PREFIX_CANDIDATES_SHOWN]
+    many = f"more than {len(shown)}" if len(found) > PREFIX_CANDIDATES_SHOWN else str(len(shown))
+    raise UnknownConversation(
+        f"{prefix!r} is the start of {many} conversation ids: " + ", ".join(repr(c) for c in shown),
+        hint="give more of the id, enough for one conversation",
+    )
+
+
 def unknown_conversation(con: duckdb.DuckDBPyConnection, conversation_id: str) -> UnknownConversation:
     """The error for an id that is not in the store, with the closest ids as a hint."""
     candidates = [r[0] for r in con.execute(RECENT_CONVERSATIONS_SQL, [_CANDIDATE_LIMIT]).fetchall()]
@@ -262,6 +294,13 @@ def _one_line(text: str | None, limit: int = _ATTEMPT_MESSAGE_CHARS) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
+def _without_error_label(text: str) -> str:
+    # Many tools already start their text with "Error:" (tau2-bench: "Error: not enough seats"):
+    # the block's own "Error:" label is not repeated before it.
+    head, sep, rest = text.partition(":")
+    return rest.lstrip() if sep and head.strip().lower() == "error" else text
+
+
 def recovery_context(error: recovery.UnrecoveredError, suggestions: list[str]) -> str:
     """The seed-000 ``[Error Recovery Context]`` block for an error.
 
@@ -272,7 +311,7 @@ def recovery_context(error: recovery.UnrecoveredError, suggestions: list[str]) -
     lines = [
         "[Error Recovery Context]",
         f"Operation: {_operation(error.tool_name, error.input_shape)}",
-        f"Error: {_one_line(error.error_message, 2000) or '(no message)'}",
+        f"Error: {_without_error_label(_one_line(error.error_message, 2000)) or '(no message)'}",
     ]
     if error.error_type:
         lines.append(f"Error type: {error.error_type}")
@@ -290,31 +329,10 @@ def recovery_context(error: recovery.UnrecoveredError, suggestions: list[str]) -
     return "\n".join(lines)
 
 
-def triage(con: duckdb.DuckDBPyConnection, conversation_id: str, *, files_loaded: int | None = None) -> Triage:
-    """Pull one conversation and find its first unrecovered error.
-
-    Args:
-        con: an open store.
-        conversation_id: the conversation to triage (exact id).
-        files_loaded: how many log files the caller has just loaded for this
-            triage (None when it loaded none); 0 changes the hint of an
-            unknown id to "the PATHs hold no log file".
-
-    Raises:
-        UnknownConversation: the id is not in the store (the hint names the
-            closest ids, or how to list conversations).
-    """
-    if not con.execute(CONVERSATION_EXISTS_SQL, [conversation_id]).fetchone()[0]:
-        unknown = unknown_conversation(con, conversation_id)
-        if files_loaded == 0:
-            # The store's hint ("load logs first") would send the user in a circle.
-            raise UnknownConversation(
-                unknown.message,
-                hint="the PATHs hold no log file loopscope reads (*.jsonl, *.ndjson, *.json, .gz, rotated .1); "
-                "check them with: loopscope load PATH",
-            )
-        raise unknown
-    first = recovery.first_unrecovered(con, conversation_id)
+def conversation_prompts(
+    con: duckdb.DuckDBPyConnection, conversation_id: str, first: recovery.UnrecoveredError | None
+) -> list[PromptEntry]:
+    """One conversation's prompts with their tool calls by step (the timeline); ``first`` marks its first unrecovered error."""
     first_key = (first.prompt_id, first.seq) if first is not None else None
     calls_by_prompt: dict[str, list[dict[str, Any]]] = {}
     one = conversation_relations(con)
@@ -338,6 +356,55 @@ def triage(con: duckdb.DuckDBPyConnection, conversation_id: str, *, files_loaded
                 loop_exit=_loop_exit(p),
             )
         )
+    return prompts
+
+
+def timelines(con: duckdb.DuckDBPyConnection, conversation_ids: list[str]) -> dict[str, dict[str, Any]]:
+    """The timeline of each conversation (its prompts and first unrecovered error), as plain data, in the given order.
+
+    What a report that lists conversations embeds so every listed one can be read in place
+    (the audit's HTML page); the incident analyses of ``triage`` are left out.
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for cid in dict.fromkeys(conversation_ids):
+        first = recovery.first_unrecovered(con, cid)
+        out[cid] = {
+            "first_unrecovered": first.to_dict() if first is not None else None,
+            "prompts": [p.to_dict() for p in conversation_prompts(con, cid, first)],
+        }
+    return out
+
+
+def triage(con: duckdb.DuckDBPyConnection, conversation_id: str, *, files_loaded: int | None = None) -> Triage:
+    """Pull one conversation and find its first unrecovered error.
+
+    Args:
+        con: an open store.
+        conversation_id: the conversation to triage: its id, or the start of
+            exactly one conversation's id (a UUID's first 8 characters).
+        files_loaded: how many log files the caller has just loaded for this
+            triage (None when it loaded none); 0 changes the hint of an
+            unknown id to "the PATHs hold no log file".
+
+    Raises:
+        UnknownConversation: the id is not in the store (the hint names the
+            closest ids, or how to list conversations), or it is the start of
+            several ids (the message lists them).
+    """
+    if not con.execute(CONVERSATION_EXISTS_SQL, [conversation_id]).fetchone()[0]:
+        conversation_id = _by_prefix(con, conversation_id) or conversation_id
+    if not con.execute(CONVERSATION_EXISTS_SQL, [conversation_id]).fetchone()[0]:
+        unknown = unknown_conversation(con, conversation_id)
+        if files_loaded == 0:
+            # The store's hint ("load logs first") would send the user in a circle.
+            raise UnknownConversation(
+                unknown.message,
+                hint="the PATHs hold no log file loopscope reads (*.jsonl, *.ndjson, *.json, .gz, rotated .1); "
+                "check them with: loopscope load PATH",
+            )
+        raise unknown
+    first = recovery.first_unrecovered(con, conversation_id)
+    prompts = conversation_prompts(con, conversation_id, first)
     suggestions: list[str] = []
     context = pattern = None
     if first is not None:

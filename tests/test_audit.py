@@ -103,14 +103,20 @@ def test_audit_html_self_contained_and_escaped(db: Path, tmp_path: Path) -> None
     res = runner.invoke(app, ["audit", "--db", str(db), "--html", str(page), "--format", "json", "--limit", "20"])
     assert res.exit_code == 0, res.output
     text = page.read_text(encoding="utf-8")
-    assert text.count("<svg") == 5 and text.count('class="chart"') == 5
+    report = json.loads(res.stdout)
+    # five charts, and one legend swatch per series: all prompts and each agent
+    assert text.count('class="chart"') == 5 and text.count("<svg") == 5 + 1 + len(report["agents"])
     assert text.count("<script>") == 1  # ours only
     assert "<script>alert" not in text and "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in text
     assert "\x1b" not in text and "\\x1b[31mred" in text
     assert "<!-- c -->" not in text
     # nothing that could reach the network
     without_ns = text.replace('xmlns="http://www.w3.org/2000/svg"', "")
-    assert not re.search(r"https?://|src=|href=|@import|url\(", without_ns)
+    # links only to anchors in the page itself (each listed conversation's timeline)
+    anchors = re.findall(r'href="#(c-[0-9a-f]{16})"', without_ns)
+    assert anchors and all(f'id="{a}"' in text for a in anchors)
+    without_anchors = re.sub(r'href="#c-[0-9a-f]{16}"', "", without_ns)
+    assert not re.search(r"https?://|src=|href=|@import|url\(", without_anchors)
     assert "default-src 'none'" in text
     for section in ("metrics", "charts", "weeks", "agents", "classes", "templates", "loops", "replays", "budget",
                     "protocol", "triage", "reviews"):
@@ -233,11 +239,24 @@ def test_audit_reports_protocol_violations_of_conversation_logs(tmp_path: Path) 
 
 
 def test_html_charts_have_round_ticks_axis_labels_and_values() -> None:
-    from loopscope.cli.render.html import nice_step, svg_chart
+    from loopscope.cli.render.html import Series, label_stride, nice_step, svg_chart
 
     assert [nice_step(s) for s in (4, 27.2, 0.275, 0.05, 100)] == [1, 10, 0.1, 0.02, 25]
-    svg = svg_chart(["2026-W46", "2026-W47"], [("all prompts", [3.0, 23.11], [False, True])], "p99_tool_calls_per_prompt")
+    points = {"2026-W46": (3.0, "12 prompts", 12), "2026-W47": (23.11, "3 prompts", 3)}
+    svg = svg_chart(["2026-W46", "2026-W47"], [Series("all prompts", points, {"2026-W47": True}, 0)],
+                    "p99_tool_calls_per_prompt")
     ticks = [t for t in ("0", "10", "20", "30") if f">{t}</text>" in svg]
     assert ticks == ["0", "10", "20", "30"]  # whole axis up to the first round tick above 23.11
-    assert ">ISO week</text>" in svg and ">tool calls</text>" in svg
-    assert 'class="value">23.11</text>' in svg and 'class="flag"' in svg
+    assert ">ISO week (time axis)</text>" in svg and ">tool calls</text>" in svg
+    assert 'class="value">23.11</text>' not in svg  # 3 prompts: low confidence, faded
+    assert 'class="value" opacity="0.45">23.11</text>' in svg and 'class="flag"' in svg
+    assert svg.count('class="point low"') == 1 and 'data-n="3"' in svg
+    # a time axis: 2 weeks 60 weeks apart are 60 weeks apart, labels thinned to fit
+    far = {"2025-W01": (1.0, "", 20), "2026-W08": (2.0, "", 20)}
+    svg = svg_chart(["2025-W01", "2026-W08"], [Series("all prompts", far, {}, 0)], "median_tool_calls_per_prompt")
+    assert "<polyline" not in svg  # no line across 59 weeks without prompts
+    stride = label_stride(59, 520 - 62 - 16)
+    # 442 px hold 7 labels of 56 px: every 8 weeks would need 8, every 13 needs 5
+    assert stride == 13 and f"a label every {stride} weeks" in svg
+    xaxis = svg[svg.index('<g class="xaxis">'):svg.index("</g>")]
+    assert re.findall(r">(\d{4}-W\d\d)</text>", xaxis) == ["2025-W01", "2025-W14", "2025-W27", "2025-W40", "2026-W01"]

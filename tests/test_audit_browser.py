@@ -109,3 +109,116 @@ def test_console_errors_would_be_caught(tmp_path: Path) -> None:
                     "script-src 'unsafe-inline'\"><script>undefinedFunction()</script>")
     res = _run(page, tmp_path, "--dump-dom")
     assert any("undefinedFunction" in line for line in _console(res.stderr))
+
+
+# Measures the page as the browser laid it out, after the page's own script ran; the result is
+# written into the DOM (``data-probe``) and read back with --dump-dom. Added to a copy of the page
+# by the test only (the page's CSP allows inline scripts; the report itself has one).
+PROBE = """
+<script>
+(function(){
+  var out={overlaps:[],labels:0,links:0,broken:[],headings:[],timelines:0,lowPoints:0,points:0};
+  document.querySelectorAll('svg.chart').forEach(function(svg){
+    var boxes=Array.prototype.map.call(svg.querySelectorAll('g.xaxis text'),function(t){return t.getBoundingClientRect();});
+    out.labels+=boxes.length;
+    for(var i=0;i<boxes.length;i++)for(var j=i+1;j<boxes.length;j++){
+      var a=boxes[i],b=boxes[j];
+      if(a.left<b.right&&b.left<a.right&&a.top<b.bottom&&b.top<a.bottom)
+        out.overlaps.push(svg.getAttribute('data-metric')+': '+svg.querySelectorAll('g.xaxis text')[i].textContent);
+    }
+    out.points+=svg.querySelectorAll('.point').length;out.lowPoints+=svg.querySelectorAll('.point.low').length;
+  });
+  document.querySelectorAll('a.conv').forEach(function(a){
+    out.links++;
+    var target=document.getElementById(a.getAttribute('href').slice(1));
+    if(!target||target.querySelector('h3').textContent!==a.textContent)out.broken.push(a.textContent);
+  });
+  out.timelines=document.querySelectorAll('article.timeline').length;
+  document.querySelectorAll('section h2, section h3').forEach(function(h){
+    var m=/\\((\\d+)(?: of (\\d+))?[ :,)]/.exec(h.textContent);
+    if(!m)return;
+    var el=h.nextElementSibling;
+    while(el&&el.tagName!=='TABLE'&&!/^H[23]$/.test(el.tagName)&&el.tagName!=='P')el=el.nextElementSibling;
+    var rows=el&&el.tagName==='TABLE'?el.tBodies[0].rows.length:0;
+    out.headings.push({text:h.textContent,shown:+m[1],total:m[2]?+m[2]:+m[1],rows:rows});
+  });
+  document.body.setAttribute('data-probe',JSON.stringify(out));
+})();
+</script>
+"""
+
+
+def _probe(page: Path, tmp_path: Path) -> tuple[dict, str, str]:
+    probed = tmp_path / "probed.html"
+    probed.write_text(page.read_text(encoding="utf-8").replace("</body>", PROBE + "</body>"), encoding="utf-8")
+    dom = _run(probed, tmp_path, "--dump-dom", "--window-size=1300,2000")
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    found = re.search(r'data-probe="([^"]*)"', dom.stdout)
+    assert found, "the probe did not run"
+    import html as html_lib
+    import json
+
+    return json.loads(html_lib.unescape(found.group(1))), dom.stdout, dom.stderr
+
+
+def test_report_on_tau2_files_reads_at_a_glance(tmp_path: Path) -> None:
+    """Issue 19 on the real tau2-bench excerpts: labels apart, every listed conversation linked, headings = rows."""
+    import json
+
+    tau2 = sorted((Path(__file__).parent / "fixtures" / "tau2").glob("*.json"))
+    page = tmp_path / "audit.html"
+    # --limit 3 cuts the lists, so headings must say "3 of N"
+    res = runner.invoke(app, ["audit", *map(str, tau2), "--db", ":memory:", "--html", str(page), "--by", "tag:model",
+                              "--limit", "3", "--format", "json"])
+    assert res.exit_code == 0, res.output
+    report = json.loads(res.stdout)
+    probe, dom, console = _probe(page, tmp_path)
+
+    # the x axis: labels exist and none overlaps another (bounding boxes as laid out)
+    assert probe["labels"] >= 5 * 2
+    assert probe["overlaps"] == []
+    # one series per model (the legend names them), and low-confidence points are marked
+    legend = re.findall(r'<span class="series"><svg.*?</svg>([^<]*)</span>', dom)
+    assert legend == ["all prompts", "claude-opus-4-6", "claude-sonnet-4-5", "openai/gpt-oss-120b"]
+    weeks_with_few_errors = sum(1 for w in report["weeks"] if w["errors"] < 10)
+    assert weeks_with_few_errors >= 1 and probe["lowPoints"] >= weeks_with_few_errors
+
+    # every conversation a list shows links to a timeline in the page, and every link lands
+    listed = {str(r["conversation_id"]) for section in ("triage_first", "retry_loops", "no_progress_loops", "cycles",
+                                                       "replays", "duplicate_executions", "protocol_violations")
+              for r in report[section]["items"] if r.get("conversation_id") is not None}
+    assert listed and set(report["timelines"]) == listed
+    assert probe["timelines"] == len(listed)
+    assert probe["links"] >= len(listed)
+    assert probe["broken"] == []
+
+    # every counted heading matches the rows under it: "N" when whole, "n of N" when --limit cut it
+    checked = {h["text"].split(" (")[0]: h for h in probe["headings"]}
+    for title, section in (("Conversations to triage first", "triage_first"), ("Retry loops", "retry_loops"),
+                           ("Generic error messages", "generic_templates"), ("Tools", "tools")):
+        h = checked[title]
+        assert h["rows"] == h["shown"] == len(report[section]["items"]), h
+        assert h["total"] == report[section]["total"], h
+    assert report["triage_first"]["total"] > 3 and " of " in checked["Conversations to triage first"]["text"]
+    for h in probe["headings"]:
+        if h["text"].startswith(("Timelines", "Per ", "Protocol violations", "Reviewer")):
+            continue
+        assert h["rows"] == h["shown"], h
+    print(json.dumps(probe))  # shown with -s
+    assert _console(console) == []
+    shot = tmp_path / "shot.png"
+    res2 = _run(page, tmp_path, f"--screenshot={shot}", "--window-size=1300,1600")
+    assert res2.returncode == 0 and _console(res2.stderr) == []
+
+
+def test_the_probe_sees_overlapping_labels(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The detector itself: one label per week over the tau2 files' 20 weeks does not fit in a chart.
+    import loopscope.cli.render.html as html_render
+
+    monkeypatch.setattr(html_render, "LABEL_STRIDES", (1,))
+    tau2 = sorted((Path(__file__).parent / "fixtures" / "tau2").glob("*.json"))
+    page = tmp_path / "audit.html"
+    res = runner.invoke(app, ["audit", *map(str, tau2), "--db", ":memory:", "--html", str(page)])
+    assert res.exit_code == 0, res.output
+    probe, _, _ = _probe(page, tmp_path)
+    assert probe["overlaps"]

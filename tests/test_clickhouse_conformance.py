@@ -152,7 +152,9 @@ def same_json_output(duck_db: str, url: str, *args: str) -> Any:
 
 
 def _compare_cli(duck_db: str, url: str, extra_runs: list[tuple[str, ...]] = ()) -> dict[str, Any]:
-    runs: list[tuple[str, ...]] = [(), ("--by", "week"), ("--by", "day"), ("--by", "agent"), ("--by", "tool"), *extra_runs]
+    runs: list[tuple[str, ...]] = [(), ("--by", "week"), ("--by", "day"), ("--by", "agent"), ("--by", "tool"),
+                                   # tags: the demo's mode, the tau2 files' model; '(untagged)' where absent
+                                   ("--by", "tag:mode"), ("--by", "tag:model"), *extra_runs]
     seen = {}
     for args in runs:
         want = metrics_json(duck_db, *args)
@@ -202,6 +204,10 @@ def test_cli_metrics_and_record_facts_identical(name: str, tmp_path: Path, ch_ur
     same_json_output(duck_db, ch_url, "unrecovered", "--limit", "50")
     # the whole audit: figures per week and agent, tools, incidents, triage-first, reviews
     same_json_output(duck_db, ch_url, "audit")
+    same_json_output(duck_db, ch_url, "audit", "--by", "tag:model")
+    if name == "sample_logs":  # a tag filter selects the same prompts (it selected none on ClickHouse before)
+        tagged = metrics_json(ch_url, "--tag", "mode=blind")
+        assert tagged == metrics_json(duck_db, "--tag", "mode=blind") and tagged["prompts"] == 17
     if name == "sample_logs":  # the figures sample_logs/EXPECTED.md states, on ClickHouse too
         assert (seen[""]["tool_calls"], seen[""]["errors"], seen[""]["recovered_errors"]) == (114, 26, 14)
 

@@ -312,6 +312,22 @@ def test_compare_and_check_documents(sample_db: str) -> None:
     assert set(gated["figures"]["tools"]) == {"check_availability", "list_arrivals"}
 
 
+def test_tag_groupings_on_tau2(tau2_db: str, tmp_path: Path) -> None:
+    # --by tag:KEY in metrics, audit (with the timelines --html adds) and check
+    rows = run_json("metrics", "--db", tau2_db, "--by", "tag:model", "--format", "json")
+    assert len(rows) == 3
+    assert_valid("metrics-by.json", rows)
+    report = run_json("audit", "--db", tau2_db, "--by", "tag:model", "--html", str(tmp_path / "a.html"),
+                      "--limit", "3", "--format", "json")
+    assert report["groups"]["items"] and report["timelines"]
+    assert any(ch["means"] for w in report["weeks"] for ch in w["changes"].values())
+    assert_valid("audit.json", report)
+    gated = run_json("check", "--db", tau2_db, "--by", "tag:model", "--min-recovery-rate", "0.5", "--format", "json",
+                     exit_code=3)
+    assert {o["group"] for o in gated["outcomes"]} == set(gated["figures"]["groups"])
+    assert_valid("check.json", gated)
+
+
 def test_compare_on_tau2(tau2_db: str) -> None:
     doc = run_json("compare", "--db", tau2_db, "--a", "agent:langchain_agent", "--b", "agent:adaptive_agent",
                    "--format", "json")

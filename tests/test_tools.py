@@ -226,12 +226,12 @@ def test_audit_tools_section(db: str, tmp_path: Path) -> None:
     cut = json.loads(invoke("audit", "--db", db, "--format", "json", "--limit", "1").stdout)["tools"]
     assert cut["total"] == 3 and [t["tool_name"] for t in cut["items"]] == ["search"]
     text = invoke("audit", "--db", db, "--limit", "2").stdout
-    assert "Tools (3 tools, the 2 most called; latency in ms)" in text
+    assert "Tools (2 of 3 tools, most called first; latency in ms)" in text
     page = tmp_path / "audit.html"
     invoke("audit", "--db", db, "--html", str(page))
     html = page.read_text()
     section = html[html.index('<section id="tools">'):html.index('<section id="classes">')]
-    assert "<h2>Tools (3 tools)</h2>" in section
+    assert "<h2>Tools (3 tools, most called first)</h2>" in section
     assert "<th>p95 ms</th>" in section and 'data-v="88.0">88</td>' in section
     assert "Error: room &lt;id&gt; taken" in section
     assert "3 calls without latency_ms" in section
@@ -273,7 +273,7 @@ def test_check_gates_a_tool(db: str) -> None:
     assert doc["outcomes"] == [{
         "threshold": "max_p99_latency_ms", "figure": "p99_latency_ms", "value": 296.0, "limit": 295.0,
         "status": "violated", "reason": "p99_latency_ms of book 296 ms is above the maximum 295 ms (--max-p99-latency-ms)",
-        "tool_name": "book"}]
+        "tool_name": "book", "group": None}]
     assert doc["figures"]["tools"]["book"] == _approx(EXPECTED)[1]
 
 

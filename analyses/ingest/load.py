@@ -76,6 +76,11 @@ RESET_MEMORY_LIMIT_SQL = "RESET memory_limit"
 NO_VACUUM_SQL = "SET max_vacuum_tasks = 0"
 RESET_VACUUM_SQL = "RESET max_vacuum_tasks"
 CHECKPOINT_SQL = "CHECKPOINT"
+# load --tag K=V: the tags merged over the tags each new record of one source carries (the user's win).
+ADD_TAGS_SQL = """
+UPDATE tool_calls SET tags = json_merge_patch(coalesce(tags, '{}'::JSON), ?::JSON) WHERE source_id = ? AND seq > ?;
+UPDATE loop_exits SET tags = json_merge_patch(coalesce(tags, '{}'::JSON), ?::JSON) WHERE source_id = ? AND seq > ?
+"""
 
 ProgressFn = Callable[[int, int], None]
 """Called as ``progress(bytes_done, bytes_total)`` while loading."""
@@ -217,7 +222,9 @@ def load_paths(
             and glob patterns.
         input_format: ``auto`` (detect per file), ``records``, ``messages``,
             ``otlp``, ``claude-code`` or ``codex``.
-        reader_options: passed to the reader of non-records formats.
+        reader_options: passed to the reader of non-records formats; ``tags``
+            (a dict, ``load --tag``) is also set on every record loaded now, of
+            any format, over the tags the records carry.
         progress: called with (bytes done, bytes total) as files are read.
 
     Returns:
@@ -326,9 +333,17 @@ def _load_one(
         if known is None and head.lstrip(b"\xef\xbb\xbf"):
             fast = read_whole_file(con, path)
     with transaction(con):
+        seq_row = con.execute(sql.MAX_SEQ_SQL).fetchone()
+        seq_before = int(seq_row[0]) if seq_row else 0
         if fmt == "records":
-            return _load_records_file(con, path, head, known, fast, tick)
-        return _load_reader_file(con, path, fmt, reader_options)
+            result = _load_records_file(con, path, head, known, fast, tick)
+        else:
+            result = _load_reader_file(con, path, fmt, reader_options)
+        tags = reader_options.get("tags")
+        if tags and result.loaded and result.source_id is not None:
+            patch = json.dumps({str(k): str(v) for k, v in tags.items()}, ensure_ascii=False)
+            _execute_each(con, ADD_TAGS_SQL, [patch, result.source_id, seq_before])
+        return result
 
 
 def _size(path: Path) -> int:

@@ -24,7 +24,8 @@ rewritten where sqlglot's output would run but mean something else:
   one SELECT list are zipped (``arrayZip``: two ``arrayJoin`` would cross
   them); ``suffix``/``prefix`` become ``endsWith``/``startsWith``;
   ``list(x ORDER BY k)`` sorts ``groupArray`` by the key; ``len`` of a list
-  is ``length``; ``LIMIT NULL`` is no limit.
+  is ``length``; ``LIMIT NULL`` is no limit; ``json_extract_string(x, ?)`` with a bound JSONPath
+  (the tag filters and ``--by tag:KEY``) is ``JSON_VALUE``, NULL when the key is absent.
 - ``LATERAL`` joins have no ClickHouse equivalent: ``UntranslatableSQL`` is
   raised (the views that used them have portable forms in
   ``store.clickhouse``).
@@ -58,6 +59,7 @@ SETTINGS = {
     "session_timezone": "UTC",
     "final": 1,
     "allow_experimental_correlated_subqueries": 1,
+    "function_json_value_return_type_allow_nullable": 1,
     "cast_keep_nullable": 1,
 }
 """ClickHouse settings every translated statement runs with (see the module docstring)."""
@@ -152,6 +154,14 @@ def _zip_unnests(select: exp.Select) -> None:
 
 
 def _rewrite(node: exp.Expression) -> exp.Expression:
+    if (isinstance(node, exp.JSONExtractScalar) and "only_json_types" not in node.args
+            and not isinstance(node.expression, (exp.Literal, exp.JSONPath))):
+        # json_extract_string(tags, ?) with a bound JSONPath ('$."model"', the tag filters and
+        # --by tag:KEY): ClickHouse's JSON_VALUE reads the same path (sqlglot's JSONExtractString
+        # takes keys, not a path, and matched nothing); NULL when the key is absent
+        # (function_json_value_return_type_allow_nullable), as in DuckDB. ``tags->>?`` (a bound
+        # key, only_json_types) keeps sqlglot's translation.
+        return exp.Anonymous(this="JSON_VALUE", expressions=[node.this, node.expression])
     if isinstance(node, exp.PercentileCont):
         return exp.ParameterizedAgg(
             this="quantileExactInclusive", expressions=[node.expression], params=[node.this]

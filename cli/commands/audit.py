@@ -18,6 +18,9 @@ def audit_command(
     scope: Scope,
     html: Annotated[Optional[Path], typer.Option("--html", help="Also write the report as one self-contained HTML page (opens offline).", show_default=False)] = None,
     limit: Annotated[int, typer.Option("--limit", help="Rows per list (loops, replays, templates, triage...). Totals are always complete.")] = 10,
+    by: Annotated[Optional[str], typer.Option(
+        "--by", help="Also every figure and weekly series per value of a tag ([b]tag:model[/b], [b]tag:domain[/b]); "
+        "the charts then draw one line per value. Per agent is always there.", show_default=False)] = None,
     output: FormatOption = OutputFormat.table,
 ) -> None:
     """The audit report: the four metrics per week and agent with significant changes flagged, and every incident list.
@@ -34,11 +37,14 @@ def audit_command(
       loopscope audit sample_logs/ --html audit.html
       loopscope audit --since 2026-11-01 --format json
       loopscope audit --week 2026-W47 --limit 25
+      loopscope audit tau2/ --by tag:model --html audit.html
     """
     from loopscope.analyses.audit import audit
     from loopscope.analyses.errors import LoopscopeError
     from loopscope.analyses.outputs import check_output_file, write_output_file
+    from loopscope.analyses.selection import parse_group_by
 
+    grouping = parse_group_by(by, ("agent",)) if by is not None else None
     if limit < 1:
         raise LoopscopeError(f"--limit {limit} must be at least 1", hint="for example --limit 20")
     if output is OutputFormat.csv:
@@ -46,7 +52,7 @@ def audit_command(
     if html is not None:  # fail before the work, not after
         check_output_file(html, "--html")
     with scope.open() as (con, selection, _summary):
-        report = audit(con, selection, limit=limit)
+        report = audit(con, selection, limit=limit, by=grouping, timelines=html is not None)
     if report["overall"]["prompts"] == 0:
         raise LoopscopeError("the selection has no prompt to audit",
                              hint="load logs first (pass PATHs), or widen --since/--until/--agent/--tag")

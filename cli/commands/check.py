@@ -43,6 +43,9 @@ def check_command(
     max_error_rate: _opt("--max-error-rate", "Fail when the --tool's errors / its tool calls is above this (0..1).") = None,
     max_p95_latency_ms: _opt("--max-p95-latency-ms", "Fail when the --tool's p95 latency_ms is above this.") = None,
     max_p99_latency_ms: _opt("--max-p99-latency-ms", "Fail when the --tool's p99 latency_ms is above this.") = None,
+    by: Annotated[Optional[str], typer.Option(
+        "--by", help="Check every threshold per [b]agent[/b] or per value of a tag ([b]tag:model[/b]): one line "
+        "per threshold and group; any group over a limit fails the gate.", show_default=False)] = None,
     output: FormatOption = OutputFormat.table,
 ) -> None:
     """Gate CI or alerting on the metrics: exit 3 with one line per violated threshold, 0 otherwise.
@@ -65,8 +68,12 @@ def check_command(
       loopscope check sample_logs/ --min-recovery-rate 0.5 --max-p99-tool-calls 25
       loopscope check --since 2026-11-16 --max-replay-rate 0.02 --max-double-executions 0 --format json
       loopscope check sample_logs/ --tool check_availability --max-error-rate 0.25 --max-p95-latency-ms 500
+      loopscope check tau2/ --by tag:model --min-recovery-rate 0.5
     """
     from loopscope.analyses.check import Thresholds, check
+    from loopscope.analyses.selection import parse_group_by
+
+    grouping = parse_group_by(by, ("agent",)) if by is not None else None
 
     thresholds = Thresholds(
         min_recovery_rate=min_recovery_rate,
@@ -86,12 +93,12 @@ def check_command(
         tools=tuple(tool or ()),
     )
     with scope.open() as (con, selection, _summary):
-        result = check(con, selection, thresholds)
+        result = check(con, selection, thresholds, grouping)
     if output is OutputFormat.json:
         write_json(result.to_dict())
     elif output is OutputFormat.csv:
         write_csv([o.to_dict() for o in result.outcomes], ("threshold", "figure", "value", "limit", "status", "reason",
-                                                              "tool_name"))
+                                                              "tool_name", "group"))
     else:
         from loopscope.cli.render.check import render
 

@@ -18,7 +18,8 @@ def metrics(
     fmt: FormatOption = OutputFormat.table,
     by: Annotated[
         Optional[str],
-        typer.Option("--by", help="One row per [b]day[/b], ISO [b]week[/b] (2026-W47) or [b]agent[/b]; "
+        typer.Option("--by", help="One row per [b]day[/b], ISO [b]week[/b] (2026-W47), [b]agent[/b] or value of a "
+                     "tag ([b]tag:model[/b]: prompts without the tag are '(untagged)'); "
                      "[b]tool[/b]: per-tool health (calls, errors, error rate, recovery, replays, latency "
                      "p50/p95/p99, most frequent error template).", show_default=False),
     ] = None,
@@ -40,12 +41,13 @@ def metrics(
       loopscope metrics sample_logs/
       loopscope metrics --by week --format json
       loopscope metrics sample_logs/ --by tool
+      loopscope metrics tau2/ --by tag:model
       loopscope metrics --agent concierge --since 2026-11-01 --format csv
     """
     from loopscope.analyses.metrics import (
         BY_TOOL,
         ERROR_CLASSES_KEY,
-        GROUP_KEYS,
+        GROUP_BY_CHOICES,
         METRIC_KEYS,
         TOOL_KEYS,
         flat_dict,
@@ -53,18 +55,17 @@ def metrics(
     )
     from loopscope.analyses.model import ERROR_CLASSES
     from loopscope.analyses.notices import notices
-    from loopscope.analyses.errors import LoopscopeError
+    from loopscope.analyses.selection import parse_group_by
     from loopscope.cli.common import print_notices
 
-    if by is not None and by not in GROUP_KEYS and by != BY_TOOL:
-        raise LoopscopeError(f"--by {by!r} is not a grouping", hint="use --by day, --by week, --by agent or --by tool")
+    grouping = parse_group_by(by, (*GROUP_BY_CHOICES, BY_TOOL)) if by is not None else None  # before any work
     with scope.open() as (con, selection, _summary):
         if by == BY_TOOL:
             from loopscope.analyses.tools import tool_health
 
             tools = tool_health(con, selection).tools
         else:
-            rows = metrics_by(con, selection, by)
+            rows = metrics_by(con, selection, grouping)
         found = notices(con, selection)
     print_notices(found)
     if by == BY_TOOL:

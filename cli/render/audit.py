@@ -14,7 +14,15 @@ from rich.console import Console
 from rich.table import Table
 
 from loopscope.cli.render.output import inert, one_line
-from loopscope.cli.render.styles import AUDIT_METRICS, SIGNIFICANT_MARK, change_parts, figure_text, shown_of
+from loopscope.cli.render.styles import (
+    AUDIT_METRICS,
+    SIGNIFICANT_MARK,
+    change_parts,
+    figure_text,
+    shown_of,
+    significant_weeks,
+    unflagged_note,
+)
 from loopscope.cli.render.styles import label as figure_label
 
 SPARK = "▁▂▃▄▅▆▇█"
@@ -60,8 +68,14 @@ def fmt(metric: str, value: float | None) -> str:
     return figure_text(metric, value)
 
 
-def fmt_change(metric: str, change: dict[str, Any] | None) -> str:
-    """Compact signed difference with its p-value; significant changes in bold red with a ◆."""
+UNFLAGGED_MARK = "†"
+
+
+def fmt_change(metric: str, change: dict[str, Any] | None, alpha: float = 0.05) -> str:
+    """Compact signed difference with its p-value; significant changes in bold red with a ◆.
+
+    A p-value below alpha that is not flagged (too few observations) gets a † (explained under the table).
+    """
     parts = change_parts(metric, change)
     if parts is None:
         return "[dim]-[/dim]"
@@ -69,7 +83,15 @@ def fmt_change(metric: str, change: dict[str, Any] | None) -> str:
     ptxt = f" {ptxt}" if ptxt else ""
     if significant:
         return f"[bold red]{text}{ptxt} {SIGNIFICANT_MARK}[/bold red]"
-    return f"{text}[dim]{ptxt}[/dim]"
+    dagger = f" {UNFLAGGED_MARK}" if unflagged_note(change, alpha) else ""
+    return f"{text}[dim]{ptxt}{dagger}[/dim]"
+
+
+def _unflagged_footnote(rows: list[dict[str, Any]], alpha: float) -> str:
+    notes = sorted({unflagged_note(ch, alpha) for w in rows for ch in w["changes"].values()} - {""})
+    if not notes:
+        return ""
+    return f"[dim]{UNFLAGGED_MARK} p < {alpha} but not flagged: {inert('; '.join(notes))} (too few for the test)[/dim]"
 
 
 def _short_test(name: str) -> str:
@@ -117,9 +139,31 @@ def _n(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
+def group_table(console: Console, title: str, header: str, rows: list[dict[str, Any]]) -> None:
+    """Per agent or per tag value: its figures, its recovery trend and last changes, where it changed significantly."""
+    at = new_table(f"{title} (Δ: the last week vs the previous one; ◆ significant; "
+                   "every week's changes in --format json and --html)")
+    # short headers (the weekly table's): 100 columns hold them whole
+    for name in (header, "prompts", "median", "p99", "recov", "replay", "recov trend", "Δ recov",
+                 "Δ replay", "◆ weeks"):
+        at.add_column(name, justify="left" if name in (header, "recov trend", "◆ weeks") else "right",
+                      no_wrap=name in (header, "prompts", "median", "p99", "recov", "replay", "recov trend"),
+                      min_width=len(name))
+    for a in rows:
+        alast = a["weeks"][-1] if a["weeks"] else {"changes": {}}
+        at.add_row(inert(a["group"]), str(a["prompts"]), fmt("median_tool_calls_per_prompt", a["median_tool_calls_per_prompt"]),
+                   fmt("p99_tool_calls_per_prompt", a["p99_tool_calls_per_prompt"]), fmt("recovery_rate", a["recovery_rate"]),
+                   fmt("replay_rate", a["replay_rate"]), sparkline([w["recovery_rate"] for w in a["weeks"]]),
+                   fmt_change("recovery_rate", alast["changes"].get("recovery_rate")),
+                   fmt_change("replay_rate", alast["changes"].get("replay_rate")),
+                   inert(significant_weeks(a["weeks"])) or "[dim]-[/dim]")
+    console.print(at)
+
+
 def render(report: dict[str, Any], console: Console) -> None:
     """Print the whole report."""
     o = report["overall"]
+    alpha = float(report["alpha"])
     weeks = report["weeks"]
     span = (f"week {inert(weeks[0]['week'])}" if len(weeks) == 1 else
             f"weeks {inert(weeks[0]['week'])} to {inert(weeks[-1]['week'])}" if weeks else "no week")
@@ -135,7 +179,7 @@ def render(report: dict[str, Any], console: Console) -> None:
     for metric, label in METRICS:
         t.add_row(label, fmt(metric, o[metric]), sparkline([w[metric] for w in weeks]),
                   fmt(metric, last[metric]) if last else "-",
-                  fmt_change(metric, last["changes"].get(metric) if last else None), _short_test(report["tests"][metric]))
+                  fmt_change(metric, last["changes"].get(metric) if last else None, alpha), _short_test(report["tests"][metric]))
     console.print(t)
 
     def week_table(title: str, rows: list[dict[str, Any]]) -> None:
@@ -149,32 +193,23 @@ def render(report: dict[str, Any], console: Console) -> None:
             wt.add_row(inert(w["week"]), str(w["prompts"]), str(w["open_prompts"]),
                        *(fmt(m, w[m]) for m in ("median_tool_calls_per_prompt", "p99_tool_calls_per_prompt")), str(w["errors"]),
                        *(fmt(m, w[m]) for m in ("recovery_rate", "conversation_recovery_rate", "replay_rate")),
-                       *(fmt_change(m, w["changes"].get(m)) for m in ("median_tool_calls_per_prompt", "recovery_rate", "replay_rate")))
+                       *(fmt_change(m, w["changes"].get(m), alpha) for m in ("median_tool_calls_per_prompt", "recovery_rate", "replay_rate")))
         console.print(wt)
+        footnote = _unflagged_footnote(rows, alpha)
+        if footnote:
+            console.print(footnote + "\n")
 
     week_table("Per ISO week (Δ vs the previous week; ◆ significant at alpha " + str(report["alpha"]) + ")", weeks)
-    at = new_table("Per agent (Δ: the agent's last week vs its previous one; ◆ significant; "
-                    "every week's changes in --format json and --html)")
-    for header in ("agent", "prompts", "median", "p99", "recovery", "replay", "recovery trend", "Δ recovery",
-                   "Δ replay", "significant in"):
-        at.add_column(header, justify="left" if header in ("agent", "recovery trend", "significant in") else "right",
-                      no_wrap=header in ("agent", "prompts", "median", "p99", "recovery", "replay"))
-    for a in report["agents"]:
-        flags = [f"{w['week']} {m}" for w in a["weeks"] for m, ch in w["changes"].items() if ch.get("significant")]
-        alast = a["weeks"][-1] if a["weeks"] else {"changes": {}}
-        at.add_row(inert(a["agent"]), str(a["prompts"]), fmt("median_tool_calls_per_prompt", a["median_tool_calls_per_prompt"]),
-                   fmt("p99_tool_calls_per_prompt", a["p99_tool_calls_per_prompt"]), fmt("recovery_rate", a["recovery_rate"]),
-                   fmt("replay_rate", a["replay_rate"]), sparkline([w["recovery_rate"] for w in a["weeks"]]),
-                   fmt_change("recovery_rate", alast["changes"].get("recovery_rate")),
-                   fmt_change("replay_rate", alast["changes"].get("replay_rate")),
-                   inert(", ".join(flags)) or "[dim]-[/dim]")
-    console.print(at)
+    group_table(console, "Per agent", "agent", [{**a, "group": a["agent"]} for a in report["agents"]])
+    if report.get("groups"):
+        g = report["groups"]
+        group_table(console, f"Per {inert(g['by'])}", inert(g["by"]), g["items"])
     tools = report["tools"]
     if tools["items"]:
         from loopscope.cli.render.metrics import tool_tables
 
-        shown = f", the {len(tools['items'])} most called" if len(tools["items"]) < tools["total"] else ""
-        for table in tool_tables(tools["items"], f"Tools ({_n(tools['total'], 'tool')}{shown}; latency in ms)",
+        tools_of = f"{shown_of(tools)} tool{'' if tools['total'] == 1 else 's'}"
+        for table in tool_tables(tools["items"], f"Tools ({tools_of}, most called first; latency in ms)",
                                  ruled=True):
             console.print(table)
     else:
@@ -184,7 +219,7 @@ def render(report: dict[str, Any], console: Console) -> None:
            ("resolved_later_errors", "resolved later"), ("conversation_recovery_rate", "conv. recovery")],
            [{**b, **b["error_classes"]} for b in report["error_classes_by_tool"]], console, texts=("tool_name",), empty="no tool error")
     gt = report["generic_templates"]
-    _table(f"Generic error messages ({gt['total']} templates, costliest first)",
+    _table(f"Generic error messages ({shown_of(gt)} template{'' if gt['total'] == 1 else 's'}, costliest first)",
            [("tool_name", "tool"), ("template", "template"), ("occurrences", "seen"), ("unrecovered", "unrecovered"),
             ("recovery_rate", "recovery"), ("rules", "rules")], gt["items"], console,
            texts=("tool_name", "template", "rules"), empty="no generic error message")

@@ -31,7 +31,7 @@ def _rule_labels(row: Any) -> str:
     # the rules behind the verdict in red, the count of the others; JSON/CSV list every rule
     generic = row.verdict_rules
     others = len(row.rules) - len(generic)
-    rules = " ".join(f"[red]{r}[/red]" for r in generic) + (f" [dim]+{others}[/dim]" if others else "")
+    rules = " ".join(f"[red]{r}[/red]" for r in generic) + (f" [dim]+{others} more[/dim]" if others else "")
     return rules.strip() or "-"
 
 
@@ -57,6 +57,12 @@ def render_ranking(ranked: list[Any]) -> None:
         _ranking_stacked(console, ranked)
     else:
         _ranking_table(console, ranked)
+    if any(len(row.rules) > len(row.verdict_rules) for row in ranked):
+        console.print(
+            "\n[dim]rules: in red, those behind the verdict (they make the message generic); +N more: N other rules "
+            "matched, advice for the rewrite that does not make the message generic (--format json lists every "
+            "rule; loopscope lint rules)[/dim]"
+        )
     generic = [row for row in ranked if row.generic]
     top = generic[0] if generic else None
     if top is not None and top.rewrite:

@@ -2,12 +2,34 @@
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 from loopscope.cli.render.output import fmt_number, inert, stdout_console
 
 if TYPE_CHECKING:
     from loopscope.analyses.ingest import LoadSummary
+
+
+FILE_COLUMN_MIN = 24
+
+
+def _common_folder(paths: list[str]) -> str:
+    """The deepest folder holding every path ("" when they share none but the root or the current folder)."""
+    try:
+        common = os.path.commonpath([os.path.dirname(p) or "." for p in paths])
+    except ValueError:  # absolute and relative paths mixed
+        return ""
+    return "" if common in ("", ".", os.sep) else common
+
+
+def middle_cut(text: str, width: int) -> str:
+    """``text`` in at most ``width`` characters, cut in the middle (``…``): its start and its end stay."""
+    if len(text) <= width:
+        return text
+    tail = (width - 1) * 2 // 3  # the end (the file name) matters most
+    head = width - 1 - tail
+    return text[:head] + "…" + text[len(text) - tail:]
 
 
 def render(summary: LoadSummary, db: str | None) -> None:
@@ -17,13 +39,26 @@ def render(summary: LoadSummary, db: str | None) -> None:
 
     out = stdout_console()
     table = Table(title=None, box=None, pad_edge=False)
-    for col in ("file", "format", "status", "loaded", "skipped", "quarantined"):
-        table.add_column(col, justify="right" if col in ("loaded", "skipped", "quarantined") else "left")
-    for d in summary.details:
-        table.add_row(
-            inert(shown_path(d.path)), inert(d.input_format), inert(d.status),
-            fmt_number(d.loaded), fmt_number(d.skipped), fmt_number(d.quarantined),
-        )
+    columns = ("file", "format", "status", "loaded", "skipped", "quarantined")
+    for col in columns:
+        table.add_column(col, justify="right" if col in ("loaded", "skipped", "quarantined") else "left",
+                         no_wrap=col == "file")
+    shown = [shown_path(d.path) for d in summary.details]
+    # Several files under one folder: the folder once above the table, each row its path under it.
+    under = _common_folder(shown) if len(shown) > 1 else ""
+    if under:
+        out.print(f"files under {inert(under)}{'' if under.endswith(os.sep) else os.sep}")
+        shown = [os.path.relpath(p, under) for p in shown]
+    rows = [
+        (path, d.input_format, d.status, fmt_number(d.loaded), fmt_number(d.skipped), fmt_number(d.quarantined))
+        for path, d in zip(shown, summary.details)
+    ]
+    # The file column gets what the other columns leave of the terminal; a longer path is cut in
+    # the middle, so the file names (the end), which tell the rows apart, stay whole.
+    others = sum(max([len(c), *(len(r[i]) for r in rows)]) for i, c in enumerate(columns) if i) + 2 * (len(columns) - 1)
+    room = max(FILE_COLUMN_MIN, out.width - others)
+    for r in rows:
+        table.add_row(inert(middle_cut(r[0], room)), *(inert(c) for c in r[1:3]), *r[3:])
     out.print(table)
     out.print(
         f"{summary.files} files: {summary.loaded} records loaded "

@@ -23,6 +23,7 @@ _FIGURES = (
     ("replay_rate", "rate"),
 )
 _LABELS = tuple((key, label(key), kind) for key, kind in _FIGURES)
+GROUP_COLUMN_MAX = 28
 
 
 def _cell(value: object, kind: str) -> str:
@@ -43,7 +44,9 @@ def render(rows: list[Any], by: str | None) -> None:
         out.print(table)
         return
     table = Table(box=None, pad_edge=False, collapse_padding=True, padding=(0, 1))
-    table.add_column(by, no_wrap=True, min_width=8 if by == "week" else None)
+    # the group names whole (a model name such as openai/gpt-oss-120b), up to a limit; tag:KEY is user text
+    longest = max([len(str(m.group)) for m in rows] + [len(by)])
+    table.add_column(inert(by), no_wrap=True, min_width=min(longest, GROUP_COLUMN_MAX))
     short = ("prompts", "open", "calls", "median", "p99", "errors", "recov", "recov %", "later", "conv %",
              "replays", "replay %")
     for name in short:

@@ -64,6 +64,15 @@ AUDIT_METRICS = (
     "replay_rate",
 )
 
+# The audit metrics in a narrow column (the weekly table's headers).
+SHORT_LABELS = {
+    "median_tool_calls_per_prompt": "median",
+    "p99_tool_calls_per_prompt": "p99",
+    "recovery_rate": "recov",
+    "conversation_recovery_rate": "conv",
+    "replay_rate": "replay",
+}
+
 # The y-axis caption of each audit chart.
 AXIS_LABELS = {
     "median_tool_calls_per_prompt": "tool calls",
@@ -72,6 +81,18 @@ AXIS_LABELS = {
     "conversation_recovery_rate": "% of errors",
     "replay_rate": "% of tool calls",
 }
+
+# The audit charts' series: "all prompts" is the near-black thick line; the groups (agents, tag
+# values) take the Okabe-Ito colours, chosen to stay apart for colour-blind readers (its yellow is
+# too pale on white and its black is the all-prompts line), each with its own marker; past seven
+# groups the colours repeat with another dash pattern, so 8+ series stay distinct.
+SERIES_ALL_COLOR = "#1b1f24"
+SERIES_PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#8C6D1F")
+SERIES_DASHES = ("6 3", "2 3", "10 3 2 3")
+SERIES_MARKERS = ("circle", "square", "triangle", "diamond")
+# A weekly value resting on fewer trials than this (errors for the recovery rates, tool calls for
+# the replay rate, prompts for tool calls per prompt) is drawn hollow and faded: low confidence.
+LOW_CONFIDENCE_N = 10
 
 # Recovery classes of a tool error (spec: error_classes); rich style names, mapped to CSS classes in HTML.
 CLASS_STYLE = {"recovered": "green", "gave_up": "yellow", "aborted": "red", "open": "magenta"}
@@ -112,14 +133,53 @@ def p_text(p_value: float | None) -> str:
     """A p-value, short: ``p<.001`` or ``p=.04``; empty when there is none."""
     if p_value is None:
         return ""
-    return "p<.001" if p_value < 0.001 else f"p={p_value:.2f}".replace("0.", ".", 1)
+    if p_value < 0.001:
+        return "p<.001"
+    # two decimals hide p = 0.004 as "p=.00": three below 0.01
+    return f"p={p_value:.3f}".replace("0.", ".", 1) if p_value < 0.01 else f"p={p_value:.2f}".replace("0.", ".", 1)
 
 
-def change_parts(figure: str, change: dict[str, Any] | None) -> tuple[str, str, bool] | None:
-    """A week-over-week change as (difference, p-value, significant) texts; None when there is no change."""
+def change_parts(figure: str, change: dict[str, Any] | None, *, always_mean: bool = False) -> tuple[str, str, bool] | None:
+    """A week-over-week change as (difference, p-value, significant) texts; None when there is no change.
+
+    For the distribution test (tool calls per prompt) the difference is followed by the change of
+    the mean when the shift is flagged (or ``always_mean``): "+0, mean +1.2".
+    """
     if not change or change.get("difference") is None:
         return None
-    return difference_text(figure, change["difference"]), p_text(change.get("p_value")), bool(change.get("significant"))
+    text = difference_text(figure, change["difference"])
+    significant = bool(change.get("significant"))
+    # a flagged distribution shift always says how the mean moved (the median may not have)
+    moved = mean_shift_text(change) if significant or always_mean else ""
+    return (f"{text}, {moved}" if moved else text), p_text(change.get("p_value")), significant
+
+
+def mean_shift_text(change: dict[str, Any]) -> str:
+    """For a distribution test (tool calls per prompt): how the mean moved, "mean +1.2"; else ""."""
+    means = change.get("means")
+    if not means or means.get("previous") is None or means.get("current") is None:
+        return ""
+    return "mean " + difference_text("mean", means["current"] - means["previous"])
+
+
+def unflagged_note(change: dict[str, Any] | None, alpha: float) -> str:
+    """Why a change with p < alpha carries no flag (too few observations in a cohort); "" otherwise."""
+    if not change or change.get("significant") or change.get("p_value") is None or change["p_value"] >= alpha:
+        return ""
+    return str(change.get("note") or "")
+
+
+def significant_weeks(weeks: list[dict[str, Any]], last: int = 2) -> str:
+    """Where a series changed significantly, short: "3 weeks; last: 2026-W30 median; 2026-W31 recov, replay"."""
+    flagged = [(w["week"], [SHORT_LABELS.get(m, m) for m, ch in w["changes"].items() if ch.get("significant")])
+               for w in weeks]
+    flagged = [(week, names) for week, names in flagged if names]
+    if not flagged:
+        return ""
+    shown = "; ".join(f"{week} {', '.join(names)}" for week, names in flagged[-last:])
+    if len(flagged) <= last:
+        return shown
+    return f"{len(flagged)} weeks; last: {shown}"
 
 
 def shown_of(section: dict) -> str:

@@ -239,6 +239,37 @@ def _file_agent(root: Any) -> Optional[str]:
     return None
 
 
+def _dig(value: Any, *keys: str) -> Optional[str]:
+    """The text at ``value[k1][k2]...``, or None (absent, empty or not text)."""
+    for key in keys:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value if isinstance(value, str) and value else None
+
+
+def file_tags(root: Any) -> dict[str, str]:
+    """The tags a reader can see in a benchmark's result file: ``model``, ``domain``, ``user_model``, ``framework``.
+
+    tau2-bench results (``{info, simulations}``): ``model`` is ``info.agent_info.llm``,
+    ``user_model`` ``info.user_info.llm`` (the user simulator), ``domain``
+    ``info.environment_info.domain_name``; community submissions in the same layout
+    without ``info`` name them ``model`` and ``domain`` at the top. ``framework`` is the
+    harness whose layout the file has: ``tau2-bench``, or ``tau-bench`` for its
+    ``historical_trajectories`` lists. Nothing is guessed: a tag the file does not name is left out.
+    """
+    tags: dict[str, str] = {}
+    if isinstance(root, dict) and isinstance(root.get("simulations"), list):
+        tags["framework"] = "tau2-bench"
+        found = {
+            "model": _dig(root, "info", "agent_info", "llm") or _dig(root, "model"),
+            "user_model": _dig(root, "info", "user_info", "llm"),
+            "domain": _dig(root, "info", "environment_info", "domain_name") or _dig(root, "domain"),
+        }
+        tags.update({k: v for k, v in found.items() if v is not None})
+    elif isinstance(root, list) and root and all(isinstance(c, dict) and isinstance(c.get("traj"), list) for c in root):
+        tags["framework"] = "tau-bench"
+    return tags
+
+
 def _time_of(obj: Any) -> Optional[Any]:
     """The stored time of a conversation object or per-turn line, as written (None if none)."""
     if isinstance(obj, dict):
@@ -346,7 +377,8 @@ def read(path: Path, options: Mapping[str, Any]) -> ReaderOutput:
     Args:
         path: a JSON or JSON Lines file (gzip allowed).
         options: ``messages_key``, ``id_key``, ``error_when`` (a convention or
-            a list of them), ``agent_name``, ``tags`` (a dict); all optional.
+            a list of them), ``agent_name``, ``tags`` (a dict, over the tags the
+            file names: ``file_tags``); all optional.
 
     Returns:
         Records in file order, protocol violations, and the lines that could
@@ -397,7 +429,8 @@ def read(path: Path, options: Mapping[str, Any]) -> ReaderOutput:
         head, data, text = text[:RAW_CAP], b"", None  # memory: only the parsed document is needed now
         _gather(root, None, selector, coll, out, head, jsonl=False)
     agent_default = options.get("agent_name") or _file_agent(root) or "default"
-    tags = options.get("tags") or None
+    # what the file names (model, domain, ...), then the user's --tag, which wins
+    tags = {**file_tags(root), **dict(options.get("tags") or {})} or None
     unflagged = 0
     for conv in coll.conversations:
         agent = options.get("agent_name") or (conv.obj.get("agent") if isinstance(conv.obj.get("agent"), str) else None) or agent_default
