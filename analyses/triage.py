@@ -29,6 +29,7 @@ from loopscope.analyses.rows import fetch_dicts as _rows
 from loopscope.analyses.rows import class_dict, json_object
 from loopscope.analyses.selection import Selection
 from loopscope.analyses.store.relations import conversation_relations
+from loopscope.collectors.history import without_error_label
 
 CONVERSATION_EXISTS_SQL = "SELECT count(*) FROM prompts_v WHERE conversation_id = ?"
 # Conversations whose id starts with what the user typed (a UUID's first 8 characters), one past
@@ -294,13 +295,6 @@ def _one_line(text: str | None, limit: int = _ATTEMPT_MESSAGE_CHARS) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def _without_error_label(text: str) -> str:
-    # Many tools already start their text with "Error:" (tau2-bench: "Error: not enough seats"):
-    # the block's own "Error:" label is not repeated before it.
-    head, sep, rest = text.partition(":")
-    return rest.lstrip() if sep and head.strip().lower() == "error" else text
-
-
 def recovery_context(error: recovery.UnrecoveredError, suggestions: list[str]) -> str:
     """The seed-000 ``[Error Recovery Context]`` block for an error.
 
@@ -311,7 +305,7 @@ def recovery_context(error: recovery.UnrecoveredError, suggestions: list[str]) -
     lines = [
         "[Error Recovery Context]",
         f"Operation: {_operation(error.tool_name, error.input_shape)}",
-        f"Error: {_without_error_label(_one_line(error.error_message, 2000)) or '(no message)'}",
+        f"Error: {without_error_label(_one_line(error.error_message, 2000)) or '(no message)'}",
     ]
     if error.error_type:
         lines.append(f"Error type: {error.error_type}")

@@ -53,6 +53,13 @@ ATTEMPT_CHARS = 160
 DEFAULT_MAX_ATTEMPTS = 5
 
 
+def without_error_label(text: str) -> str:
+    """``text`` without a leading ``Error:`` label: the block prints its own (many tools already
+    start their text with it, e.g. tau2-bench's "Error: not enough seats"), so it is not repeated."""
+    head, sep, rest = text.partition(":")
+    return rest.lstrip() if sep and head.strip().lower() == "error" else text
+
+
 def one_line(text: object, limit: int) -> str:
     """``text`` on one line (whitespace runs collapsed), cut to ``limit`` characters with an ellipsis."""
     flat = " ".join(str(text if text is not None else "").split())
@@ -297,7 +304,7 @@ def recovery_block(
     lines = [
         "[Error Recovery Context]",
         f"Operation: {entry.operation()}",
-        f"Error: {error_text or '(no message)'}",
+        f"Error: {without_error_label(error_text or '') or '(no message)'}",
     ]
     if error_type:
         lines.append(f"Error type: {one_line(error_type, ATTEMPT_CHARS)}")

@@ -244,6 +244,18 @@ def test_without_history_the_block_says_attempts_are_not_tracked() -> None:
     assert loop.spinning() is None  # no history, no policy: no counters
 
 
+def test_block_does_not_repeat_an_error_label_the_tool_text_already_has() -> None:
+    col = Collector(MemorySink(), history=True)
+    with col.prompt("c") as loop:
+        with loop.tool_call("t1", "book", {"seats": 3}, catch=True) as call:
+            call.fail("Error: not enough seats", error_type="ValueError")
+        with loop.tool_call("t2", "book", {"seats": 2}, catch=True) as plain:
+            plain.fail("Errors in fields: seats", error_type="ValueError")
+    block = call.recovery_context()
+    assert "Error: not enough seats" in block and "Error: Error:" not in block
+    assert "Error: Errors in fields: seats" in plain.recovery_context()  # only a whole "Error:" label
+
+
 def test_no_progress_loop_and_cycle_signals() -> None:
     col, _ = _col()
     with col.prompt("c") as loop:
