@@ -8,9 +8,14 @@ Arrow batches), then times, on both engines, interleaved, best of R runs:
   ``prompt_facts`` (its per-prompt materialisation) and from the views
   (``source="views"``); on ClickHouse from the views (there is no
   ``prompt_facts`` there);
-- ``metrics --by week`` and ``--by tool`` (the per-tool health).
+- ``metrics --by week`` and ``--by tool`` (the per-tool health);
+- the audit's figures (``audit.audit``: per week and agent, tools, incidents,
+  triage-first).
 
-Checks that both engines give the same figures, and prints one JSON object.
+Each case reports wall seconds and CPU seconds of this process (both engines
+run inside it, on all their threads: ``time.process_time``), so a loaded
+machine inflates the wall time more than the CPU time. Checks that both
+engines give the same figures, and prints one JSON object.
 
     python benchmarks/clickhouse_bench.py 1000000 --repeat 3
 """
@@ -36,13 +41,16 @@ from loopscope.analyses.store import connect  # noqa: E402
 from loopscope.analyses.store.clickhouse import connect_clickhouse, copy_records  # noqa: E402
 
 
-def best_of(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
-    best, result = float("inf"), None
+def best_of(fn: Callable[[], Any], repeat: int) -> tuple[float, float, Any]:
+    """(best wall seconds, CPU seconds of that run, result)."""
+    best, cpu, result = float("inf"), float("inf"), None
     for _ in range(repeat):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         result = fn()
-        best = min(best, time.perf_counter() - t)
-    return best, result
+        wall = time.perf_counter() - t
+        if wall < best:
+            best, cpu = wall, time.process_time() - c
+    return best, cpu, result
 
 
 def main() -> None:
@@ -50,6 +58,7 @@ def main() -> None:
     parser.add_argument("n", type=int, nargs="?", default=1_000_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--keep", type=Path, help="work folder to keep (default: a temporary one)")
+    parser.add_argument("--no-audit", action="store_true", help="leave out the audit (the longest case)")
     args = parser.parse_args()
     work = args.keep or Path(tempfile.mkdtemp(prefix="ls-chbench-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -57,15 +66,17 @@ def main() -> None:
     try:
         files = generate(args.n, work / "records", 4)
         duck_path = str(work / "store.duckdb")
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         duck = connect(duck_path)
         load_paths(duck, files)
         out["duckdb_load_s"] = round(time.perf_counter() - t, 2)
+        out["duckdb_load_cpu_s"] = round(time.process_time() - c, 2)
         url = f"chdb://{work / 'chdb'}"
         ch = connect_clickhouse(url)
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         out["copied"] = copy_records(duck, ch)
         out["chdb_copy_s"] = round(time.perf_counter() - t, 2)
+        out["chdb_copy_cpu_s"] = round(time.process_time() - c, 2)
         cases: dict[str, tuple[Callable[[], Any], Callable[[], Any]]] = {
             "metrics": (lambda: metrics_by(duck, None, None), lambda: metrics_by(ch, None, None)),
             "metrics_views": (lambda: metrics_by(duck, None, None, source="views"), lambda: metrics_by(ch, None, None)),
@@ -74,11 +85,19 @@ def main() -> None:
         from loopscope.analyses.tools import tool_health
 
         cases["by_tool"] = (lambda: tool_health(duck, None), lambda: tool_health(ch, None))
+        if not args.no_audit:
+            from loopscope.analyses.audit import audit
+            from loopscope.analyses.selection import Selection
+
+            cases["audit"] = (lambda: audit(duck, Selection()), lambda: audit(ch, Selection()))
         for name, (on_duck, on_ch) in cases.items():
-            d_s, d_res = best_of(on_duck, args.repeat)  # interleaved: DuckDB, then chDB, per case
-            c_s, c_res = best_of(on_ch, args.repeat)
+            d_s, d_cpu, d_res = best_of(on_duck, args.repeat)  # interleaved: DuckDB, then chDB, per case
+            c_s, c_cpu, c_res = best_of(on_ch, args.repeat)
             out[name] = {"duckdb_s": round(d_s, 3), "chdb_s": round(c_s, 3), "ratio_chdb_over_duckdb": round(c_s / d_s, 2),
+                         "duckdb_cpu_s": round(d_cpu, 3), "chdb_cpu_s": round(c_cpu, 3),
+                         "cpu_ratio_chdb_over_duckdb": round(c_cpu / d_cpu, 2) if d_cpu else None,
                          "same_figures": d_res == c_res}
+            print(name, out[name], file=sys.stderr, flush=True)
         ch.close()
         duck.close()
     finally:
