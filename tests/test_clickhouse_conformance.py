@@ -653,3 +653,92 @@ def test_collector_otel_traces_identical_to_otlp_file(tmp_path: Path, ch_url: st
     assert seen["--by tool"]["groups"] if isinstance(seen["--by tool"], dict) else seen["--by tool"]
     same_json_output(duck_db, ch_url, "lint")
     same_json_output(duck_db, ch_url, "audit")
+
+
+def test_spans_and_log_records_together(tmp_path: Path, ch_url: str) -> None:
+    """otel_logs and otel_traces in one database: both read; a trace the collector also logged is read once."""
+    records = [json.loads(line) for line in (SAMPLE_LOGS / "concierge.jsonl").read_text().splitlines() if line.strip()]
+    logs = _log_rows(records)
+    spans = _span_rows(OTLP_FIXTURES)
+    logged_trace = spans[0][1]  # the collector's log records of one traced prompt carry its trace id
+    for x in logs[:3]:
+        x["trace_id"] = logged_trace
+    _empty(ch_url)
+    _insert_otel_logs(ch_url, logs)
+    _insert_otel_traces(ch_url, spans)
+    con = connect_clickhouse(ch_url)
+    try:
+        span_calls = con.execute("SELECT count(*) FROM otel_span_tool_calls").fetchone()[0]
+        in_logged_trace = sum(1 for r in spans if r[1] == logged_trace and "tool" in (
+            r[11].get("gen_ai.operation.name", "") + r[11].get("openinference.span.kind", "").lower()
+            + r[11].get("traceloop.span.kind", "")))
+        assert in_logged_trace > 0
+        assert span_calls == 12 - in_logged_trace  # the fixtures' 12 tool spans, less the logged trace's
+        assert con.execute("SELECT count(*) FROM tool_calls").fetchone()[0] == \
+            sum(r["kind"] == "tool_call" for r in records) + span_calls
+        assert con.execute("SELECT count(*) FROM tool_calls WHERE trace_id = ?", [logged_trace]).fetchone()[0] == 3
+    finally:
+        con.close()
+    # more spans arrive: the span tables are made again on the next connection
+    _insert_otel_traces(ch_url, [[*r[:2], "f" + r[2][1:], *r[3:]] for r in spans if r[1] != logged_trace
+                                 and r[11].get("gen_ai.operation.name") == "execute_tool" and r[3]][:1])
+    con = connect_clickhouse(ch_url)
+    try:
+        assert con.execute("SELECT count(*) FROM otel_span_tool_calls").fetchone()[0] == span_calls + 1
+    finally:
+        con.close()
+    # loopscope load writes loopscope's own tables, which a Collector-fed database does not have
+    result = cli("load", str(SAMPLE_LOGS / "concierge.jsonl"), "--db", ch_url)
+    assert result.exit_code == 1
+    assert "otel_traces" in " ".join(result.output.split()) and "Traceback" not in result.output
+
+
+# --- compare, export, review sample, --tag through the CLI ----------------------------------------
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_compare_tag_export_review_identical(tmp_path: Path, ch_url: str) -> None:
+    duck_db = str(tmp_path / "store.duckdb")
+    result = cli("load", str(SAMPLE_LOGS), "--db", duck_db)
+    assert result.exit_code == 0, result.output
+    duck = connect(duck_db, read_only=True)
+    try:
+        _fresh(ch_url, duck)
+        corrective = duck.execute("SELECT count(*) FROM prompts_v WHERE tags->>'mode' = 'corrective'").fetchone()[0]
+        everyone = duck.execute("SELECT count(*) FROM prompts_v").fetchone()[0]
+    finally:
+        duck.close()
+    # cohorts by tag, week and agent; --tag narrows every figure
+    same_json_output(duck_db, ch_url, "compare", "--a", "tag:mode=blind", "--b", "tag:mode=corrective")
+    same_json_output(duck_db, ch_url, "compare", "--a", "agent:concierge", "--b", "agent:back_office")
+    tagged = same_json_output(duck_db, ch_url, "metrics", "--tag", "mode=corrective", "--by", "agent")
+    overall = same_json_output(duck_db, ch_url, "metrics", "--tag", "mode=corrective")
+    assert 0 < corrective < everyone
+    assert overall["prompts"] == corrective and tagged
+    # Parquet: the same rows and the same column types, read back by DuckDB
+    outs = {db: tmp_path / f"export-{i}" for i, db in enumerate((duck_db, ch_url))}
+    summaries = []
+    for db, out in outs.items():
+        result = cli("export", "--db", db, "--out", str(out), "--format", "json", "--agent", "concierge")
+        assert result.exit_code == 0, result.output
+        summaries.append([(t["table"], t["rows"]) for t in json.loads(result.stdout)])
+    assert summaries[0] == summaries[1] and summaries[0][0][1] > 0
+    import duckdb
+
+    for table in ("tool_calls", "loop_exits"):
+        a, b = (str(out / f"{table}.parquet") for out in outs.values())
+        assert duckdb.sql(f"DESCRIBE SELECT * FROM read_parquet('{a}')").fetchall() == \
+            duckdb.sql(f"DESCRIBE SELECT * FROM read_parquet('{b}')").fetchall()
+        for x, y in ((a, b), (b, a)):
+            assert duckdb.sql(f"SELECT count(*) FROM (SELECT * FROM read_parquet('{x}') EXCEPT ALL "
+                              f"SELECT * FROM read_parquet('{y}'))").fetchall() == [(0,)]
+    # the review pack: the same conversations drawn, the same files
+    packs = {db: tmp_path / f"pack-{i}" for i, db in enumerate((duck_db, ch_url))}
+    for db, out in packs.items():
+        result = cli("review", "sample", "--db", db, "--n", "4", "--seed", "7", "--out", str(out), "--format", "json")
+        assert result.exit_code == 0, result.output
+    trees = [_tree(out) for out in packs.values()]
+    assert trees[0] == trees[1] and len(trees[0]) > 2
