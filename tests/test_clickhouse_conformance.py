@@ -742,3 +742,65 @@ def test_compare_tag_export_review_identical(tmp_path: Path, ch_url: str) -> Non
         assert result.exit_code == 0, result.output
     trees = [_tree(out) for out in packs.values()]
     assert trees[0] == trees[1] and len(trees[0]) > 2
+
+
+def _span(tid: str, sid: str, parent: str | None, name: str, start_ms: int, end_ms: int, attrs: dict[str, Any],
+          status: int = 0, exception: tuple[str, str] | None = None) -> dict[str, Any]:
+    t0 = 1_795_304_979_000_000_000
+    events = [] if exception is None else [{"name": "exception", "timeUnixNano": str(t0 + end_ms * 1_000_000 - 1), "attributes": [
+        {"key": "exception.type", "value": {"stringValue": exception[0]}},
+        {"key": "exception.message", "value": {"stringValue": exception[1]}}]}]
+    return {"traceId": tid * 32, "spanId": tid * 15 + sid, "parentSpanId": (parent and tid * 15 + parent) or "",
+            "name": name, "kind": 1, "startTimeUnixNano": str(t0 + start_ms * 1_000_000),
+            "endTimeUnixNano": str(t0 + end_ms * 1_000_000), "status": {"code": status}, "events": events,
+            "attributes": [{"key": k, "value": {"intValue": str(v)} if isinstance(v, int) else {"stringValue": v}}
+                           for k, v in attrs.items()]}
+
+
+def test_span_tree_edge_cases_identical(tmp_path: Path, ch_url: str) -> None:
+    """Prompts the file reader makes from broken and unusual trees, in SQL: the same records.
+
+    A parent never exported (an open prompt named after it), tool spans with no parent (one
+    open prompt per trace), a root that is no agent span (it stands in for one: exit from the
+    model's finish reason, tokens summed, tags from it), an agent span in error with no tool
+    call (a prompt of 0 calls, exit ``error``). The one difference is documented
+    (store/clickhouse_spans.py, 3): error text is not redacted in SQL.
+    """
+    tool, agent = "gen_ai.operation.name", "gen_ai.operation.name"
+    spans = [
+        _span("1", "a", "f", "execute_tool search", 0, 5, {tool: "execute_tool", "gen_ai.tool.name": "search",
+                                                            "gen_ai.conversation.id": "c1"}, status=2),
+        _span("1", "b", "f", "execute_tool search", 10, 15, {tool: "execute_tool", "gen_ai.tool.name": "search"}),
+        _span("2", "a", None, "fetch.tool", 20, 25, {"traceloop.span.kind": "tool", "traceloop.entity.name": "fetch"}),
+        _span("2", "b", None, "fetch.tool", 22, 27, {"traceloop.span.kind": "tool", "traceloop.entity.name": "fetch"}, status=2),
+        _span("3", "c", None, "chain", 30, 90, {"openinference.span.kind": "CHAIN", "session.id": "c3", "loopscope.tag.arm": "b"}),
+        _span("3", "d", "c", "llm", 31, 35, {"openinference.span.kind": "LLM", "llm.token_count.prompt": 10,
+                                               "llm.token_count.completion": 3, "llm.finish_reason": "tool_calls"}),
+        _span("3", "e", "c", "lookup", 36, 40, {"openinference.span.kind": "TOOL", "tool.name": "lookup", "tool.id": "x1"},
+              exception=("KeyError", "no such key: token=abc123")),
+        _span("3", "f", "c", "llm", 41, 45, {"openinference.span.kind": "LLM", "llm.token_count.prompt": 20, "llm.finish_reason": "length"}),
+        _span("4", "c", None, "invoke_workflow w", 50, 80, {agent: "invoke_workflow", "gen_ai.conversation.id": "c4"}),
+        _span("4", "a", "c", "invoke_agent helper", 51, 79, {agent: "invoke_agent"}, status=2,
+              exception=("Timeout", "model timed out")),
+    ]
+    otlp = tmp_path / "edge-cases.jsonl"
+    otlp.write_text(json.dumps({"resourceSpans": [{"resource": {"attributes": []}, "scopeSpans": [
+        {"scope": {"name": "edge"}, "spans": spans}]}]}) + "\n")
+    duck_db = str(tmp_path / "store.duckdb")
+    assert cli("load", str(otlp), "--db", duck_db).exit_code == 0
+    _empty(ch_url)
+    _insert_otel_traces(ch_url, _span_rows([otlp]))
+    duck = connect(duck_db, read_only=True)
+    con = connect_clickhouse(ch_url)
+    try:
+        want, got = _facts(duck, SPAN_CALLS_SQL), _facts(con, SPAN_CALLS_SQL)
+        assert len(want) == 5
+        redacted = [i for i, w in enumerate(want) if w[8] and "[REDACTED]" in w[8]]
+        assert [got[i][8] for i in redacted] == ["no such key: token=abc123"]
+        assert [g[:8] + g[9:] for g in got] == [w[:8] + w[9:] for w in want]
+        for sql in (SPAN_EXITS_SQL, PROMPTS_SQL, "SELECT conversation_id, prompt_id, tags FROM tool_calls ORDER BY ts"):
+            assert _facts(con, sql) == _facts(duck, sql), sql
+        assert {r[3] for r in _facts(con, SPAN_EXITS_SQL)} == {"max_tokens", "error"}
+    finally:
+        con.close()
+        duck.close()

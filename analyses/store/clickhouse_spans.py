@@ -212,7 +212,8 @@ placed AS (
            {walk} AS w, w.2 AS outer_agent, w.3 AS top, w.4 AS missing,
            s.parent_id != '' AND indexOf(t.ids, s.parent_id) > 0 AND t.agents[indexOf(t.ids, s.parent_id)] AS parent_is_agent
     FROM spans s JOIN trees t ON t.trace_id = s.trace_id
-    WHERE s.is_tool OR s.is_agent OR s.is_llm
+    -- a trace's roots too: one may stand in for an agent span (a root that is no agent span)
+    WHERE s.is_tool OR s.is_agent OR s.is_llm OR s.parent_id = ''
 ),
 roots AS (
     -- per trace: roots standing in for an agent span (tool spans with no agent above them),
