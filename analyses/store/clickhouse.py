@@ -24,8 +24,11 @@ Where the records come from (``ensure_schema``), in this order:
 1. loopscope's own tables ``tool_calls`` / ``loop_exits`` (the DuckDB
    layout, loaded by ``loopscope load --db clickhouse://...``);
 2. what the OpenTelemetry Collector's ``clickhouse`` exporter writes
-   (``otel_logs``): loopscope's two tables, fed by materialised views that
-   parse each log record once (``store.clickhouse_otel``);
+   (``otel_logs``, ``otel_traces``): ``tool_calls`` / ``loop_exits`` are views
+   over tables fed by materialised views that parse each log record once
+   (``store.clickhouse_otel``) and tables of the records derived from the tool
+   spans' trees (``store.clickhouse_spans``, made again on connection when
+   ``otel_traces`` changed);
 3. neither: loopscope's tables are created, empty.
 
 Then the normative views of ``model`` are created over them: ``tool_calls_v``
