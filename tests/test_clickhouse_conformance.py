@@ -804,3 +804,47 @@ def test_span_tree_edge_cases_identical(tmp_path: Path, ch_url: str) -> None:
     finally:
         con.close()
         duck.close()
+
+
+def test_store_set_up_by_an_earlier_version_is_remade(tmp_path: Path, ch_url: str) -> None:
+    """An otel layout of the previous version (tool_calls a table fed by tool_calls_from_otel_logs) is made again."""
+    import clickhouse_connect
+
+    from loopscope.analyses.store.clickhouse import MARKER_VIEW, TABLES_SQL
+    from loopscope.analyses.store.clickhouse_otel import tool_calls_select_sql
+
+    records = [json.loads(line) for line in (SAMPLE_LOGS / "concierge.jsonl").read_text().splitlines() if line.strip()]
+    _empty(ch_url)
+    _insert_otel_logs(ch_url, _log_rows(records))
+    client = clickhouse_connect.get_client(dsn=ch_url)
+    try:  # what the previous version created
+        for ddl in TABLES_SQL:
+            client.command(ddl.replace("ENGINE = MergeTree ORDER BY (conversation_id, prompt_id, ts, seq)",
+                                       "ENGINE = ReplacingMergeTree ORDER BY (conversation_id, seq)"))
+        client.command(f"CREATE MATERIALIZED VIEW tool_calls_from_otel_logs TO tool_calls AS {tool_calls_select_sql({'EventName'})}")
+        client.command(f"CREATE VIEW {MARKER_VIEW} AS SELECT 'old-version' AS version, 'otel' AS layout")
+    finally:
+        client.close()
+    con = connect_clickhouse(ch_url)
+    try:
+        tables = con.table_names()
+        assert tables["tool_calls"] == "View" and "tool_calls_from_otel_logs" not in tables
+        assert con.execute("SELECT count(*) FROM tool_calls").fetchone()[0] == sum(r["kind"] == "tool_call" for r in records)
+    finally:
+        con.close()
+    # a table of that version holding rows of `loopscope load` is not dropped: a clear error instead
+    _empty(ch_url)
+    _insert_otel_logs(ch_url, _log_rows(records[:2]))
+    client = clickhouse_connect.get_client(dsn=ch_url)
+    try:
+        for ddl in TABLES_SQL:
+            client.command(ddl.replace("ENGINE = MergeTree", "ENGINE = ReplacingMergeTree"))
+        client.command("INSERT INTO tool_calls (seq, source_id, v, ts, conversation_id, prompt_id, agent, tool_call_id, "
+                       "tool_name, step, outcome, is_error, attempts, replayed) VALUES "
+                       "(1, 1, 1, now64(6), 'c', 'p', 'a', 't', 'x', 0, 'ok', false, 1, false)")
+        client.command(f"CREATE VIEW {MARKER_VIEW} AS SELECT 'old-version' AS version, 'otel' AS layout")
+    finally:
+        client.close()
+    result = cli("metrics", "--db", ch_url)
+    assert result.exit_code == 1
+    assert "loopscope load" in " ".join(result.output.split()) and "Traceback" not in result.output
