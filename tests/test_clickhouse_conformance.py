@@ -848,3 +848,30 @@ def test_store_set_up_by_an_earlier_version_is_remade(tmp_path: Path, ch_url: st
     result = cli("metrics", "--db", ch_url)
     assert result.exit_code == 1
     assert "loopscope load" in " ".join(result.output.split()) and "Traceback" not in result.output
+
+
+def test_loopscope_collector_spans_identical(tmp_path: Path, ch_url: str) -> None:
+    """loopscope's own collector's spans (its loopscope.* attributes: step, prompt id, outcome...) in otel_traces."""
+    pytest.importorskip("opentelemetry.sdk.trace", reason="the SDK exports the collector's spans")
+    pytest.importorskip("opentelemetry.exporter.otlp.json.file.trace_exporter",
+                        reason="opentelemetry-exporter-otlp-json-file (test extra) writes the OTLP file")
+    spec = importlib.util.spec_from_file_location("loopscope_test_otlp_roundtrip", Path(__file__).parent / "test_otlp_roundtrip.py")
+    assert spec and spec.loader
+    roundtrip = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(roundtrip)
+    records, spans_path = roundtrip._export(tmp_path)  # the scripted agent: every outcome and exit
+    duck_db = str(tmp_path / "store.duckdb")
+    assert cli("load", str(spans_path), "--db", duck_db).exit_code == 0
+    _empty(ch_url)
+    _insert_otel_traces(ch_url, _span_rows([spans_path]))
+    duck = connect(duck_db, read_only=True)
+    con = connect_clickhouse(ch_url)
+    try:
+        assert len(_facts(con, SPAN_CALLS_SQL)) == sum(r["kind"] == "tool_call" for r in records)
+        for sql in (SPAN_CALLS_SQL, SPAN_EXITS_SQL, PROMPTS_SQL, ERRORS_SQL, REPLAYS_SQL,
+                    "SELECT conversation_id, prompt_id, tags, attempts, replayed FROM tool_calls ORDER BY ts, span_id"):
+            assert _facts(con, sql) == _facts(duck, sql), sql
+    finally:
+        con.close()
+        duck.close()
+    _compare_cli(duck_db, ch_url)
