@@ -2,9 +2,13 @@
 
 The OTLP file reader (``ingest/otlp/genai.py``) turns a trace's span tree into
 records in Python. Here the same decisions are ClickHouse SQL, as views over
-``otel_traces`` (read on every query: a span's prompt depends on spans that may
-arrive in later inserts, so it cannot be parsed once on insert like a log
-record). Spans are recognised with the same alias map (``ingest/otlp/aliases.py``):
+``otel_traces`` (a span's prompt depends on spans that may arrive in later
+inserts, so it cannot be parsed once on insert like a log record). Their rows
+are kept in ``otel_span_tool_calls`` / ``otel_span_loop_exits`` and made again,
+whole, when loopscope connects and ``otel_traces`` changed (``refresh_spans``):
+the analyses read the record tables many times per command, and the views
+inlined that often made each query's plan huge (13 s per ``errors_v`` query on
+8 spans in chDB). Spans are recognised with the same alias map (``ingest/otlp/aliases.py``):
 tool spans by ``gen_ai.operation.name = execute_tool``, OpenInference ``TOOL``,
 OpenLLMetry ``tool`` (or the ``execute_tool ...`` / ``....tool`` span names),
 agent and model spans likewise. The exporter writes every attribute as a
