@@ -24,8 +24,11 @@ Where the records come from (``ensure_schema``), in this order:
 1. loopscope's own tables ``tool_calls`` / ``loop_exits`` (the DuckDB
    layout, loaded by ``loopscope load --db clickhouse://...``);
 2. what the OpenTelemetry Collector's ``clickhouse`` exporter writes
-   (``otel_logs``): loopscope's two tables, fed by materialised views that
-   parse each log record once (``store.clickhouse_otel``);
+   (``otel_logs``, ``otel_traces``): ``tool_calls`` / ``loop_exits`` are views
+   over tables fed by materialised views that parse each log record once
+   (``store.clickhouse_otel``) and tables of the records derived from the tool
+   spans' trees (``store.clickhouse_spans``, made again on connection when
+   ``otel_traces`` changed);
 3. neither: loopscope's tables are created, empty.
 
 Then the normative views of ``model`` are created over them: ``tool_calls_v``
@@ -39,6 +42,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -298,12 +302,67 @@ class ClickHouseConnection:
         self._rows: list[tuple[Any, ...]] = []
         self._pos = 0
         self.description: list[tuple[Any, ...]] | None = None
+        self.layout = "new"
+        """Where the records come from: ``loopscope`` (its own tables), ``otel`` (the Collector's), ``new``."""
 
     # -- DuckDB-like API -----------------------------------------------------------------------
     def execute(self, sql: str, params: object = None) -> ClickHouseConnection:
-        """Run one DuckDB statement (translated); ``params`` bound to its ``?`` / ``$N``."""
+        """Run one DuckDB statement (translated); ``params`` bound to its ``?`` / ``$N``.
+
+        Two DuckDB statements the analyses use for Parquet files are carried out here, since
+        ClickHouse would write the file on the server: ``COPY (query) TO ? (FORMAT parquet...)``
+        (the rows come over as Arrow and pyarrow writes the file here) and
+        ``SELECT count(*) FROM read_parquet(?)``.
+        """
+        copy = _COPY_PARQUET.match(sql)
+        if copy:
+            values = list(params) if isinstance(params, (list, tuple)) else []
+            if not values:
+                raise DatabaseError("COPY ... TO ? needs the file as its last parameter", hint="this is a bug in loopscope")
+            path = values.pop()
+            return self._write_parquet(copy.group("query"), values, str(path))
+        if _COUNT_PARQUET.match(sql):
+            import pyarrow.parquet as pq
+
+            path = (list(params) if isinstance(params, (list, tuple)) else [params])[0]
+            self._set_rows([(pq.ParquetFile(str(path)).metadata.num_rows,)], ["count_star()"])
+            return self
         text, named = bind(translate(sql), params)
         return self.execute_native(text, named)
+
+    def _write_parquet(self, query: str, params: list[object], path: str) -> ClickHouseConnection:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        text, named = bind(translate(query), params)
+        try:
+            table = self._client.query_arrow(text, parameters=named or None, settings=SETTINGS, use_strings=True)
+        except Exception as exc:
+            raise DatabaseError(f"ClickHouse ({self.url}) refused a query: {_first_line(exc)}",
+                                hint="check that the server is reachable") from None
+        # as DuckDB writes them: naive UTC timestamps (ClickHouse's Arrow ones carry the 'UTC'
+        # zone), the JSON columns with Parquet's JSON type
+        json_type = pa.json_(pa.string()) if hasattr(pa, "json_") else None
+
+        def as_duckdb(name: str, col: Any) -> Any:
+            if pa.types.is_timestamp(col.type) and col.type.tz:
+                return col.cast(pa.timestamp(col.type.unit))
+            if name in JSON_COLUMNS and json_type is not None and pa.types.is_string(col.type):
+                return col.cast(json_type)
+            return col
+
+        columns = [as_duckdb(name, col) for name, col in zip(table.column_names, table.columns)]
+        table = pa.Table.from_arrays(columns, names=table.column_names)
+        try:
+            pq.write_table(table, path, compression="zstd")
+        except OSError as exc:
+            raise DatabaseError(f"cannot write {path}: {exc}", hint="give a writable folder") from None
+        self._set_rows([(table.num_rows,)], ["Count"])
+        return self
+
+    def _set_rows(self, rows: list[tuple[Any, ...]], names: list[str]) -> None:
+        self._rows, self._pos = rows, 0
+        self.description = [(name, None, None, None, None, None, None) for name in names]
 
     def execute_native(self, sql: str, params: dict[str, object] | None = None) -> ClickHouseConnection:
         """Run one statement written in ClickHouse's own dialect (``{name:Type}`` parameters)."""
@@ -368,6 +427,11 @@ class ClickHouseConnection:
         return {row[0]: row[1] for row in self.execute_native(sql).fetchall()}
 
 
+_COPY_PARQUET = re.compile(r"^\s*COPY\s*\((?P<query>.*)\)\s*TO\s*\?\s*\((?P<options>[^()]*FORMAT\s+parquet[^()]*)\)\s*$",
+                           re.S | re.I)
+_COUNT_PARQUET = re.compile(r"^\s*SELECT\s+count\(\*\)\s+FROM\s+read_parquet\(\?\)\s*$", re.I)
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return (text[0] if text else type(exc).__name__)[:500]
@@ -378,15 +442,24 @@ def _schema_version() -> str:
     import hashlib
 
     from loopscope.analyses import model
-    from loopscope.analyses.store import clickhouse_otel
+    from loopscope.analyses.store import clickhouse_otel, clickhouse_spans
 
     parts = [*TABLES_SQL, *SUPPORT_TABLES_SQL, SCRATCHPAD_TABLE_SQL, model.TOOL_CALLS_VIEW_SQL, model.PROMPTS_VIEW_SQL,
              ERRORS_VIEW_PORTABLE_SQL, ID_COLLISIONS_VIEW_PORTABLE_SQL, PROTOCOL_VIOLATIONS_VIEW_PORTABLE_SQL,
-             clickhouse_otel.tool_calls_select_sql({"EventName"}), clickhouse_otel.loop_exits_select_sql({"EventName"})]
+             clickhouse_otel.tool_calls_select_sql({"EventName"}), clickhouse_otel.loop_exits_select_sql({"EventName"}),
+             clickhouse_spans.nodes_sql(True), clickhouse_spans.prompts_sql(), clickhouse_spans.tool_calls_sql(),
+             clickhouse_spans.loop_exits_sql(), ",".join(clickhouse_otel.LOG_TABLES)]
     return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:16]
 
 
 MARKER_VIEW = "_loopscope_schema"
+
+
+def _refresh_spans(con: ClickHouseConnection, present: dict[str, str]) -> None:
+    if con.layout == "otel" and "otel_traces" in present:
+        from loopscope.analyses.store.clickhouse_spans import refresh_spans
+
+        refresh_spans(con, with_logs="otel_logs" in present)
 
 
 def ensure_schema(con: ClickHouseConnection) -> str:
@@ -399,17 +472,21 @@ def ensure_schema(con: ClickHouseConnection) -> str:
 
     present = con.table_names()
     version = _schema_version()
+    before = None
     if MARKER_VIEW in present:
         row = con.execute_native(f"SELECT version, layout FROM {MARKER_VIEW}").fetchone()
         if row and row[0] == version and (row[1] != "new" or "tool_calls" in present):
-            return str(row[1])
-    if "tool_calls_from_otel_logs" in present or (
+            con.layout = str(row[1])
+            _refresh_spans(con, present)
+            return con.layout
+        before = str(row[1]) if row else None
+    if before == "otel" or "tool_calls_from_otel_logs" in present or (
         ("otel_logs" in present or "otel_traces" in present) and "tool_calls" not in present
     ):
-        if "tool_calls_from_otel_logs" not in present:
-            from loopscope.analyses.store.clickhouse_otel import create_otel_store
+        # everything loopscope reads here is derived from the Collector's tables: (re)made whole
+        from loopscope.analyses.store.clickhouse_otel import create_otel_store
 
-            create_otel_store(con, set(present), TABLES_SQL)
+        create_otel_store(con, present, TABLES_SQL)
         layout = "otel"
     elif "tool_calls" in present and "loop_exits" in present:
         layout = "loopscope"
@@ -425,8 +502,9 @@ def ensure_schema(con: ClickHouseConnection) -> str:
     for view in (model.TOOL_CALLS_VIEW_SQL, model.PROMPTS_VIEW_SQL, ERRORS_VIEW_PORTABLE_SQL,
                  ID_COLLISIONS_VIEW_PORTABLE_SQL, PROTOCOL_VIOLATIONS_VIEW_PORTABLE_SQL):
         con.execute(view)
-    con.command(f"CREATE OR REPLACE VIEW {MARKER_VIEW} AS SELECT '{version}' AS version, "
-                f"'{'loopscope' if layout == 'new' else layout}' AS layout")
+    con.layout = "loopscope" if layout == "new" else layout
+    _refresh_spans(con, present)
+    con.command(f"CREATE OR REPLACE VIEW {MARKER_VIEW} AS SELECT '{version}' AS version, '{con.layout}' AS layout")
     return layout
 
 
@@ -514,6 +592,13 @@ def load_into_clickhouse(con: ClickHouseConnection, paths: Sequence[Any], **opti
     from loopscope.analyses.ingest import load_paths
     from loopscope.analyses.store import connect
 
+    if con.layout == "otel":
+        raise DatabaseError(
+            f"{con.url} is read from the OpenTelemetry Collector's tables (otel_logs / otel_traces): "
+            "loopscope load writes to loopscope's own tables, which this database does not have",
+            hint="load into another database (--db clickhouse://host/loopscope), or send the records through "
+            "the Collector (docs/clickhouse.md)",
+        )
     staging = connect(":memory:")
     try:
         summary = load_paths(staging, list(paths), **options)

@@ -11,9 +11,10 @@ string), ``EventName String`` in recent exporters; older ones leave the event
 name in the ``event.name`` attribute).
 
 ``create_otel_store`` gives the analyses ``tool_calls`` and ``loop_exits``
-with the columns of loopscope's own tables: materialised views (``*_from_otel_logs``)
-parse each new log record once, as ClickHouse inserts it, into those tables
-(``ReplacingMergeTree``, ordered by conversation); the rows already in
+with the columns of loopscope's own tables: materialised views (``otel_log_*_mv``)
+parse each new log record once, as ClickHouse inserts it, into tables
+``otel_log_tool_calls`` / ``otel_log_loop_exits`` (``ReplacingMergeTree``,
+ordered by conversation); the rows already in
 ``otel_logs`` are copied once, when loopscope first connects. Queries then read
 typed columns, never JSON (reading the JSON at query time was about 10x
 slower on chDB, and grows with every query over billions of rows). A log
@@ -30,10 +31,8 @@ file reader quarantines them.
 table filled by many collectors at once: it is a hash of the log record
 (time, trace and span ids, body), unique in practice and stable.
 
-Tool spans in ``otel_traces`` (``execute_tool``, OpenInference ``TOOL``,
-OpenLLMetry ``tool``) are not read yet: their prompt and step come from the
-span tree (ingest/otlp/genai.py), which is not reproduced in SQL here; see
-docs/clickhouse.md.
+Tool spans in ``otel_traces`` are read by the views of ``store.clickhouse_spans``;
+``tool_calls`` / ``loop_exits`` are views over both (``create_otel_store``).
 """
 
 from __future__ import annotations
@@ -160,29 +159,92 @@ WHERE exit_reason IS NOT NULL
 """
 
 
-def create_otel_store(con: Any, present: set[str], tables: tuple[str, str]) -> None:
-    """Create ``tool_calls`` / ``loop_exits`` fed from the Collector's ``otel_logs``, and fill them once.
+LOG_TABLES = ("otel_log_tool_calls", "otel_log_loop_exits")
+LOG_VIEWS = ("otel_log_tool_calls_mv", "otel_log_loop_exits_mv")
+# what earlier versions created (materialised views into tool_calls / loop_exits themselves)
+OLD_VIEWS = ("tool_calls_from_otel_logs", "loop_exits_from_otel_logs")
+
+
+def _drop_derived(con: Any, present: dict[str, str]) -> None:
+    """Drop what an earlier setup derived from the Collector's tables: it is all made again from them.
+
+    ``tool_calls`` / ``loop_exits`` of an earlier version were tables filled by materialised views;
+    rows loaded into them with ``loopscope load`` would be lost, so such a table is refused.
+    """
+    from loopscope.analyses.store import clickhouse_spans
+
+    for name in ("tool_calls", "loop_exits"):
+        if present.get(name, "View") != "View":
+            loaded = con.execute_native(f"SELECT count() FROM {name} WHERE source_id IS NOT NULL").fetchone()
+            if loaded and loaded[0]:
+                raise DatabaseError(
+                    f"{con.url}: {name} holds {loaded[0]} rows loaded with `loopscope load` next to the Collector's "
+                    "records, which this version keeps apart",
+                    hint=f"copy them to another database (INSERT INTO other.{name} SELECT * FROM {name} WHERE "
+                    f"source_id IS NOT NULL), then drop {name} and connect again",
+                )
+    for name in (*OLD_VIEWS, *LOG_VIEWS, "tool_calls", "loop_exits", *reversed(clickhouse_spans.VIEWS)):
+        if name in present:
+            con.command(f"DROP {'VIEW' if present[name] in ('View', 'MaterializedView') else 'TABLE'} IF EXISTS {name}")
+    for name in (*LOG_TABLES, *clickhouse_spans.SNAPSHOT_TABLES, clickhouse_spans.STATE_TABLE):
+        con.command(f"DROP TABLE IF EXISTS {name}")
+
+
+def create_otel_store(con: Any, present: dict[str, str], tables: tuple[str, str]) -> None:
+    """Make ``tool_calls`` / ``loop_exits`` views over what the Collector writes, and what they read.
+
+    - ``otel_logs`` (loopscope's collector's log records): tables ``otel_log_tool_calls`` /
+      ``otel_log_loop_exits`` (``ReplacingMergeTree``, by conversation), filled by materialised
+      views that parse each new log record once, and once from the records already there;
+    - ``otel_traces`` (tool, agent and model spans of any instrumentation): the views of
+      ``store.clickhouse_spans``, which follow the span tree, kept in ``otel_span_tool_calls`` /
+      ``otel_span_loop_exits`` (``clickhouse_spans.refresh_spans``, on connection);
+    - ``tool_calls`` / ``loop_exits``: views, the union of the two.
 
     ``tables``: the DDL of loopscope's two tables (``store.clickhouse.TABLES_SQL``), given
-    another engine here (deduplicating on the row hash).
-
-    Raises:
-        DatabaseError: there is no ``otel_logs`` (only spans, which are not read yet).
+    another name and engine here. Everything is derived from the Collector's tables, so a
+    setup from an earlier version is dropped and made again.
     """
-    if "otel_logs" not in present:
-        raise DatabaseError(
-            f"the database {con.url} has otel_traces but no otel_logs: loopscope reads its collector's log records",
-            hint="export logs too: add a logs pipeline (otlp receiver -> clickhouse exporter) to the Collector "
-            "config and a LoggerProvider to the agent (docs/clickhouse.md)",
-        )
-    columns = {row[0] for row in con.execute_native(
-        "SELECT name FROM system.columns WHERE database = currentDatabase() AND table = 'otel_logs'"
-    ).fetchall()}
-    for table, ddl, select in (("tool_calls", tables[0], tool_calls_select_sql(columns)),
-                               ("loop_exits", tables[1], loop_exits_select_sql(columns))):
-        con.command(ddl.replace("ENGINE = MergeTree ORDER BY (conversation_id, prompt_id, ts, seq)",
-                                "ENGINE = ReplacingMergeTree ORDER BY (conversation_id, seq)"))
-        # new log records from now on, parsed once on insert
-        con.command(f"CREATE MATERIALIZED VIEW IF NOT EXISTS {table}_from_otel_logs TO {table} AS {select}")
-        # the ones already there (a record the view also caught is deduplicated: same row, same seq)
-        con.command(f"INSERT INTO {table} {select}")
+    from loopscope.analyses.store import clickhouse_spans
+
+    _drop_derived(con, present)
+    sources: dict[str, list[str]] = {"tool_calls": [], "loop_exits": []}
+    if "otel_logs" in present:
+        columns = {row[0] for row in con.execute_native(
+            "SELECT name FROM system.columns WHERE database = currentDatabase() AND table = 'otel_logs'"
+        ).fetchall()}
+        for target, table, view, ddl, select in (
+            ("tool_calls", LOG_TABLES[0], LOG_VIEWS[0], tables[0], tool_calls_select_sql(columns)),
+            ("loop_exits", LOG_TABLES[1], LOG_VIEWS[1], tables[1], loop_exits_select_sql(columns)),
+        ):
+            con.command(ddl.replace(f"EXISTS {target} (", f"EXISTS {table} (").replace(
+                "ENGINE = MergeTree ORDER BY (conversation_id, prompt_id, ts, seq)",
+                "ENGINE = ReplacingMergeTree ORDER BY (conversation_id, seq)"))
+            # new log records from now on, parsed once on insert
+            con.command(f"CREATE MATERIALIZED VIEW IF NOT EXISTS {view} TO {table} AS {select}")
+            # the ones already there (a record the view also caught is deduplicated: same row, same seq)
+            con.command(f"INSERT INTO {table} {select}")
+            sources[target].append(table)
+    if "otel_traces" in present:
+        clickhouse_spans.create_span_views(con, tables, exclude_logged="otel_logs" in present)
+        sources["tool_calls"].append(clickhouse_spans.SNAPSHOT_TABLES[0])
+        sources["loop_exits"].append(clickhouse_spans.SNAPSHOT_TABLES[1])
+    for target, ddl in (("tool_calls", tables[0]), ("loop_exits", tables[1])):
+        names = ", ".join(_columns(ddl))
+        union = " UNION ALL ".join(f"SELECT {names} FROM {source}" for source in sources[target])
+        con.command(f"CREATE OR REPLACE VIEW {target} AS {union}")
+
+
+def _columns(ddl: str) -> list[str]:
+    """The column names of one of ``TABLES_SQL``'s CREATE TABLE statements, in order."""
+    body = ddl[ddl.index("(") + 1:ddl.rindex(") ENGINE")]
+    names, depth, start = [], 0, 0
+    for i, ch in enumerate(body + ","):
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            names.append(body[start:i].split()[0])
+            start = i + 1
+    return names

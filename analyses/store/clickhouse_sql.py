@@ -8,10 +8,11 @@ rewritten where sqlglot's output would run but mean something else:
   server-side parameters ``{p1:Type}``; the type comes from the Python value
   bound at execution time (``param_type``), so values are never formatted into
   the text.
-- **Exact quantiles.** ``quantile_cont(x, q)`` (and ``median``) become
-  ``quantileExactInclusive(q)(x)``: the same linear interpolation between
-  closest ranks. ClickHouse's ``quantile``/``median`` are approximate
-  (reservoir sampling) and would give other figures.
+- **Exact quantiles.** ``quantile_cont(x, q)`` (and ``median``) become DuckDB's
+  own computation over ``arraySort(groupArray(x))``: rank ``(n - 1) * q``, then
+  ``lo * (1 - d) + hi * d``. ClickHouse's ``quantile``/``median`` are approximate
+  (reservoir sampling); ``quantileExactInclusive`` interpolates as
+  ``lo + (hi - lo) * d``, which differs from DuckDB in the last bit.
 - **Output names.** ClickHouse names an unaliased ``x.col`` projection
   ``x.col`` (DuckDB: ``col``), which breaks a later ``USING (col)`` or
   ``s.col``; each such projection gets ``AS col``.
@@ -83,6 +84,8 @@ class Translated:
     limit_params: frozenset[str] = frozenset()
     array_params: frozenset[str] = frozenset()
     """Parameters cast to a list: NULL there is bound as an empty list (ClickHouse has no NULL array)."""
+    json_key_params: frozenset[str] = frozenset()
+    """Parameters that are the path of ``json_extract_string`` / ``->>``: ClickHouse's JSONExtractString takes keys."""
     """Parameters in LIMIT / OFFSET: NULL there means no limit (DuckDB); ClickHouse needs a number."""
 
 
@@ -153,6 +156,38 @@ def _zip_unnests(select: exp.Select) -> None:
     select.set("expressions", select.expressions)
 
 
+# DuckDB's quantile_cont, step by step: the sorted values, rank (n - 1) * q, and between the two
+# closest ranks lo * (1 - d) + hi * d (quantileExactInclusive computes lo + (hi - lo) * d, which
+# differs in the last bit: 2.98 against DuckDB's 2.9799999999999995 for [1, 3] at 0.99).
+_QUANTILE_TEMPLATE = """
+if(length(arraySort(groupArray(toFloat64(__ls_v)))) = 0, NULL,
+   if(floor((length(arraySort(groupArray(toFloat64(__ls_v)))) - 1) * __ls_q)
+        = ceil((length(arraySort(groupArray(toFloat64(__ls_v)))) - 1) * __ls_q),
+      arrayElement(arraySort(groupArray(toFloat64(__ls_v))),
+                   toUInt64(floor((length(arraySort(groupArray(toFloat64(__ls_v)))) - 1) * __ls_q)) + 1),
+      arrayElement(arraySort(groupArray(toFloat64(__ls_v))),
+                   toUInt64(floor((length(arraySort(groupArray(toFloat64(__ls_v)))) - 1) * __ls_q)) + 1)
+        * (1 - ((length(arraySort(groupArray(toFloat64(__ls_v)))) - 1) * __ls_q
+                - floor((length(arraySort(groupArray(toFloat64(__ls_v)))) - 1) * __ls_q)))
+      + arrayElement(arraySort(groupArray(toFloat64(__ls_v))),
+                     toUInt64(ceil((length(arraySort(groupArray(toFloat64(__ls_v)))) - 1) * __ls_q)) + 1)
+        * ((length(arraySort(groupArray(toFloat64(__ls_v)))) - 1) * __ls_q
+           - floor((length(arraySort(groupArray(toFloat64(__ls_v)))) - 1) * __ls_q))))
+"""
+
+
+def _duckdb_quantile(value: exp.Expression, q: exp.Expression) -> exp.Expression:
+    """``quantile_cont(value, q)`` computed the way DuckDB does, to the last bit."""
+    template = sqlglot.parse_one(_QUANTILE_TEMPLATE, read="clickhouse")
+
+    def fill(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Column) and node.name in ("__ls_v", "__ls_q") and not node.table:
+            return (value if node.name == "__ls_v" else q).copy()
+        return node
+
+    return exp.Paren(this=template.transform(fill))
+
+
 def _rewrite(node: exp.Expression) -> exp.Expression:
     if (isinstance(node, exp.JSONExtractScalar) and "only_json_types" not in node.args
             and not isinstance(node.expression, (exp.Literal, exp.JSONPath))):
@@ -163,13 +198,9 @@ def _rewrite(node: exp.Expression) -> exp.Expression:
         # key, only_json_types) keeps sqlglot's translation.
         return exp.Anonymous(this="JSON_VALUE", expressions=[node.this, node.expression])
     if isinstance(node, exp.PercentileCont):
-        return exp.ParameterizedAgg(
-            this="quantileExactInclusive", expressions=[node.expression], params=[node.this]
-        )
+        return _duckdb_quantile(node.this, node.expression)
     if isinstance(node, exp.Median):
-        return exp.ParameterizedAgg(
-            this="quantileExactInclusive", expressions=[exp.Literal.number("0.5")], params=[node.this]
-        )
+        return _duckdb_quantile(node.this, exp.Literal.number("0.5"))
     if type(node).__name__ == "RegexpFullMatch" or (
         isinstance(node, exp.Anonymous) and str(node.this).lower() == "regexp_full_match"
     ):
@@ -261,10 +292,34 @@ def translate(sql: str) -> Translated:
     ) | frozenset(  # list_contains(?, x): the parameter is a list
         str(c.this.this) for c in tree.find_all(exp.ArrayContains) if isinstance(c.this, exp.Placeholder)
     )
+    json_keys = frozenset(
+        str(j.expression.this) for j in tree.find_all(exp.JSONExtractScalar) if isinstance(j.expression, exp.Placeholder)
+    )
     tree = tree.transform(_mark_parameter).transform(_rewrite)
     _name_qualified_outputs(tree)
     _bool_outputs(tree)
-    return Translated(tree.sql(dialect="clickhouse"), n_params, limits, arrays)
+    return Translated(tree.sql(dialect="clickhouse"), n_params, limits, arrays, json_keys)
+
+
+_QUOTED_KEY_PATH = re.compile(r'\$\."((?:[^"\\]|\\.)*)"')
+_PLAIN_KEY_PATH = re.compile(r"\$\.([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def json_key(path: object) -> object:
+    """A top-level JSON path (``$."key"``, ``$.key``) as the key JSONExtractString takes; a key stays a key.
+
+    Raises:
+        UntranslatableSQL: a deeper path (JSONExtractString takes one key per level, bound here as one value).
+    """
+    if not isinstance(path, str) or not path.startswith("$"):
+        return path
+    quoted = _QUOTED_KEY_PATH.fullmatch(path)
+    if quoted:
+        return re.sub(r"\\(.)", r"\1", quoted.group(1))
+    plain = _PLAIN_KEY_PATH.fullmatch(path)
+    if plain:
+        return plain.group(1)
+    raise UntranslatableSQL(f"cannot bind the JSON path {path!r} on ClickHouse: only a top-level key is supported")
 
 
 def param_type(value: object) -> str:
@@ -315,6 +370,8 @@ def bind(translated: Translated, params: object) -> tuple[str, dict[str, object]
             value = list(value)
         if value is None and key in translated.limit_params:
             value = NO_LIMIT
+        if key in translated.json_key_params:
+            value = json_key(value)
         name = f"p{key}"
         ch_type = param_type(value)
         if value is None and key in translated.array_params:
