@@ -82,11 +82,9 @@ class Translated:
     text: str
     n_params: int
     limit_params: frozenset[str] = frozenset()
+    """Parameters in LIMIT / OFFSET: NULL there means no limit (DuckDB); ClickHouse needs a number."""
     array_params: frozenset[str] = frozenset()
     """Parameters cast to a list: NULL there is bound as an empty list (ClickHouse has no NULL array)."""
-    json_key_params: frozenset[str] = frozenset()
-    """Parameters that are the path of ``json_extract_string`` / ``->>``: ClickHouse's JSONExtractString takes keys."""
-    """Parameters in LIMIT / OFFSET: NULL there means no limit (DuckDB); ClickHouse needs a number."""
 
 
 def _number_placeholders(sql: str) -> str:
@@ -292,34 +290,10 @@ def translate(sql: str) -> Translated:
     ) | frozenset(  # list_contains(?, x): the parameter is a list
         str(c.this.this) for c in tree.find_all(exp.ArrayContains) if isinstance(c.this, exp.Placeholder)
     )
-    json_keys = frozenset(
-        str(j.expression.this) for j in tree.find_all(exp.JSONExtractScalar) if isinstance(j.expression, exp.Placeholder)
-    )
     tree = tree.transform(_mark_parameter).transform(_rewrite)
     _name_qualified_outputs(tree)
     _bool_outputs(tree)
-    return Translated(tree.sql(dialect="clickhouse"), n_params, limits, arrays, json_keys)
-
-
-_QUOTED_KEY_PATH = re.compile(r'\$\."((?:[^"\\]|\\.)*)"')
-_PLAIN_KEY_PATH = re.compile(r"\$\.([A-Za-z_][A-Za-z0-9_]*)")
-
-
-def json_key(path: object) -> object:
-    """A top-level JSON path (``$."key"``, ``$.key``) as the key JSONExtractString takes; a key stays a key.
-
-    Raises:
-        UntranslatableSQL: a deeper path (JSONExtractString takes one key per level, bound here as one value).
-    """
-    if not isinstance(path, str) or not path.startswith("$"):
-        return path
-    quoted = _QUOTED_KEY_PATH.fullmatch(path)
-    if quoted:
-        return re.sub(r"\\(.)", r"\1", quoted.group(1))
-    plain = _PLAIN_KEY_PATH.fullmatch(path)
-    if plain:
-        return plain.group(1)
-    raise UntranslatableSQL(f"cannot bind the JSON path {path!r} on ClickHouse: only a top-level key is supported")
+    return Translated(tree.sql(dialect="clickhouse"), n_params, limits, arrays)
 
 
 def param_type(value: object) -> str:
@@ -370,8 +344,6 @@ def bind(translated: Translated, params: object) -> tuple[str, dict[str, object]
             value = list(value)
         if value is None and key in translated.limit_params:
             value = NO_LIMIT
-        if key in translated.json_key_params:
-            value = json_key(value)
         name = f"p{key}"
         ch_type = param_type(value)
         if value is None and key in translated.array_params:
