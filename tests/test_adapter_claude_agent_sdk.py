@@ -499,3 +499,111 @@ def test_the_sessions_own_transcripts_agree(run: dict[str, Any], tmp_path: Path)
         # (within a step, calls are in time order: the adapter writes a hookless call at the batch's end)
         assert sorted(c[:5] for c in from_hooks) == sorted(c[:5] for c in from_transcript)
         assert sorted(c[5] or "" for c in from_hooks) == sorted({"open": "aborted"}.get(c[5], c[5]) or "" for c in from_transcript)
+
+
+# ---------------------------------------------------------------- seed 000 (issue 18)
+
+CANCEL = "mcp__shop__cancel_order"
+BLOCK = "[Error Recovery Context]"
+SPIN = "Cancel order Z9."
+
+
+def _blind(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """A model that repeats the same call whatever the tool said."""
+    n = sum(1 for m in messages if m.get("role") == "assistant")
+    return {"tool_uses": [(f"toolu_c{n + 1}", CANCEL, {"order_id": "Z9"})]}
+
+
+def _since_its_last_answer(messages: list[dict[str, Any]]) -> str:
+    """What the model was sent after its last answer: the tool results and what the CLI added
+    (the bundled CLI sends a hook's additionalContext as a message after the tool_result)."""
+    last = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=-1)
+    return json.dumps(messages[last + 1 :])
+
+
+def _reads_the_block(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """A model that changes course when what it was sent since its last answer carries the block."""
+    if BLOCK in _since_its_last_answer(messages):
+        return {"text": "Order Z9 has shipped, so it cannot be cancelled; I can start a return instead."}
+    return _blind(messages)
+
+
+def _cancel_tools() -> Any:
+    @sdk.tool("cancel_order", "Cancel an order", {"order_id": str})
+    async def cancel_order(args: dict[str, Any]) -> dict[str, Any]:
+        raise PermissionError(f"order {args['order_id']} has shipped and cannot be cancelled")
+
+    return sdk.create_sdk_mcp_server("shop", tools=[cancel_order])
+
+
+async def _run_cancel(hooks: ClaudeHooks, fake: FakeAnthropic, home: Path) -> list[Any]:
+    home.mkdir(parents=True, exist_ok=True)
+    options = _options(fake, home, hooks.hooks(), max_turns=8)
+    options.mcp_servers = {"shop": _cancel_tools()}
+    options.allowed_tools = [CANCEL]
+    results = []
+    async for message in hooks.watch(sdk.query(prompt=SPIN, options=options)):
+        if isinstance(message, sdk.ResultMessage):
+            results.append((message.subtype, message.result))
+    return results
+
+
+def _last_user_text(body: dict[str, Any]) -> str:
+    return _since_its_last_answer(body["messages"])
+
+
+def test_the_block_reaches_the_model_and_a_spin_is_stopped_by_policy(tmp_path: Path) -> None:
+    sink = MemorySink()
+    col = Collector(sink, history=True, strict=False)
+    hooks = ClaudeHooks(col, recovery_context=True, on_loop="exit")
+    with FakeAnthropic({SPIN: [_blind]}) as fake:
+        asyncio.run(_run_cancel(hooks, fake, tmp_path))
+    spin_requests = [b for b in fake.requests if any(SPIN in t for m in b["messages"] for t in _fake._texts(m))]
+    # The model got the block with the failed result, in the request after each failure.
+    after = json.loads(_last_user_text(spin_requests[1]))
+    # the tool_result keeps the raw error; the block comes right after it
+    assert after[0]["content"][0]["is_error"] is True and after[0]["content"][0]["tool_use_id"] == "toolu_c1"
+    assert BLOCK not in json.dumps(after[0]) and "hook additional context: " + BLOCK in json.dumps(after[1])
+    second = _last_user_text(spin_requests[1])
+    assert "has shipped and cannot be cancelled" in second and BLOCK in second
+    assert "Operation: mcp__shop__cancel_order(order_id=" in second
+    assert "Previous attempts (this session): 1" in _last_user_text(spin_requests[2])
+    # Stopped after the third failure: no fourth model call for the prompt.
+    assert [n for p, n, _ in fake.scripted if p == SPIN] == [0, 1, 2]
+    calls = [r for r in sink.records if r["kind"] == "tool_call"]
+    exits = [r for r in sink.records if r["kind"] == "loop_exit"]
+    assert [c["tool_call_id"] for c in calls] == ["toolu_c1", "toolu_c2", "toolu_c3"] and all(c["is_error"] for c in calls)
+    assert [(e["exit_reason"], e["error_type"], e["steps"]) for e in exits] == [("error", "loop_detected", 3)]
+    assert "retry loop: mcp__shop__cancel_order failed 3 times" in exits[0]["error_message"]
+    assert col.stats.internal_errors == 0
+
+
+def test_a_model_that_reads_the_block_changes_course_and_a_blind_one_is_stopped(tmp_path: Path) -> None:
+    outcomes = {}
+    for recovery in (True, False):
+        sink = MemorySink()
+        col = Collector(sink, history=True, strict=False)
+        with FakeAnthropic({SPIN: [_reads_the_block]}) as fake:
+            asyncio.run(_run_cancel(ClaudeHooks(col, recovery_context=recovery, on_loop="exit"), fake, tmp_path / str(recovery)))
+        exits = [r for r in sink.records if r["kind"] == "loop_exit"]
+        outcomes[recovery] = [(e["exit_reason"], e["tool_calls"]) for e in exits]
+    assert outcomes == {True: [("end_turn", 1)], False: [("error", 3)]}
+
+
+def test_a_failure_building_the_block_adds_nothing_and_the_agent_goes_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from loopscope.collectors import history
+
+    def boom(*args: Any, **kwargs: Any) -> str:
+        raise RuntimeError("block builder broke")
+
+    monkeypatch.setattr("loopscope.collectors.prompt.recovery_block", boom)
+    assert history.recovery_block is not boom  # only the prompt's reference is broken
+    sink = MemorySink()
+    col = Collector(sink, history=True, strict=False)
+    with FakeAnthropic({SPIN: [_reads_the_block]}) as fake:
+        asyncio.run(_run_cancel(ClaudeHooks(col, recovery_context=True, on_loop="exit"), fake, tmp_path))
+    assert all(BLOCK not in json.dumps(b) for b in fake.requests)
+    # no block, so the model spins; the policy still stops it
+    exits = [r for r in sink.records if r["kind"] == "loop_exit"]
+    assert [(e["exit_reason"], e["error_type"]) for e in exits] == [("error", "loop_detected")]
+    assert col.stats.internal_errors == 3  # one per failed call
