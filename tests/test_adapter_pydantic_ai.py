@@ -370,3 +370,33 @@ def test_a_model_that_reads_the_block_changes_course_and_a_blind_one_is_stopped(
         exits = [r for r in sink.records if r["kind"] == "loop_exit"]
         outcomes[recovery] = (answer is not None, [(e["exit_reason"], e["tool_calls"]) for e in exits])
     assert outcomes == {True: (True, [("end_turn", 1)]), False: (False, [("error", 3)])}
+
+
+def test_arguments_that_fail_validation_get_the_block_too() -> None:
+    """The model sends a string where the tool takes an int: the tool never runs, pydantic-ai's
+    retry holds the validation errors (a list, not a string); the block follows their text."""
+    from loopscope.collectors.adapters.pydantic_ai import LoopDetected
+
+    def bad_args(messages: list[dict[str, Any]]) -> dict[str, Any]:
+        n = sum(1 for m in messages if m["role"] == "assistant")
+        return {"tool_calls": [(f"v{n + 1}", "refund", {"amount": "ten"})]}
+
+    sink = MemorySink()
+    col = Collector(sink, history=True, strict=True)
+    with chat.ScriptedChatServer({"Refund ten": [bad_args]}) as server:
+        model = OpenAIChatModel("fake-model", provider=OpenAIProvider(base_url=server.base_url, api_key="sk-test-not-a-key"))
+        agent = Agent(model, capabilities=[loopscope_capability(col, recovery_context=True, on_loop="exit")])
+
+        @agent.tool_plain(retries=20)
+        def refund(amount: int) -> str:
+            """Refund an amount."""
+            return f"refunded {amount}"
+
+        with pytest.raises(LoopDetected, match="retry loop: refund failed 3 times"):
+            agent.run_sync("Refund ten")
+    tool = [m for m in server.requests[1]["messages"] if m["role"] == "tool"]
+    content = tool[0]["content"]
+    assert "int_parsing" in content and BLOCK in content
+    assert content.index("int_parsing") < content.index(BLOCK)
+    calls = [r for r in sink.records if r["kind"] == "tool_call"]
+    assert [c["error_type"] for c in calls] == ["ValidationError"] * 3
