@@ -607,3 +607,67 @@ def test_a_failure_building_the_block_adds_nothing_and_the_agent_goes_on(tmp_pat
     exits = [r for r in sink.records if r["kind"] == "loop_exit"]
     assert [(e["exit_reason"], e["error_type"]) for e in exits] == [("error", "loop_detected")]
     assert col.stats.internal_errors == 3  # one per failed call
+
+
+def test_hook_outputs_and_a_cli_that_goes_on_after_the_stop() -> None:
+    """Hook inputs as the SDK types them, fed by hand: what each hook answers, and, should a CLI
+    ignore ``continue: false``, the calls it still asks for are refused and not recorded."""
+    sink = MemorySink()
+    col = Collector(sink, history=True, strict=True)
+    hooks = ClaudeHooks(col, conversation_id="c", recovery_context=True, on_loop="exit")
+    base = {"session_id": "s", "transcript_path": "/nonexistent", "cwd": "/"}
+    args = {"order_id": "Z9"}
+    error = "order Z9 has shipped and cannot be cancelled"
+
+    def attempt(tid: str) -> list[Any]:
+        return [
+            hooks.handle(sdk.types.PreToolUseHookInput(
+                **base, hook_event_name="PreToolUse", tool_name=CANCEL, tool_input=args, tool_use_id=tid)),
+            hooks.handle({**base, "hook_event_name": "PostToolUseFailure", "tool_name": CANCEL, "tool_input": args,
+                          "tool_use_id": tid, "error": error}),
+            hooks.handle({**base, "hook_event_name": "PostToolBatch", "tool_calls": [
+                {"tool_name": CANCEL, "tool_input": args, "tool_use_id": tid, "tool_response": error}]}),
+        ]
+
+    assert hooks.handle(sdk.types.UserPromptSubmitHookInput(
+        **base, hook_event_name="UserPromptSubmit", prompt=SPIN, prompt_id="p1")) is None
+    pre, failure, batch = attempt("t1")
+    assert pre is None and batch is None
+    assert failure["hookSpecificOutput"]["hookEventName"] == "PostToolUseFailure"
+    assert failure["hookSpecificOutput"]["additionalContext"].startswith(BLOCK + "\nOperation: " + CANCEL + "(order_id='Z9')")
+    attempt("t2")
+    pre, failure, batch = attempt("t3")
+    assert "Previous attempts (this session): 2" in failure["hookSpecificOutput"]["additionalContext"]
+    reason = "loopscope stopped the loop: retry loop: mcp__shop__cancel_order failed 3 times with the same arguments"
+    assert batch == {"continue_": False, "stopReason": reason}
+    assert hooks.spinning("s").stop is True
+    # A CLI that went on anyway: refused, nothing more recorded, the Stop changes nothing.
+    pre, failure, batch = attempt("t4")
+    assert pre["hookSpecificOutput"] == {"hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": reason}
+    assert pre["continue_"] is False and failure is None and batch is None
+    hooks.handle(sdk.types.StopHookInput(**base, hook_event_name="Stop", stop_hook_active=False))
+    # The session's next prompt starts afresh.
+    hooks.handle(sdk.types.UserPromptSubmitHookInput(**base, hook_event_name="UserPromptSubmit", prompt="hi", prompt_id="p2"))
+    pre, failure, batch = attempt("t5")
+    assert pre is None and BLOCK in failure["hookSpecificOutput"]["additionalContext"] and batch is None
+    hooks.handle(sdk.types.StopHookInput(**base, hook_event_name="Stop", stop_hook_active=False))
+    col.close()
+    calls = [(r["prompt_id"], r["tool_call_id"]) for r in sink.records if r["kind"] == "tool_call"]
+    assert calls == [("p1", "t1"), ("p1", "t2"), ("p1", "t3"), ("p2", "t5")]
+    exits = [(e["prompt_id"], e["exit_reason"], e["error_type"]) for e in _exits(sink.records)]
+    assert exits == [("p1", "error", "loop_detected"), ("p2", "end_turn", None)]
+
+
+def test_off_by_default_the_hooks_have_no_opinion() -> None:
+    col = Collector(MemorySink(), history=True, strict=True)
+    hooks = ClaudeHooks(col, conversation_id="c")
+    base = {"session_id": "s", "transcript_path": "/nonexistent", "cwd": "/"}
+    outs = []
+    for n in range(4):
+        inp = {**base, "tool_name": CANCEL, "tool_input": {"order_id": "Z9"}, "tool_use_id": f"t{n}"}
+        outs.append(hooks.handle({**inp, "hook_event_name": "PreToolUse"}))
+        outs.append(hooks.handle({**inp, "hook_event_name": "PostToolUseFailure", "error": "no"}))
+        outs.append(hooks.handle({**base, "hook_event_name": "PostToolBatch", "tool_calls": [{**inp, "tool_response": "no"}]}))
+    col.close()
+    assert outs == [None] * 12  # no block, no stop: a retry loop of four, recorded only
+    assert [r["kind"] for r in col.sink.records] == ["tool_call"] * 4
