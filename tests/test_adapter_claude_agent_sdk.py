@@ -651,11 +651,20 @@ def test_hook_outputs_and_a_cli_that_goes_on_after_the_stop() -> None:
     pre, failure, batch = attempt("t5")
     assert pre is None and BLOCK in failure["hookSpecificOutput"]["additionalContext"] and batch is None
     hooks.handle(sdk.types.StopHookInput(**base, hook_event_name="Stop", stop_hook_active=False))
+    # A stop holds for its own prompt only: hooks naming another prompt (no UserPromptSubmit seen) go on.
+    base["prompt_id"] = "p2"
+    for tid in ("t6", "t7"):
+        attempt(tid)
+    assert attempt("t8")[2]["continue_"] is False  # p2's third failure: stopped
+    base["prompt_id"] = "p3"
+    pre, failure, batch = attempt("t9")
+    assert pre is None and batch is None
+    hooks.handle(sdk.types.StopHookInput(**base, hook_event_name="Stop", stop_hook_active=False))
     col.close()
     calls = [(r["prompt_id"], r["tool_call_id"]) for r in sink.records if r["kind"] == "tool_call"]
-    assert calls == [("p1", "t1"), ("p1", "t2"), ("p1", "t3"), ("p2", "t5")]
+    assert calls == [("p1", "t1"), ("p1", "t2"), ("p1", "t3"), ("p2", "t5"), ("p2~1", "t6"), ("p2~1", "t7"), ("p2~1", "t8"), ("p3", "t9")]
     exits = [(e["prompt_id"], e["exit_reason"], e["error_type"]) for e in _exits(sink.records)]
-    assert exits == [("p1", "error", "loop_detected"), ("p2", "end_turn", None)]
+    assert exits == [("p1", "error", "loop_detected"), ("p2", "end_turn", None), ("p2~1", "error", "loop_detected"), ("p3", "end_turn", None)]
 
 
 def test_off_by_default_the_hooks_have_no_opinion() -> None:

@@ -90,7 +90,8 @@ class _Session:
         self.pending: OrderedDict[str, tuple[str, Any, float, int]] = OrderedDict()
         self.done: set[str] = set()  # tool_use_ids recorded in the current step
         self.stopped = False  # Stop fired; the exit waits for watch()'s ResultMessage
-        self.halted: str | None = None  # on_loop="exit" stopped this prompt: why (Spin.describe())
+        # on_loop="exit" stopped this prompt: (why, Claude Code's prompt id of the stopped prompt)
+        self.halted: tuple[str, str] | None = None
 
 
 def _error_text(response: Any) -> str | None:
@@ -179,7 +180,7 @@ class ClaudeHooks:
         if event == "UserPromptSubmit":
             self._start(sid, hook_input)
             return None
-        halted = self._halted(sid)
+        halted = self._halted(sid, hook_input)
         if halted is not None:
             # on_loop="exit" stopped this prompt: refuse what is still asked for, record nothing more.
             if event == "PreToolUse":
@@ -208,9 +209,17 @@ class ClaudeHooks:
             self._stop(sid)
         return None
 
-    def _halted(self, sid: str) -> str | None:
+    def _halted(self, sid: str, inp: Mapping[str, Any]) -> str | None:
+        """Why the session's prompt was stopped, if this hook belongs to that prompt."""
         s = self._sessions.get(sid)
-        return s.halted if s is not None else None
+        if s is None or s.halted is None:
+            return None
+        reason, pid = s.halted
+        other = inp.get("prompt_id")
+        if other and str(other) != pid:  # another prompt (no UserPromptSubmit seen): not stopped
+            s.halted = None
+            return None
+        return reason
 
     def _live(self, session_id: str | None) -> PromptLoop | None:
         if session_id is None:
@@ -365,10 +374,11 @@ class ClaudeHooks:
         if loop.on_loop is not None:
             spin = loop.spinning()  # before the next model call; "exit" writes loop_exit
             if spin is not None and spin.stop:
-                s.halted = f"loopscope stopped the loop: {spin.describe()}"
+                reason = f"loopscope stopped the loop: {spin.describe()}"
+                s.halted = (reason, loop.prompt_id.split("~")[0])
                 s.pending.clear()
                 out["continue_"] = False
-                out["stopReason"] = s.halted
+                out["stopReason"] = reason
         return out or None
 
     def _stop(self, sid: str) -> None:
