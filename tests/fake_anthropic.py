@@ -6,7 +6,8 @@ only on the request: the latest scripted user prompt found in ``messages`` picks
 the number of assistant messages after it picks the turn. A request whose messages hold no
 scripted prompt (the CLI's side requests: titles, quota checks) gets a one-word text answer.
 
-Each turn is ``{"tool_uses": [(id, name, input), ...]}`` or ``{"text": "..."}``. Every request
+Each turn is ``{"tool_uses": [(id, name, input), ...]}`` or ``{"text": "..."}``, or a function of
+the request's ``messages`` returning one (a model that reacts to what it was sent). Every request
 is kept in :attr:`FakeAnthropic.requests`, every scripted answer in :attr:`FakeAnthropic.scripted`
 (the test counts the model calls and tokens from them). Usage: ``input_tokens`` is ten per
 message of the request, ``output_tokens`` seven.
@@ -103,7 +104,8 @@ class FakeAnthropic:
                     if any(prompt in t for t in _texts(messages[i])):
                         n = sum(1 for m in messages[i + 1 :] if m.get("role") == "assistant")
                         self.scripted.append((prompt, n, len(messages)))
-                        return turns[min(n, len(turns) - 1)]
+                        turn = turns[min(n, len(turns) - 1)]
+                        return turn(messages) if callable(turn) else turn
             return {"text": "ok"}
 
     def __enter__(self) -> FakeAnthropic:

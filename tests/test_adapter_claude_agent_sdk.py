@@ -499,3 +499,184 @@ def test_the_sessions_own_transcripts_agree(run: dict[str, Any], tmp_path: Path)
         # (within a step, calls are in time order: the adapter writes a hookless call at the batch's end)
         assert sorted(c[:5] for c in from_hooks) == sorted(c[:5] for c in from_transcript)
         assert sorted(c[5] or "" for c in from_hooks) == sorted({"open": "aborted"}.get(c[5], c[5]) or "" for c in from_transcript)
+
+
+# ---------------------------------------------------------------- seed 000 (issue 18)
+
+CANCEL = "mcp__shop__cancel_order"
+BLOCK = "[Error Recovery Context]"
+SPIN = "Cancel order Z9."
+
+
+def _blind(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """A model that repeats the same call whatever the tool said."""
+    n = sum(1 for m in messages if m.get("role") == "assistant")
+    return {"tool_uses": [(f"toolu_c{n + 1}", CANCEL, {"order_id": "Z9"})]}
+
+
+def _since_its_last_answer(messages: list[dict[str, Any]]) -> str:
+    """What the model was sent after its last answer: the tool results and what the CLI added
+    (the bundled CLI sends a hook's additionalContext as a message after the tool_result)."""
+    last = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=-1)
+    return json.dumps(messages[last + 1 :])
+
+
+def _reads_the_block(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """A model that changes course when what it was sent since its last answer carries the block."""
+    if BLOCK in _since_its_last_answer(messages):
+        return {"text": "Order Z9 has shipped, so it cannot be cancelled; I can start a return instead."}
+    return _blind(messages)
+
+
+def _cancel_tools() -> Any:
+    @sdk.tool("cancel_order", "Cancel an order", {"order_id": str})
+    async def cancel_order(args: dict[str, Any]) -> dict[str, Any]:
+        raise PermissionError(f"order {args['order_id']} has shipped and cannot be cancelled")
+
+    return sdk.create_sdk_mcp_server("shop", tools=[cancel_order])
+
+
+async def _run_cancel(hooks: ClaudeHooks, fake: FakeAnthropic, home: Path) -> list[Any]:
+    home.mkdir(parents=True, exist_ok=True)
+    options = _options(fake, home, hooks.hooks(), max_turns=8)
+    options.mcp_servers = {"shop": _cancel_tools()}
+    options.allowed_tools = [CANCEL]
+    results = []
+    async for message in hooks.watch(sdk.query(prompt=SPIN, options=options)):
+        if isinstance(message, sdk.ResultMessage):
+            results.append((message.subtype, message.result))
+    return results
+
+
+def _last_user_text(body: dict[str, Any]) -> str:
+    return _since_its_last_answer(body["messages"])
+
+
+def test_the_block_reaches_the_model_and_a_spin_is_stopped_by_policy(tmp_path: Path) -> None:
+    sink = MemorySink()
+    col = Collector(sink, history=True, strict=False)
+    hooks = ClaudeHooks(col, recovery_context=True, on_loop="exit")
+    with FakeAnthropic({SPIN: [_blind]}) as fake:
+        asyncio.run(_run_cancel(hooks, fake, tmp_path))
+    spin_requests = [b for b in fake.requests if any(SPIN in t for m in b["messages"] for t in _fake._texts(m))]
+    # The model got the block with the failed result, in the request after each failure.
+    after = json.loads(_last_user_text(spin_requests[1]))
+    # the tool_result keeps the raw error; the block comes right after it
+    assert after[0]["content"][0]["is_error"] is True and after[0]["content"][0]["tool_use_id"] == "toolu_c1"
+    assert BLOCK not in json.dumps(after[0]) and "hook additional context: " + BLOCK in json.dumps(after[1])
+    second = _last_user_text(spin_requests[1])
+    assert "has shipped and cannot be cancelled" in second and BLOCK in second
+    assert "Operation: mcp__shop__cancel_order(order_id=" in second
+    assert "Previous attempts (this session): 1" in _last_user_text(spin_requests[2])
+    # Stopped after the third failure: no fourth model call for the prompt.
+    assert [n for p, n, _ in fake.scripted if p == SPIN] == [0, 1, 2]
+    calls = [r for r in sink.records if r["kind"] == "tool_call"]
+    exits = [r for r in sink.records if r["kind"] == "loop_exit"]
+    assert [c["tool_call_id"] for c in calls] == ["toolu_c1", "toolu_c2", "toolu_c3"] and all(c["is_error"] for c in calls)
+    assert [(e["exit_reason"], e["error_type"], e["steps"]) for e in exits] == [("error", "loop_detected", 3)]
+    assert "retry loop: mcp__shop__cancel_order failed 3 times" in exits[0]["error_message"]
+    assert col.stats.internal_errors == 0
+
+
+def test_a_model_that_reads_the_block_changes_course_and_a_blind_one_is_stopped(tmp_path: Path) -> None:
+    outcomes = {}
+    for recovery in (True, False):
+        sink = MemorySink()
+        col = Collector(sink, history=True, strict=False)
+        with FakeAnthropic({SPIN: [_reads_the_block]}) as fake:
+            asyncio.run(_run_cancel(ClaudeHooks(col, recovery_context=recovery, on_loop="exit"), fake, tmp_path / str(recovery)))
+        exits = [r for r in sink.records if r["kind"] == "loop_exit"]
+        outcomes[recovery] = [(e["exit_reason"], e["tool_calls"]) for e in exits]
+    assert outcomes == {True: [("end_turn", 1)], False: [("error", 3)]}
+
+
+def test_a_failure_building_the_block_adds_nothing_and_the_agent_goes_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from loopscope.collectors import history
+
+    def boom(*args: Any, **kwargs: Any) -> str:
+        raise RuntimeError("block builder broke")
+
+    monkeypatch.setattr("loopscope.collectors.prompt.recovery_block", boom)
+    assert history.recovery_block is not boom  # only the prompt's reference is broken
+    sink = MemorySink()
+    col = Collector(sink, history=True, strict=False)
+    with FakeAnthropic({SPIN: [_reads_the_block]}) as fake:
+        asyncio.run(_run_cancel(ClaudeHooks(col, recovery_context=True, on_loop="exit"), fake, tmp_path))
+    assert all(BLOCK not in json.dumps(b) for b in fake.requests)
+    # no block, so the model spins; the policy still stops it
+    exits = [r for r in sink.records if r["kind"] == "loop_exit"]
+    assert [(e["exit_reason"], e["error_type"]) for e in exits] == [("error", "loop_detected")]
+    assert col.stats.internal_errors == 3  # one per failed call
+
+
+def test_hook_outputs_and_a_cli_that_goes_on_after_the_stop() -> None:
+    """Hook inputs as the SDK types them, fed by hand: what each hook answers, and, should a CLI
+    ignore ``continue: false``, the calls it still asks for are refused and not recorded."""
+    sink = MemorySink()
+    col = Collector(sink, history=True, strict=True)
+    hooks = ClaudeHooks(col, conversation_id="c", recovery_context=True, on_loop="exit")
+    base = {"session_id": "s", "transcript_path": "/nonexistent", "cwd": "/"}
+    args = {"order_id": "Z9"}
+    error = "order Z9 has shipped and cannot be cancelled"
+
+    def attempt(tid: str) -> list[Any]:
+        return [
+            hooks.handle(sdk.types.PreToolUseHookInput(
+                **base, hook_event_name="PreToolUse", tool_name=CANCEL, tool_input=args, tool_use_id=tid)),
+            hooks.handle({**base, "hook_event_name": "PostToolUseFailure", "tool_name": CANCEL, "tool_input": args,
+                          "tool_use_id": tid, "error": error}),
+            hooks.handle({**base, "hook_event_name": "PostToolBatch", "tool_calls": [
+                {"tool_name": CANCEL, "tool_input": args, "tool_use_id": tid, "tool_response": error}]}),
+        ]
+
+    assert hooks.handle(sdk.types.UserPromptSubmitHookInput(
+        **base, hook_event_name="UserPromptSubmit", prompt=SPIN, prompt_id="p1")) is None
+    pre, failure, batch = attempt("t1")
+    assert pre is None and batch is None
+    assert failure["hookSpecificOutput"]["hookEventName"] == "PostToolUseFailure"
+    assert failure["hookSpecificOutput"]["additionalContext"].startswith(BLOCK + "\nOperation: " + CANCEL + "(order_id='Z9')")
+    attempt("t2")
+    pre, failure, batch = attempt("t3")
+    assert "Previous attempts (this session): 2" in failure["hookSpecificOutput"]["additionalContext"]
+    reason = "loopscope stopped the loop: retry loop: mcp__shop__cancel_order failed 3 times with the same arguments"
+    assert batch == {"continue_": False, "stopReason": reason}
+    assert hooks.spinning("s").stop is True
+    # A CLI that went on anyway: refused, nothing more recorded, the Stop changes nothing.
+    pre, failure, batch = attempt("t4")
+    assert pre["hookSpecificOutput"] == {"hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": reason}
+    assert pre["continue_"] is False and failure is None and batch is None
+    hooks.handle(sdk.types.StopHookInput(**base, hook_event_name="Stop", stop_hook_active=False))
+    # The session's next prompt starts afresh.
+    hooks.handle(sdk.types.UserPromptSubmitHookInput(**base, hook_event_name="UserPromptSubmit", prompt="hi", prompt_id="p2"))
+    pre, failure, batch = attempt("t5")
+    assert pre is None and BLOCK in failure["hookSpecificOutput"]["additionalContext"] and batch is None
+    hooks.handle(sdk.types.StopHookInput(**base, hook_event_name="Stop", stop_hook_active=False))
+    # A stop holds for its own prompt only: hooks naming another prompt (no UserPromptSubmit seen) go on.
+    base["prompt_id"] = "p2"
+    for tid in ("t6", "t7"):
+        attempt(tid)
+    assert attempt("t8")[2]["continue_"] is False  # p2's third failure: stopped
+    base["prompt_id"] = "p3"
+    pre, failure, batch = attempt("t9")
+    assert pre is None and batch is None
+    hooks.handle(sdk.types.StopHookInput(**base, hook_event_name="Stop", stop_hook_active=False))
+    col.close()
+    calls = [(r["prompt_id"], r["tool_call_id"]) for r in sink.records if r["kind"] == "tool_call"]
+    assert calls == [("p1", "t1"), ("p1", "t2"), ("p1", "t3"), ("p2", "t5"), ("p2~1", "t6"), ("p2~1", "t7"), ("p2~1", "t8"), ("p3", "t9")]
+    exits = [(e["prompt_id"], e["exit_reason"], e["error_type"]) for e in _exits(sink.records)]
+    assert exits == [("p1", "error", "loop_detected"), ("p2", "end_turn", None), ("p2~1", "error", "loop_detected"), ("p3", "end_turn", None)]
+
+
+def test_off_by_default_the_hooks_have_no_opinion() -> None:
+    col = Collector(MemorySink(), history=True, strict=True)
+    hooks = ClaudeHooks(col, conversation_id="c")
+    base = {"session_id": "s", "transcript_path": "/nonexistent", "cwd": "/"}
+    outs = []
+    for n in range(4):
+        inp = {**base, "tool_name": CANCEL, "tool_input": {"order_id": "Z9"}, "tool_use_id": f"t{n}"}
+        outs.append(hooks.handle({**inp, "hook_event_name": "PreToolUse"}))
+        outs.append(hooks.handle({**inp, "hook_event_name": "PostToolUseFailure", "error": "no"}))
+        outs.append(hooks.handle({**base, "hook_event_name": "PostToolBatch", "tool_calls": [{**inp, "tool_response": "no"}]}))
+    col.close()
+    assert outs == [None] * 12  # no block, no stop: a retry loop of four, recorded only
+    assert [r["kind"] for r in col.sink.records] == ["tool_call"] * 4

@@ -233,3 +233,102 @@ def test_a_failing_adapter_never_breaks_the_agent(where: str, monkeypatch: pytes
     col.close()
     if where != "loop":
         assert col.stats.internal_errors > 0
+
+
+# ---------------------------------------------------------------- seed 000 (issue 18)
+
+BLOCK = "[Error Recovery Context]"
+SHIPPED = "order Z9 has shipped and cannot be cancelled"
+
+
+def cancel_server() -> MCPServer:
+    server = MCPServer("shop")
+
+    @server.tool()
+    def cancel_order(order_id: str) -> CallToolResult:
+        """Cancel an order."""
+        return CallToolResult(content=[TextContent(type="text", text=f"order {order_id} has shipped and cannot be cancelled")], is_error=True)
+
+    return server
+
+
+async def cancel_agent(col: Collector, reads_the_block: bool, **instrument: Any) -> tuple[list[Any], str | None]:
+    """A scripted host loop: each step the model asks for cancel_order(Z9) again, unless (a model
+    that reads the block) the last result it was handed carries the block. Returns the results
+    handed to the model and the LoopDetected message that stopped the loop, if one did."""
+    from loopscope.collectors.adapters.mcp import LoopDetected
+
+    results: list[Any] = []
+    stopped = None
+    async with mcp.Client(cancel_server()) as client:
+        session = client.session
+        with col.prompt(conversation_id="c-z9", prompt_id="P", provider="anthropic") as loop:
+            instrument_mcp(session, loop, **instrument)
+            try:
+                for n in range(1, 10):
+                    last = results[-1] if results else None
+                    if reads_the_block and last is not None and BLOCK in "\n".join(c.text for c in last.content):
+                        loop.model_response("end_turn")  # "Z9 has shipped; I can start a return instead."
+                        break
+                    loop.model_response("tool_use")
+                    results.append(await session.call_tool("cancel_order", {"order_id": "Z9"}, tool_call_id=f"c{n}"))
+            except LoopDetected as exc:  # the policy wrote loop_exit: leave the loop
+                stopped = str(exc)
+    return results, stopped
+
+
+def test_the_block_is_appended_to_the_failed_result_and_a_spin_is_stopped_by_policy() -> None:
+    col = Collector(MemorySink(), history=True, strict=True)
+
+    async def main() -> tuple[list[Any], str | None]:
+        return await cancel_agent(col, False, recovery_context=True, on_loop="exit")
+
+    results, stopped = anyio.run(main)
+    assert stopped == "c-z9/P: retry loop: cancel_order failed 3 times with the same arguments"
+    # results[] got the first two (the third call raised); each: the server's error, then the block
+    assert len(results) == 2
+    for n, result in enumerate(results):
+        assert result.is_error is True
+        assert [c.type for c in result.content] == ["text", "text"]
+        assert result.content[0].text == SHIPPED
+        block = result.content[1].text
+        assert block.startswith(BLOCK) and "Operation: cancel_order(order_id='Z9')" in block
+        assert f"Previous attempts (this session): {n}" in block
+    calls = [r for r in col.sink.records if r["kind"] == "tool_call"]
+    exits = [r for r in col.sink.records if r["kind"] == "loop_exit"]
+    assert [(c["tool_call_id"], c["error_message"]) for c in calls] == [(f"c{n}", SHIPPED) for n in (1, 2, 3)]
+    assert [(e["exit_reason"], e["error_type"], e["steps"]) for e in exits] == [("error", "loop_detected", 3)]
+
+
+def test_off_by_default_and_a_model_that_reads_the_block_changes_course() -> None:
+    outcomes = {}
+    for recovery in (True, False):
+        col = Collector(MemorySink(), history=True, strict=True)
+
+        async def main(recovery: bool = recovery, col: Collector = col) -> tuple[list[Any], str | None]:
+            return await cancel_agent(col, True, recovery_context=recovery, on_loop="exit")
+
+        results, stopped = anyio.run(main)
+        exits = [r for r in col.sink.records if r["kind"] == "loop_exit"]
+        outcomes[recovery] = (len(results), stopped is not None, [(e["exit_reason"], e["tool_calls"]) for e in exits])
+    # with the block the model answers after one failure; without it, it spins until the policy stops it
+    assert outcomes == {True: (1, False, [("end_turn", 1)]), False: (2, True, [("error", 3)])}
+
+
+def test_without_a_policy_nothing_stops_and_a_broken_block_adds_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    def boom(*args: Any, **kwargs: Any) -> str:
+        raise RuntimeError("block builder broke")
+
+    monkeypatch.setattr("loopscope.collectors.tool_call.recovery_block", boom)
+    col = Collector(MemorySink(), history=True, strict=False)
+
+    async def main() -> tuple[list[Any], str | None]:
+        return await cancel_agent(col, True, recovery_context=True)
+
+    results, stopped = anyio.run(main)
+    assert stopped is None
+    assert len(results) == 9 and all([c.text for c in r.content] == [SHIPPED] for r in results)
+    assert col.stats.internal_errors == 9
+    exits = [r for r in col.sink.records if r["kind"] == "loop_exit"]
+    # no policy: the host loop runs out of its own 9 steps (the last stop reason is the exit)
+    assert [(e["exit_reason"], e["tool_calls"]) for e in exits] == [("tool_use", 9)]

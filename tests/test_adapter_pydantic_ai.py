@@ -277,3 +277,126 @@ def test_spans_name_the_runs_provider_and_model() -> None:
     assert agent_span.attributes["gen_ai.request.model"] == "fake-model"
     tools = [s for s in spans.get_finished_spans() if s.name == "execute_tool get_weather"]
     assert len(tools) == 1 and tools[0].parent.span_id == agent_span.context.span_id
+
+
+# ---------------------------------------------------------------- seed 000 (issue 18)
+
+_chat_spec = importlib.util.spec_from_file_location("loopscope_test_fake_chat_server_pai", Path(__file__).parent / "fake_chat_server.py")
+assert _chat_spec and _chat_spec.loader
+chat = importlib.util.module_from_spec(_chat_spec)
+sys.modules[_chat_spec.name] = chat
+_chat_spec.loader.exec_module(chat)
+
+BLOCK = "[Error Recovery Context]"
+SPIN = "Cancel order Z9"
+SHIPPED = "order Z9 has shipped and cannot be cancelled"
+
+
+def blind(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """A model that repeats the same call whatever the tool said."""
+    n = sum(1 for m in messages if m["role"] == "assistant")
+    return {"tool_calls": [(f"s{n + 1}", "cancel_order", {"order_id": "Z9"})]}
+
+
+def reads_the_block(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """A model that changes course when the last tool result carries the recovery block."""
+    last = messages[-1]
+    if last["role"] == "tool" and BLOCK in str(last.get("content")):
+        return {"text": "Order Z9 has shipped, so it cannot be cancelled; I can start a return instead."}
+    return blind(messages)
+
+
+def cancel_agent(base_url: str, capability: Any, raises: type[Exception]) -> Agent:
+    model = OpenAIChatModel("fake-model", provider=OpenAIProvider(base_url=base_url, api_key="sk-test-not-a-key"))
+    agent = Agent(model, capabilities=[capability])
+
+    @agent.tool_plain(retries=20)
+    def cancel_order(order_id: str) -> str:
+        """Cancel an order."""
+        raise raises(f"order {order_id} has shipped and cannot be cancelled")
+
+    return agent
+
+
+def test_the_block_reaches_the_model_and_a_spin_is_stopped_by_policy() -> None:
+    from loopscope.collectors.adapters.pydantic_ai import LoopDetected
+
+    sink = MemorySink()
+    col = Collector(sink, history=True, strict=True)
+    capability = loopscope_capability(col, recovery_context=True, on_loop="exit")
+    with chat.ScriptedChatServer({SPIN: [blind]}) as server:
+        with pytest.raises(LoopDetected, match="retry loop: cancel_order failed 3 times"):
+            cancel_agent(server.base_url, capability, ModelRetry).run_sync(SPIN)
+    assert len(server.requests) == 3  # the fourth model request never happened
+    # The retried call's tool message the model read (pydantic-ai wraps a failed return as
+    # {"error": ...} for OpenAI): the error word for word, then the block.
+    tool = [m for m in server.requests[1]["messages"] if m["role"] == "tool"]
+    assert len(tool) == 1 and tool[0]["tool_call_id"] == "s1"
+    error = json.loads(tool[0]["content"])["error"]
+    assert error.startswith(SHIPPED + "\n\n" + BLOCK) and "Operation: cancel_order(order_id='Z9')" in error
+    third = [json.loads(m["content"])["error"] for m in server.requests[2]["messages"] if m["role"] == "tool"]
+    # every failed return keeps its own block; the latest lists the earlier attempt
+    assert [BLOCK in e for e in third] == [True, True]
+    assert "Previous attempts (this session): 1\n  1. cancel_order(order_id='Z9') [step 0]" in third[-1]
+    calls = [r for r in sink.records if r["kind"] == "tool_call"]
+    exits = [r for r in sink.records if r["kind"] == "loop_exit"]
+    assert [(c["tool_call_id"], c["error_type"], c["error_message"]) for c in calls] == [
+        (f"s{n}", "ModelRetry", SHIPPED) for n in (1, 2, 3)
+    ]
+    assert [(e["exit_reason"], e["error_type"], e["steps"]) for e in exits] == [("error", "loop_detected", 3)]
+
+
+def test_a_model_that_reads_the_block_changes_course_and_a_blind_one_is_stopped() -> None:
+    from loopscope.collectors.adapters.pydantic_ai import LoopDetected
+
+    outcomes = {}
+    for recovery in (True, False):
+        sink = MemorySink()
+        col = Collector(sink, history=True, strict=True)
+        capability = loopscope_capability(col, recovery_context=recovery, on_loop="exit")
+        with chat.ScriptedChatServer({SPIN: [reads_the_block]}) as server:
+            try:
+                result = cancel_agent(server.base_url, capability, ToolFailed).run_sync(SPIN)
+                answer = result.output
+            except LoopDetected:
+                answer = None
+        if recovery:  # a ToolFailed return: the error (as pydantic-ai wraps it for OpenAI) carries the block
+            tool = [m for m in server.requests[1]["messages"] if m["role"] == "tool"]
+            assert json.loads(tool[0]["content"])["error"].startswith(SHIPPED + "\n\n" + BLOCK)
+            # the run's own message history is unchanged: only the request carried the block
+            assert BLOCK not in result.all_messages_json().decode() and SHIPPED in result.all_messages_json().decode()
+        else:
+            assert all(BLOCK not in json.dumps(b) for b in server.requests)
+        exits = [r for r in sink.records if r["kind"] == "loop_exit"]
+        outcomes[recovery] = (answer is not None, [(e["exit_reason"], e["tool_calls"]) for e in exits])
+    assert outcomes == {True: (True, [("end_turn", 1)]), False: (False, [("error", 3)])}
+
+
+def test_arguments_that_fail_validation_get_the_block_too() -> None:
+    """The model sends a string where the tool takes an int: the tool never runs, pydantic-ai's
+    retry holds the validation errors (a list, not a string); the block follows their text."""
+    from loopscope.collectors.adapters.pydantic_ai import LoopDetected
+
+    def bad_args(messages: list[dict[str, Any]]) -> dict[str, Any]:
+        n = sum(1 for m in messages if m["role"] == "assistant")
+        return {"tool_calls": [(f"v{n + 1}", "refund", {"amount": "ten"})]}
+
+    sink = MemorySink()
+    col = Collector(sink, history=True, strict=True)
+    with chat.ScriptedChatServer({"Refund ten": [bad_args]}) as server:
+        model = OpenAIChatModel("fake-model", provider=OpenAIProvider(base_url=server.base_url, api_key="sk-test-not-a-key"))
+        agent = Agent(model, capabilities=[loopscope_capability(col, recovery_context=True, on_loop="exit")])
+
+        @agent.tool_plain(retries=20)
+        def refund(amount: int) -> str:
+            """Refund an amount."""
+            return f"refunded {amount}"
+
+        with pytest.raises(LoopDetected, match="retry loop: refund failed 3 times"):
+            agent.run_sync("Refund ten")
+    tool = [m for m in server.requests[1]["messages"] if m["role"] == "tool"]
+    content = tool[0]["content"]
+    assert "int_parsing" in content and BLOCK in content
+    assert content.index("int_parsing") < content.index(BLOCK)
+    calls = [r for r in sink.records if r["kind"] == "tool_call"]
+    assert [c["error_type"] for c in calls] == ["ValidationError"] * 3

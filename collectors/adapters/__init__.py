@@ -14,9 +14,12 @@ dependency to the collector: install the framework yourself.
 - :mod:`~loopscope.collectors.adapters.pydantic_ai`: pydantic-ai
   (``Agent(..., capabilities=[loopscope_capability(collector)])``).
 
-Adapters that can stop a spinning prompt (``on_loop="exit"``) raise
-:class:`~loopscope.collectors.adapters._common.LoopDetected` out of the framework's run; each
-adapter module re-exports it.
+Every adapter takes ``recovery_context=True`` (the seed-000 block of a failed call, put where
+the framework lets the host edit what the model reads) and ``on_loop=`` (``"warn"`` / ``"exit"``),
+both off by default. Adapters whose run is a Python call of yours stop a spinning prompt by
+raising :class:`~loopscope.collectors.adapters._common.LoopDetected` out of it (OpenAI Agents,
+LangChain, pydantic-ai, MCP's ``call_tool``; each re-exports it); the Claude Agent SDK's hooks end
+the CLI's turn instead (``continue: false``).
 
 See docs/collector.md, "Framework adapters", for what each adapter sees and what it cannot.
 """

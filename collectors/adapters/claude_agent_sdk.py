@@ -26,6 +26,18 @@ What each hook gives (the Claude Code CLI fires them; the SDK runs them in this 
   ``<tool_use_error>`` result) is recorded from it.
 - ``Stop``: the loop ended normally (``end_turn``).
 
+**Seed 000 and the loop signal** (off by default). With ``recovery_context=True`` a failed
+call's ``[Error Recovery Context]`` block is the hook's ``additionalContext``
+(``hookSpecificOutput``): of ``PostToolUseFailure`` for a call whose tool hook fired, of
+``PostToolBatch`` for a call only the batch reports (a ``<tool_use_error>``). Claude Code hands
+it to the model with the failed result, in the next request. With ``on_loop="exit"``, at each
+``PostToolBatch`` (before the next model call) the adapter asks ``loop.spinning()``; when the
+prompt spins it has written ``loop_exit`` (``error`` / ``loop_detected``) and the hook returns
+``continue: false`` with a ``stopReason``: Claude Code ends the turn. Any tool call of that prompt
+still asked for is refused (``PreToolUse`` ``permissionDecision: "deny"``). ``"warn"`` logs
+instead. :meth:`ClaudeHooks.recovery_context` and :meth:`ClaudeHooks.spinning` give the same for
+a session, for hooks of your own.
+
 Never raises into the agent: every hook returns ``{}`` (no opinion) whatever happens inside,
 and internal failures go to the collector's guard (counted, logged once). Memory is bounded:
 at most :data:`MAX_SESSIONS` sessions and :data:`MAX_PENDING` unfinished calls per session are
@@ -69,7 +81,7 @@ _RESULT_EXITS = {
 class _Session:
     """One Claude Code session's open prompt and its in-flight calls."""
 
-    __slots__ = ("loop", "step", "pending", "done", "stopped", "reopened")
+    __slots__ = ("loop", "step", "pending", "done", "stopped", "reopened", "halted")
 
     def __init__(self) -> None:
         self.loop: PromptLoop | None = None
@@ -78,6 +90,8 @@ class _Session:
         self.pending: OrderedDict[str, tuple[str, Any, float, int]] = OrderedDict()
         self.done: set[str] = set()  # tool_use_ids recorded in the current step
         self.stopped = False  # Stop fired; the exit waits for watch()'s ResultMessage
+        # on_loop="exit" stopped this prompt: (why, Claude Code's prompt id of the stopped prompt)
+        self.halted: tuple[str, str] | None = None
 
 
 def _error_text(response: Any) -> str | None:
@@ -98,6 +112,11 @@ class ClaudeHooks:
         max_tool_calls: The tool-call budget recorded on ``loop_exit``.
         model: ``gen_ai.request.model`` of the prompt spans.
         tags: Cohort labels of every record.
+        recovery_context: Hand the model each failed call's seed-000 block as the hook's
+            ``additionalContext`` (best with ``Collector(history=True)``: the block then lists
+            the previous attempts at the same operation and target in the conversation).
+        on_loop: Loop policy of each prompt: ``"exit"`` stops a spinning prompt (``continue:
+            false``), ``"warn"`` logs it, None (default) leaves it to you.
     """
 
     def __init__(
@@ -109,8 +128,12 @@ class ClaudeHooks:
         max_tool_calls: int | None = None,
         model: str | None = None,
         tags: Mapping[str, str] | None = None,
+        recovery_context: bool = False,
+        on_loop: str | None = None,
     ) -> None:
         self.collector = collector
+        self.recovery = bool(recovery_context)
+        self.on_loop = on_loop
         self.conversation_id = conversation_id
         self.agent = agent
         self.max_tool_calls = max_tool_calls
@@ -138,30 +161,92 @@ class ClaudeHooks:
     async def _callback(self, hook_input: Any, tool_use_id: str | None, context: Any) -> dict[str, Any]:
         # Never raises, never blocks: no I/O here (records go to the collector's queue).
         try:
-            self.handle(hook_input)
+            out = self.handle(hook_input)
         except Exception as exc:  # noqa: BLE001
             self.collector._guard.internal_error("claude_agent_sdk.hook", exc)
-        return {}
+            return {}
+        return out or {}
 
     # -- the events --
 
-    def handle(self, hook_input: Mapping[str, Any]) -> None:
-        """Handle one hook input (a dict as the SDK passes it). Called by the registered hooks."""
+    def handle(self, hook_input: Mapping[str, Any]) -> dict[str, Any] | None:
+        """Handle one hook input (a dict as the SDK passes it). Called by the registered hooks.
+
+        Returns the hook's output (the recovery block as ``additionalContext``, a stop, a
+        refusal), or None for no opinion.
+        """
         event = hook_input.get("hook_event_name")
         sid = str(hook_input.get("session_id") or "")
         if event == "UserPromptSubmit":
             self._start(sid, hook_input)
-        elif event == "PreToolUse":
+            return None
+        halted = self._halted(sid, hook_input)
+        if halted is not None:
+            # on_loop="exit" stopped this prompt: refuse what is still asked for, record nothing more.
+            if event == "PreToolUse":
+                return {
+                    "continue_": False,
+                    "stopReason": halted,
+                    "hookSpecificOutput": {
+                        "hookEventName": "PreToolUse",
+                        "permissionDecision": "deny",
+                        "permissionDecisionReason": halted,
+                    },
+                }
+            return None
+        if event == "PreToolUse":
             self._pre(sid, hook_input)
         elif event == "PostToolUse":
             self._post(sid, hook_input, None)
         elif event == "PostToolUseFailure":
             error = hook_input.get("error")
-            self._post(sid, hook_input, "" if error is None else str(error))
+            block = self._post(sid, hook_input, "" if error is None else str(error))
+            if block:
+                return {"hookSpecificOutput": {"hookEventName": "PostToolUseFailure", "additionalContext": block}}
         elif event == "PostToolBatch":
-            self._batch(sid, hook_input)
+            return self._batch(sid, hook_input)
         elif event == "Stop":
             self._stop(sid)
+        return None
+
+    def _halted(self, sid: str, inp: Mapping[str, Any]) -> str | None:
+        """Why the session's prompt was stopped, if this hook belongs to that prompt."""
+        s = self._sessions.get(sid)
+        if s is None or s.halted is None:
+            return None
+        reason, pid = s.halted
+        other = inp.get("prompt_id")
+        if other and str(other) != pid:  # another prompt (no UserPromptSubmit seen): not stopped
+            s.halted = None
+            return None
+        return reason
+
+    def _live(self, session_id: str | None) -> PromptLoop | None:
+        if session_id is None:
+            s = next(reversed(self._sessions.values()), None)  # the latest active session
+        else:
+            s = self._sessions.get(str(session_id))
+        return s.loop if s is not None else None
+
+    def recovery_context(self, session_id: str | None = None) -> str | None:
+        """The block of the latest failed call of the session's prompt (default: the session
+        seen last), or None. Never raises."""
+        try:
+            loop = self._live(session_id)
+            return loop.recovery_context() if loop is not None else None
+        except Exception as exc:  # noqa: BLE001
+            self.collector._guard.internal_error("claude_agent_sdk.recovery_context", exc)
+            return None
+
+    def spinning(self, session_id: str | None = None) -> Any:
+        """``loop.spinning()`` of the session's prompt (default: the session seen last), or None.
+        Never raises."""
+        try:
+            loop = self._live(session_id)
+            return loop.spinning() if loop is not None else None
+        except Exception as exc:  # noqa: BLE001
+            self.collector._guard.internal_error("claude_agent_sdk.spinning", exc)
+            return None
 
     def _session(self, sid: str) -> _Session:
         sessions = self._sessions
@@ -190,8 +275,10 @@ class ClaudeHooks:
             provider="anthropic",
             model=self.model,
             tags=self.tags,
+            on_loop=self.on_loop,
         )
         s.step = 0
+        s.halted = None
         s.pending.clear()
         s.done.clear()
         s.stopped = False
@@ -219,7 +306,8 @@ class ClaudeHooks:
             s.pending.popitem(last=False)
             self.dropped += 1
 
-    def _post(self, sid: str, inp: Mapping[str, Any], error: str | None) -> None:
+    def _post(self, sid: str, inp: Mapping[str, Any], error: str | None) -> str | None:
+        """Record the call; returns its recovery block when it failed and ``recovery_context=True``."""
         s = self._current(sid, inp)
         tid = str(inp.get("tool_use_id") or "")
         started = s.pending.pop(tid, None)
@@ -243,11 +331,15 @@ class ClaudeHooks:
             tool_call_id=tid, tool_name=name, arguments=args, step=step, is_error=error is not None, latency_ms=latency, **kwargs
         )
         s.done.add(tid)
+        if error is not None and self.recovery:
+            return s.loop.recovery_context()  # the call just recorded: no await since; None if it failed
+        return None
 
-    def _batch(self, sid: str, inp: Mapping[str, Any]) -> None:
+    def _batch(self, sid: str, inp: Mapping[str, Any]) -> dict[str, Any] | None:
         s = self._current(sid, inp)
         loop = s.loop
         assert loop is not None
+        blocks: list[str] = []
         for call in inp.get("tool_calls") or ():
             tid = str(call.get("tool_use_id") or "")
             if tid in s.done:
@@ -267,11 +359,27 @@ class ClaudeHooks:
                 latency_ms=latency,
                 **({"result": response} if error is None else {}),
             )
+            if error is not None and self.recovery:
+                block = loop.recovery_context()
+                if block:
+                    blocks.append(block)
+        out: dict[str, Any] = {}
+        if blocks:
+            out["hookSpecificOutput"] = {"hookEventName": "PostToolBatch", "additionalContext": "\n\n".join(blocks)}
         if inp.get("agent_id"):
-            return  # a sub-agent's batch: its model calls are not this loop's steps
+            return out or None  # a sub-agent's batch: its model calls are not this loop's steps
         s.done.clear()
         s.step += 1
         loop.model_response(stop_reason="tool_use")
+        if loop.on_loop is not None:
+            spin = loop.spinning()  # before the next model call; "exit" writes loop_exit
+            if spin is not None and spin.stop:
+                reason = f"loopscope stopped the loop: {spin.describe()}"
+                s.halted = (reason, loop.prompt_id.split("~")[0])
+                s.pending.clear()
+                out["continue_"] = False
+                out["stopReason"] = reason
+        return out or None
 
     def _stop(self, sid: str) -> None:
         s = self._sessions.get(sid)
@@ -386,6 +494,6 @@ def loopscope_hooks(
         collector: Where the records go.
         hooks: Hooks you already have; they are kept, loopscope's are added after them.
         **options: :class:`ClaudeHooks` options (``conversation_id``, ``agent``,
-            ``max_tool_calls``, ``model``, ``tags``).
+            ``max_tool_calls``, ``model``, ``tags``, ``recovery_context``, ``on_loop``).
     """
     return ClaudeHooks(collector, **options).hooks(hooks)

@@ -21,6 +21,24 @@ API itself, so the records and spans are the ones a hand-written loop writes:
   id is not used: the SDK does not hand it to the caller, and it restarts at 1 in every session,
   so two sessions of one conversation would reuse ids and look like replays.
 
+**Seed 000 and the loop signal** (off by default)::
+
+    instrument_mcp(session, current_loop, recovery_context=True, on_loop="exit")
+
+- ``recovery_context=True``: a failed call's ``CallToolResult`` comes back with one more
+  ``TextContent`` item at the end of ``content``, the ``[Error Recovery Context]`` block (the
+  error word for word, the previous attempts at the same operation and target: best with
+  ``Collector(history=True)``, the catalog's suggestions). A host that turns ``content`` into
+  the model's tool result, as MCP hosts do, hands the model the block with the error, in the
+  next request, without a line of its own. The result is a copy (the SDK's object is not
+  changed); ``isError`` stays set and the record has the tool's own error text. A call that
+  raised (a protocol error) has no result to carry it: ``loop.recovery_context()`` gives it.
+- ``on_loop``: the policy of a prompt that has none of its own (``collector.prompt(on_loop=...)``
+  wins); needs ``Collector(history=True)`` or a prompt opened with a policy. After each call the
+  wrapper asks ``loop.spinning()``; with ``"exit"``, when the prompt spins, ``loop_exit`` is
+  written (``error`` / ``loop_detected``) and ``call_tool`` raises :class:`LoopDetected` (the
+  call itself is recorded; an exception it raised is the ``__cause__``). ``"warn"`` logs instead.
+
 The wrapper never raises an error of its own into the caller: the recording goes through the
 collector, whose every entry point swallows its own failures (see ``collectors/guard.py``).
 ``del session.call_tool`` removes it. Import cost: none (``mcp`` is not imported here).
@@ -32,12 +50,13 @@ import functools
 import uuid
 from typing import TYPE_CHECKING, Any, Callable, Union
 
+from loopscope.collectors.adapters._common import LoopDetected
 from loopscope.collectors.guard import logger
 
 if TYPE_CHECKING:
     from loopscope.collectors.prompt import PromptLoop
 
-__all__ = ["error_text", "instrument_mcp", "is_error_result"]
+__all__ = ["LoopDetected", "error_text", "instrument_mcp", "is_error_result", "with_recovery_context"]
 
 LoopSource = Union["PromptLoop", Callable[[], "PromptLoop | None"]]
 
@@ -74,6 +93,28 @@ def _result_value(result: Any) -> Any:
     return structured if structured is not None else error_text(result)
 
 
+def with_recovery_context(result: Any, block: str) -> Any:
+    """A copy of a ``CallToolResult`` (or its dict form) with ``block`` as one more text item."""
+    if isinstance(result, dict):
+        return {**result, "content": [*(result.get("content") or ()), {"type": "text", "text": block}]}
+    content = list(getattr(result, "content", None) or ())
+    text_type = next((type(c) for c in content if getattr(c, "type", None) == "text"), None)
+    if text_type is None:
+        from mcp.types import TextContent  # the SDK is installed: the result came from it
+
+        text_type = TextContent
+    return result.model_copy(update={"content": [*content, text_type(type="text", text=block)]})
+
+
+def _stop(target: PromptLoop, cause: BaseException | None) -> None:
+    """Raise LoopDetected when the prompt spins under an ``exit`` policy (loop_exit is then written)."""
+    if target.on_loop is None:
+        return
+    spin = target.spinning()  # never raises
+    if spin is not None and spin.stop:
+        raise LoopDetected(f"{target.conversation_id}/{target.prompt_id}: {spin.describe()}") from cause
+
+
 _warned: set[str] = set()
 
 
@@ -89,7 +130,7 @@ def _unrecorded(exc: Exception) -> None:
         )
 
 
-def instrument_mcp(session: Any, loop: LoopSource) -> Any:
+def instrument_mcp(session: Any, loop: LoopSource, *, recovery_context: bool = False, on_loop: str | None = None) -> Any:
     """Record every ``session.call_tool(...)`` into ``loop``; returns ``session``.
 
     Args:
@@ -98,6 +139,8 @@ def instrument_mcp(session: Any, loop: LoopSource) -> Any:
             ``Client`` calls its session's ``call_tool``.
         loop: The :class:`~loopscope.collectors.PromptLoop`, or a function returning the current
             one (or None: that call is not recorded).
+        recovery_context: Append the seed-000 block to a failed call's result (a copy).
+        on_loop: ``"warn"`` or ``"exit"`` for prompts opened without a policy (see above).
 
     The wrapped ``call_tool`` takes two more keyword arguments, removed before the SDK sees
     them: ``tool_call_id=`` (default: generated) and ``step=`` (default: the loop's step).
@@ -114,6 +157,8 @@ def instrument_mcp(session: Any, loop: LoopSource) -> Any:
             target = current()
             if target is not None:
                 tid = tool_call_id if tool_call_id is not None else f"mcp-{uuid.uuid4().hex[:16]}"
+                if on_loop is not None and target.on_loop is None:
+                    target.on_loop = on_loop
                 call = target.tool_call(tid, name, arguments, step=step).__enter__()
         except Exception as exc:  # noqa: BLE001 - the call runs unrecorded
             call = None
@@ -128,15 +173,27 @@ def instrument_mcp(session: Any, loop: LoopSource) -> Any:
             result = await original(name, arguments, *args, **kwargs)
         except BaseException as exc:
             call.__exit__(type(exc), exc, exc.__traceback__)  # records the error; never raises
+            if isinstance(exc, Exception):
+                _stop(target, exc)  # type: ignore[arg-type]
             raise
+        failed = False
         try:
-            if is_error_result(result):
+            failed = is_error_result(result)
+            if failed:
                 call.fail(error_text(result) or "the tool returned an error result with no text")
             else:
                 call.returned(_result_value(result))
         except Exception as exc:  # noqa: BLE001
             call._loop._col._guard.internal_error("mcp.call_tool", exc)
         call.__exit__(None, None, None)
+        if failed and recovery_context:
+            try:
+                block = call.recovery_context()  # None if building it failed (counted)
+                if block:
+                    result = with_recovery_context(result, block)
+            except Exception as exc:  # noqa: BLE001 - the caller gets the result as the server sent it
+                call._loop._col._guard.internal_error("mcp.recovery_context", exc)
+        _stop(target, None)  # type: ignore[arg-type]
         return result
 
     call_tool.__loopscope_wrapped__ = original  # type: ignore[attr-defined]

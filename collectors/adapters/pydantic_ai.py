@@ -20,6 +20,16 @@ One run (``agent.run(...)``) is one prompt: ``conversation_id`` is pydantic-ai's
 - ``wrap_run``: the exit: ``end_turn`` (or the last finish reason), ``budget_exceeded`` for
   ``UsageLimitExceeded``, ``error`` for any other exception.
 
+**Seed 000 and the loop signal** (off by default:
+``loopscope_capability(collector, recovery_context=True, on_loop="exit")``). With
+``recovery_context=True`` the ``[Error Recovery Context]`` block of each failed call is appended to
+that call's failed tool return (``outcome`` ``retried`` or ``failed``: the ``ModelRetry`` /
+validation retry prompt, the ``ToolFailed`` result) in every later model request of the run; the
+run's message history is not changed (``wrap_model_request`` edits its own copy). With
+``on_loop="exit"`` the same hook asks ``loop.spinning()`` before each model request; when the
+prompt spins ``loop_exit`` is written (``error`` / ``loop_detected``) and the run ends with
+:class:`LoopDetected`. ``"warn"`` logs instead.
+
 Deferred calls (``CallDeferred``, ``ApprovalRequired``) are not recorded until they run. Never
 raises into the agent: the recording goes through the collector, whose entry points swallow
 their own failures, and each hook guards its own bookkeeping.
@@ -27,16 +37,21 @@ their own failures, and each hook guards its own bookkeeping.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import TYPE_CHECKING, Any, Mapping
+
+from loopscope.collectors.adapters._common import LoopDetected
 
 if TYPE_CHECKING:
     from loopscope.collectors.core import Collector
 
-__all__ = ["loopscope_capability"]
+__all__ = ["LoopDetected", "loopscope_capability"]
 
 # pydantic-ai's ModelResponse.finish_reason -> the spec's stop reasons (Anthropic's words).
 FINISH_REASONS = {"tool_call": "tool_use", "stop": "end_turn", "length": "max_tokens", "content_filter": "refusal"}
+# Tool returns the model reads as a failed call (pydantic-ai's ToolReturnPart.outcome).
+_FAILED_OUTCOMES = frozenset({"retried", "failed"})
 # Control flow, not failures: the call is deferred or its result supplied by a hook.
 _CONTROL = frozenset({"CallDeferred", "ApprovalRequired", "SkipToolExecution", "SkipToolValidation"})
 
@@ -85,6 +100,7 @@ def _capability_class() -> Any:
             self.collector = collector
             self.options = dict(options)
             self.loop: Any = None  # the run's PromptLoop (on the per-run copy)
+            self.blocks: dict[str, str] = {}  # tool_call_id -> recovery block (per run)
 
         def __repr__(self) -> str:
             return f"LoopscopeCapability({self.options!r})"
@@ -111,6 +127,7 @@ def _capability_class() -> Any:
                     provider=opts.get("provider") or getattr(model, "system", None),
                     model=opts.get("model") or getattr(model, "model_name", None),
                     tags=opts.get("tags"),
+                    on_loop=opts.get("on_loop"),
                 )
             except Exception as exc:  # noqa: BLE001
                 self._internal("wrap_run", exc)
@@ -133,7 +150,38 @@ def _capability_class() -> Any:
                 self._internal("wrap_run.close", exc)
             return result
 
+        def _with_blocks(self, request_context: Any) -> None:
+            """Append each failed call's block to its failed tool return, in this request only."""
+            messages = request_context.messages
+            for i, message in enumerate(messages):
+                parts = getattr(message, "parts", None)
+                if not parts or not any(getattr(p, "tool_call_id", None) in self.blocks for p in parts):
+                    continue
+                new_parts = []
+                for part in parts:
+                    block = self.blocks.get(getattr(part, "tool_call_id", None))  # type: ignore[arg-type]
+                    failed = getattr(part, "outcome", None) in _FAILED_OUTCOMES or type(part).__name__ == "RetryPromptPart"
+                    if block and failed:
+                        content = part.content
+                        if not isinstance(content, str):  # validation errors: the text the model would read
+                            content = part.model_response_str(wrap_if_error=False)
+                        if block not in content:
+                            part = dataclasses.replace(part, content=f"{content}\n\n{block}")
+                    new_parts.append(part)
+                messages[i] = dataclasses.replace(message, parts=new_parts)  # a copy: the history keeps its own
+
         async def wrap_model_request(self, ctx: Any, *, request_context: Any, handler: Any) -> Any:
+            loop = self.loop
+            if loop is not None:
+                if loop.on_loop is not None:
+                    spin = loop.spinning()  # never raises; "exit" writes loop_exit
+                    if spin is not None and spin.stop:
+                        raise LoopDetected(f"{loop.conversation_id}/{loop.prompt_id}: {spin.describe()}")
+                if self.blocks:
+                    try:
+                        self._with_blocks(request_context)
+                    except Exception as exc:  # noqa: BLE001 - the request goes as the framework built it
+                        self._internal("recovery_context", exc)
             response = await handler(request_context)
             loop = self.loop
             if loop is not None:
@@ -170,6 +218,10 @@ def _capability_class() -> Any:
                     latency_ms=(time.perf_counter() - t0) * 1000.0,
                     **kwargs,
                 )
+                if error is not None and self.options.get("recovery_context"):
+                    block = loop.recovery_context()  # the call just recorded (no await since); None if it failed
+                    if block:
+                        self.blocks[str(call.tool_call_id)] = block
             except Exception as exc:  # noqa: BLE001
                 self._internal("record", exc)
 
@@ -204,7 +256,9 @@ def loopscope_capability(collector: Collector, **options: Any) -> Any:
         collector: Where the records go.
         **options: ``conversation_id`` (default: pydantic-ai's conversation id), ``agent``,
             ``max_tool_calls``, ``provider`` and ``model`` of the spans (default: the run model's
-            ``system`` and ``model_name``), ``tags``.
+            ``system`` and ``model_name``), ``tags``, ``recovery_context`` (True: the seed-000
+            block appended to each failed call's tool return the model reads), ``on_loop``
+            (``"warn"``, ``"exit"``: the run ends with :class:`LoopDetected`, or None).
 
     Imports ``pydantic_ai`` (``ImportError`` when it is not installed: configuration time).
     """
