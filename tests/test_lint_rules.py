@@ -314,3 +314,48 @@ def test_to_dict_shape() -> None:
 )
 def test_session_13_principles(text: str, generic: bool) -> None:
     assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # a tail after a colon is a value when it is one token; a phrase there is a description, not a value
+        ("no such index: orders_v2", False),
+        ("DatabaseError: unexpected state", True),
+        ("lexer: trailing garbage", True),
+        # ... unless it is a block on its own line: the text the failure is about, shown
+        ("Could not match the hunk near line 7:\n    let total = 0", False),
+        # an exception class classifies, like "error": it is not content that keeps a short statement specific
+        ("ConfigurationError: bad state", True),
+        ("ConfigurationError: setting 'retries' must be at most 5", False),
+        # "Error 403" is a status, not a value the model passed
+        ("api: Error 403: access denied on bucket", True),
+        ("api: Error 403: access denied on bucket 'logs-2026'; ask an admin for storage.read", False),
+        # a default object repr with its address is the program's internals
+        ("ValueError: cannot serialise <myapp.Order object at 0x7fa01b2c3d40>", True),
+        # asking for "a valid X" restates the rejection; it is no remedy
+        ("Token not valid. Please provide a valid token.", True),
+        ("Token not valid. Please provide a token from the dashboard's API page.", False),
+        # a usage line or a list of options is the expected form
+        ("Usage: seek <offset>", False),
+        ("Unsupported theme: neon. Options: light, dark", False),
+        # a missing bracket or separator is named
+        ("parse: line 4: missing ) near end of input", False),
+        # the operand between a program's colons is a value, even after a line label
+        ("sh: line 3: gti: command not found", False),
+        # a compiler diagnostic's position is where to fix the model's code, not a stack trace
+        ("main.go:12:5: error: undefined: fooBar", False),
+        ("lib.rs:3:9: error: expected `;`, found `let`", False),
+        ("  at handler (/srv/app/index.js:40:11)\n  at process (/srv/app/queue.js:9:3)", True),
+        # a later sentence that reports the failure again is not its cause
+        ("Could not open archive backup.tar\nUnable to read archive", True),
+        ("Could not open archive backup.tar\nThe file is encrypted; pass --password.", False),
+        # the words before the first id describe the target, not the cause
+        ("Failed to load settings from app.yaml", True),
+        # hash names are a registry: with the value shown, the rejection explains itself
+        ("unsupported digest algorithm md7", False),
+        ("unsupported digest algorithm", True),
+    ],
+)
+def test_session_14_principles(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)

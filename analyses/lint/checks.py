@@ -135,6 +135,7 @@ SELF_DESCRIBING_RE = re.compile(
 STANDARD_FORM_RE = re.compile(
     r"\b(?:invalid|unknown|unsupported|not an?|not a valid|not valid|invalid input syntax for(?: type)?)\s+"
     r"(?:url|uri|email(?: address)?|uuid|json|url (?:type|scheme)|(?:url |uri )?(?:protocol|scheme)|time ?zone|encoding|charset|locale|"
+    r"(?:hash|digest) (?:type|algorithm|function)|"
     r"(?:big|small|tiny)?int(?:eger)?|numeric|decimal|real|double precision|float\d*|bool(?:ean)?)\b",
     re.IGNORECASE,
 )
@@ -155,7 +156,7 @@ RUNTIME_MESSAGE_RE = re.compile(
     r"cannot read propert(?:y|ies) of (?:undefined|null)|undefined is not|maximum recursion depth|"
     r"is not JSON serializable|invalid syntax|can't compare|"
     r"unexpected token .{1,3} in JSON|expecting value\b|unexpected end of (?:JSON )?input|"
-    r"unhashable type|null ?pointer|segmentation fault|stack overflow|exceeded \d+ redirects|<class '[\w.]+'>|"
+    r"unhashable type|null ?pointer|<[\w.]+ object at 0x[0-9a-f]+>|segmentation fault|stack overflow|exceeded \d+ redirects|<class '[\w.]+'>|"
     r"\b\w+Pool\(host=|"
     # a builtin sequence's lookup ("3 is not in list", "substring not found") and byte layouts ("unpack requires a
     # buffer of 4 bytes"): the program's containers, not the caller's domain
@@ -229,8 +230,13 @@ def _luhn(digits: str) -> bool:
 # --- checks -------------------------------------------------------------------------
 
 
+# "ParseError", "OperationalError": an exception class classifies the failure, as "error" does; it is no content.
+EXCEPTION_CLASS_TOKEN_RE = re.compile(r"\b(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)\b")
+
+
 def _content_words(view: MessageView) -> list[str]:
-    return [w for w in _WORD_RE.findall(view.body.lower()) if w not in GENERIC_WORDS]
+    body = EXCEPTION_CLASS_TOKEN_RE.sub(" ", view.body)
+    return [w for w in _WORD_RE.findall(body.lower()) if w not in GENERIC_WORDS]
 
 
 # What happened on the wire, as opposed to a word such as "timeout" used as the name of a setting or program.
@@ -357,7 +363,11 @@ def check_invalid_without_expected(view: MessageView, ctx: Context) -> bool:
     # the value of a standard form must be given, quoted or after a colon ("unknown url type: ftp2"), not just any
     # name ("Invalid JSON argument used with github for create_issue" does not show the JSON)
     form = STANDARD_FORM_RE.search(view.body)
-    given = form is not None and bool(QUOTED_RE.search(view.body) or re.search(r":\s+\S", view.body[form.end() :]))
+    # ... or an identifier right after the form ("unsupported hash type sha999")
+    after = view.body[form.end() :] if form is not None else ""
+    given = form is not None and bool(
+        QUOTED_RE.search(view.body) or re.search(r":\s+\S", after) or re.match(r"\s+[\w.\-]*\d[\w.\-]*", after)
+    )
     if NAMED_SCHEMA_OR_ID_RE.search(view.body) or given:
         return False
     # "Unknown resource: 'data://users/42'": the value is an address (URI, path), looked up like an id, not a
@@ -379,10 +389,19 @@ SYNTAX_REPORT_RE = re.compile(
 )
 
 
+# A compiler's or linter's diagnostic heads with the source position it is about ("a.c:1:20: error: ...",
+# rustc's " --> b.rs:1:12"): one location in the code the model wrote, pointing at the fix; not a stack of frames.
+DIAGNOSTIC_LOCATION_RE = re.compile(
+    r"^[\w.\-/\\]+:\d+(?::\d+)?: (?:fatal )?(?:error|warning|note)\b|^\s*--> [\w.\-/\\]+:\d+(?::\d+)?\s*$",
+    re.MULTILINE,
+)
+
+
 def check_stack_trace(view: MessageView, ctx: Context) -> bool:
     if "Traceback" not in view.raw and SYNTAX_REPORT_RE.match(view.raw):
         return False
-    return bool(STACK_RE.search(view.raw)) or bool(view.json_keys & STACK_KEYS)
+    text = view.raw if "Traceback" in view.raw else DIAGNOSTIC_LOCATION_RE.sub(" ", view.raw)
+    return bool(STACK_RE.search(text)) or bool(view.json_keys & STACK_KEYS)
 
 
 def check_html_or_blob(view: MessageView, ctx: Context) -> bool:
@@ -477,6 +496,13 @@ def check_failure_without_cause(view: MessageView, ctx: Context) -> bool:
     m = before or FAILED_AFTER_RE.match(view.body)
     if m is None or _transient_named(view):
         return False
+    if before:
+        # "Could not read certificate from j.pem\nUnable to load certificate": a later sentence that reports a
+        # failure again restates it; it is not the cause, so only the other sentences can give one
+        sentences = re.split(r"(?<=[.!?])\s+|\n+", view.body)
+        kept = [sentences[0], *(x for x in sentences[1:] if not FAILURE_CLAUSE_RE.match(x.strip()))]
+        if len(kept) < len(sentences):
+            m = before = FAILURE_CLAUSE_RE.match("\n".join(kept)) or before
     if before and before.group(1).lower() in {"find", "locate"}:
         return False  # "Could not find user 'bob'": a lookup that missed, judged as not-found (LS104)
     if TYPED_CONVERSION_RE.search(view.body) and (QUOTED_RE.search(view.body) or re.search(r"\[[^\]]+\]", view.body)):
@@ -507,7 +533,7 @@ def check_failure_without_cause(view: MessageView, ctx: Context) -> bool:
     if before:
         # "Failed to parse manifest 'app.yaml'": the words before the first value describe the target
         # (the object of the verb); only what follows the target can be the cause
-        first = min((m.end() for regex in (PATH_RE, URL_RE, QUOTED_RE) for m in [regex.search(rest)] if m), default=0)
+        first = min((m.end() for regex in (PATH_RE, URL_RE, QUOTED_RE, IDENT_RE) for m in [regex.search(rest)] if m), default=0)
         if first and len(_WORD_RE.findall(rest[:first])) <= 6:
             rest = rest[first:]
     for regex in (PATH_RE, URL_RE, QUOTED_RE, IDENT_RE, NUMBER_RE):
