@@ -355,6 +355,20 @@ def test_session_13_principles(text: str, generic: bool) -> None:
         # hash names are a registry: with the value shown, the rejection explains itself
         ("unsupported digest algorithm md7", False),
         ("unsupported digest algorithm", True),
+        # a parser's message whose only value is where it stopped names nothing the model can see
+        ("XMLSyntaxError: mismatched tag: line 3, column 14", True),
+        ("XMLSyntaxError: mismatched tag 'item' closing 'items': line 3, column 14", False),
+        # a failure reported on a named target, with nothing that says why: what it failed on is not what went wrong
+        ("Reservation RES-2291 could not be modified", True),
+        ("Refund for order 5521 was not successful", True),
+        ("Unexpected error while exporting invoice inv_77", True),
+        ("Execution error in fetch_prices", True),
+        ("Report Q3-2026 could not be published: the template has no title page", False),
+        ("Refund for order 5521 was not successful because the card has expired", False),
+        ("Reservation RES-2291 could not be modified; it is checked in already", False),
+        # the kind of an error names what went wrong; the standard form it was read as is the cause
+        ('parse error near "wher" in query q-17', False),
+        ("Attachment could not be read as utf-8: /data/photo.jpg", False),
     ],
 )
 def test_session_14_principles(text: str, generic: bool) -> None:

@@ -460,10 +460,26 @@ INTERNAL_NOT_READY_RE = re.compile(
 )
 
 
+# Where in an input a parser stopped: "line 1, column 8", "at position 4", "(char 5)".
+POSITION_RE = re.compile(
+    r"\b(?:(?:at )?line \d+\s*[,:]?\s*)?(?:column|col|char|character|position|pos|offset) \d+\b(?:\s*\(char \d+\))?",
+    re.IGNORECASE,
+)
+PARSE_RE = re.compile(r"\b(?:pars(?:e|er|ing)|syntax|token|tag|literal|delimiter|decod\w+)\b", re.IGNORECASE)
+
+
+def _only_a_position(view: MessageView) -> bool:
+    """A parser's message whose only value is where it stopped: the model cannot see that input (labelling rule 11)."""
+    if not PARSE_RE.search(view.body) or not POSITION_RE.search(view.body):
+        return False
+    return not find_specifics(POSITION_RE.sub(" ", view.body))
+
+
 def check_vague(view: MessageView, ctx: Context) -> bool:
     if view.english and INTERNAL_NOT_READY_RE.match(view.body) and not view.has_remedy and not _transient_named(view):
         return True
-    if not view.english or view.specifics or view.has_remedy or STATE_RE.search(view.body) or _retry_guided(view):
+    specific = view.specifics and not _only_a_position(view)
+    if not view.english or specific or view.has_remedy or STATE_RE.search(view.body) or _retry_guided(view):
         return False
     if SELF_DESCRIBING_RE.search(view.body):
         return False  # "not a valid key, value dictionary" names the expected form
@@ -494,6 +510,8 @@ def check_failure_without_cause(view: MessageView, ctx: Context) -> bool:
         return False
     before = FAILURE_CLAUSE_RE.match(view.body)
     m = before or FAILED_AFTER_RE.match(view.body)
+    if m is None and not _transient_named(view):
+        return _failure_reported_without_cause(view)
     if m is None or _transient_named(view):
         return False
     if before:
@@ -539,6 +557,81 @@ def check_failure_without_cause(view: MessageView, ctx: Context) -> bool:
     for regex in (PATH_RE, URL_RE, QUOTED_RE, IDENT_RE, NUMBER_RE):
         rest = regex.sub(" ", rest)
     return len(_content_words_of(rest)) <= (0 if before else 1)
+
+
+# A failure reported anywhere in a sentence: "Booking BK-1 could not be updated", "Error processing request for
+# user 42", "Payment for order 7781 was not successful", "Tool execution error in get_weather".
+FAILURE_REPORT_RE = re.compile(
+    r"\b(?:failed|failure|fail(?:s|ing)?|error(?:ed)?|could ?n[o']t (?:be )?\w+|unable to \w+|(?:was|were) (?:not |un)successful|"
+    r"did not succeed|went wrong|unexpected(?:ly)? (?:error|problem|issue|failure|happened)|something unexpected|"
+    r"(?:could|can) not be (?:performed|completed|processed|done))\b",
+    re.IGNORECASE,
+)
+# "syntax error", "decode error", "validation error": the kind of error names what went wrong; other rules judge
+# whether the message also names where (labelling rule 11). "Processing error", "execution error" name only an
+# operation.
+_CAUSE_KIND_RE = re.compile(
+    r"\b(?:syntax|type|parse|parsing|parser|decode|decoding|encoding|validation|schema|format|quota|memory|disk|"
+    r"overflow|ssl|tls|certificate|dns|integrity|constraint|duplicate|checksum|permission|authentication|"
+    r"authori[sz]ation|urlopen)\s+error\b",
+    re.IGNORECASE,
+)
+# "could not be decoded as utf-8", "failed to convert to integer": the standard form it was read as is the cause.
+_STANDARD_TARGET_RE = re.compile(
+    r"\b(?:as|to|into) (?:an? )?(?:utf-?\d+|ascii|latin-?1|json|xml|yaml|toml|csv|int(?:eger)?|float|number|date|"
+    r"datetime|bool(?:ean)?)\b",
+    re.IGNORECASE,
+)
+# What a sentence says after its failure, when it gives the cause: "...: disk quota exceeded", "... because ...".
+_CAUSE_SEPARATOR_RE = re.compile(r":\s+|\s+-+\s+|;\s+|\b(?:because|due to|since|caused by|as a result of)\b", re.IGNORECASE)
+
+
+def _failure_reported_without_cause(view: MessageView) -> bool:
+    """The text reports that something failed, and on what, but nothing says why or what to do.
+
+    The values it names (an id, a path, a number) are what it failed *on*, not *what went wrong*; a cause is a
+    state, an errno, a named rule, or words after the failure that the failure's own sentence did not already say.
+    """
+    body = view.body
+    report = FAILURE_REPORT_RE.search(body)
+    if report is None or view.has_remedy or STATE_RE.search(body) or _retry_guided(view):
+        return False
+    if NAMES_CALLER_VALUE_RE.search(body) or ERRNO_RE.match(body) or re.search(r"\b(?:constraint|assertion)\b", body, re.I):
+        return False
+    if re.search(r"(?-i:\bE[A-Z]{3,}\b)", body):
+        return False  # an errno name is a cause
+    if _CAUSE_KIND_RE.search(body) or _STANDARD_TARGET_RE.search(body):
+        return False
+    if not view.specifics and not _content_words(view):
+        return False  # "Failed", "An error occurred": only generic words, which LS101 explains
+    if DIAGNOSTIC_LOCATION_RE.search(view.raw):
+        return False  # "a.go:3:1: error: undefined: x": "error" is the diagnostic's severity, not a report
+    head = body[: report.end()]
+    said = set(_content_words_of(_without_values(head)))
+    tail = body[report.end() :]
+    sep = _CAUSE_SEPARATOR_RE.search(tail)
+    cause = tail[sep.end() :] if sep else ""
+    # the other sentences may give the cause; a sentence that reports a failure again does not
+    rest = [x for x in re.split(r"(?<=[.!?])\s+|\n+", tail[: sep.start()] if sep else tail)[1:] if not FAILURE_REPORT_RE.search(x)]
+    new = [w for w in _content_words_of(_without_values(" ".join([cause, *rest]))) if w not in said]
+    if new:
+        return False
+    # what the failure's sentence itself says beyond "failed" and the target it names
+    words = [w for w in _content_words_of(_without_values(FAILURE_REPORT_RE.sub(" ", head + " " + tail))) if w not in _OPERATION_WORDS]
+    return len(words) <= 3
+
+
+# Words that say which operation was under way, not why it failed: "while processing", "when calling".
+_OPERATION_WORDS = frozenset(
+    "while when during processing process calling call executing execution performing perform running run handling "
+    "attempting trying action tool something happened server encountered".split()
+)
+
+
+def _without_values(text: str) -> str:
+    for regex in (URL_RE, PATH_RE, QUOTED_RE, IDENT_RE, NUMBER_RE, re.compile(r"\b\w+=\S+|\b0x[0-9a-fA-F]+\b")):
+        text = regex.sub(" ", text)
+    return text
 
 
 # "exit code 127", "exit status 2": a process's exit status, not an HTTP status
