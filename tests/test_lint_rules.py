@@ -369,6 +369,13 @@ def test_session_13_principles(text: str, generic: bool) -> None:
         # the kind of an error names what went wrong; the standard form it was read as is the cause
         ('parse error near "wher" in query q-17', False),
         ("Attachment could not be read as utf-8: /data/photo.jpg", False),
+        # the words before a number describe the target, as before any other value
+        ("Error syncing calendar for account 8812", True),
+        # a bare exit status is a code: which command, and why?
+        ("exit status 2", True),
+        ("make exited with status 2 after 'cc: not found'; install a C compiler", False),
+        # advice that fits every error is no remedy
+        ("Invalid request. Please verify your parameters and try again.", True),
     ],
 )
 def test_session_14_principles(text: str, generic: bool) -> None:

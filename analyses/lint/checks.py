@@ -281,7 +281,8 @@ def check_bare_status(view: MessageView, ctx: Context) -> bool:
         return view.obj is not None and _status(view) is not None
     # The text is a status code or reason phrase and nothing else, maybe behind a short label ("EdenAI Server: ").
     label = re.match(r"^[\w .\-]{1,30}:\s+(?=\S)", body)
-    bare = BARE_STATUS_RE.match(body) or (label and BARE_STATUS_RE.match(body[label.end():]))
+    # a process's bare exit status ("exit status 1") is a code too: which command, and why?
+    bare = BARE_STATUS_RE.match(body) or (label and BARE_STATUS_RE.match(body[label.end():])) or EXIT_CODE_RE.fullmatch(body)
     return bool(bare) and (bool(NUMBER_RE.search(body)) or not view.has_remedy)
 
 
@@ -551,7 +552,7 @@ def check_failure_without_cause(view: MessageView, ctx: Context) -> bool:
     if before:
         # "Failed to parse manifest 'app.yaml'": the words before the first value describe the target
         # (the object of the verb); only what follows the target can be the cause
-        first = min((m.end() for regex in (PATH_RE, URL_RE, QUOTED_RE, IDENT_RE) for m in [regex.search(rest)] if m), default=0)
+        first = min((m.end() for regex in (PATH_RE, URL_RE, QUOTED_RE, IDENT_RE, NUMBER_RE) for m in [regex.search(rest)] if m), default=0)
         if first and len(_WORD_RE.findall(rest[:first])) <= 6:
             rest = rest[first:]
     for regex in (PATH_RE, URL_RE, QUOTED_RE, IDENT_RE, NUMBER_RE):

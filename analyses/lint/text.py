@@ -58,6 +58,7 @@ BOILERPLATE_ADVICE_RE = re.compile(
     r"please fix (?:your|the) (?:mistakes?|errors?)(?: and try again)?|"
     r"(?:please )?try again(?: later)?|sorry(?: about that)?!?|"
     r"(?:please )?check the logs?(?: for (?:more )?details)?|"
+    r"(?:please )?(?:check|verify|review) (?:your|the) (?:input|request|parameters|arguments|data)(?: and try again)?|"
     r"please contact (?:support|the administrator)|for further information visit \S+|"
     # "retry with a properly formatted JSON argument" restates the rejection; it names no fix
     r"(?:please )?(?:retry|try again) with (?:a |an )?(?:properly formatted|valid|correct|proper) [\w ]{0,30}?(?=[.!]|$)|"
