@@ -373,6 +373,8 @@ def test_session_13_principles(text: str, generic: bool) -> None:
         ("Error syncing calendar for account 8812", True),
         # a bare exit status is a code: which command, and why?
         ("exit status 2", True),
+        ("Cannot complete checkout for cart 3391", True),
+        ("Cannot complete checkout for cart 3391: the cart has no shipping address", False),
         ("make exited with status 2 after 'cc: not found'; install a C compiler", False),
         # advice that fits every error is no remedy
         ("Invalid request. Please verify your parameters and try again.", True),

@@ -564,7 +564,7 @@ def check_failure_without_cause(view: MessageView, ctx: Context) -> bool:
 # user 42", "Payment for order 7781 was not successful", "Tool execution error in get_weather".
 FAILURE_REPORT_RE = re.compile(
     r"\b(?:failed|failure|fail(?:s|ing)?|error(?:ed)?|could ?n[o']t (?:be )?\w+|unable to \w+|(?:was|were) (?:not |un)successful|"
-    r"did not succeed|went wrong|unexpected(?:ly)? (?:error|problem|issue|failure|happened)|something unexpected|"
+    r"can(?:no|')t (?:process|complete|perform|handle|execute|fulfil+) |did not succeed|went wrong|unexpected(?:ly)? (?:error|problem|issue|failure|happened)|something unexpected|"
     r"(?:could|can) not be (?:performed|completed|processed|done))\b",
     re.IGNORECASE,
 )
