@@ -373,6 +373,12 @@ def test_session_13_principles(text: str, generic: bool) -> None:
         ("Error syncing calendar for account 8812", True),
         # a bare exit status is a code: which command, and why?
         ("exit status 2", True),
+        # "incorrect" said of a named thing is a state; "Incorrect X" names a defect of an input it does not name
+        ("Incorrect checksum", True),
+        ("The PIN you entered is incorrect.", False),
+        # a program's operand, then the kind of value it did not recognise, without the accepted ones
+        ("unpack: notes.bin: unknown compression method", True),
+        ("unpack: notes.bin: unknown compression method; use deflate or store", False),
         ("Cannot complete checkout for cart 3391", True),
         ("Cannot complete checkout for cart 3391: the cart has no shipping address", False),
         ("make exited with status 2 after 'cc: not found'; install a C compiler", False),

@@ -67,7 +67,10 @@ INVALID_RE = re.compile(
     r"column|table)s?\b)[\w ]{1,30}(?:'[^']*'|\"[^\"]*\"|: \S+)|"
     # "unknown service prime_video": an unquoted value that is an identifier
     r"\bunknown (?!(?:tool|function|method|parameter|param|argument|arg|field|property|key|option|flag|command|"
-    r"column|table)s?\b)\w+ (?=[\w\-]*[_\d])[\w\-]+",
+    r"column|table)s?\b)\w+ (?=[\w\-]*[_\d])[\w\-]+|"
+    # "gzip: h.txt: unknown suffix": a program's operand, then the kind of value it did not recognise
+    r"(?m:^[\w.\-]+: [^\s:]+: unknown (?!(?:tool|function|method|parameter|param|argument|arg|field|property|key|"
+    r"option|flag|command|column|table)s?\b)\w+)",
     re.IGNORECASE,
 )
 # Rejections whose subject is a name in the schema (argument, field, tool...) or an id: naming the value is
@@ -82,7 +85,9 @@ NAMED_SCHEMA_OR_ID_RE = re.compile(
 # that something went wrong ("Payment could not be processed", "Number of passengers does not match").
 STATE_RE = re.compile(
     # a negated participle is the failed outcome ("The repository was not deleted"), not a state of the thing
-    r"\b(?:already|(?<!not )(?:declined|incorrect|expired|blocked|locked|disabled|suspended|closed|cancell?ed|archived|"
+    # "incorrect" is a state when said of a named thing ("Your card's security code is incorrect"); "Incorrect
+    # padding" names a defect of an input it does not name
+    r"\b(?:already|(?:is|are|was|were) incorrect|(?<!not )(?:declined|expired|blocked|locked|disabled|suspended|closed|cancell?ed|archived|"
     r"deleted)|not in|outside|no more|not enough|in progress|(?:the )?user (?:denied|rejected|declined|cancell?ed)|"
     r"(?:denied|rejected|cancell?ed) by the user|insufficient (?:\w+ ){0,2}(?:balance|funds|credit)|is not (?:active|enabled|"
     r"verified|pending|delivered|finali[sz]ed|open)|(?:has|have|includes?|contains?) no|does not have|is empty|read-only|in use|revoked|"
