@@ -373,6 +373,9 @@ def test_session_13_principles(text: str, generic: bool) -> None:
         ("Error syncing calendar for account 8812", True),
         # a bare exit status is a code: which command, and why?
         ("exit status 2", True),
+        # a value introduced by its attribute ("for user carol") is the failure's target, not its cause
+        ("Login failed for user carol", True),
+        ("Login failed for user carol: the account was disabled by an admin", False),
         # "incorrect" said of a named thing is a state; "Incorrect X" names a defect of an input it does not name
         ("Incorrect checksum", True),
         ("The PIN you entered is incorrect.", False),

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 from loopscope.analyses.lint.text import (
+    ATTRIBUTE_VALUE_RE,
     CONSTRAINT_RE,
     IDENT_RE,
     PATH_RE,
@@ -560,6 +561,10 @@ def check_failure_without_cause(view: MessageView, ctx: Context) -> bool:
         first = min((m.end() for regex in (PATH_RE, URL_RE, QUOTED_RE, IDENT_RE, NUMBER_RE) for m in [regex.search(rest)] if m), default=0)
         if first and len(_WORD_RE.findall(rest[:first])) <= 6:
             rest = rest[first:]
+    # "for user bob", "with name Alice": a value introduced by the attribute it was looked up by is the target
+    for attribute in ATTRIBUTE_VALUE_RE.finditer(view.body):
+        value = attribute.group(1) or ""
+        rest = re.sub(rf"\b(?:{'|'.join(_ATTRIBUTE_NAMES)})\s+{re.escape(value)}\b", " ", rest) if value else rest
     for regex in (PATH_RE, URL_RE, QUOTED_RE, IDENT_RE, NUMBER_RE):
         rest = regex.sub(" ", rest)
     return len(_content_words_of(rest)) <= (0 if before else 1)
@@ -638,6 +643,9 @@ def _without_values(text: str) -> str:
     for regex in (URL_RE, PATH_RE, QUOTED_RE, IDENT_RE, NUMBER_RE, re.compile(r"\b\w+=\S+|\b0x[0-9a-fA-F]+\b")):
         text = regex.sub(" ", text)
     return text
+
+
+_ATTRIBUTE_NAMES = ("name", "id", "key", "email", "title", "slug", "code", "username", "sku", "user", "file", "account")
 
 
 # "exit code 127", "exit status 2": a process's exit status, not an HTTP status
