@@ -46,9 +46,11 @@ evaluated once after that round.
 Session 14: ``error_messages_untuned12.jsonl`` (set T, 42) and ``error_messages_heldout_u.jsonl`` (set U, 31,
 **held out**): one batch labelled and committed (8b6bf7c) before any rule ran on it, split by SHA-1 divisible
 by 3; T was evaluated once and tuned on; U was evaluated once, after the last rule change. The aggregates of
-H, L and S (never their messages) were read after each session-14 change, as a guard.
+H, L and S (never their messages) were read after each session-14 change, as a guard. U was then used for
+a second round, after ``error_messages_heldout_v.jsonl`` (set V, 32, **held out** whole) was labelled and
+committed (22f0cc9); V was evaluated once, after that round.
 
-Sets H, L, S and U are the only ones no tuning step has looked at message by message. Set H's aggregate figure was read
+Sets H, L, S and V are the only ones no tuning step has looked at message by message. Set H's aggregate figure was read
 after each round of session 12 (never its messages); set L's is printed by every run (its messages
 were never read); set S was read once.
 
@@ -93,8 +95,10 @@ SET_R = "error_messages_heldout_r.jsonl"
 SET_S = "error_messages_heldout_s.jsonl"
 # Session 14: the batch of 8b6bf7c; set T was tuned on once; its SHA-1 third, set U, is held out.
 SET_T = "error_messages_untuned12.jsonl"
-# HELD OUT: never read while changing the rules; evaluated once, after the last change of session 14.
+# Held out for session 14's first round, evaluated once (0.769 / 0.714), then tuned on once.
 SET_U = "error_messages_heldout_u.jsonl"
+# HELD OUT: labelled before the second round of session 14, never read while changing the rules; evaluated once.
+SET_V = "error_messages_heldout_v.jsonl"
 DOCS = Path(__file__).parent.parent / "docs" / "lint.md"
 START, END = "<!-- ACCURACY:START -->", "<!-- ACCURACY:END -->"
 
@@ -121,7 +125,8 @@ FLOORS = {
     "set R": (0.95, 0.85),
     "set S (held out)": (0.95, 0.7),
     "set T": (0.95, 0.75),
-    "set U (held out)": (0.75, 0.7),
+    "set U": (0.95, 0.9),
+    "set V (held out)": (0.5, 0.5),
 }
 
 
@@ -158,7 +163,8 @@ def splits() -> dict[str, list[dict[str, str]]]:
         "set R": _rows(SET_R),
         "set S (held out)": _rows(SET_S),
         "set T": _rows(SET_T),
-        "set U (held out)": _rows(SET_U),
+        "set U": _rows(SET_U),
+        "set V (held out)": _rows(SET_V),
     }
 
 
@@ -203,7 +209,8 @@ _WHAT = {
     "set R": "labelled at d7cbae9, held out for round 4: 1.000 / 0.556 with the rules of 7eae950; then tuned once",
     "set S (held out)": "labelled at 257a9ff before the last round, held out whole, never tuned on; evaluated after round 5, before and after one of its changes was reverted (the same figure); session 14 read its aggregate after each change (1.000 / 0.714 before)",
     "set T": "labelled at 8b6bf7c (session 14); first evaluated with the rules of b763113 (0.600 / 0.429), then tuned once",
-    "set U (held out)": "SHA-1 third of set T's batch (8b6bf7c), never tuned on; evaluated once with the final rules of session 14 (the rules of b763113 score 0.733 / 0.786 on it)",
+    "set U": "SHA-1 third of set T's batch (8b6bf7c), held out for round 1 of session 14: 0.769 / 0.714 with the rules of 4e53a21 (0.733 / 0.786 with b763113); then tuned once",
+    "set V (held out)": "labelled at 22f0cc9 before round 2 of session 14, held out whole, never tuned on; evaluated once with the final rules (0.500 / 0.500 with 4e53a21, 0.375 / 0.375 with b763113)",
 }
 
 
@@ -228,9 +235,9 @@ def render(doc: str) -> str:
 
 
 def test_fixtures_are_well_formed() -> None:
-    every = [row for name in (*TUNED_FILES, SET_A, SET_B, SET_C, SET_D, SET_E, SET_I, SET_J, SET_K, SET_H, SET_L, SET_M, SET_O, SET_N, SET_P, SET_Q, SET_R, SET_S, SET_T, SET_U) for row in _rows(name)]
+    every = [row for name in (*TUNED_FILES, SET_A, SET_B, SET_C, SET_D, SET_E, SET_I, SET_J, SET_K, SET_H, SET_L, SET_M, SET_O, SET_N, SET_P, SET_Q, SET_R, SET_S, SET_T, SET_U, SET_V) for row in _rows(name)]
     messages = [row["message"] for row in every]
-    assert len(every) >= 1190
+    assert len(every) >= 1225
     # the held-out file is a third of the session-12 messages, chosen by content, not by looking
     held = _rows(SET_H)
     assert len(held) >= 50 and all(_held_out(row["message"]) for row in held)
@@ -244,7 +251,7 @@ def test_fixtures_are_well_formed() -> None:
         assert row["label"] in ("generic", "instructive"), row
         assert row["source"].strip(), row
     # the issue-13 files say why each message got its label
-    for name in (TUNED_FILES[2], SET_A, SET_B, SET_C, SET_D, SET_E, SET_I, SET_J, SET_K, SET_H, SET_L, SET_M, SET_O, SET_N, SET_P, SET_Q, SET_R, SET_S, SET_T, SET_U):
+    for name in (TUNED_FILES[2], SET_A, SET_B, SET_C, SET_D, SET_E, SET_I, SET_J, SET_K, SET_H, SET_L, SET_M, SET_O, SET_N, SET_P, SET_Q, SET_R, SET_S, SET_T, SET_U, SET_V):
         assert all(row["note"].strip() for row in _rows(name)), name
     # every distinct error result of the tau2-bench files is in the set
     assert sum("tau2-bench" in row["source"] for row in _rows(TUNED_FILES[0])) >= 22

@@ -391,3 +391,29 @@ def test_session_13_principles(text: str, generic: bool) -> None:
 )
 def test_session_14_principles(text: str, generic: bool) -> None:
     assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # an OS error's text after the path it failed on names its subject, even a one-segment root path
+        ("error: open /scratch: permission denied", False),
+        ("error: open: permission denied", True),
+        # a bare value after an exception is internals only when the class names no domain
+        ("KeyError: 'sku'", True),
+        ("UnknownCurrencyError: 'XBT'", False),
+        ("LookupError: 'XBT'", True),
+        # ISO 8601 is a standard form: with the value shown, the rejection explains itself
+        ("Invalid ISO 8601 date: '03/04/2026'", False),
+        # "cannot connect" is a connect failure, which needs retry guidance
+        ("Cannot connect to the cache at redis://cache:6379.", True),
+        ("Cannot connect to the cache at redis://cache:6379; retry in 10 seconds.", False),
+        # "should be a valid X" rejects a value as "invalid X" does, and names no form either
+        ("due_date: should be a valid date, got 'next week'", True),
+        ("due_date: should be a valid date such as 2026-03-15, got 'next week'", False),
+        # "missing" inside a file name is not the word "missing"
+        ("Unable to access archive missing.zip", True),
+    ],
+)
+def test_session_14_round_2_principles(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 from loopscope.analyses.lint.text import (
+    VACUOUS_CONSTRAINT_RE,
     ATTRIBUTE_VALUE_RE,
     CONSTRAINT_RE,
     IDENT_RE,
@@ -124,7 +125,10 @@ NAMES_CALLER_VALUE_RE = re.compile(
     r"unexpected keyword argument '[^']+'|missing \d+ required (?:positional |keyword-only )?arguments?: '|"
     r"\bname '[^']+' is not defined|^\s*\w+ is not defined\s*$|no module named '[^']+'|cannot find module '[^']+'|"
     r"\[Errno \d+\] [^:\n]+: '[^']+'|^\s*E[A-Z]{2,}: [^,\n]+, \w+ '[^']+'|"
-    r"does not match format '[^']+'",
+    r"does not match format '[^']+'|"
+    # an OS error's text after the path it failed on: "stat /nonexistent: no such file or directory"
+    r"(?:^|\s)(?:/[\w.\-]+)+/?: (?:no such file or directory|permission denied|file exists|not a directory|is a directory|"
+    r"directory not empty|no space left on device|read-only file system|operation not permitted)\b",
     re.IGNORECASE | re.MULTILINE,
 )
 # "invalid integer: ten" names its expected form: scalar types have one obvious spelling.
@@ -141,7 +145,7 @@ SELF_DESCRIBING_RE = re.compile(
 STANDARD_FORM_RE = re.compile(
     r"\b(?:invalid|unknown|unsupported|not an?|not a valid|not valid|invalid input syntax for(?: type)?)\s+"
     r"(?:url|uri|email(?: address)?|uuid|json|url (?:type|scheme)|(?:url |uri )?(?:protocol|scheme)|time ?zone|encoding|charset|locale|"
-    r"(?:hash|digest) (?:type|algorithm|function)|"
+    r"(?:hash|digest) (?:type|algorithm|function)|iso ?format(?: string)?|iso[ -]?8601(?: date| datetime| string)?|"
     r"(?:big|small|tiny)?int(?:eger)?|numeric|decimal|real|double precision|float\d*|bool(?:ean)?)\b",
     re.IGNORECASE,
 )
@@ -195,7 +199,7 @@ TRANSIENT_RE = re.compile(
     r"etimedout|socket hang up|broken pipe|service (?:temporarily )?unavailable|temporarily unavailable|"
     r"\b(?:site|server|host|service|backend|upstream|endpoint|api|gateway) (?:is )?(?:temporarily )?"
     r"(?:unavailable|down|unreachable)\b|\bunreachable\b|"
-    r"(?:failed|unable|could ?n[o']t) (?:to )?connect|couldn't connect|"
+    r"(?:failed|unable|could ?n[o']t|can(?:no|')t) (?:to )?connect|couldn't connect|"
     r"name or service not known|temporary failure in name resolution|could not resolve host|\benotfound\b|"
     r"(?:remote end|peer|server) closed (?:the )?connection|remote ?disconnected|unexpected eof|eof occurred|"
     r"bad gateway|gateway time-?out|(?:database|table|resource) is locked|lock contention|deadlock",
@@ -328,7 +332,10 @@ def check_bare_exception(view: MessageView, ctx: Context) -> bool:
         # "KeyError: 'x'": the exception names a key or value, not what was wrong with the request
         # (a quoted sentence, "'No time zone found with key X'", is a message, judged as one).
         quoted_words = [m.group(0) for m in QUOTED_RE.finditer(tail) if " " not in m.group(0).strip()]
-        if len(_WORD_RE.findall(QUOTED_RE.sub(" ", tail))) <= 1 and (quoted_words or not tail.strip()):
+        bare = len(_WORD_RE.findall(QUOTED_RE.sub(" ", tail))) <= 1 and (quoted_words or not tail.strip())
+        # ... unless the class itself says what went wrong ("UnknownTimeZoneError: 'Mars/Olympus'"): a class
+        # named only by the runtime's generic words (KeyError, LookupError, RuntimeError) says nothing
+        if bare and (not tail.strip() or not _domain_class(EXCEPTION_NAME_RE.match(head).group(0))):
             return True
     if EXCEPTION_LINE_RE.search(view.prose):
         return True
@@ -338,6 +345,20 @@ def check_bare_exception(view: MessageView, ctx: Context) -> bool:
             if isinstance(value, str) and EXCEPTION_NAME_RE.fullmatch(value.strip()):
                 return True
     return False
+
+
+# The words of the runtime's own exception classes: KeyError, IndexError, LookupError, RuntimeError, OSError...
+_RUNTIME_CLASS_WORDS = frozenset(
+    "key index attribute value type lookup runtime assertion os io environment reference range syntax name not "
+    "implemented unicode decode encode overflow zero division memory recursion stop iteration base exception error "
+    "internal client server http request response api service generic unknown fatal system".split()
+)
+
+
+def _domain_class(name: str) -> bool:
+    """The exception class names a domain ("UnknownTimeZoneError", "InvalidVersion"), not only a runtime category."""
+    words = re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+", name.split(".")[-1])
+    return any(w.lower() not in _RUNTIME_CLASS_WORDS for w in words)
 
 
 # "The specified bucket does not exist": the value looked up is referred to, not named.
@@ -363,7 +384,9 @@ def check_not_found_unnamed(view: MessageView, ctx: Context) -> bool:
 
 
 def check_invalid_without_expected(view: MessageView, ctx: Context) -> bool:
-    if not view.english or not INVALID_RE.search(view.body) or SELF_DESCRIBING_RE.search(view.body):
+    # "Input should be a valid date" rejects the value as "invalid date" does, and names no form either
+    rejects = INVALID_RE.search(view.body) or VACUOUS_CONSTRAINT_RE.search(view.body)
+    if not view.english or not rejects or SELF_DESCRIBING_RE.search(view.body):
         return False
     if NAMES_CALLER_VALUE_RE.search(view.body):
         return False  # "EISDIR: illegal operation on a directory, unlink '/tmp'": errno, operation and path

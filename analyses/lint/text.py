@@ -73,7 +73,7 @@ QUOTED_RE = re.compile(
 )
 URL_RE = re.compile(r"\b[a-z][a-z0-9+.\-]*://[^\s'\"<>)\]]+", re.IGNORECASE)
 EMAIL_RE = re.compile(r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}\b")
-PATH_RE = re.compile(r"(?:(?<![\w.])/[\w.\-]+(?:/[\w.\-]*)+|(?<=: )/[\w.\-]+(?=:|\s|$)|\b(?!and/or\b)[a-z][\w.\-]*/[\w.\-]*\w\b|\b[A-Za-z]:\\[^\s'\"]+|\b[\w\-]+(?:/[\w.\-]+)+\.\w{1,5}\b|(?<!\w)\.[a-z]\w+\b)")
+PATH_RE = re.compile(r"(?:(?<![\w.])/[\w.\-]+(?:/[\w.\-]*)+|(?<=: )/[\w.\-]+(?=:|\s|$)|(?<=\s)/[\w.\-]+(?=: )|\b(?!and/or\b)[a-z][\w.\-]*/[\w.\-]*\w\b|\b[A-Za-z]:\\[^\s'\"]+|\b[\w\-]+(?:/[\w.\-]+)+\.\w{1,5}\b|(?<!\w)\.[a-z]\w+\b)")
 # Tokens that are ids or code names: snake_case, camelCase, dotted, letters+digits mixed.
 IDENT_RE = re.compile(
     r"\b(?:[A-Za-z]+_[A-Za-z0-9_]+|[a-z]+[A-Z]\w*|[A-Za-z]+[\-]?\d[\w\-]*|\d+[A-Za-z][\w\-]*|[A-Za-z]+(?:\.[A-Za-z_]\w*)+|\w+\[\d+\](?:\.\w+)*)\b"
@@ -121,7 +121,7 @@ VACUOUS_CONSTRAINT_RE = re.compile(
 # "X is required" says what to add only when X names something: "url is required", "An API key is required",
 # "Parameter `old_str` is required"; "Authentication required" and "Arguments are required" do not.
 REQUIRED_RE = re.compile(
-    r"([\w`'\".\-\[\]]+)\s+(?:is |are )?(?:required|missing)\b|"
+    r"([\w`'\".\-\[\]]+)\s+(?:is |are )?(?:required|missing)\b(?!\.\w)|"
     r"\bno ((?:[\w`'\".\-\[\]]+ ){0,2}[\w`'\".\-\[\]]+) (?:was |were )?(?:provided|given|specified|supplied|passed)\b",
     re.IGNORECASE,
 )
