@@ -314,3 +314,106 @@ def test_to_dict_shape() -> None:
 )
 def test_session_13_principles(text: str, generic: bool) -> None:
     assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # a tail after a colon is a value when it is one token; a phrase there is a description, not a value
+        ("no such index: orders_v2", False),
+        ("DatabaseError: unexpected state", True),
+        ("lexer: trailing garbage", True),
+        # ... unless it is a block on its own line: the text the failure is about, shown
+        ("Could not match the hunk near line 7:\n    let total = 0", False),
+        # an exception class classifies, like "error": it is not content that keeps a short statement specific
+        ("ConfigurationError: bad state", True),
+        ("ConfigurationError: setting 'retries' must be at most 5", False),
+        # "Error 403" is a status, not a value the model passed
+        ("api: Error 403: access denied on bucket", True),
+        ("api: Error 403: access denied on bucket 'logs-2026'; ask an admin for storage.read", False),
+        # a default object repr with its address is the program's internals
+        ("ValueError: cannot serialise <myapp.Order object at 0x7fa01b2c3d40>", True),
+        # asking for "a valid X" restates the rejection; it is no remedy
+        ("Token not valid. Please provide a valid token.", True),
+        ("Token not valid. Please provide a token from the dashboard's API page.", False),
+        # a usage line or a list of options is the expected form
+        ("Usage: seek <offset>", False),
+        ("Unsupported theme: neon. Options: light, dark", False),
+        # a missing bracket or separator is named
+        ("parse: line 4: missing ) near end of input", False),
+        # the operand between a program's colons is a value, even after a line label
+        ("sh: line 3: gti: command not found", False),
+        # a compiler diagnostic's position is where to fix the model's code, not a stack trace
+        ("main.go:12:5: error: undefined: fooBar", False),
+        ("lib.rs:3:9: error: expected `;`, found `let`", False),
+        ("  at handler (/srv/app/index.js:40:11)\n  at process (/srv/app/queue.js:9:3)", True),
+        # a later sentence that reports the failure again is not its cause
+        ("Could not open archive backup.tar\nUnable to read archive", True),
+        ("Could not open archive backup.tar\nThe file is encrypted; pass --password.", False),
+        # the words before the first id describe the target, not the cause
+        ("Failed to load settings from app.yaml", True),
+        # hash names are a registry: with the value shown, the rejection explains itself
+        ("unsupported digest algorithm md7", False),
+        ("unsupported digest algorithm", True),
+        # a parser's message whose only value is where it stopped names nothing the model can see
+        ("XMLSyntaxError: mismatched tag: line 3, column 14", True),
+        ("XMLSyntaxError: mismatched tag 'item' closing 'items': line 3, column 14", False),
+        # a failure reported on a named target, with nothing that says why: what it failed on is not what went wrong
+        ("Reservation RES-2291 could not be modified", True),
+        ("Refund for order 5521 was not successful", True),
+        ("Unexpected error while exporting invoice inv_77", True),
+        ("Execution error in fetch_prices", True),
+        ("Report Q3-2026 could not be published: the template has no title page", False),
+        ("Refund for order 5521 was not successful because the card has expired", False),
+        ("Reservation RES-2291 could not be modified; it is checked in already", False),
+        # the kind of an error names what went wrong; the standard form it was read as is the cause
+        ('parse error near "wher" in query q-17', False),
+        ("Attachment could not be read as utf-8: /data/photo.jpg", False),
+        # the words before a number describe the target, as before any other value
+        ("Error syncing calendar for account 8812", True),
+        # a bare exit status is a code: which command, and why?
+        ("exit status 2", True),
+        # a value introduced by its attribute ("for user carol") is the failure's target, not its cause
+        ("Login failed for user carol", True),
+        ("Login failed for user carol: the account was disabled by an admin", False),
+        # "incorrect" said of a named thing is a state; "Incorrect X" names a defect of an input it does not name
+        ("Incorrect checksum", True),
+        ("The PIN you entered is incorrect.", False),
+        # a program's operand, then the kind of value it did not recognise, without the accepted ones
+        ("unpack: notes.bin: unknown compression method", True),
+        ("unpack: notes.bin: unknown compression method; use deflate or store", False),
+        ("Cannot complete checkout for cart 3391", True),
+        ("Cannot complete checkout for cart 3391: the cart has no shipping address", False),
+        ("make exited with status 2 after 'cc: not found'; install a C compiler", False),
+        # advice that fits every error is no remedy
+        ("Invalid request. Please verify your parameters and try again.", True),
+    ],
+)
+def test_session_14_principles(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # an OS error's text after the path it failed on names its subject, even a one-segment root path
+        ("error: open /scratch: permission denied", False),
+        ("error: open: permission denied", True),
+        # a bare value after an exception is internals only when the class names no domain
+        ("KeyError: 'sku'", True),
+        ("UnknownCurrencyError: 'XBT'", False),
+        ("LookupError: 'XBT'", True),
+        # ISO 8601 is a standard form: with the value shown, the rejection explains itself
+        ("Invalid ISO 8601 date: '03/04/2026'", False),
+        # "cannot connect" is a connect failure, which needs retry guidance
+        ("Cannot connect to the cache at redis://cache:6379.", True),
+        ("Cannot connect to the cache at redis://cache:6379; retry in 10 seconds.", False),
+        # "should be a valid X" rejects a value as "invalid X" does, and names no form either
+        ("due_date: should be a valid date, got 'next week'", True),
+        ("due_date: should be a valid date such as 2026-03-15, got 'next week'", False),
+        # "missing" inside a file name is not the word "missing"
+        ("Unable to access archive missing.zip", True),
+    ],
+)
+def test_session_14_round_2_principles(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)

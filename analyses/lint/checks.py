@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass
 
 from loopscope.analyses.lint.text import (
+    VACUOUS_CONSTRAINT_RE,
+    ATTRIBUTE_VALUE_RE,
     CONSTRAINT_RE,
     IDENT_RE,
     PATH_RE,
@@ -67,7 +69,10 @@ INVALID_RE = re.compile(
     r"column|table)s?\b)[\w ]{1,30}(?:'[^']*'|\"[^\"]*\"|: \S+)|"
     # "unknown service prime_video": an unquoted value that is an identifier
     r"\bunknown (?!(?:tool|function|method|parameter|param|argument|arg|field|property|key|option|flag|command|"
-    r"column|table)s?\b)\w+ (?=[\w\-]*[_\d])[\w\-]+",
+    r"column|table)s?\b)\w+ (?=[\w\-]*[_\d])[\w\-]+|"
+    # "gzip: h.txt: unknown suffix": a program's operand, then the kind of value it did not recognise
+    r"(?m:^[\w.\-]+: [^\s:]+: unknown (?!(?:tool|function|method|parameter|param|argument|arg|field|property|key|"
+    r"option|flag|command|column|table)s?\b)\w+)",
     re.IGNORECASE,
 )
 # Rejections whose subject is a name in the schema (argument, field, tool...) or an id: naming the value is
@@ -82,7 +87,9 @@ NAMED_SCHEMA_OR_ID_RE = re.compile(
 # that something went wrong ("Payment could not be processed", "Number of passengers does not match").
 STATE_RE = re.compile(
     # a negated participle is the failed outcome ("The repository was not deleted"), not a state of the thing
-    r"\b(?:already|(?<!not )(?:declined|incorrect|expired|blocked|locked|disabled|suspended|closed|cancell?ed|archived|"
+    # "incorrect" is a state when said of a named thing ("Your card's security code is incorrect"); "Incorrect
+    # padding" names a defect of an input it does not name
+    r"\b(?:already|(?:is|are|was|were) incorrect|(?<!not )(?:declined|expired|blocked|locked|disabled|suspended|closed|cancell?ed|archived|"
     r"deleted)|not in|outside|no more|not enough|in progress|(?:the )?user (?:denied|rejected|declined|cancell?ed)|"
     r"(?:denied|rejected|cancell?ed) by the user|insufficient (?:\w+ ){0,2}(?:balance|funds|credit)|is not (?:active|enabled|"
     r"verified|pending|delivered|finali[sz]ed|open)|(?:has|have|includes?|contains?) no|does not have|is empty|read-only|in use|revoked|"
@@ -118,7 +125,10 @@ NAMES_CALLER_VALUE_RE = re.compile(
     r"unexpected keyword argument '[^']+'|missing \d+ required (?:positional |keyword-only )?arguments?: '|"
     r"\bname '[^']+' is not defined|^\s*\w+ is not defined\s*$|no module named '[^']+'|cannot find module '[^']+'|"
     r"\[Errno \d+\] [^:\n]+: '[^']+'|^\s*E[A-Z]{2,}: [^,\n]+, \w+ '[^']+'|"
-    r"does not match format '[^']+'",
+    r"does not match format '[^']+'|"
+    # an OS error's text after the path it failed on: "stat /nonexistent: no such file or directory"
+    r"(?:^|\s)(?:/[\w.\-]+)+/?: (?:no such file or directory|permission denied|file exists|not a directory|is a directory|"
+    r"directory not empty|no space left on device|read-only file system|operation not permitted)\b",
     re.IGNORECASE | re.MULTILINE,
 )
 # "invalid integer: ten" names its expected form: scalar types have one obvious spelling.
@@ -135,6 +145,7 @@ SELF_DESCRIBING_RE = re.compile(
 STANDARD_FORM_RE = re.compile(
     r"\b(?:invalid|unknown|unsupported|not an?|not a valid|not valid|invalid input syntax for(?: type)?)\s+"
     r"(?:url|uri|email(?: address)?|uuid|json|url (?:type|scheme)|(?:url |uri )?(?:protocol|scheme)|time ?zone|encoding|charset|locale|"
+    r"(?:hash|digest) (?:type|algorithm|function)|iso ?format(?: string)?|iso[ -]?8601(?: date| datetime| string)?|"
     r"(?:big|small|tiny)?int(?:eger)?|numeric|decimal|real|double precision|float\d*|bool(?:ean)?)\b",
     re.IGNORECASE,
 )
@@ -155,7 +166,7 @@ RUNTIME_MESSAGE_RE = re.compile(
     r"cannot read propert(?:y|ies) of (?:undefined|null)|undefined is not|maximum recursion depth|"
     r"is not JSON serializable|invalid syntax|can't compare|"
     r"unexpected token .{1,3} in JSON|expecting value\b|unexpected end of (?:JSON )?input|"
-    r"unhashable type|null ?pointer|segmentation fault|stack overflow|exceeded \d+ redirects|<class '[\w.]+'>|"
+    r"unhashable type|null ?pointer|<[\w.]+ object at 0x[0-9a-f]+>|segmentation fault|stack overflow|exceeded \d+ redirects|<class '[\w.]+'>|"
     r"\b\w+Pool\(host=|"
     # a builtin sequence's lookup ("3 is not in list", "substring not found") and byte layouts ("unpack requires a
     # buffer of 4 bytes"): the program's containers, not the caller's domain
@@ -188,7 +199,7 @@ TRANSIENT_RE = re.compile(
     r"etimedout|socket hang up|broken pipe|service (?:temporarily )?unavailable|temporarily unavailable|"
     r"\b(?:site|server|host|service|backend|upstream|endpoint|api|gateway) (?:is )?(?:temporarily )?"
     r"(?:unavailable|down|unreachable)\b|\bunreachable\b|"
-    r"(?:failed|unable|could ?n[o']t) (?:to )?connect|couldn't connect|"
+    r"(?:failed|unable|could ?n[o']t|can(?:no|')t) (?:to )?connect|couldn't connect|"
     r"name or service not known|temporary failure in name resolution|could not resolve host|\benotfound\b|"
     r"(?:remote end|peer|server) closed (?:the )?connection|remote ?disconnected|unexpected eof|eof occurred|"
     r"bad gateway|gateway time-?out|(?:database|table|resource) is locked|lock contention|deadlock",
@@ -229,8 +240,13 @@ def _luhn(digits: str) -> bool:
 # --- checks -------------------------------------------------------------------------
 
 
+# "ParseError", "OperationalError": an exception class classifies the failure, as "error" does; it is no content.
+EXCEPTION_CLASS_TOKEN_RE = re.compile(r"\b(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)\b")
+
+
 def _content_words(view: MessageView) -> list[str]:
-    return [w for w in _WORD_RE.findall(view.body.lower()) if w not in GENERIC_WORDS]
+    body = EXCEPTION_CLASS_TOKEN_RE.sub(" ", view.body)
+    return [w for w in _WORD_RE.findall(body.lower()) if w not in GENERIC_WORDS]
 
 
 # What happened on the wire, as opposed to a word such as "timeout" used as the name of a setting or program.
@@ -275,7 +291,8 @@ def check_bare_status(view: MessageView, ctx: Context) -> bool:
         return view.obj is not None and _status(view) is not None
     # The text is a status code or reason phrase and nothing else, maybe behind a short label ("EdenAI Server: ").
     label = re.match(r"^[\w .\-]{1,30}:\s+(?=\S)", body)
-    bare = BARE_STATUS_RE.match(body) or (label and BARE_STATUS_RE.match(body[label.end():]))
+    # a process's bare exit status ("exit status 1") is a code too: which command, and why?
+    bare = BARE_STATUS_RE.match(body) or (label and BARE_STATUS_RE.match(body[label.end():])) or EXIT_CODE_RE.fullmatch(body)
     return bool(bare) and (bool(NUMBER_RE.search(body)) or not view.has_remedy)
 
 
@@ -315,7 +332,10 @@ def check_bare_exception(view: MessageView, ctx: Context) -> bool:
         # "KeyError: 'x'": the exception names a key or value, not what was wrong with the request
         # (a quoted sentence, "'No time zone found with key X'", is a message, judged as one).
         quoted_words = [m.group(0) for m in QUOTED_RE.finditer(tail) if " " not in m.group(0).strip()]
-        if len(_WORD_RE.findall(QUOTED_RE.sub(" ", tail))) <= 1 and (quoted_words or not tail.strip()):
+        bare = len(_WORD_RE.findall(QUOTED_RE.sub(" ", tail))) <= 1 and (quoted_words or not tail.strip())
+        # ... unless the class itself says what went wrong ("UnknownTimeZoneError: 'Mars/Olympus'"): a class
+        # named only by the runtime's generic words (KeyError, LookupError, RuntimeError) says nothing
+        if bare and (not tail.strip() or not _domain_class(EXCEPTION_NAME_RE.match(head).group(0))):
             return True
     if EXCEPTION_LINE_RE.search(view.prose):
         return True
@@ -325,6 +345,20 @@ def check_bare_exception(view: MessageView, ctx: Context) -> bool:
             if isinstance(value, str) and EXCEPTION_NAME_RE.fullmatch(value.strip()):
                 return True
     return False
+
+
+# The words of the runtime's own exception classes: KeyError, IndexError, LookupError, RuntimeError, OSError...
+_RUNTIME_CLASS_WORDS = frozenset(
+    "key index attribute value type lookup runtime assertion os io environment reference range syntax name not "
+    "implemented unicode decode encode overflow zero division memory recursion stop iteration base exception error "
+    "internal client server http request response api service generic unknown fatal system".split()
+)
+
+
+def _domain_class(name: str) -> bool:
+    """The exception class names a domain ("UnknownTimeZoneError", "InvalidVersion"), not only a runtime category."""
+    words = re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+", name.split(".")[-1])
+    return any(w.lower() not in _RUNTIME_CLASS_WORDS for w in words)
 
 
 # "The specified bucket does not exist": the value looked up is referred to, not named.
@@ -350,14 +384,20 @@ def check_not_found_unnamed(view: MessageView, ctx: Context) -> bool:
 
 
 def check_invalid_without_expected(view: MessageView, ctx: Context) -> bool:
-    if not view.english or not INVALID_RE.search(view.body) or SELF_DESCRIBING_RE.search(view.body):
+    # "Input should be a valid date" rejects the value as "invalid date" does, and names no form either
+    rejects = INVALID_RE.search(view.body) or VACUOUS_CONSTRAINT_RE.search(view.body)
+    if not view.english or not rejects or SELF_DESCRIBING_RE.search(view.body):
         return False
     if NAMES_CALLER_VALUE_RE.search(view.body):
         return False  # "EISDIR: illegal operation on a directory, unlink '/tmp'": errno, operation and path
     # the value of a standard form must be given, quoted or after a colon ("unknown url type: ftp2"), not just any
     # name ("Invalid JSON argument used with github for create_issue" does not show the JSON)
     form = STANDARD_FORM_RE.search(view.body)
-    given = form is not None and bool(QUOTED_RE.search(view.body) or re.search(r":\s+\S", view.body[form.end() :]))
+    # ... or an identifier right after the form ("unsupported hash type sha999")
+    after = view.body[form.end() :] if form is not None else ""
+    given = form is not None and bool(
+        QUOTED_RE.search(view.body) or re.search(r":\s+\S", after) or re.match(r"\s+[\w.\-]*\d[\w.\-]*", after)
+    )
     if NAMED_SCHEMA_OR_ID_RE.search(view.body) or given:
         return False
     # "Unknown resource: 'data://users/42'": the value is an address (URI, path), looked up like an id, not a
@@ -379,10 +419,19 @@ SYNTAX_REPORT_RE = re.compile(
 )
 
 
+# A compiler's or linter's diagnostic heads with the source position it is about ("a.c:1:20: error: ...",
+# rustc's " --> b.rs:1:12"): one location in the code the model wrote, pointing at the fix; not a stack of frames.
+DIAGNOSTIC_LOCATION_RE = re.compile(
+    r"^[\w.\-/\\]+:\d+(?::\d+)?: (?:fatal )?(?:error|warning|note)\b|^\s*--> [\w.\-/\\]+:\d+(?::\d+)?\s*$",
+    re.MULTILINE,
+)
+
+
 def check_stack_trace(view: MessageView, ctx: Context) -> bool:
     if "Traceback" not in view.raw and SYNTAX_REPORT_RE.match(view.raw):
         return False
-    return bool(STACK_RE.search(view.raw)) or bool(view.json_keys & STACK_KEYS)
+    text = view.raw if "Traceback" in view.raw else DIAGNOSTIC_LOCATION_RE.sub(" ", view.raw)
+    return bool(STACK_RE.search(text)) or bool(view.json_keys & STACK_KEYS)
 
 
 def check_html_or_blob(view: MessageView, ctx: Context) -> bool:
@@ -441,10 +490,26 @@ INTERNAL_NOT_READY_RE = re.compile(
 )
 
 
+# Where in an input a parser stopped: "line 1, column 8", "at position 4", "(char 5)".
+POSITION_RE = re.compile(
+    r"\b(?:(?:at )?line \d+\s*[,:]?\s*)?(?:column|col|char|character|position|pos|offset) \d+\b(?:\s*\(char \d+\))?",
+    re.IGNORECASE,
+)
+PARSE_RE = re.compile(r"\b(?:pars(?:e|er|ing)|syntax|token|tag|literal|delimiter|decod\w+)\b", re.IGNORECASE)
+
+
+def _only_a_position(view: MessageView) -> bool:
+    """A parser's message whose only value is where it stopped: the model cannot see that input (labelling rule 11)."""
+    if not PARSE_RE.search(view.body) or not POSITION_RE.search(view.body):
+        return False
+    return not find_specifics(POSITION_RE.sub(" ", view.body))
+
+
 def check_vague(view: MessageView, ctx: Context) -> bool:
     if view.english and INTERNAL_NOT_READY_RE.match(view.body) and not view.has_remedy and not _transient_named(view):
         return True
-    if not view.english or view.specifics or view.has_remedy or STATE_RE.search(view.body) or _retry_guided(view):
+    specific = view.specifics and not _only_a_position(view)
+    if not view.english or specific or view.has_remedy or STATE_RE.search(view.body) or _retry_guided(view):
         return False
     if SELF_DESCRIBING_RE.search(view.body):
         return False  # "not a valid key, value dictionary" names the expected form
@@ -475,8 +540,17 @@ def check_failure_without_cause(view: MessageView, ctx: Context) -> bool:
         return False
     before = FAILURE_CLAUSE_RE.match(view.body)
     m = before or FAILED_AFTER_RE.match(view.body)
+    if m is None and not _transient_named(view):
+        return _failure_reported_without_cause(view)
     if m is None or _transient_named(view):
         return False
+    if before:
+        # "Could not read certificate from j.pem\nUnable to load certificate": a later sentence that reports a
+        # failure again restates it; it is not the cause, so only the other sentences can give one
+        sentences = re.split(r"(?<=[.!?])\s+|\n+", view.body)
+        kept = [sentences[0], *(x for x in sentences[1:] if not FAILURE_CLAUSE_RE.match(x.strip()))]
+        if len(kept) < len(sentences):
+            m = before = FAILURE_CLAUSE_RE.match("\n".join(kept)) or before
     if before and before.group(1).lower() in {"find", "locate"}:
         return False  # "Could not find user 'bob'": a lookup that missed, judged as not-found (LS104)
     if TYPED_CONVERSION_RE.search(view.body) and (QUOTED_RE.search(view.body) or re.search(r"\[[^\]]+\]", view.body)):
@@ -507,12 +581,94 @@ def check_failure_without_cause(view: MessageView, ctx: Context) -> bool:
     if before:
         # "Failed to parse manifest 'app.yaml'": the words before the first value describe the target
         # (the object of the verb); only what follows the target can be the cause
-        first = min((m.end() for regex in (PATH_RE, URL_RE, QUOTED_RE) for m in [regex.search(rest)] if m), default=0)
+        first = min((m.end() for regex in (PATH_RE, URL_RE, QUOTED_RE, IDENT_RE, NUMBER_RE) for m in [regex.search(rest)] if m), default=0)
         if first and len(_WORD_RE.findall(rest[:first])) <= 6:
             rest = rest[first:]
+    # "for user bob", "with name Alice": a value introduced by the attribute it was looked up by is the target
+    for attribute in ATTRIBUTE_VALUE_RE.finditer(view.body):
+        value = attribute.group(1) or ""
+        rest = re.sub(rf"\b(?:{'|'.join(_ATTRIBUTE_NAMES)})\s+{re.escape(value)}\b", " ", rest) if value else rest
     for regex in (PATH_RE, URL_RE, QUOTED_RE, IDENT_RE, NUMBER_RE):
         rest = regex.sub(" ", rest)
     return len(_content_words_of(rest)) <= (0 if before else 1)
+
+
+# A failure reported anywhere in a sentence: "Booking BK-1 could not be updated", "Error processing request for
+# user 42", "Payment for order 7781 was not successful", "Tool execution error in get_weather".
+FAILURE_REPORT_RE = re.compile(
+    r"\b(?:failed|failure|fail(?:s|ing)?|error(?:ed)?|could ?n[o']t (?:be )?\w+|unable to \w+|(?:was|were) (?:not |un)successful|"
+    r"can(?:no|')t (?:process|complete|perform|handle|execute|fulfil+) |did not succeed|went wrong|unexpected(?:ly)? (?:error|problem|issue|failure|happened)|something unexpected|"
+    r"(?:could|can) not be (?:performed|completed|processed|done))\b",
+    re.IGNORECASE,
+)
+# "syntax error", "decode error", "validation error": the kind of error names what went wrong; other rules judge
+# whether the message also names where (labelling rule 11). "Processing error", "execution error" name only an
+# operation.
+_CAUSE_KIND_RE = re.compile(
+    r"\b(?:syntax|type|parse|parsing|parser|decode|decoding|encoding|validation|schema|format|quota|memory|disk|"
+    r"overflow|ssl|tls|certificate|dns|integrity|constraint|duplicate|checksum|permission|authentication|"
+    r"authori[sz]ation|urlopen)\s+error\b",
+    re.IGNORECASE,
+)
+# "could not be decoded as utf-8", "failed to convert to integer": the standard form it was read as is the cause.
+_STANDARD_TARGET_RE = re.compile(
+    r"\b(?:as|to|into) (?:an? )?(?:utf-?\d+|ascii|latin-?1|json|xml|yaml|toml|csv|int(?:eger)?|float|number|date|"
+    r"datetime|bool(?:ean)?)\b",
+    re.IGNORECASE,
+)
+# What a sentence says after its failure, when it gives the cause: "...: disk quota exceeded", "... because ...".
+_CAUSE_SEPARATOR_RE = re.compile(r":\s+|\s+-+\s+|;\s+|\b(?:because|due to|since|caused by|as a result of)\b", re.IGNORECASE)
+
+
+def _failure_reported_without_cause(view: MessageView) -> bool:
+    """The text reports that something failed, and on what, but nothing says why or what to do.
+
+    The values it names (an id, a path, a number) are what it failed *on*, not *what went wrong*; a cause is a
+    state, an errno, a named rule, or words after the failure that the failure's own sentence did not already say.
+    """
+    body = view.body
+    report = FAILURE_REPORT_RE.search(body)
+    if report is None or view.has_remedy or STATE_RE.search(body) or _retry_guided(view):
+        return False
+    if NAMES_CALLER_VALUE_RE.search(body) or ERRNO_RE.match(body) or re.search(r"\b(?:constraint|assertion)\b", body, re.I):
+        return False
+    if re.search(r"(?-i:\bE[A-Z]{3,}\b)", body):
+        return False  # an errno name is a cause
+    if _CAUSE_KIND_RE.search(body) or _STANDARD_TARGET_RE.search(body):
+        return False
+    if not view.specifics and not _content_words(view):
+        return False  # "Failed", "An error occurred": only generic words, which LS101 explains
+    if DIAGNOSTIC_LOCATION_RE.search(view.raw):
+        return False  # "a.go:3:1: error: undefined: x": "error" is the diagnostic's severity, not a report
+    head = body[: report.end()]
+    said = set(_content_words_of(_without_values(head)))
+    tail = body[report.end() :]
+    sep = _CAUSE_SEPARATOR_RE.search(tail)
+    cause = tail[sep.end() :] if sep else ""
+    # the other sentences may give the cause; a sentence that reports a failure again does not
+    rest = [x for x in re.split(r"(?<=[.!?])\s+|\n+", tail[: sep.start()] if sep else tail)[1:] if not FAILURE_REPORT_RE.search(x)]
+    new = [w for w in _content_words_of(_without_values(" ".join([cause, *rest]))) if w not in said]
+    if new:
+        return False
+    # what the failure's sentence itself says beyond "failed" and the target it names
+    words = [w for w in _content_words_of(_without_values(FAILURE_REPORT_RE.sub(" ", head + " " + tail))) if w not in _OPERATION_WORDS]
+    return len(words) <= 3
+
+
+# Words that say which operation was under way, not why it failed: "while processing", "when calling".
+_OPERATION_WORDS = frozenset(
+    "while when during processing process calling call executing execution performing perform running run handling "
+    "attempting trying action tool something happened server encountered".split()
+)
+
+
+def _without_values(text: str) -> str:
+    for regex in (URL_RE, PATH_RE, QUOTED_RE, IDENT_RE, NUMBER_RE, re.compile(r"\b\w+=\S+|\b0x[0-9a-fA-F]+\b")):
+        text = regex.sub(" ", text)
+    return text
+
+
+_ATTRIBUTE_NAMES = ("name", "id", "key", "email", "title", "slug", "code", "username", "sku", "user", "file", "account")
 
 
 # "exit code 127", "exit status 2": a process's exit status, not an HTTP status

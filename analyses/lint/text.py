@@ -58,9 +58,13 @@ BOILERPLATE_ADVICE_RE = re.compile(
     r"please fix (?:your|the) (?:mistakes?|errors?)(?: and try again)?|"
     r"(?:please )?try again(?: later)?|sorry(?: about that)?!?|"
     r"(?:please )?check the logs?(?: for (?:more )?details)?|"
+    r"(?:please )?(?:check|verify|review) (?:your|the) (?:input|request|parameters|arguments|data)(?: and try again)?|"
     r"please contact (?:support|the administrator)|for further information visit \S+|"
     # "retry with a properly formatted JSON argument" restates the rejection; it names no fix
-    r"(?:please )?(?:retry|try again) with (?:a |an )?(?:properly formatted|valid|correct|proper) [\w ]{0,30}?(?=[.!]|$)",
+    r"(?:please )?(?:retry|try again) with (?:a |an )?(?:properly formatted|valid|correct|proper) [\w ]{0,30}?(?=[.!]|$)|"
+    # "Please pass a valid API key", "Provide a correct value": asks for a valid one without saying what valid is
+    r"(?:please )?(?:pass|provide|use|enter|supply|specify|give|send|set) (?:a |an |the )?(?:valid|correct|proper) "
+    r"[\w ]{0,30}?(?=[.!]|$)",
     re.IGNORECASE,
 )
 
@@ -69,7 +73,7 @@ QUOTED_RE = re.compile(
 )
 URL_RE = re.compile(r"\b[a-z][a-z0-9+.\-]*://[^\s'\"<>)\]]+", re.IGNORECASE)
 EMAIL_RE = re.compile(r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}\b")
-PATH_RE = re.compile(r"(?:(?<![\w.])/[\w.\-]+(?:/[\w.\-]*)+|(?<=: )/[\w.\-]+(?=:|\s|$)|\b(?!and/or\b)[a-z][\w.\-]*/[\w.\-]*\w\b|\b[A-Za-z]:\\[^\s'\"]+|\b[\w\-]+(?:/[\w.\-]+)+\.\w{1,5}\b|(?<!\w)\.[a-z]\w+\b)")
+PATH_RE = re.compile(r"(?:(?<![\w.])/[\w.\-]+(?:/[\w.\-]*)+|(?<=: )/[\w.\-]+(?=:|\s|$)|(?<=\s)/[\w.\-]+(?=: )|\b(?!and/or\b)[a-z][\w.\-]*/[\w.\-]*\w\b|\b[A-Za-z]:\\[^\s'\"]+|\b[\w\-]+(?:/[\w.\-]+)+\.\w{1,5}\b|(?<!\w)\.[a-z]\w+\b)")
 # Tokens that are ids or code names: snake_case, camelCase, dotted, letters+digits mixed.
 IDENT_RE = re.compile(
     r"\b(?:[A-Za-z]+_[A-Za-z0-9_]+|[a-z]+[A-Z]\w*|[A-Za-z]+[\-]?\d[\w\-]*|\d+[A-Za-z][\w\-]*|[A-Za-z]+(?:\.[A-Za-z_]\w*)+|\w+\[\d+\](?:\.\w+)*)\b"
@@ -92,7 +96,9 @@ CONSTRAINT_RE = re.compile(
     r"allowed (?:values|types|are|is)|accepted (?:values|formats?)|supported (?:values|formats?|types)|are supported|is supported|"
     r"(?:before|prior to) (?:calling|using|activating|sending|creating|running|you)|\w+ first\b|"
     r"(?:is|are) (?:an? )?\w+, not (?:an? )?\w+|"
-    r"format(?:ted)? (?:is|as|like)|in the format|e\.g\.|for example|such as|looks? like)\b",
+    r"format(?:ted)? (?:is|as|like)|in the format|e\.g\.|for example|such as|looks? like)\b|"
+    # a usage line or a list of options states the expected form: "Usage: goto <line>", "Options: a, b, c"
+    r"(?:^|\n|[.;]\s+)(?:usage|options|choices|candidates|alternatives)\s*:\s*\S",
     re.IGNORECASE,
 )
 # A next step: a call to make, a value to use, a wait.
@@ -115,7 +121,7 @@ VACUOUS_CONSTRAINT_RE = re.compile(
 # "X is required" says what to add only when X names something: "url is required", "An API key is required",
 # "Parameter `old_str` is required"; "Authentication required" and "Arguments are required" do not.
 REQUIRED_RE = re.compile(
-    r"([\w`'\".\-\[\]]+)\s+(?:is |are )?(?:required|missing)\b|"
+    r"([\w`'\".\-\[\]]+)\s+(?:is |are )?(?:required|missing)\b(?!\.\w)|"
     r"\bno ((?:[\w`'\".\-\[\]]+ ){0,2}[\w`'\".\-\[\]]+) (?:was |were )?(?:provided|given|specified|supplied|passed)\b",
     re.IGNORECASE,
 )
@@ -166,7 +172,12 @@ GENERIC_WORDS = frozenset(
 # "no such table: users": a short value after the last colon names what was looked up.
 _TAIL_VALUE_RE = re.compile(r"\w[^:\n]*:\s+([^:\n]{1,60}?)\s*\.?\s*$", re.MULTILINE)
 # "merge: nope - not something we can merge": an operand between a program's colon and its explanation
-_OPERAND_RE = re.compile(r"^[\w.\-]+: (\S{1,40}) - \w", re.MULTILINE)
+_OPERAND_RE = re.compile(
+    r"^[\w.\-]+: (\S{1,40}) - \w|"
+    # "bash: line 1: pyhton: command not found": the operand between a program's colons and its reason
+    r"^(?:[\w.\-]+:(?: line \d+:)?|line \d+:) ([^\s:]{1,40}): (?=[a-z])",
+    re.MULTILINE,
+)
 # JSON keys whose values classify the error or trace the request; they are not about the failing value.
 _META_KEYS = frozenset(
     {"type", "code", "error_code", "error", "name", "status", "request_id", "trace_id", "correlation_id",
@@ -328,7 +339,7 @@ def is_english(text: str) -> bool:
 
 # "status_code=400", "HTTP 500", "code: 404" classify the failure; they name no value the model passed.
 STATUS_TOKEN_RE = re.compile(
-    r"\b(?:status(?:[_ ]?code)?|http|error code|code)\s*[=:]?\s*[1-5]\d\d\b|"
+    r"\b(?:status(?:[_ ]?code)?|http|error(?: code)?|code)\s*[=:]?\s*[1-5]\d\d\b|"
     # "404 Project Not Found", "400 Bad request - ...": a status that leads a reason phrase
     r"^\s*[1-5]\d\d(?=\s+[^\n]*\b(?:not found|bad request|unauthori[sz]ed|forbidden|conflict|not allowed|gone|"
     r"unprocessable|too many requests|internal server error|unavailable|error)\b)",
@@ -388,10 +399,10 @@ def find_specifics(text: str) -> list[str]:
     """Concrete values the text names (quoted values, ids, numbers, paths, URLs, upper-case codes)."""
     found: list[str] = []
     text = STATUS_TOKEN_RE.sub(" ", text)
+    found.extend(a or b for a, b in _OPERAND_RE.findall(text))
     found.extend(_code_values(text))
     found.extend(KEBAB_RE.findall(text))
     found.extend(CALL_RE.findall(text))
-    found.extend(_OPERAND_RE.findall(text))
     for m in ATTRIBUTE_VALUE_RE.finditer(text):
         value = m.group(1) or m.group(2)
         if value.lower() not in GENERIC_WORDS | _EN_WORDS:
@@ -402,7 +413,9 @@ def find_specifics(text: str) -> list[str]:
         words = _WORD_RE.findall(m.group(1).lower())
         head = set(_WORD_RE.findall(m.group(0)[: m.start(1) - m.start(0)].lower()))
         # "GitHub API Error: GitHub API error" repeats its prefix: a formatter's default, not a value.
-        if 0 < len(words) <= 3 and any(w not in GENERIC_WORDS for w in words) and not set(words) <= head:
+        # a block on its own line after the colon is shown text ("...near line 42:\n    return total")
+        one_token = len(m.group(1).split()) == 1 or "\n" in m.group(0)[: m.start(1) - m.start(0)]
+        if one_token and 0 < len(words) <= 3 and any(w not in GENERIC_WORDS for w in words) and not set(words) <= head:
             found.append(m.group(1))
     return found
 
@@ -452,7 +465,8 @@ _KIND_WORDS = frozenset(
 
 
 # "Missing authentication credentials for the Greeting resource" (not "missing field": which one?)
-MISSING_RE = re.compile(r"\bmissing ([\w`'\"\-\[\]]+(?: [\w`'\"\-\[\]]+)?)", re.IGNORECASE)
+# A missing bracket or separator is named too: "missing } near end of file", "missing ) after argument list".
+MISSING_RE = re.compile(r"\bmissing ([\w`'\"\-\[\]]+(?: [\w`'\"\-\[\]]+)?|[{}()\[\];,<>](?=\s|$))", re.IGNORECASE)
 
 
 def _named_requirement(body: str) -> bool:
@@ -460,7 +474,7 @@ def _named_requirement(body: str) -> bool:
         subject = next(g for g in m.groups() if g)
         words = _WORD_RE.findall(subject.lower())
         kinds = _KIND_WORDS if m.re is MISSING_RE else frozenset()
-        if subject[:1] in "`'\"" or any(w not in GENERIC_WORDS and w not in _EN_WORDS and w not in kinds for w in words):
+        if subject[:1] in "`'\"{}()[];,<>" or any(w not in GENERIC_WORDS and w not in _EN_WORDS and w not in kinds for w in words):
             return True
     return False
 
