@@ -50,7 +50,10 @@ TOO_DEEP = "JSON nested too deeply to read (deeper than Python's recursion limit
 # two are tau2-bench's run settings, which come before its (long) simulations.
 SNIFF_MARKERS = (
     b'"messages"', b'"simulations"', b'"role"', b'"termination_reason"', b'"agent_info"', b'"user_info"', b'"traj"',
+    b'"history"', b'"trajectory"',  # SWE-agent .traj (its trajectory steps come first)
 )
+# A ToolBench / StableToolBench answer file starts with its search tree, whose nodes carry these.
+TREE_MARKERS = (b'"node_type"', b'"is_terminal"')
 
 
 class _Conversation:
@@ -67,7 +70,9 @@ class _Conversation:
 def sniff(head: bytes) -> bool:
     """Whether the first bytes of a file look like a conversation log (a JSON document)."""
     text = head.lstrip(b"\xef\xbb\xbf").lstrip()
-    return text.startswith((b"{", b"[")) and any(marker in text for marker in SNIFF_MARKERS)
+    return text.startswith((b"{", b"[")) and (
+        any(marker in text for marker in SNIFF_MARKERS) or all(marker in text for marker in TREE_MARKERS)
+    )
 
 
 def parse_selector(selector: str) -> tuple[list[tuple[str, bool]], list[str]]:
@@ -142,6 +147,9 @@ def _auto(root: Any) -> Optional[list[tuple[Any, Any]]]:
         convs = root.get("conversations")
         if isinstance(convs, list) and all(isinstance(c, dict) and "messages" in c for c in convs):
             return [(c, c["messages"]) for c in convs]
+        history = root.get("history")
+        if isinstance(history, list) and history and all(_is_message(m) for m in history):
+            return [(root, history)]  # SWE-agent .traj: one run, its model conversation in history
         return None
     if isinstance(root, list):
         if not root:
@@ -154,6 +162,74 @@ def _auto(root: Any) -> Optional[list[tuple[Any, Any]]]:
             return [(c, c["traj"]) for c in root]  # tau-bench results (historical_trajectories/)
         if all(isinstance(c, list) for c in root):
             return [({}, c) for c in root]
+    return None
+
+
+def _has_structured_calls(messages: list[Any]) -> bool:
+    """Whether any message holds a tool call or result in a shape this reader knows."""
+    for m in messages:
+        if not isinstance(m, dict):
+            continue
+        if m.get("tool_calls") or m.get("function_call") or m.get("role") in ("tool", "function"):
+            return True
+        if m.get("type") in ("function_call", "function_call_output"):
+            return True
+        content = m.get("content")
+        if isinstance(content, list) and any(isinstance(b, dict) and b.get("type") in ("tool_use", "tool_result") for b in content):
+            return True
+    return False
+
+
+def _text_action_agent(root: Any) -> Optional[str]:
+    """The name of a coding-agent trajectory whose model writes its actions in the text, else None.
+
+    SWE-agent (``.traj``: ``history``) and mini-swe-agent (``.traj.json``: ``messages`` with
+    ``trajectory_format`` or ``info.mini_version``) log either tool calls (function calling) or
+    a text action (a command block the harness parses); only the first is a tool call here.
+    """
+    if not isinstance(root, dict):
+        return None
+    info = root.get("info") if isinstance(root.get("info"), dict) else {}
+    if isinstance(root.get("history"), list) and ("trajectory" in root or "info" in root or not root.get("messages")):
+        name, messages = "a SWE-agent trajectory (.traj)", root["history"]
+    elif isinstance(root.get("messages"), list) and (
+        str(root.get("trajectory_format", "")).startswith("mini-swe-agent") or "mini_version" in info
+    ):
+        name, messages = "a mini-swe-agent trajectory (.traj.json)", root["messages"]
+    else:
+        return None
+    has_model = any(isinstance(m, dict) and m.get("role") == "assistant" for m in messages)
+    return name if has_model and not _has_structured_calls(messages) else None
+
+
+def _refusal(what: str, todo: str) -> UnreadableFile:
+    # the load names the file and shows the message only: what to do goes in it too
+    return UnreadableFile(f"{what}. What to do: {todo}", todo)
+
+
+def _out_of_scope(root: Any) -> Optional[UnreadableFile]:
+    """A refusal for a known agent log this reader must not read as conversations, else None."""
+    if not isinstance(root, dict):
+        return None
+    answer = root.get("answer_generation")
+    if isinstance(answer, dict) and ("tree" in root or "train_messages" in answer):
+        return _refusal(
+            "a ToolBench / StableToolBench answer file (answer_generation, the tree of tries), not one agent loop: "
+            "its train_messages are prefixes of one chain, one training sample per model call, so read as "
+            "conversations every call would count once per later sample, and the tree's abandoned branches ran too",
+            "to measure the final chain, save it as a messages list and load that: "
+            "jq '.answer_generation.train_messages[-1]' FILE > chain.json && "
+            "loopscope load --input-format messages --error-when json-error-key chain.json "
+            "(ToolBench tool results are JSON with an \"error\" key)",
+        )
+    agent = _text_action_agent(root)
+    if agent:
+        return _refusal(
+            f"{agent} whose model wrote its actions as text (no tool_calls in it): loopscope reads structured tool "
+            "calls only, so it would find no tool call and count every observation as a user prompt; nothing loaded",
+            "run the agent with function calling (SWE-agent's function_calling parser, a tool-calling model in "
+            "mini-swe-agent) to get trajectories loopscope can read",
+        )
     return None
 
 
@@ -395,13 +471,24 @@ def read(path: Path, options: Mapping[str, Any]) -> ReaderOutput:
                 out.bad.append(BadLine(line_no, TOO_DEEP, line[:RAW_CAP]))
     else:
         head, data, text = text[:RAW_CAP], b"", None  # memory: only the parsed document is needed now
+        refusal = None if selector else _out_of_scope(root)
+        if refusal is not None:
+            raise refusal
         _gather(root, None, selector, coll, out, head, jsonl=False)
     agent_default = options.get("agent_name") or _file_agent(root) or "default"
     tags = options.get("tags") or None
     unflagged = 0
+    responses = 0  # model responses in a file where no message calls a tool (see below)
+    structured = False
     for conv in coll.conversations:
+        if not structured:
+            structured = _has_structured_calls(conv.messages)
+            responses += sum(1 for m in conv.messages if isinstance(m, dict) and m.get("role") == "assistant")
         agent = options.get("agent_name") or (conv.obj.get("agent") if isinstance(conv.obj.get("agent"), str) else None) or agent_default
         termination = conv.obj.get("termination_reason")
+        info = conv.obj.get("info")
+        if termination is None and isinstance(info, dict) and "history" in conv.obj:
+            termination = info.get("exit_status")  # SWE-agent: how the run ended
         cid = _conversation_id(conv.obj, id_key, path, conv.ordinal)
         try:
             result = conversation_records(
@@ -418,6 +505,21 @@ def read(path: Path, options: Mapping[str, Any]) -> ReaderOutput:
         out.records.extend(result.records)
         out.violations.extend(result.violations)
         unflagged += result.unflagged_error_texts
+    if responses and not structured:
+        # Model responses and not one tool call: a chat without tools, or an agent that writes its
+        # actions in the text (a command block, a ReAct "Action:" line) and gets the observation
+        # back as a user message. Nothing in the structure tells the two apart; for the second,
+        # every observation counts as a prompt. Say so once per file.
+        out.violations.append(
+            {
+                "conversation_id": None,
+                "prompt_id": None,
+                "tool_call_id": None,
+                "kind": "no_tool_calls",
+                "detail": f"{path.name}: {responses} model response(s) and no tool call (no tool_calls, tool_use, "
+                "function_call or tool result) in the file",
+            }
+        )
     if unflagged:
         # The likeliest silent mistake: a log that marks errors only in the text, loaded with the
         # default convention, shows no errors at all. Say so once per file.

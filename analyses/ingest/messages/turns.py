@@ -27,6 +27,8 @@ Shapes understood:
 - legacy OpenAI: an assistant ``function_call`` answered by the next
   ``role: "function"`` message; no ids (``as_chat_messages`` gives the call
   the id ``m<index>`` and folds the pair into the Chat shape).
+- SWE-agent ``.traj`` ``history`` (function calling): OpenAI ``tool_calls``;
+  ``role: "tool"`` observations name their calls in ``tool_call_ids`` (a list).
 - tau2-bench: assistant ``tool_calls`` as ``{id, name, arguments: {...}}``;
   results ``{role: "tool", id, content, error: bool, requestor}``. A user
   message carrying ``tool_calls`` is the simulated user running its own tools:
@@ -298,6 +300,10 @@ def _user(message: dict[str, Any], index: int, ts: Optional[datetime]) -> list[T
 def _tool(message: dict[str, Any], index: int, ts: Optional[datetime]) -> list[Turn]:
     if message.get("requestor") == "user":  # tau2: result of a simulated user's tool
         return []
+    ids = message.get("tool_call_ids")
+    if "tool_call_id" not in message and isinstance(ids, list) and ids:
+        # SWE-agent's history: one observation answers the call(s) of the action before it
+        return [_result(message, call_id, index, ts) for call_id in ids]
     return [_result(message, message.get("tool_call_id", message.get("id")), index, ts)]
 
 

@@ -1,0 +1,192 @@
+"""Public agent logs in shapes the messages reader was not built on, through the CLI a user runs.
+
+Fixtures: tests/fixtures/public_logs/ (sources, licences and what was trimmed in
+its README). Every expected figure was counted from the raw messages, by
+message index (in the comments), not by running loopscope.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from loopscope.cli.app import app
+
+PUBLIC = Path(__file__).resolve().parent / "fixtures" / "public_logs"
+SWE_SIMPLE = PUBLIC / "swe-agent_function_calling_simple.traj"
+SWE_REPLAY = PUBLIC / "swe-agent_marshmallow-1867_function_calling_replace.traj"
+SWE_TEXT = PUBLIC / "swe-agent_pydicom-1458_text_actions.traj"
+MINI_SWE = PUBLIC / "mini-swe-agent_github_issue.traj.json"
+TOOLORCHESTRA = PUBLIC / "toolorchestra_retail_gpt-5_excerpt.json"
+
+runner = CliRunner()
+
+
+def run(*args: str, code: int = 0) -> Any:
+    result = runner.invoke(app, list(args), catch_exceptions=False)
+    assert result.exit_code == code, result.output
+    return result
+
+
+def load(path: Path, *options: str, code: int = 0) -> dict[str, Any]:
+    return json.loads(run("load", "--db", "store.duckdb", "--format", "json", *options, str(path), code=code).stdout)
+
+
+def metrics() -> dict[str, Any]:
+    return json.loads(run("metrics", "--db", "store.duckdb", "--format", "json").stdout)
+
+
+def calls() -> list[tuple[Any, ...]]:
+    import duckdb
+
+    con = duckdb.connect("store.duckdb", read_only=True)
+    try:
+        return con.execute(
+            "SELECT prompt_id, step, tool_name, tool_call_id, is_error FROM tool_calls ORDER BY ts, step, tool_call_id"
+        ).fetchall()
+    finally:
+        con.close()
+
+
+def test_swe_agent_function_calling_history_is_read_by_itself() -> None:
+    # {"history": [...]}: system 0, the issue as user 1, then five action/observation pairs
+    # (assistant tool_calls at 2, 4, 6, 8, 10; role "tool" observations naming them in
+    # tool_call_ids at 3, 5, 7, 9, 11). The run ends on the submit call: no final text, and this
+    # file stores no exit_status, so the prompt stays open.
+    summary = load(SWE_SIMPLE)
+    assert summary["details"][0]["input_format"] == "messages"
+    assert (summary["tool_calls"], summary["loop_exits"], summary["quarantined"], summary["protocol_violations"]) == (5, 0, 0, 0)
+    assert [(p, s, name) for p, s, name, _, _ in calls()] == [
+        ("m1", 0, "find_file"), ("m1", 1, "open"), ("m1", 2, "edit"), ("m1", 3, "bash"), ("m1", 4, "submit"),
+    ]
+    m = metrics()
+    assert (m["prompts"], m["open_prompts"], m["tool_calls"], m["errors"], m["replays"]) == (1, 1, 5, 0, 0)
+
+
+def test_swe_agent_exit_status_closes_the_run_and_reused_ids_are_told_apart() -> None:
+    # history 0..23: 11 calls at 2, 4, ..., 22. Ids: call_5iDd... at 6 (bash "python reproduce.py"),
+    # 8 (bash "ls -F"), 18 (bash "python reproduce.py" again), 20 (bash "rm reproduce.py");
+    # call_ahTo... at 10 (find_file) and 12 (open); call_q3Vs... at 4 (insert) and 14 (edit).
+    # Same call again under its id (18 = 6): 1 replay. Another call under a used id (8, 12, 14,
+    # 20): 4 id collisions. info.exit_status "submitted": the agent's own end, end_turn.
+    summary = load(SWE_REPLAY)
+    assert (summary["tool_calls"], summary["loop_exits"], summary["quarantined"]) == (11, 1, 0)
+    m = metrics()
+    assert (m["prompts"], m["open_prompts"], m["tool_calls"], m["errors"]) == (1, 0, 11, 0)
+    assert (m["replays"], m["replay_rate"]) == (1, pytest.approx(1 / 11))
+    assert [n["kind"] for n in summary["notices"]] .count("id_collisions") == 1
+    assert next(n for n in summary["notices"] if n["kind"] == "id_collisions")["count"] == 4
+    import duckdb
+
+    con = duckdb.connect("store.duckdb", read_only=True)
+    try:
+        exit_row = con.execute("SELECT exit_reason, steps, tool_calls FROM loop_exits").fetchall()
+    finally:
+        con.close()
+    assert exit_row == [("end_turn", 11, 11)]
+
+
+@pytest.mark.parametrize(
+    ("status", "exit_reason"),
+    [("submitted", "end_turn"), ("exit_cost", "budget_exceeded"), ("submitted (exit_cost)", "budget_exceeded"),
+     ("exit_format", "error"), ("exit_context", "max_tokens")],
+)
+def test_swe_agent_exit_status_values(tmp_path: Path, status: str, exit_reason: str) -> None:
+    doc = json.loads(SWE_SIMPLE.read_text(encoding="utf-8"))
+    doc["info"] = {"exit_status": status}
+    path = tmp_path / "run.traj"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    load(path)
+    m = metrics()
+    assert (m["prompts"], m["open_prompts"]) == (1, 0)
+    import duckdb
+
+    con = duckdb.connect("store.duckdb", read_only=True)
+    try:
+        assert con.execute("SELECT exit_reason FROM loop_exits").fetchall() == [(exit_reason,)]
+    finally:
+        con.close()
+
+
+def test_swe_agent_text_actions_are_refused_by_name() -> None:
+    # history: system, demonstration and issue as user messages, then 11 assistant messages whose
+    # command is in the text ("action"), observations as user messages: no tool_calls at all.
+    result = run("load", "--db", "store.duckdb", str(SWE_TEXT), code=1)
+    assert "SWE-agent trajectory" in result.output and "actions as text" in result.output
+    assert "Traceback" not in result.output
+    summary = load(SWE_TEXT, code=1)
+    detail = summary["details"][0]
+    assert (detail["status"], summary["loaded"], summary["unreadable"]) == ("unreadable", 0, 1)
+    assert "function calling" in detail["error"]
+
+
+def test_mini_swe_agent_text_actions_in_a_bare_list_are_flagged() -> None:
+    # A bare messages list (mini-swe-agent 1.x test data): system 0, the issue 1, then ten
+    # assistant messages with a bash block (2, 4, ..., 20), each answered by a user message with
+    # "<returncode>" (3, ..., 21). Nothing in the structure names the agent, so the list loads
+    # (each observation is a "prompt": 10 of them, no tool call) and the load says why those
+    # figures mean nothing.
+    summary = load(MINI_SWE)
+    assert (summary["tool_calls"], summary["loop_exits"]) == (0, 10)
+    notice = next(n for n in summary["notices"] if n["kind"] == "no_tool_calls")
+    assert notice["count"] == 10  # model responses seen, none calling a tool
+    assert "text" in notice["message"]
+
+
+def test_mini_swe_agent_v2_trajectory_without_tool_calls_is_refused(tmp_path: Path) -> None:
+    messages = json.loads(MINI_SWE.read_text(encoding="utf-8"))
+    path = tmp_path / "run.traj.json"
+    path.write_text(json.dumps({"info": {"mini_version": "2.0.0"}, "messages": messages,
+                                "trajectory_format": "mini-swe-agent-1.1"}), encoding="utf-8")
+    summary = load(path, code=1)
+    assert "mini-swe-agent trajectory" in summary["details"][0]["error"]
+
+
+def test_toolbench_answer_tree_is_refused_with_the_way_to_its_final_chain(tmp_path: Path) -> None:
+    # The documented ToolBench answer layout (data_example/answer/*.json), constructed: a DFS tree
+    # of tries and answer_generation.train_messages, one training prefix per model call.
+    chain = [
+        {"role": "system", "content": "You are AutoGPT ..."},
+        {"role": "user", "content": "What is the weather in Paris?"},
+        {"role": "assistant", "content": None, "function_call": {"name": "weather_for_x", "arguments": "{}"}},
+        {"role": "function", "name": "weather_for_x", "content": "{\"error\": \"\", \"response\": \"sunny\"}"},
+        {"role": "assistant", "content": None, "function_call": {"name": "Finish", "arguments": "{\"return_type\": \"give_answer\"}"}},
+    ]
+    doc = {
+        "win": True,
+        "tree": {"tree": {"node_type": "Action Input", "is_terminal": False, "children": []}},
+        "answer_generation": {"valid_data": True, "train_messages": [chain[:3], chain], "finish_type": "give_answer"},
+    }
+    path = tmp_path / "10_ChatGPT_DFS_woFilter_w2.json"
+    path.write_text(json.dumps(doc, indent=2), encoding="utf-8")
+    summary = load(path, code=1)
+    detail = summary["details"][0]
+    assert detail["input_format"] in ("auto", "messages") and detail["status"] == "unreadable"
+    assert "ToolBench" in detail["error"] and "train_messages[-1]" in detail["error"]
+
+
+def test_tau2_results_without_error_flags_say_so_then_read_the_text() -> None:
+    # toolorchestra (tau2-bench submission): its tool messages carry no "error" key at all.
+    # 367a3fb7: prompts m1 (0 calls), m3 (find_user_id_by_name_zip -> "Error: User not found" at
+    # 5), m7 (3 calls, the lookup succeeds at 9); m15 "###STOP###" gets no response.
+    # 67e18bd9: prompts m1 (0), m3 (error at 5), m7 (error at 9), m11 (3 calls, the lookup
+    # succeeds at 13); m19 gets no response. 7 prompts, 9 calls, 3 "Error:" results, each the
+    # last call of its prompt (gave_up) and each followed by a successful lookup in a later prompt.
+    summary = load(TOOLORCHESTRA)
+    assert (summary["tool_calls"], summary["loop_exits"]) == (9, 7)
+    notice = next(n for n in summary["notices"] if n["kind"] == "unflagged_error_text")
+    assert notice["count"] == 3
+    assert metrics()["errors"] == 0
+    load(TOOLORCHESTRA, "--error-when", "prefix")
+    m = metrics()
+    assert (m["prompts"], m["open_prompts"], m["tool_calls"]) == (7, 0, 9)
+    assert m["median_tool_calls_per_prompt"] == 1
+    assert m["p99_tool_calls_per_prompt"] == pytest.approx(3)  # [0,0,1,1,1,3,3]
+    assert (m["errors"], m["recovered_errors"], m["resolved_later_errors"]) == (3, 0, 3)
+    assert m["error_classes"] == {"recovered": 0, "open": 0, "aborted": 0, "gave_up": 3}
+    assert m["conversation_recovery_rate"] == pytest.approx(1.0)
+    assert m["replays"] == 0
