@@ -190,3 +190,60 @@ def test_tau2_results_without_error_flags_say_so_then_read_the_text() -> None:
     assert m["error_classes"] == {"recovered": 0, "open": 0, "aborted": 0, "gave_up": 3}
     assert m["conversation_recovery_rate"] == pytest.approx(1.0)
     assert m["replays"] == 0
+
+
+INSPECT = PUBLIC / "inspect_browser_gpt-4o-mini.json"
+
+
+def test_inspect_ai_eval_log_is_read_by_itself() -> None:
+    # samples[0].messages: the task 0 (user), then web_browser_go at 1 (result 2),
+    # web_browser_click at 3, 5, 7 (results 4, 6, 8), the answer at 9: 1 prompt, 4 calls in 4
+    # steps, closed by the answer. The sample's uuid is the conversation (its id "1" repeats
+    # across epochs and runs). "function" is the tool's name as a string, arguments an object.
+    summary = load(INSPECT)
+    assert summary["details"][0]["input_format"] == "messages"
+    assert (summary["tool_calls"], summary["loop_exits"], summary["quarantined"]) == (4, 1, 0)
+    assert [(p, s, name) for p, s, name, _, _ in calls()] == [
+        ("m0", 0, "web_browser_go"), ("m0", 1, "web_browser_click"), ("m0", 2, "web_browser_click"),
+        ("m0", 3, "web_browser_click"),
+    ]
+    m = metrics()
+    assert (m["prompts"], m["open_prompts"], m["tool_calls"], m["errors"], m["replays"]) == (1, 0, 4, 0, 0)
+    import duckdb
+
+    con = duckdb.connect("store.duckdb", read_only=True)
+    try:
+        assert con.execute("SELECT DISTINCT conversation_id FROM tool_calls").fetchall() == [("ATYFNjyWUz4mZ5Dgj6yd4f",)]
+    finally:
+        con.close()
+
+
+def test_inspect_ai_tool_error_object_and_limits(tmp_path: Path) -> None:
+    # Inspect's ChatMessageTool.error is {type, message} (its own test log
+    # tests/log/test_eval_log/log_tool_call_error.json shows every type); the model is handed
+    # the message. Put a "timeout" on the result at 6 (the click at 5): the clicks at 7 succeed
+    # later in the same prompt, which ends with the answer at 9: 1 error, recovered.
+    doc = json.loads(INSPECT.read_text(encoding="utf-8"))
+    doc["samples"][0]["messages"][6]["error"] = {"type": "timeout", "message": "Command timed out before completing."}
+    path = tmp_path / "errors.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    load(path)
+    m = metrics()
+    assert (m["tool_calls"], m["errors"], m["recovered_errors"]) == (4, 1, 1)
+    import duckdb
+
+    con = duckdb.connect("store.duckdb", read_only=True)
+    try:
+        row = con.execute("SELECT tool_name, error_type, error_message FROM tool_calls WHERE is_error").fetchall()
+    finally:
+        con.close()
+    assert row == [("web_browser_click", "timeout", "Command timed out before completing.")]
+    # A sample stopped by a message limit after the last tool result (no answer): its prompt is
+    # closed as budget_exceeded, and the error counts as aborted.
+    doc["samples"][0]["messages"] = doc["samples"][0]["messages"][:7]
+    doc["samples"][0]["limit"] = {"type": "message", "limit": 7}
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    load(path)
+    m = metrics()
+    assert (m["prompts"], m["open_prompts"], m["tool_calls"], m["errors"]) == (1, 0, 3, 1)
+    assert m["error_classes"]["aborted"] == 1

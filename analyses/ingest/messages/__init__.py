@@ -54,6 +54,8 @@ SNIFF_MARKERS = (
 )
 # A ToolBench / StableToolBench answer file starts with its search tree, whose nodes carry these.
 TREE_MARKERS = (b'"node_type"', b'"is_terminal"')
+# An Inspect AI eval log (.json) starts with its eval header; its samples come last.
+INSPECT_MARKERS = (b'"eval"', b'"run_id"', b'"task"')
 
 
 class _Conversation:
@@ -71,7 +73,9 @@ def sniff(head: bytes) -> bool:
     """Whether the first bytes of a file look like a conversation log (a JSON document)."""
     text = head.lstrip(b"\xef\xbb\xbf").lstrip()
     return text.startswith((b"{", b"[")) and (
-        any(marker in text for marker in SNIFF_MARKERS) or all(marker in text for marker in TREE_MARKERS)
+        any(marker in text for marker in SNIFF_MARKERS)
+        or all(marker in text for marker in TREE_MARKERS)
+        or all(marker in text for marker in INSPECT_MARKERS)
     )
 
 
@@ -147,6 +151,9 @@ def _auto(root: Any) -> Optional[list[tuple[Any, Any]]]:
         convs = root.get("conversations")
         if isinstance(convs, list) and all(isinstance(c, dict) and "messages" in c for c in convs):
             return [(c, c["messages"]) for c in convs]
+        samples = root.get("samples")
+        if isinstance(root.get("eval"), dict) and isinstance(samples, list):
+            return [_inspect_sample(root["eval"], sample) for sample in samples if isinstance(sample, dict)]
         history = root.get("history")
         if isinstance(history, list) and history and all(_is_message(m) for m in history):
             return [(root, history)]  # SWE-agent .traj: one run, its model conversation in history
@@ -280,6 +287,27 @@ def _lines(data: bytes) -> Iterator[tuple[int, bytes]]:
         if line.strip():
             yield line_no, line
         start = end + 1
+
+
+def _inspect_sample(header: dict[str, Any], sample: dict[str, Any]) -> tuple[Any, Any]:
+    """(conversation object, messages) of one Inspect AI sample.
+
+    A sample's ``id`` is its dataset row and repeats across epochs and runs, so the
+    conversation is the sample's ``uuid`` when stored, else ``<eval_id>/<id>/epoch<n>``.
+    A sample stopped by a limit (``limit: {type}``) or by an error (``error``) is a harness
+    stop: it closes the last prompt when that prompt would otherwise be open.
+    """
+    obj = dict(sample)
+    run = header.get("eval_id") or header.get("run_id") or header.get("task_id") or "inspect"
+    obj["conversation_id"] = sample.get("uuid") or f"{run}/{sample.get('id')}/epoch{sample.get('epoch', 1)}"
+    limit = sample.get("limit")
+    if isinstance(limit, dict) and limit.get("type"):
+        obj["termination_reason"] = f"limit:{limit['type']}"
+    elif sample.get("error"):
+        obj["termination_reason"] = "sample_error"
+    if isinstance(header.get("model"), str):
+        obj.setdefault("model", header["model"])
+    return obj, sample.get("messages")
 
 
 def _is_id(value: Any) -> bool:

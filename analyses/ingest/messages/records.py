@@ -95,6 +95,10 @@ def termination_exit(reason: str) -> tuple[str, Optional[str]]:
     """(exit_reason, error_type) for a stored harness end (tau2-bench ``termination_reason``, SWE-agent ``exit_status``)."""
     if reason in TERMINATION_EXITS:
         return TERMINATION_EXITS[reason]
+    if reason.startswith("limit:"):  # Inspect AI: the sample hit a message, token, time or cost limit
+        return "budget_exceeded", reason.replace(":", "_", 1)
+    if reason == "sample_error":  # Inspect AI: the sample ended on an error
+        return "error", "sample_error"
     forced = re.fullmatch(r"submitted \((exit_\w+)\)", reason)  # SWE-agent: autosubmitted after a forced end
     if forced:
         return TERMINATION_EXITS.get(forced.group(1), ("error", forced.group(1)))
@@ -257,7 +261,7 @@ class _Deriver(CallBook[_Call]):
                 "is_error": verdict.is_error,
                 "attempts": 1,
                 "latency_ms": latency,
-                "error_type": error_type_from_text(result.text) if reads_as_error else None,
+                "error_type": result.error_type or (error_type_from_text(result.text) if reads_as_error else None),
                 "error_message": message,
                 "replayed": False,
                 # The collector's digest of the result text the model saw (records.md, optional field).

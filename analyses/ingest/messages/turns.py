@@ -29,6 +29,9 @@ Shapes understood:
   the id ``m<index>`` and folds the pair into the Chat shape).
 - SWE-agent ``.traj`` ``history`` (function calling): OpenAI ``tool_calls``;
   ``role: "tool"`` observations name their calls in ``tool_call_ids`` (a list).
+- Inspect AI eval logs (``samples[].messages``): assistant ``tool_calls`` as
+  ``{id, function: "name", arguments: {...}}``; ``role: "tool"`` results with
+  ``tool_call_id`` and ``error``: ``{type, message}`` or null.
 - tau2-bench: assistant ``tool_calls`` as ``{id, name, arguments: {...}}``;
   results ``{role: "tool", id, content, error: bool, requestor}``. A user
   message carrying ``tool_calls`` is the simulated user running its own tools:
@@ -91,6 +94,7 @@ class ToolResult:
     call_id: Optional[str]
     text: str
     flag: Optional[bool]  # the stored error flag; None when the log has none
+    error_type: Optional[str] = None  # the stored error's type (Inspect AI ``error.type``)
 
 
 Turn = Union[UserText, AssistantTurn, ToolResult]
@@ -207,6 +211,8 @@ def _openai_or_tau2_call(call: Any) -> Optional[ToolCallRequest]:
     function = call.get("function")
     if isinstance(function, dict):  # OpenAI: {id, type, function: {name, arguments}}
         name, raw = function.get("name"), function.get("arguments")
+    elif isinstance(function, str):  # Inspect AI: {id, function: "name", arguments: {...}}
+        name, raw = function, call.get("arguments")
     else:  # tau2: {id, name, arguments: {...}}
         name, raw = call.get("name"), call.get("arguments", call.get("input"))
     arguments, valid = _decode_arguments(raw)
@@ -264,12 +270,22 @@ def _error_flag(container: dict[str, Any]) -> Optional[bool]:
 
 def _result(container: dict[str, Any], call_id: Any, index: int, ts: Optional[datetime]) -> ToolResult:
     """A result from an Anthropic ``tool_result`` block or a ``role: "tool"`` message (ids may be ints)."""
+    text, flag, error_type = content_text(container.get("content")), _error_flag(container), None
+    error = container.get("error")
+    if isinstance(error, dict) and ("type" in error or "message" in error):
+        # Inspect AI: error {type, message} on a tool message, null when the call succeeded;
+        # the model is handed the error's message, not the content.
+        flag = True
+        error_type = str(error["type"]) if error.get("type") is not None else None
+        if isinstance(error.get("message"), str) and error["message"].strip():
+            text = error["message"]
     return ToolResult(
         index=index,
         ts=ts,
         call_id=str(call_id) if call_id is not None else None,
-        text=content_text(container.get("content")),
-        flag=_error_flag(container),
+        text=text,
+        flag=flag,
+        error_type=error_type,
     )
 
 
