@@ -247,3 +247,31 @@ def test_inspect_ai_tool_error_object_and_limits(tmp_path: Path) -> None:
     m = metrics()
     assert (m["prompts"], m["open_prompts"], m["tool_calls"], m["errors"]) == (1, 0, 3, 1)
     assert m["error_classes"]["aborted"] == 1
+
+
+def test_autogen_tool_responses_answer_each_parallel_call(tmp_path: Path) -> None:
+    # AG2's documented tool message (its tests build them): role "tool", the results of one
+    # response's calls in tool_responses. Constructed: two parallel calls at 1, both answered
+    # by the message at 2 (the second an error text), then the answer at 3: 1 prompt, 2 calls in
+    # step 0, 1 error with --error-when prefix, not recovered (no later call).
+    messages = [
+        {"role": "user", "name": "user_proxy", "content": "Weather in Paris and Rome?"},
+        {"role": "assistant", "name": "assistant", "content": None, "tool_calls": [
+            {"id": "call_a", "type": "function", "function": {"name": "weather", "arguments": "{\"city\": \"Paris\"}"}},
+            {"id": "call_b", "type": "function", "function": {"name": "weather", "arguments": "{\"city\": \"Rome\"}"}},
+        ]},
+        {"role": "tool", "name": "user_proxy", "content": "sunny\n\nError: no station for Rome", "tool_responses": [
+            {"tool_call_id": "call_a", "role": "tool", "content": "sunny"},
+            {"tool_call_id": "call_b", "role": "tool", "content": "Error: no station for Rome"},
+        ]},
+        {"role": "assistant", "name": "assistant", "content": "Paris is sunny; Rome has no data."},
+    ]
+    path = tmp_path / "chat_history.json"
+    path.write_text(json.dumps(messages), encoding="utf-8")
+    summary = load(path, "--error-when", "prefix")
+    assert (summary["tool_calls"], summary["loop_exits"], summary["protocol_violations"]) == (2, 1, 0)
+    assert [(p, s, name, cid, err) for p, s, name, cid, err in calls()] == [
+        ("m0", 0, "weather", "call_a", False), ("m0", 0, "weather", "call_b", True),
+    ]
+    m = metrics()
+    assert (m["prompts"], m["errors"], m["recovered_errors"]) == (1, 1, 0)

@@ -29,6 +29,8 @@ Shapes understood:
   the id ``m<index>`` and folds the pair into the Chat shape).
 - SWE-agent ``.traj`` ``history`` (function calling): OpenAI ``tool_calls``;
   ``role: "tool"`` observations name their calls in ``tool_call_ids`` (a list).
+- AutoGen / AG2 chat histories: a ``role: "tool"`` message carrying
+  ``tool_responses: [{tool_call_id, content}]``, one entry per call.
 - Inspect AI eval logs (``samples[].messages``): assistant ``tool_calls`` as
   ``{id, function: "name", arguments: {...}}``; ``role: "tool"`` results with
   ``tool_call_id`` and ``error``: ``{type, message}`` or null.
@@ -320,6 +322,11 @@ def _tool(message: dict[str, Any], index: int, ts: Optional[datetime]) -> list[T
     if "tool_call_id" not in message and isinstance(ids, list) and ids:
         # SWE-agent's history: one observation answers the call(s) of the action before it
         return [_result(message, call_id, index, ts) for call_id in ids]
+    responses = message.get("tool_responses")
+    if "tool_call_id" not in message and isinstance(responses, list) and responses:
+        # AutoGen / AG2: one tool message carries the results of a response's calls, each
+        # {tool_call_id, role: "tool", content}
+        return [_result(r, r.get("tool_call_id"), index, ts) for r in responses if isinstance(r, dict)]
     return [_result(message, message.get("tool_call_id", message.get("id")), index, ts)]
 
 
