@@ -275,3 +275,24 @@ def test_autogen_tool_responses_answer_each_parallel_call(tmp_path: Path) -> Non
     ]
     m = metrics()
     assert (m["prompts"], m["errors"], m["recovered_errors"]) == (1, 1, 0)
+
+
+def test_inspect_ai_log_without_samples_says_why(tmp_path: Path) -> None:
+    doc = json.loads(INSPECT.read_text(encoding="utf-8"))
+    del doc["samples"]  # what Inspect writes when samples are not logged
+    path = tmp_path / "header.json"
+    path.write_text(json.dumps(doc, indent=1), encoding="utf-8")
+    result = run("load", "--db", "store.duckdb", str(path), code=1)
+    assert "Traceback" not in result.output
+    bad = json.loads(run("quarantine", "--db", "store.duckdb", "--format", "json").stdout)
+    assert len(bad) == 1 and "Inspect AI eval log with no samples" in json.dumps(bad)
+
+
+def test_a_plain_history_chat_is_not_taken_for_swe_agent(tmp_path: Path) -> None:
+    # {"history": [...]} without SWE-agent's trajectory or message_type: a chat without tools
+    # loads (1 prompt answered) with the no_tool_calls notice, and is not refused.
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps({"history": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}))
+    summary = load(path)
+    assert (summary["loop_exits"], summary["unreadable"]) == (1, 0)
+    assert [n["kind"] for n in summary["notices"] if n["kind"] == "no_tool_calls"] == ["no_tool_calls"]

@@ -152,7 +152,7 @@ def _auto(root: Any) -> Optional[list[tuple[Any, Any]]]:
         if isinstance(convs, list) and all(isinstance(c, dict) and "messages" in c for c in convs):
             return [(c, c["messages"]) for c in convs]
         samples = root.get("samples")
-        if isinstance(root.get("eval"), dict) and isinstance(samples, list):
+        if isinstance(root.get("eval"), dict) and isinstance(samples, list) and samples:
             return [_inspect_sample(root["eval"], sample) for sample in samples if isinstance(sample, dict)]
         history = root.get("history")
         if isinstance(history, list) and history and all(_is_message(m) for m in history):
@@ -197,7 +197,10 @@ def _text_action_agent(root: Any) -> Optional[str]:
     if not isinstance(root, dict):
         return None
     info = root.get("info") if isinstance(root.get("info"), dict) else {}
-    if isinstance(root.get("history"), list) and ("trajectory" in root or "info" in root or not root.get("messages")):
+    history = root.get("history")
+    if isinstance(history, list) and (
+        "trajectory" in root or any(isinstance(m, dict) and "message_type" in m for m in history)
+    ):
         name, messages = "a SWE-agent trajectory (.traj)", root["history"]
     elif isinstance(root.get("messages"), list) and (
         str(root.get("trajectory_format", "")).startswith("mini-swe-agent") or "mini_version" in info
@@ -415,6 +418,11 @@ def _no_messages(selector: Optional[str], root: Any = None) -> str:
         return "a loopscope record, not a conversation: load this file with --input-format records"
     if isinstance(root, dict) and ("resourceSpans" in root or "resourceLogs" in root):
         return "an OpenTelemetry export, not a conversation: load this file with --input-format otlp"
+    if isinstance(root, dict) and isinstance(root.get("eval"), dict) and not root.get("samples"):
+        return (
+            "an Inspect AI eval log with no samples (the run logged none: log_samples off, or it was "
+            "written header-only): there are no messages to read; log the samples and load that log"
+        )
     if selector:
         return f"--messages-key {selector!r} selects no messages list here"
     return "no conversation found (no messages list at a known place); pass --messages-key, e.g. simulations[].messages"
