@@ -214,6 +214,8 @@ def test_inspect_ai_eval_log_is_read_by_itself() -> None:
     con = duckdb.connect("store.duckdb", read_only=True)
     try:
         assert con.execute("SELECT DISTINCT conversation_id FROM tool_calls").fetchall() == [("ATYFNjyWUz4mZ5Dgj6yd4f",)]
+        # no time on Inspect messages: the eval's start, 2025-05-12T20:27:36-04:00
+        assert con.execute("SELECT DISTINCT CAST(ts AS VARCHAR) FROM tool_calls").fetchall() == [("2025-05-13 00:27:36",)]
     finally:
         con.close()
 

@@ -297,7 +297,7 @@ def _inspect_sample(header: dict[str, Any], sample: dict[str, Any]) -> tuple[Any
 
     A sample's ``id`` is its dataset row and repeats across epochs and runs, so the
     conversation is the sample's ``uuid`` when stored, else ``<eval_id>/<id>/epoch<n>``.
-    A sample stopped by a limit (``limit: {type}``) or by an error (``error``) is a harness
+    Its messages carry no time: they take the eval's ``created``. A sample stopped by a limit (``limit: {type}``) or by an error (``error``) is a harness
     stop: it closes the last prompt when that prompt would otherwise be open.
     """
     obj = dict(sample)
@@ -310,6 +310,10 @@ def _inspect_sample(header: dict[str, Any], sample: dict[str, Any]) -> tuple[Any
         obj["termination_reason"] = "sample_error"
     if isinstance(header.get("model"), str):
         obj.setdefault("model", header["model"])
+    if not any(parse_timestamp(sample.get(key)) for key in TIMESTAMP_KEYS) and parse_timestamp(header.get("created")):
+        # Inspect keeps no time on messages: they take the eval's start (ts_from_line), so
+        # --since / --until and weekly views place the run, not 1970
+        obj["created"] = header["created"]
     return obj, sample.get("messages")
 
 
