@@ -298,3 +298,25 @@ def test_a_plain_history_chat_is_not_taken_for_swe_agent(tmp_path: Path) -> None
     summary = load(path)
     assert (summary["loop_exits"], summary["unreadable"]) == (1, 0)
     assert [n["kind"] for n in summary["notices"] if n["kind"] == "no_tool_calls"] == ["no_tool_calls"]
+
+
+def test_openhands_event_streams_are_named(tmp_path: Path) -> None:
+    # OpenHands' documented event dicts (event_to_dict): {id, timestamp, source, action, args,
+    # tool_call_metadata} and {id, source, observation, cause, extras}. Constructed, two events.
+    events = [
+        {"id": 1, "timestamp": "2025-01-01T00:00:00", "source": "agent", "action": "run",
+         "args": {"command": "ls"}, "tool_call_metadata": {"function_name": "execute_bash", "tool_call_id": "toolu_1"}},
+        {"id": 2, "timestamp": "2025-01-01T00:00:01", "source": "agent", "observation": "run", "cause": 1,
+         "content": "a.py", "extras": {"metadata": {"exit_code": 0}}},
+    ]
+    as_list = tmp_path / "trajectory.json"
+    as_list.write_text(json.dumps(events, indent=1), encoding="utf-8")
+    summary = load(as_list, code=1)
+    assert "OpenHands event stream" in summary["details"][0]["error"]
+    as_lines = tmp_path / "events.jsonl"
+    as_lines.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
+    run("load", "--db", "store.duckdb", "--input-format", "messages", str(as_lines), code=1)
+    bad = json.loads(run("quarantine", "--db", "store.duckdb", "--format", "json").stdout)
+    assert len(bad) == 2 and all("OpenHands event" in json.dumps(b) for b in bad)
+    auto = run("load", "--db", "auto.duckdb", str(as_lines), code=1)  # detected as records, then named
+    assert "OpenHands event stream" in auto.output and "Traceback" not in auto.output

@@ -194,6 +194,10 @@ UNREAD_FORMATS: tuple[tuple[str, frozenset[str], str], ...] = (
      "export the runs as OpenTelemetry (OTLP JSON) or as messages arrays"),
     ("a Langfuse trace export", frozenset({"observations"}),
      "export the traces as OpenTelemetry (OTLP JSON) or as messages arrays"),
+    ("an OpenHands event stream", frozenset({"source", "action", "args"}),
+     "export the run's spans with OpenTelemetry (--input-format otlp), or convert the events to a messages array"),
+    ("an OpenHands event stream", frozenset({"source", "observation", "extras"}),
+     "export the run's spans with OpenTelemetry (--input-format otlp), or convert the events to a messages array"),
     ("an OpenAI chat completion response", frozenset({"choices", "object"}),
      "load the conversations' messages arrays instead (--input-format messages)"),
 )

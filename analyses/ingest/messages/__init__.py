@@ -212,6 +212,23 @@ def _text_action_agent(root: Any) -> Optional[str]:
     return name if has_model and not _has_structured_calls(messages) else None
 
 
+OPENHANDS_TODO = (
+    "loopscope does not read OpenHands event streams yet; export the run's spans with OpenTelemetry "
+    "(--input-format otlp), or convert the events to a messages array (each action's tool_call_metadata "
+    "holds the model's tool call, each observation its result)"
+)
+
+
+def _openhands_event(value: Any) -> bool:
+    """An OpenHands event: V0 ``{source, action | observation, args | extras}``, V1 ``{kind: "...Event"}``."""
+    if not isinstance(value, dict) or "role" in value:
+        return False
+    if value.get("source") in ("agent", "user", "environment") and ("action" in value or "observation" in value):
+        return True
+    kind = value.get("kind")
+    return isinstance(kind, str) and kind.endswith("Event") and "source" in value
+
+
 def _refusal(what: str, todo: str) -> UnreadableFile:
     # the load names the file and shows the message only: what to do goes in it too
     return UnreadableFile(f"{what}. What to do: {todo}", todo)
@@ -219,6 +236,8 @@ def _refusal(what: str, todo: str) -> UnreadableFile:
 
 def _out_of_scope(root: Any) -> Optional[UnreadableFile]:
     """A refusal for a known agent log this reader must not read as conversations, else None."""
+    if isinstance(root, list) and root and sum(map(_openhands_event, root)) * 2 > len(root):
+        return _refusal("an OpenHands event stream (actions and observations, not chat messages)", OPENHANDS_TODO)
     if not isinstance(root, dict):
         return None
     answer = root.get("answer_generation")
@@ -422,6 +441,8 @@ def _no_messages(selector: Optional[str], root: Any = None) -> str:
         return "a loopscope record, not a conversation: load this file with --input-format records"
     if isinstance(root, dict) and ("resourceSpans" in root or "resourceLogs" in root):
         return "an OpenTelemetry export, not a conversation: load this file with --input-format otlp"
+    if _openhands_event(root):
+        return f"an OpenHands event (action / observation), not a chat message: {OPENHANDS_TODO}"
     if isinstance(root, dict) and isinstance(root.get("eval"), dict) and not root.get("samples"):
         return (
             "an Inspect AI eval log with no samples (the run logged none: log_samples off, or it was "
