@@ -320,3 +320,40 @@ def test_openhands_event_streams_are_named(tmp_path: Path) -> None:
     assert len(bad) == 2 and all("OpenHands event" in json.dumps(b) for b in bad)
     auto = run("load", "--db", "auto.duckdb", str(as_lines), code=1)  # detected as records, then named
     assert "OpenHands event stream" in auto.output and "Traceback" not in auto.output
+
+
+def _langchain_history() -> list[dict[str, Any]]:
+    # LangChain's serialization of a LangGraph ReAct run, as message.model_dump() writes it
+    # (constructed): the question 0, two parallel calls at 1, their ToolMessages at 2 (status
+    # "error": the model was told it failed) and 3, a retry of the failed call at 4 (result 5,
+    # success), the answer at 6. 1 prompt, calls in steps 0, 0, 1; 1 error, recovered.
+    return [
+        {"type": "system", "content": "You are a weather bot."},
+        {"type": "human", "content": "Weather in Paris and Rome?", "id": "h1"},
+        {"type": "ai", "content": "", "id": "run-1", "tool_calls": [
+            {"name": "weather", "args": {"city": "Paris"}, "id": "call_p", "type": "tool_call"},
+            {"name": "weather", "args": {"city": "Rome"}, "id": "call_r", "type": "tool_call"}]},
+        {"type": "tool", "content": "Error: TimeoutError('station')\n Please fix your mistakes.", "tool_call_id": "call_r",
+         "name": "weather", "status": "error"},
+        {"type": "tool", "content": "sunny", "tool_call_id": "call_p", "name": "weather", "status": "success"},
+        {"type": "ai", "content": "", "id": "run-2", "tool_calls": [
+            {"name": "weather", "args": {"city": "Rome"}, "id": "call_r2", "type": "tool_call"}]},
+        {"type": "tool", "content": "rain", "tool_call_id": "call_r2", "name": "weather", "status": "success"},
+        {"type": "ai", "content": "Paris: sunny. Rome: rain.", "id": "run-3"},
+    ]
+
+
+@pytest.mark.parametrize("wrapped", [False, True])
+def test_langchain_serialized_messages(tmp_path: Path, wrapped: bool) -> None:
+    history = _langchain_history()
+    if wrapped:  # messages_to_dict: {"type": ..., "data": {...}}
+        history = [{"type": m["type"], "data": m} for m in history]
+    path = tmp_path / "thread.json"
+    path.write_text(json.dumps({"thread_id": "t-1", "messages": history}), encoding="utf-8")
+    summary = load(path)
+    assert (summary["tool_calls"], summary["loop_exits"], summary["protocol_violations"]) == (3, 1, 0)
+    assert calls() == [
+        ("m1", 0, "weather", "call_r", True), ("m1", 0, "weather", "call_p", False), ("m1", 1, "weather", "call_r2", False),
+    ]
+    m = metrics()
+    assert (m["prompts"], m["open_prompts"], m["errors"], m["recovered_errors"]) == (1, 0, 1, 1)

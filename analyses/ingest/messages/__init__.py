@@ -38,7 +38,7 @@ from loopscope.analyses.ingest.files import UnreadableFile
 from loopscope.analyses.ingest.formats import BadLine, ReaderOutput
 from loopscope.analyses.ingest.messages.errors import ErrorRules, parse_error_when
 from loopscope.analyses.ingest.messages.records import LINE_TIME_KEY, conversation_records
-from loopscope.analyses.ingest.messages.turns import TIMESTAMP_KEYS, parse_timestamp
+from loopscope.analyses.ingest.messages.turns import TIMESTAMP_KEYS, langchain_message, parse_timestamp
 
 ID_KEYS = ("conversation_id", "id", "session_id", "thread_id")
 RAW_CAP = 2000
@@ -135,9 +135,18 @@ def _select(root: Any, selector: str) -> list[tuple[Any, Any]]:
 RESPONSES_ITEM_TYPES = ("function_call", "function_call_output", "reasoning", "message")
 
 
+LANGCHAIN_TYPES = ("human", "ai", "tool", "system", "AIMessageChunk")
+
+
 def _is_message(value: Any) -> bool:
-    """A chat message, or an OpenAI Responses API item."""
-    return isinstance(value, dict) and ("role" in value or value.get("type") in RESPONSES_ITEM_TYPES)
+    """A chat message, an OpenAI Responses API item, or a LangChain serialized message."""
+    if not isinstance(value, dict):
+        return False
+    if "role" in value or value.get("type") in RESPONSES_ITEM_TYPES:
+        return True
+    data = value.get("data")
+    kind = data.get("type") if isinstance(data, dict) and "content" in data else value.get("type")
+    return kind in LANGCHAIN_TYPES and ("content" in value or isinstance(data, dict))
 
 
 def _auto(root: Any) -> Optional[list[tuple[Any, Any]]]:
@@ -174,7 +183,7 @@ def _auto(root: Any) -> Optional[list[tuple[Any, Any]]]:
 
 def _has_structured_calls(messages: list[Any]) -> bool:
     """Whether any message holds a tool call or result in a shape this reader knows."""
-    for m in messages:
+    for m in map(langchain_message, messages):
         if not isinstance(m, dict):
             continue
         if m.get("tool_calls") or m.get("function_call") or m.get("role") in ("tool", "function"):
@@ -544,7 +553,9 @@ def read(path: Path, options: Mapping[str, Any]) -> ReaderOutput:
     for conv in coll.conversations:
         if not structured:
             structured = _has_structured_calls(conv.messages)
-            responses += sum(1 for m in conv.messages if isinstance(m, dict) and m.get("role") == "assistant")
+            responses += sum(
+                1 for m in map(langchain_message, conv.messages) if isinstance(m, dict) and m.get("role") == "assistant"
+            )
         agent = options.get("agent_name") or (conv.obj.get("agent") if isinstance(conv.obj.get("agent"), str) else None) or agent_default
         termination = conv.obj.get("termination_reason")
         info = conv.obj.get("info")

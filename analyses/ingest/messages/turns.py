@@ -31,6 +31,9 @@ Shapes understood:
   ``role: "tool"`` observations name their calls in ``tool_call_ids`` (a list).
 - AutoGen / AG2 chat histories: a ``role: "tool"`` message carrying
   ``tool_responses: [{tool_call_id, content}]``, one entry per call.
+- LangChain serialized messages (``model_dump()``: ``type`` ``human`` / ``ai`` /
+  ``tool`` / ``system`` instead of ``role``; ``messages_to_dict``: ``{type, data}``):
+  AI ``tool_calls`` ``{name, args, id}``, ``ToolMessage`` ``status: "error"`` is the flag.
 - Inspect AI eval logs (``samples[].messages``): assistant ``tool_calls`` as
   ``{id, function: "name", arguments: {...}}``; ``role: "tool"`` results with
   ``tool_call_id`` and ``error``: ``{type, message}`` or null.
@@ -376,6 +379,7 @@ def as_chat_messages(messages: list[Any]) -> list[tuple[int, Any]]:
     OpenAI Chat shape) at the index of the run's first item, and each
     ``function_call_output`` a ``role: "tool"`` message.
     """
+    messages = [langchain_message(m) for m in messages]
     if not any(isinstance(m, dict) and m.get("type") in ("function_call", "function_call_output") for m in messages):
         return _legacy_functions(list(enumerate(messages)))
     out: list[tuple[int, Any]] = []
@@ -410,6 +414,36 @@ def as_chat_messages(messages: list[Any]) -> list[tuple[int, Any]]:
         else:
             out.append((index, item))
     return out
+
+
+# LangChain message types (``message.model_dump()`` / ``messages_to_dict``) -> chat roles.
+LANGCHAIN_ROLES = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system", "AIMessageChunk": "assistant"}
+
+
+def langchain_message(message: Any) -> Any:
+    """A LangChain serialized message in chat shape; anything else unchanged.
+
+    ``messages_to_dict`` writes ``{"type": "ai", "data": {...}}``; ``model_dump()`` the
+    fields themselves with ``type`` instead of ``role``. An AI message's ``tool_calls`` are
+    ``{name, args, id}``; a ``ToolMessage`` carries ``status``: ``"error"`` or ``"success"``.
+    """
+    if not isinstance(message, dict) or "role" in message:
+        return message
+    data = message.get("data") if isinstance(message.get("data"), dict) and set(message) <= {"type", "data"} else message
+    role = LANGCHAIN_ROLES.get(str(data.get("type", message.get("type"))))
+    if role is None:
+        return message
+    chat = {k: v for k, v in data.items() if k not in ("type", "tool_calls", "status")}
+    chat["role"] = role
+    calls = data.get("tool_calls")
+    if role == "assistant" and isinstance(calls, list):
+        chat["tool_calls"] = [
+            {"id": c.get("id"), "name": c.get("name"), "arguments": c.get("args", {})} if isinstance(c, dict) else c
+            for c in calls
+        ]
+    if role == "tool" and data.get("status") in ("error", "success"):
+        chat["is_error"] = data["status"] == "error"
+    return chat
 
 
 def _legacy_functions(pairs: list[tuple[int, Any]]) -> list[tuple[int, Any]]:
