@@ -357,3 +357,16 @@ def test_langchain_serialized_messages(tmp_path: Path, wrapped: bool) -> None:
     ]
     m = metrics()
     assert (m["prompts"], m["open_prompts"], m["errors"], m["recovered_errors"]) == (1, 0, 1, 1)
+
+
+def test_inspect_ai_eval_zip_is_named_with_the_conversion(tmp_path: Path) -> None:
+    # Inspect's binary log: a zip whose entries are _journal/..., header.json, samples/...
+    import zipfile
+
+    path = tmp_path / "2025-05-12_browser.eval"
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("_journal/start.json", "{}")
+        z.writestr("samples/1_epoch_1.json", "{}")
+    result = run("load", "--db", "store.duckdb", str(path), code=1)
+    flat = " ".join(result.output.split())
+    assert "Inspect AI .eval log" in flat and "inspect log convert" in flat and "Traceback" not in flat

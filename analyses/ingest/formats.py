@@ -212,6 +212,13 @@ FORMAT_NAMES = {
 
 def looks_like(head: bytes) -> tuple[str, str] | None:
     """(what a file looks like, what to do) for a known format loopscope does not read, else None."""
+    if head.startswith(b"PK\x03\x04"):  # a zip archive: its first entry's name follows the local header
+        if any(name in head for name in (b"_journal/", b"header.json", b"samples/")):
+            return (
+                "an Inspect AI .eval log (a zip archive)",
+                "convert it to JSON with: inspect log convert FILE --to json --output-dir DIR, and load the .json",
+            )
+        return "a zip archive", "unzip it and load the files inside"
     text = head.lstrip(b"\xef\xbb\xbf").lstrip()
     values = _json_lines(text)
     first = values[0] if values else None
