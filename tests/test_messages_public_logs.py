@@ -370,3 +370,25 @@ def test_inspect_ai_eval_zip_is_named_with_the_conversion(tmp_path: Path) -> Non
     result = run("load", "--db", "store.duckdb", str(path), code=1)
     flat = " ".join(result.output.split())
     assert "Inspect AI .eval log" in flat and "inspect log convert" in flat and "Traceback" not in flat
+
+
+def test_autogen_history_from_the_user_proxys_side(tmp_path: Path) -> None:
+    # chat_result.chat_history as AG2 stores it on the initiator's side (constructed, AG2's
+    # documented roles): the task user_proxy sent is "assistant", the model's calls "assistant"
+    # (tool calls always are), the results "tool", the model's answer "user". Read by sender:
+    # 1 prompt (the task, 0), the call at 1 answered at 2, the answer at 3 closes it.
+    messages = [
+        {"role": "assistant", "name": "user_proxy", "content": "What is 6 times 7?"},
+        {"role": "assistant", "name": "assistant", "content": None, "tool_calls": [
+            {"id": "call_x", "type": "function", "function": {"name": "multiply", "arguments": "{\"a\": 6, \"b\": 7}"}}]},
+        {"role": "tool", "name": "user_proxy", "content": "42",
+         "tool_responses": [{"tool_call_id": "call_x", "role": "tool", "content": "42"}]},
+        {"role": "user", "name": "assistant", "content": "6 times 7 is 42. TERMINATE"},
+    ]
+    path = tmp_path / "chat_history.json"
+    path.write_text(json.dumps(messages), encoding="utf-8")
+    summary = load(path)
+    assert (summary["tool_calls"], summary["loop_exits"], summary["protocol_violations"]) == (1, 1, 0)
+    m = metrics()
+    assert (m["prompts"], m["open_prompts"], m["tool_calls"]) == (1, 0, 1)
+    assert calls() == [("m0", 0, "multiply", "call_x", False)]

@@ -30,7 +30,9 @@ Shapes understood:
 - SWE-agent ``.traj`` ``history`` (function calling): OpenAI ``tool_calls``;
   ``role: "tool"`` observations name their calls in ``tool_call_ids`` (a list).
 - AutoGen / AG2 chat histories: a ``role: "tool"`` message carrying
-  ``tool_responses: [{tool_call_id, content}]``, one entry per call.
+  ``tool_responses: [{tool_call_id, content}]``, one entry per call; roles are
+  re-read from the senders' ``name`` (``ag2_roles``: a history is stored from one
+  agent's side, so the task can be ``assistant`` and the model's answer ``user``).
 - LangChain serialized messages (``model_dump()``: ``type`` ``human`` / ``ai`` /
   ``tool`` / ``system`` instead of ``role``; ``messages_to_dict``: ``{type, data}``):
   AI ``tool_calls`` ``{name, args, id}``, ``ToolMessage`` ``status: "error"`` is the flag.
@@ -379,7 +381,7 @@ def as_chat_messages(messages: list[Any]) -> list[tuple[int, Any]]:
     OpenAI Chat shape) at the index of the run's first item, and each
     ``function_call_output`` a ``role: "tool"`` message.
     """
-    messages = [langchain_message(m) for m in messages]
+    messages = ag2_roles([langchain_message(m) for m in messages])
     if not any(isinstance(m, dict) and m.get("type") in ("function_call", "function_call_output") for m in messages):
         return _legacy_functions(list(enumerate(messages)))
     out: list[tuple[int, Any]] = []
@@ -444,6 +446,32 @@ def langchain_message(message: Any) -> Any:
     if role == "tool" and data.get("status") in ("error", "success"):
         chat["is_error"] = data["status"] == "error"
     return chat
+
+
+def ag2_roles(messages: list[Any]) -> list[Any]:
+    """An AutoGen / AG2 chat history with each message's role as the model saw it.
+
+    AG2 stores a chat from one agent's side: what that agent sent is ``assistant``, what it
+    received ``user``. In ``chat_result.chat_history`` (the initiator's side: the user proxy)
+    the task is therefore ``assistant`` and the model's answers ``user``. The history names
+    every message's sender (``name``); the agents whose messages carry ``tool_calls`` are the
+    model. So, when the history has AG2's ``tool_responses``, a message from such an agent is
+    ``assistant`` and any other non-tool message ``user``. Without both marks nothing changes.
+    """
+    dicts = [m for m in messages if isinstance(m, dict)]
+    if not any(isinstance(m.get("tool_responses"), list) for m in dicts):
+        return messages
+    models = {m.get("name") for m in dicts if m.get("tool_calls") and isinstance(m.get("name"), str)}
+    if not models:
+        return messages
+    out = []
+    for m in messages:
+        if isinstance(m, dict) and m.get("role") in ("user", "assistant") and isinstance(m.get("name"), str):
+            role = "assistant" if m["name"] in models else "user"
+            if role != m["role"]:
+                m = {**m, "role": role, "role_stored": m["role"]}
+        out.append(m)
+    return out
 
 
 def _legacy_functions(pairs: list[tuple[int, Any]]) -> list[tuple[int, Any]]:
