@@ -14,6 +14,10 @@ Kinds:
   that read like errors but carry no error flag, and was loaded with the
   default convention, so they count as successes (the reader's finding, kept in
   ``protocol_violations``); the fix is ``--error-when``.
+- ``no_tool_calls``: a file of conversation messages had model responses and
+  not one tool call (the reader's finding, kept in ``protocol_violations``): a
+  chat without tools, or an agent that writes its actions in the text, whose
+  observations then count as prompts.
 - ``no_timestamps``: prompts whose records had no time of their own (the
   readers give them 1970-01-01 plus their index, ``ts_synthetic``): time-based
   views put them under ``no timestamp`` (``NO_TIMESTAMP``).
@@ -45,6 +49,17 @@ WHERE v.kind = 'unflagged_error_text'
   AND EXISTS (
       SELECT 1 FROM tool_calls t JOIN {prompts} p USING (conversation_id, prompt_id)
       WHERE t.source_id = v.source_id AND {where}
+  )
+ORDER BY s.path
+"""
+NO_TOOL_CALLS_SQL = """
+SELECT s.path, v.detail
+FROM protocol_violations v
+JOIN sources s USING (source_id)
+WHERE v.kind = 'no_tool_calls'
+  AND EXISTS (
+      SELECT 1 FROM loop_exits e JOIN {prompts} p USING (conversation_id, prompt_id)
+      WHERE e.source_id = v.source_id AND {where}
   )
 ORDER BY s.path
 """
@@ -99,6 +114,19 @@ def notices(con: duckdb.DuckDBPyConnection, selection: Selection | None = None) 
                 "they were counted as successes, so the error figures are too low",
                 "load it again with --error-when prefix (text starts with 'Error:') or --error-when json-error-key "
                 "(docs/inputs.md)",
+                count,
+            )
+        )
+    for path, detail in con.execute(NO_TOOL_CALLS_SQL.format(where=where, prompts=prompts), params).fetchall():
+        count = _leading_count(detail)
+        found.append(
+            Notice(
+                "no_tool_calls",
+                f"{path}: {count} model response(s) and not one tool call: if this agent writes its actions in the "
+                "text (a command block, a ReAct 'Action:' line) and gets the result back as a user message, "
+                "loopscope cannot see those actions and counts every observation as a prompt",
+                "a chat without tools needs nothing; for a text-action agent these figures mean nothing: log its "
+                "tool calls as tool_calls / tool_use (function calling) (docs/inputs.md)",
                 count,
             )
         )

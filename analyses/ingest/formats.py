@@ -194,6 +194,10 @@ UNREAD_FORMATS: tuple[tuple[str, frozenset[str], str], ...] = (
      "export the runs as OpenTelemetry (OTLP JSON) or as messages arrays"),
     ("a Langfuse trace export", frozenset({"observations"}),
      "export the traces as OpenTelemetry (OTLP JSON) or as messages arrays"),
+    ("an OpenHands event stream", frozenset({"source", "action", "args"}),
+     "export the run's spans with OpenTelemetry (--input-format otlp), or convert the events to a messages array"),
+    ("an OpenHands event stream", frozenset({"source", "observation", "extras"}),
+     "export the run's spans with OpenTelemetry (--input-format otlp), or convert the events to a messages array"),
     ("an OpenAI chat completion response", frozenset({"choices", "object"}),
      "load the conversations' messages arrays instead (--input-format messages)"),
 )
@@ -208,6 +212,13 @@ FORMAT_NAMES = {
 
 def looks_like(head: bytes) -> tuple[str, str] | None:
     """(what a file looks like, what to do) for a known format loopscope does not read, else None."""
+    if head.startswith(b"PK\x03\x04"):  # a zip archive: its first entry's name follows the local header
+        if any(name in head for name in (b"_journal/", b"header.json", b"samples/")):
+            return (
+                "an Inspect AI .eval log (a zip archive)",
+                "convert it to JSON with: inspect log convert FILE --to json --output-dir DIR, and load the .json",
+            )
+        return "a zip archive", "unzip it and load the files inside"
     text = head.lstrip(b"\xef\xbb\xbf").lstrip()
     values = _json_lines(text)
     first = values[0] if values else None

@@ -38,7 +38,7 @@ from loopscope.analyses.ingest.files import UnreadableFile
 from loopscope.analyses.ingest.formats import BadLine, ReaderOutput
 from loopscope.analyses.ingest.messages.errors import ErrorRules, parse_error_when
 from loopscope.analyses.ingest.messages.records import LINE_TIME_KEY, conversation_records
-from loopscope.analyses.ingest.messages.turns import TIMESTAMP_KEYS, parse_timestamp
+from loopscope.analyses.ingest.messages.turns import TIMESTAMP_KEYS, langchain_message, parse_timestamp
 
 ID_KEYS = ("conversation_id", "id", "session_id", "thread_id")
 RAW_CAP = 2000
@@ -50,7 +50,12 @@ TOO_DEEP = "JSON nested too deeply to read (deeper than Python's recursion limit
 # two are tau2-bench's run settings, which come before its (long) simulations.
 SNIFF_MARKERS = (
     b'"messages"', b'"simulations"', b'"role"', b'"termination_reason"', b'"agent_info"', b'"user_info"', b'"traj"',
+    b'"history"', b'"trajectory"',  # SWE-agent .traj (its trajectory steps come first)
 )
+# A ToolBench / StableToolBench answer file starts with its search tree, whose nodes carry these.
+TREE_MARKERS = (b'"node_type"', b'"is_terminal"')
+# An Inspect AI eval log (.json) starts with its eval header; its samples come last.
+INSPECT_MARKERS = (b'"eval"', b'"run_id"', b'"task"')
 
 
 class _Conversation:
@@ -67,7 +72,11 @@ class _Conversation:
 def sniff(head: bytes) -> bool:
     """Whether the first bytes of a file look like a conversation log (a JSON document)."""
     text = head.lstrip(b"\xef\xbb\xbf").lstrip()
-    return text.startswith((b"{", b"[")) and any(marker in text for marker in SNIFF_MARKERS)
+    return text.startswith((b"{", b"[")) and (
+        any(marker in text for marker in SNIFF_MARKERS)
+        or all(marker in text for marker in TREE_MARKERS)
+        or all(marker in text for marker in INSPECT_MARKERS)
+    )
 
 
 def parse_selector(selector: str) -> tuple[list[tuple[str, bool]], list[str]]:
@@ -126,9 +135,18 @@ def _select(root: Any, selector: str) -> list[tuple[Any, Any]]:
 RESPONSES_ITEM_TYPES = ("function_call", "function_call_output", "reasoning", "message")
 
 
+LANGCHAIN_TYPES = ("human", "ai", "tool", "system", "AIMessageChunk")
+
+
 def _is_message(value: Any) -> bool:
-    """A chat message, or an OpenAI Responses API item."""
-    return isinstance(value, dict) and ("role" in value or value.get("type") in RESPONSES_ITEM_TYPES)
+    """A chat message, an OpenAI Responses API item, or a LangChain serialized message."""
+    if not isinstance(value, dict):
+        return False
+    if "role" in value or value.get("type") in RESPONSES_ITEM_TYPES:
+        return True
+    data = value.get("data")
+    kind = data.get("type") if isinstance(data, dict) and "content" in data else value.get("type")
+    return kind in LANGCHAIN_TYPES and ("content" in value or isinstance(data, dict))
 
 
 def _auto(root: Any) -> Optional[list[tuple[Any, Any]]]:
@@ -142,6 +160,12 @@ def _auto(root: Any) -> Optional[list[tuple[Any, Any]]]:
         convs = root.get("conversations")
         if isinstance(convs, list) and all(isinstance(c, dict) and "messages" in c for c in convs):
             return [(c, c["messages"]) for c in convs]
+        samples = root.get("samples")
+        if isinstance(root.get("eval"), dict) and isinstance(samples, list) and samples:
+            return [_inspect_sample(root["eval"], sample) for sample in samples if isinstance(sample, dict)]
+        history = root.get("history")
+        if isinstance(history, list) and history and all(_is_message(m) for m in history):
+            return [(root, history)]  # SWE-agent .traj: one run, its model conversation in history
         return None
     if isinstance(root, list):
         if not root:
@@ -154,6 +178,96 @@ def _auto(root: Any) -> Optional[list[tuple[Any, Any]]]:
             return [(c, c["traj"]) for c in root]  # tau-bench results (historical_trajectories/)
         if all(isinstance(c, list) for c in root):
             return [({}, c) for c in root]
+    return None
+
+
+def _has_structured_calls(messages: list[Any]) -> bool:
+    """Whether any message holds a tool call or result in a shape this reader knows."""
+    for m in map(langchain_message, messages):
+        if not isinstance(m, dict):
+            continue
+        if m.get("tool_calls") or m.get("function_call") or m.get("role") in ("tool", "function"):
+            return True
+        if m.get("type") in ("function_call", "function_call_output"):
+            return True
+        content = m.get("content")
+        if isinstance(content, list) and any(isinstance(b, dict) and b.get("type") in ("tool_use", "tool_result") for b in content):
+            return True
+    return False
+
+
+def _text_action_agent(root: Any) -> Optional[str]:
+    """The name of a coding-agent trajectory whose model writes its actions in the text, else None.
+
+    SWE-agent (``.traj``: ``history``) and mini-swe-agent (``.traj.json``: ``messages`` with
+    ``trajectory_format`` or ``info.mini_version``) log either tool calls (function calling) or
+    a text action (a command block the harness parses); only the first is a tool call here.
+    """
+    if not isinstance(root, dict):
+        return None
+    info = root.get("info") if isinstance(root.get("info"), dict) else {}
+    history = root.get("history")
+    if isinstance(history, list) and (
+        "trajectory" in root or any(isinstance(m, dict) and "message_type" in m for m in history)
+    ):
+        name, messages = "a SWE-agent trajectory (.traj)", root["history"]
+    elif isinstance(root.get("messages"), list) and (
+        str(root.get("trajectory_format", "")).startswith("mini-swe-agent") or "mini_version" in info
+    ):
+        name, messages = "a mini-swe-agent trajectory (.traj.json)", root["messages"]
+    else:
+        return None
+    has_model = any(isinstance(m, dict) and m.get("role") == "assistant" for m in messages)
+    return name if has_model and not _has_structured_calls(messages) else None
+
+
+OPENHANDS_TODO = (
+    "loopscope does not read OpenHands event streams yet; export the run's spans with OpenTelemetry "
+    "(--input-format otlp), or convert the events to a messages array (each action's tool_call_metadata "
+    "holds the model's tool call, each observation its result)"
+)
+
+
+def _openhands_event(value: Any) -> bool:
+    """An OpenHands event: V0 ``{source, action | observation, args | extras}``, V1 ``{kind: "...Event"}``."""
+    if not isinstance(value, dict) or "role" in value:
+        return False
+    if value.get("source") in ("agent", "user", "environment") and ("action" in value or "observation" in value):
+        return True
+    kind = value.get("kind")
+    return isinstance(kind, str) and kind.endswith("Event") and "source" in value
+
+
+def _refusal(what: str, todo: str) -> UnreadableFile:
+    # the load names the file and shows the message only: what to do goes in it too
+    return UnreadableFile(f"{what}. What to do: {todo}", todo)
+
+
+def _out_of_scope(root: Any) -> Optional[UnreadableFile]:
+    """A refusal for a known agent log this reader must not read as conversations, else None."""
+    if isinstance(root, list) and root and sum(map(_openhands_event, root)) * 2 > len(root):
+        return _refusal("an OpenHands event stream (actions and observations, not chat messages)", OPENHANDS_TODO)
+    if not isinstance(root, dict):
+        return None
+    answer = root.get("answer_generation")
+    if isinstance(answer, dict) and ("tree" in root or "train_messages" in answer):
+        return _refusal(
+            "a ToolBench / StableToolBench answer file (answer_generation, the tree of tries), not one agent loop: "
+            "its train_messages are prefixes of one chain, one training sample per model call, so read as "
+            "conversations every call would count once per later sample, and the tree's abandoned branches ran too",
+            "to measure the final chain, save it as a messages list and load that: "
+            "jq '.answer_generation.train_messages[-1]' FILE > chain.json && "
+            "loopscope load --input-format messages --error-when json-error-key chain.json "
+            "(ToolBench tool results are JSON with an \"error\" key)",
+        )
+    agent = _text_action_agent(root)
+    if agent:
+        return _refusal(
+            f"{agent} whose model wrote its actions as text (no tool_calls in it): loopscope reads structured tool "
+            "calls only, so it would find no tool call and count every observation as a user prompt; nothing loaded",
+            "run the agent with function calling (SWE-agent's function_calling parser, a tool-calling model in "
+            "mini-swe-agent) to get trajectories loopscope can read",
+        )
     return None
 
 
@@ -204,6 +318,31 @@ def _lines(data: bytes) -> Iterator[tuple[int, bytes]]:
         if line.strip():
             yield line_no, line
         start = end + 1
+
+
+def _inspect_sample(header: dict[str, Any], sample: dict[str, Any]) -> tuple[Any, Any]:
+    """(conversation object, messages) of one Inspect AI sample.
+
+    A sample's ``id`` is its dataset row and repeats across epochs and runs, so the
+    conversation is the sample's ``uuid`` when stored, else ``<eval_id>/<id>/epoch<n>``.
+    Its messages carry no time: they take the eval's ``created``. A sample stopped by a limit (``limit: {type}``) or by an error (``error``) is a harness
+    stop: it closes the last prompt when that prompt would otherwise be open.
+    """
+    obj = dict(sample)
+    run = header.get("eval_id") or header.get("run_id") or header.get("task_id") or "inspect"
+    obj["conversation_id"] = sample.get("uuid") or f"{run}/{sample.get('id')}/epoch{sample.get('epoch', 1)}"
+    limit = sample.get("limit")
+    if isinstance(limit, dict) and limit.get("type"):
+        obj["termination_reason"] = f"limit:{limit['type']}"
+    elif sample.get("error"):
+        obj["termination_reason"] = "sample_error"
+    if isinstance(header.get("model"), str):
+        obj.setdefault("model", header["model"])
+    if not any(parse_timestamp(sample.get(key)) for key in TIMESTAMP_KEYS) and parse_timestamp(header.get("created")):
+        # Inspect keeps no time on messages: they take the eval's start (ts_from_line), so
+        # --since / --until and weekly views place the run, not 1970
+        obj["created"] = header["created"]
+    return obj, sample.get("messages")
 
 
 def _is_id(value: Any) -> bool:
@@ -342,6 +481,13 @@ def _no_messages(selector: Optional[str], root: Any = None) -> str:
         return "a loopscope record, not a conversation: load this file with --input-format records"
     if isinstance(root, dict) and ("resourceSpans" in root or "resourceLogs" in root):
         return "an OpenTelemetry export, not a conversation: load this file with --input-format otlp"
+    if _openhands_event(root):
+        return f"an OpenHands event (action / observation), not a chat message: {OPENHANDS_TODO}"
+    if isinstance(root, dict) and isinstance(root.get("eval"), dict) and not root.get("samples"):
+        return (
+            "an Inspect AI eval log with no samples (the run logged none: log_samples off, or it was "
+            "written header-only): there are no messages to read; log the samples and load that log"
+        )
     if selector:
         return f"--messages-key {selector!r} selects no messages list here"
     return "no conversation found (no messages list at a known place); pass --messages-key, e.g. simulations[].messages"
@@ -427,14 +573,27 @@ def read(path: Path, options: Mapping[str, Any]) -> ReaderOutput:
                 out.bad.append(BadLine(line_no, TOO_DEEP, line[:RAW_CAP]))
     else:
         head, data, text = text[:RAW_CAP], b"", None  # memory: only the parsed document is needed now
+        refusal = None if selector else _out_of_scope(root)
+        if refusal is not None:
+            raise refusal
         _gather(root, None, selector, coll, out, head, jsonl=False)
     agent_default = options.get("agent_name") or _file_agent(root) or "default"
     # what the file names (model, domain, ...), then the user's --tag, which wins
     tags = {**file_tags(root), **dict(options.get("tags") or {})} or None
     unflagged = 0
+    responses = 0  # model responses in a file where no message calls a tool (see below)
+    structured = False
     for conv in coll.conversations:
+        if not structured:
+            structured = _has_structured_calls(conv.messages)
+            responses += sum(
+                1 for m in map(langchain_message, conv.messages) if isinstance(m, dict) and m.get("role") == "assistant"
+            )
         agent = options.get("agent_name") or (conv.obj.get("agent") if isinstance(conv.obj.get("agent"), str) else None) or agent_default
         termination = conv.obj.get("termination_reason")
+        info = conv.obj.get("info")
+        if termination is None and isinstance(info, dict) and "history" in conv.obj:
+            termination = info.get("exit_status")  # SWE-agent: how the run ended
         cid = _conversation_id(conv.obj, id_key, path, conv.ordinal)
         try:
             result = conversation_records(
@@ -451,6 +610,21 @@ def read(path: Path, options: Mapping[str, Any]) -> ReaderOutput:
         out.records.extend(result.records)
         out.violations.extend(result.violations)
         unflagged += result.unflagged_error_texts
+    if responses and not structured:
+        # Model responses and not one tool call: a chat without tools, or an agent that writes its
+        # actions in the text (a command block, a ReAct "Action:" line) and gets the observation
+        # back as a user message. Nothing in the structure tells the two apart; for the second,
+        # every observation counts as a prompt. Say so once per file.
+        out.violations.append(
+            {
+                "conversation_id": None,
+                "prompt_id": None,
+                "tool_call_id": None,
+                "kind": "no_tool_calls",
+                "detail": f"{path.name}: {responses} model response(s) and no tool call (no tool_calls, tool_use, "
+                "function_call or tool result) in the file",
+            }
+        )
     if unflagged:
         # The likeliest silent mistake: a log that marks errors only in the text, loaded with the
         # default convention, shows no errors at all. Say so once per file.

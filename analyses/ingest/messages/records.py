@@ -46,6 +46,8 @@ The rules (docs/inputs.md, "Conversation message arrays", explains them to users
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Optional
@@ -74,9 +76,33 @@ TERMINATION_EXITS = {
     "max_steps": ("budget_exceeded", "max_steps"),
     "too_many_errors": ("error", "too_many_errors"),
     "infrastructure_error": ("error", "infrastructure_error"),
+    # SWE-agent ``info.exit_status``: the agent ends its run with a ``submit`` tool call, so the
+    # last prompt's last response asked for a tool; ``submitted`` is that normal end. A forced
+    # end is ``exit_<why>``, and ``submitted (exit_<why>)`` an autosubmission after one.
+    "submitted": ("end_turn", None),
+    "exit_cost": ("budget_exceeded", "exit_cost"),
+    "exit_context": ("max_tokens", "exit_context"),
+    "exit_format": ("error", "exit_format"),
+    "exit_error": ("error", "exit_error"),
+    "exit_command_timeout": ("error", "exit_command_timeout"),
+    "exit_total_execution_time": ("budget_exceeded", "exit_total_execution_time"),
 }
 # Ends that do not stop a running loop (the user or agent ended the conversation between prompts).
 NORMAL_TERMINATIONS = frozenset({"user_stop", "agent_stop"})
+
+
+def termination_exit(reason: str) -> tuple[str, Optional[str]]:
+    """(exit_reason, error_type) for a stored harness end (tau2-bench ``termination_reason``, SWE-agent ``exit_status``)."""
+    if reason in TERMINATION_EXITS:
+        return TERMINATION_EXITS[reason]
+    if reason.startswith("limit:"):  # Inspect AI: the sample hit a message, token, time or cost limit
+        return "budget_exceeded", reason.replace(":", "_", 1)
+    if reason == "sample_error":  # Inspect AI: the sample ended on an error
+        return "error", "sample_error"
+    forced = re.fullmatch(r"submitted \((exit_\w+)\)", reason)  # SWE-agent: autosubmitted after a forced end
+    if forced:
+        return TERMINATION_EXITS.get(forced.group(1), ("error", forced.group(1)))
+    return reason, reason
 
 
 def _shape(request: ToolCallRequest) -> tuple[dict[str, str], Optional[str]]:
@@ -235,7 +261,7 @@ class _Deriver(CallBook[_Call]):
                 "is_error": verdict.is_error,
                 "attempts": 1,
                 "latency_ms": latency,
-                "error_type": error_type_from_text(result.text) if reads_as_error else None,
+                "error_type": result.error_type or (error_type_from_text(result.text) if reads_as_error else None),
                 "error_message": message,
                 "replayed": False,
                 # The collector's digest of the result text the model saw (records.md, optional field).
@@ -266,7 +292,7 @@ class _Deriver(CallBook[_Call]):
             return "end_turn", "inferred", None
         reason = self.termination_reason
         if is_last and reason and reason not in NORMAL_TERMINATIONS:
-            exit_reason, error_type = TERMINATION_EXITS.get(reason, (reason, reason))
+            exit_reason, error_type = termination_exit(reason)
             return exit_reason, "termination_reason", error_type
         return None
 
@@ -299,7 +325,7 @@ class _Deriver(CallBook[_Call]):
                 "error_type": error_type,
                 "error_message": (
                     f"the conversation was ended from outside the loop: termination_reason={self.termination_reason}"
-                    if source == "termination_reason"
+                    if source == "termination_reason" and exit_reason not in ("end_turn", "stop_sequence")
                     else None
                 ),
                 "exit_inferred": source == "inferred",

@@ -27,6 +27,18 @@ Shapes understood:
 - legacy OpenAI: an assistant ``function_call`` answered by the next
   ``role: "function"`` message; no ids (``as_chat_messages`` gives the call
   the id ``m<index>`` and folds the pair into the Chat shape).
+- SWE-agent ``.traj`` ``history`` (function calling): OpenAI ``tool_calls``;
+  ``role: "tool"`` observations name their calls in ``tool_call_ids`` (a list).
+- AutoGen / AG2 chat histories: a ``role: "tool"`` message carrying
+  ``tool_responses: [{tool_call_id, content}]``, one entry per call; roles are
+  re-read from the senders' ``name`` (``ag2_roles``: a history is stored from one
+  agent's side, so the task can be ``assistant`` and the model's answer ``user``).
+- LangChain serialized messages (``model_dump()``: ``type`` ``human`` / ``ai`` /
+  ``tool`` / ``system`` instead of ``role``; ``messages_to_dict``: ``{type, data}``):
+  AI ``tool_calls`` ``{name, args, id}``, ``ToolMessage`` ``status: "error"`` is the flag.
+- Inspect AI eval logs (``samples[].messages``): assistant ``tool_calls`` as
+  ``{id, function: "name", arguments: {...}}``; ``role: "tool"`` results with
+  ``tool_call_id`` and ``error``: ``{type, message}`` or null.
 - tau2-bench: assistant ``tool_calls`` as ``{id, name, arguments: {...}}``;
   results ``{role: "tool", id, content, error: bool, requestor}``. A user
   message carrying ``tool_calls`` is the simulated user running its own tools:
@@ -89,6 +101,7 @@ class ToolResult:
     call_id: Optional[str]
     text: str
     flag: Optional[bool]  # the stored error flag; None when the log has none
+    error_type: Optional[str] = None  # the stored error's type (Inspect AI ``error.type``)
 
 
 Turn = Union[UserText, AssistantTurn, ToolResult]
@@ -205,6 +218,8 @@ def _openai_or_tau2_call(call: Any) -> Optional[ToolCallRequest]:
     function = call.get("function")
     if isinstance(function, dict):  # OpenAI: {id, type, function: {name, arguments}}
         name, raw = function.get("name"), function.get("arguments")
+    elif isinstance(function, str):  # Inspect AI: {id, function: "name", arguments: {...}}
+        name, raw = function, call.get("arguments")
     else:  # tau2: {id, name, arguments: {...}}
         name, raw = call.get("name"), call.get("arguments", call.get("input"))
     arguments, valid = _decode_arguments(raw)
@@ -262,12 +277,22 @@ def _error_flag(container: dict[str, Any]) -> Optional[bool]:
 
 def _result(container: dict[str, Any], call_id: Any, index: int, ts: Optional[datetime]) -> ToolResult:
     """A result from an Anthropic ``tool_result`` block or a ``role: "tool"`` message (ids may be ints)."""
+    text, flag, error_type = content_text(container.get("content")), _error_flag(container), None
+    error = container.get("error")
+    if isinstance(error, dict) and ("type" in error or "message" in error):
+        # Inspect AI: error {type, message} on a tool message, null when the call succeeded;
+        # the model is handed the error's message, not the content.
+        flag = True
+        error_type = str(error["type"]) if error.get("type") is not None else None
+        if isinstance(error.get("message"), str) and error["message"].strip():
+            text = error["message"]
     return ToolResult(
         index=index,
         ts=ts,
         call_id=str(call_id) if call_id is not None else None,
-        text=content_text(container.get("content")),
-        flag=_error_flag(container),
+        text=text,
+        flag=flag,
+        error_type=error_type,
     )
 
 
@@ -298,6 +323,15 @@ def _user(message: dict[str, Any], index: int, ts: Optional[datetime]) -> list[T
 def _tool(message: dict[str, Any], index: int, ts: Optional[datetime]) -> list[Turn]:
     if message.get("requestor") == "user":  # tau2: result of a simulated user's tool
         return []
+    ids = message.get("tool_call_ids")
+    if "tool_call_id" not in message and isinstance(ids, list) and ids:
+        # SWE-agent's history: one observation answers the call(s) of the action before it
+        return [_result(message, call_id, index, ts) for call_id in ids]
+    responses = message.get("tool_responses")
+    if "tool_call_id" not in message and isinstance(responses, list) and responses:
+        # AutoGen / AG2: one tool message carries the results of a response's calls, each
+        # {tool_call_id, role: "tool", content}
+        return [_result(r, r.get("tool_call_id"), index, ts) for r in responses if isinstance(r, dict)]
     return [_result(message, message.get("tool_call_id", message.get("id")), index, ts)]
 
 
@@ -347,6 +381,7 @@ def as_chat_messages(messages: list[Any]) -> list[tuple[int, Any]]:
     OpenAI Chat shape) at the index of the run's first item, and each
     ``function_call_output`` a ``role: "tool"`` message.
     """
+    messages = ag2_roles([langchain_message(m) for m in messages])
     if not any(isinstance(m, dict) and m.get("type") in ("function_call", "function_call_output") for m in messages):
         return _legacy_functions(list(enumerate(messages)))
     out: list[tuple[int, Any]] = []
@@ -380,6 +415,62 @@ def as_chat_messages(messages: list[Any]) -> list[tuple[int, Any]]:
             out.append((index, result))
         else:
             out.append((index, item))
+    return out
+
+
+# LangChain message types (``message.model_dump()`` / ``messages_to_dict``) -> chat roles.
+LANGCHAIN_ROLES = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system", "AIMessageChunk": "assistant"}
+
+
+def langchain_message(message: Any) -> Any:
+    """A LangChain serialized message in chat shape; anything else unchanged.
+
+    ``messages_to_dict`` writes ``{"type": "ai", "data": {...}}``; ``model_dump()`` the
+    fields themselves with ``type`` instead of ``role``. An AI message's ``tool_calls`` are
+    ``{name, args, id}``; a ``ToolMessage`` carries ``status``: ``"error"`` or ``"success"``.
+    """
+    if not isinstance(message, dict) or "role" in message:
+        return message
+    data = message.get("data") if isinstance(message.get("data"), dict) and set(message) <= {"type", "data"} else message
+    role = LANGCHAIN_ROLES.get(str(data.get("type", message.get("type"))))
+    if role is None:
+        return message
+    chat = {k: v for k, v in data.items() if k not in ("type", "tool_calls", "status")}
+    chat["role"] = role
+    calls = data.get("tool_calls")
+    if role == "assistant" and isinstance(calls, list):
+        chat["tool_calls"] = [
+            {"id": c.get("id"), "name": c.get("name"), "arguments": c.get("args", {})} if isinstance(c, dict) else c
+            for c in calls
+        ]
+    if role == "tool" and data.get("status") in ("error", "success"):
+        chat["is_error"] = data["status"] == "error"
+    return chat
+
+
+def ag2_roles(messages: list[Any]) -> list[Any]:
+    """An AutoGen / AG2 chat history with each message's role as the model saw it.
+
+    AG2 stores a chat from one agent's side: what that agent sent is ``assistant``, what it
+    received ``user``. In ``chat_result.chat_history`` (the initiator's side: the user proxy)
+    the task is therefore ``assistant`` and the model's answers ``user``. The history names
+    every message's sender (``name``); the agents whose messages carry ``tool_calls`` are the
+    model. So, when the history has AG2's ``tool_responses``, a message from such an agent is
+    ``assistant`` and any other non-tool message ``user``. Without both marks nothing changes.
+    """
+    dicts = [m for m in messages if isinstance(m, dict)]
+    if not any(isinstance(m.get("tool_responses"), list) for m in dicts):
+        return messages
+    models = {m.get("name") for m in dicts if m.get("tool_calls") and isinstance(m.get("name"), str)}
+    if not models:
+        return messages
+    out = []
+    for m in messages:
+        if isinstance(m, dict) and m.get("role") in ("user", "assistant") and isinstance(m.get("name"), str):
+            role = "assistant" if m["name"] in models else "user"
+            if role != m["role"]:
+                m = {**m, "role": role, "role_stored": m["role"]}
+        out.append(m)
     return out
 
 
