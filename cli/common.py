@@ -227,6 +227,7 @@ def analysis_store(
     input_format: str = "auto",
     selection: Selection | None = None,
     reader_options: Mapping[str, Any] | None = None,
+    require_records: bool = True,
 ) -> Iterator[Analysis]:
     """``open_for_analysis`` with the progress bar and a line per unreadable file: yields (con, selection, summary).
 
@@ -237,7 +238,7 @@ def analysis_store(
 
     with progress_bar() as bar, newer_store_warnings(), open_for_analysis(
         db, list(paths or ()), selection=selection, input_format=input_format, reader_options=reader_options,
-        progress=None if bar is None else bar.update,
+        progress=None if bar is None else bar.update, require_records=require_records,
     ) as opened:
         if bar is not None:
             bar.stop()  # loading is over: the analysis may show its own spinner

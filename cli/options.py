@@ -212,7 +212,8 @@ class Scope:
         return "all loaded prompts"
 
     @contextmanager
-    def open(self, selection: Selection | None = None, *, status: str = "analysing") -> Iterator[Analysis]:
+    def open(self, selection: Selection | None = None, *, status: str = "analysing",
+             require_records: bool = True) -> Iterator[Analysis]:
         """Open the store, load the PATHs (progress bar on a terminal), apply --scratchpad-tool; always close.
 
         ``selection`` defaults to ``window()``. The body of the ``with`` is the analysis: on a
@@ -221,7 +222,8 @@ class Scope:
         from loopscope.cli.common import analysis_store, working
 
         wanted = self.window() if selection is None else selection
-        with analysis_store(self.db, self.paths, self.input_format, wanted, self.reader_options) as opened:
+        with analysis_store(self.db, self.paths, self.input_format, wanted, self.reader_options,
+                            require_records=require_records) as opened:
             if self.scratchpad_tools is not None:
                 from loopscope.analyses.store.facts import set_scratchpad_tools
 

@@ -392,3 +392,21 @@ def test_autogen_history_from_the_user_proxys_side(tmp_path: Path) -> None:
     m = metrics()
     assert (m["prompts"], m["open_prompts"], m["tool_calls"]) == (1, 0, 1)
     assert calls() == [("m0", 0, "multiply", "call_x", False)]
+
+
+@pytest.mark.parametrize("command", [["metrics"], ["audit", "--format", "json"], ["lint"]])
+def test_an_analysis_of_files_that_were_all_refused_exits_1_naming_the_file(command: list[str], tmp_path: Path) -> None:
+    res = CliRunner().invoke(app, [*command, str(SWE_TEXT), "--db", str(tmp_path / "s.duckdb")])
+    assert res.exit_code == 1, res.output
+    said = " ".join(res.output.replace("│", " ").split())  # the error panel wraps its lines
+    assert "nothing to analyse" in said and "text_actions.tr" in said
+    assert "function calling" in said  # the reader's own reason and what to do
+    assert "Traceback" not in res.output
+
+
+def test_a_refused_file_beside_a_readable_one_still_gives_the_readable_ones_figures(tmp_path: Path) -> None:
+    res = CliRunner().invoke(app, ["metrics", str(SWE_TEXT), str(SWE_REPLAY), "--db", str(tmp_path / "s.duckdb"),
+                                   "--format", "json"])
+    assert res.exit_code == 0, res.output
+    figures = json.loads(res.stdout)
+    assert figures["tool_calls"] == 11  # the marshmallow replay run alone (counted in the test above)

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 import duckdb
 
-from loopscope.analyses.errors import DatabaseError
+from loopscope.analyses.errors import DatabaseError, LoopscopeError
 from loopscope.analyses.selection import Selection
 from loopscope.analyses.store.migrations import migrate, newer_store
 from loopscope.analyses.store.transaction import transaction
@@ -232,6 +232,25 @@ class Analysis(NamedTuple):
     summary: LoadSummary | None
 
 
+def _refuse_when_nothing_was_read(summary: Any) -> None:
+    """Every PATH was unreadable, or read and gave no record: an analysis of nothing prints zeros, and misleads."""
+    from loopscope.analyses.ingest.formats import fruitless_files
+
+    unreadable = [d for d in summary.details if d.status == "unreadable"]
+    fruitless = fruitless_files(summary.details)
+    if not summary.details or len(unreadable) + len(fruitless) < len(summary.details):
+        return
+    n = len(summary.details)
+    more = f" (and {n - 1} more file(s) that gave no record)" if n > 1 else ""
+    if unreadable:
+        first = unreadable[0]
+        raise LoopscopeError(
+            f"nothing to analyse: {first.path} could not be read{more}: {first.error or 'unreadable'}",
+            hint="`loopscope load PATH` shows what each file is read as; docs/inputs.md lists the formats loopscope reads",
+        )
+    raise LoopscopeError(f"nothing to analyse: {fruitless[0].message()}{more}", hint=fruitless[0].hint)
+
+
 @contextmanager
 def open_for_analysis(
     db: str | os.PathLike[str] | None = None,
@@ -242,6 +261,7 @@ def open_for_analysis(
     reader_options: Mapping[str, Any] | None = None,
     progress: Callable[[int, int], None] | None = None,
     read_only: bool = False,
+    require_records: bool = True,
 ) -> Iterator[Analysis]:
     """Open ``db``, load ``paths`` into it first, and close it on the way out, whatever happens.
 
@@ -249,8 +269,11 @@ def open_for_analysis(
     those files (so an analysis reports on exactly them even when the store
     holds more); without, it is ``selection`` (default: every prompt).
 
+    ``require_records``: with PATHs of which none could be read or gave a record, raise rather
+    than analyse nothing (``load`` passes False: it reports such files itself).
+
     Raises:
-        LoopscopeError: bad database, missing path, unreadable file.
+        LoopscopeError: bad database, missing path, unreadable file, no PATH gave a record.
     """
     con = connect(db, read_only=read_only, writes=bool(paths))
     try:
@@ -268,6 +291,8 @@ def open_for_analysis(
             summary = load_paths(con, list(paths), input_format=input_format, reader_options=reader_options,
                                  progress=progress)
             wanted = dataclasses.replace(wanted, source_ids=summary.source_ids)
+        if summary is not None and require_records:
+            _refuse_when_nothing_was_read(summary)
         from loopscope.analyses.notices import check_selection
 
         check_selection(con, wanted)
