@@ -410,3 +410,14 @@ def test_a_refused_file_beside_a_readable_one_still_gives_the_readable_ones_figu
     assert res.exit_code == 0, res.output
     figures = json.loads(res.stdout)
     assert figures["tool_calls"] == 11  # the marshmallow replay run alone (counted in the test above)
+
+
+def test_a_folder_scan_picks_up_swe_agent_traj_files(tmp_path: Path) -> None:
+    runs = tmp_path / "trajectories" / "marshmallow"
+    runs.mkdir(parents=True)
+    (runs / SWE_REPLAY.name).write_bytes(SWE_REPLAY.read_bytes())
+    (runs / "notes.txt").write_text("not a log")
+    res = CliRunner().invoke(app, ["metrics", str(tmp_path / "trajectories"), "--db", str(tmp_path / "s.duckdb"),
+                                   "--format", "json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["tool_calls"] == 11

@@ -28,9 +28,9 @@ GZIP_PIECE_BYTES = 1024 * 1024
 HEAD_BYTES = 4096
 """How much of a file's start identifies it across renames (rotation)."""
 
-# What a directory scan picks up: JSON Lines, JSON, NDJSON, optionally
+# What a directory scan picks up: JSON Lines, JSON, NDJSON, SWE-agent's .traj (JSON), optionally
 # gzipped, and rotated copies (app.jsonl.1, app.jsonl.2.gz).
-_LOG_NAME_RE = re.compile(r"\.(jsonl|ndjson|json)(\.\d+)?(\.gz)?$", re.IGNORECASE)
+_LOG_NAME_RE = re.compile(r"\.(jsonl|ndjson|json|traj)(\.\d+)?(\.gz)?$", re.IGNORECASE)
 _GLOB_CHARS = set("*?[")
 
 
