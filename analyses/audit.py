@@ -68,7 +68,7 @@ TESTS = {
 # Protocol violations of the selected prompts' conversations, per kind.
 PROTOCOL_VIOLATIONS_BY_KIND_SQL = """
 SELECT v.kind, count(*) AS violations, count(DISTINCT v.conversation_id) AS conversations
-FROM protocol_violations_v v
+FROM {violations} v
 WHERE v.conversation_id IS NULL
    OR v.conversation_id IN (SELECT p.conversation_id FROM {prompts} p WHERE {where})
 GROUP BY v.kind
@@ -77,7 +77,7 @@ ORDER BY violations DESC, v.kind
 # The violations themselves, first ones by conversation.
 PROTOCOL_VIOLATIONS_SQL = """
 SELECT v.conversation_id, v.prompt_id, v.tool_call_id, v.kind, v.detail, s.path
-FROM protocol_violations_v v
+FROM {violations} v
 LEFT JOIN sources s USING (source_id)
 WHERE v.conversation_id IS NULL
    OR v.conversation_id IN (SELECT p.conversation_id FROM {prompts} p WHERE {where})
@@ -93,7 +93,8 @@ SELECT DISTINCT p.conversation_id FROM {prompts} p
 WHERE {where} AND p.conversation_id IN (SELECT conversation_id FROM reviews)
 """
 # {prompts}: prompt_facts when it matches the records (one row per prompt, the
-# columns of prompts_v, materialised by store.facts), else prompts_v itself.
+# columns of prompts_v, materialised by store.facts), else prompts_v itself;
+# {violations}: protocol_violations_v's rows (store.relations).
 
 
 def _rows(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
@@ -184,8 +185,11 @@ def _audit(con: duckdb.DuckDBPyConnection, selection: Selection, *, limit: int, 
     replays = incidents.replays_page(con, selection, limit)
     dups = incidents.duplicate_executions_page(con, selection, limit)
     unrecovered_total, unrecovered = recovery.triage_first(con, selection, limit=limit)
-    violations_by_kind = _rows(con.execute(PROTOCOL_VIOLATIONS_BY_KIND_SQL.format(prompts=prompts, where=where), params))
-    violations = _rows(con.execute(PROTOCOL_VIOLATIONS_SQL.format(prompts=prompts, where=where), [*params, limit]))
+    kept = relations(con).violations
+    violations_by_kind = _rows(con.execute(
+        PROTOCOL_VIOLATIONS_BY_KIND_SQL.format(prompts=prompts, where=where, violations=kept), params))
+    violations = _rows(con.execute(
+        PROTOCOL_VIOLATIONS_SQL.format(prompts=prompts, where=where, violations=kept), [*params, limit]))
     reviewed = {r[0] for r in con.execute(REVIEWED_CONVERSATIONS_SQL.format(prompts=prompts, where=where), params).fetchall()}
     reviews = agreement(con, conversation_ids=reviewed)
 

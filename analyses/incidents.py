@@ -62,7 +62,7 @@ SELECT
     p.is_open,
     count(*) OVER () AS total,
     sum(count(*) - 1) OVER () AS total_redundant_calls
-FROM tool_calls_v t
+FROM {tool_calls_v} t
 JOIN {prompts} p USING (conversation_id, prompt_id)
 WHERE t.is_error AND {calls} AND {where}
 GROUP BY
@@ -88,7 +88,7 @@ runs AS (
         first_value(t.ts) OVER (PARTITION BY t.conversation_id, t.tool_call_id ORDER BY t.ts, t.seq) AS first_run_ts,
         first_value(t.prompt_id) OVER (PARTITION BY t.conversation_id, t.tool_call_id ORDER BY t.ts, t.seq) AS first_run_prompt_id,
         count(*) OVER (PARTITION BY t.conversation_id, t.tool_call_id) AS runs
-    FROM tool_calls_v t
+    FROM {tool_calls_v} t
     WHERE {calls}
       AND (t.replayed OR hash(t.conversation_id, t.tool_call_id) IN (SELECT h FROM repeated))
 )
@@ -134,7 +134,7 @@ calls AS (
     SELECT t.conversation_id, t.prompt_id, t.tool_name, t.args_fingerprint, t.tool_call_id, t.ts, t.seq,
            t.step, t.is_error, t.is_replay, t.replayed, t.outcome,
            p.agent AS prompt_agent, p.first_ts AS prompt_first_ts, p.first_seq AS prompt_first_seq
-    FROM tool_calls_v t
+    FROM {tool_calls_v} t
     SEMI JOIN repeated r ON r.h = hash(t.conversation_id, t.prompt_id, t.tool_name, t.args_fingerprint)
     JOIN {prompts} p ON p.conversation_id = t.conversation_id AND p.prompt_id = t.prompt_id
     WHERE {calls} AND {where}
@@ -172,7 +172,8 @@ ORDER BY duplicates DESC, min(c.prompt_first_ts), c.conversation_id, c.prompt_id
 LIMIT ?
 """
 
-# Per agent: tool calls per prompt, budget in force and budget exits.
+# Per agent: tool calls per prompt, budget in force and budget exits. {prompts}: prompt_facts
+# (it keeps each prompt's max_tool_calls and exit time) or prompts_v.
 BUDGET_PRESSURE_SQL = """
 SELECT
     p.agent,
@@ -184,7 +185,7 @@ SELECT
     arg_max(p.max_tool_calls, p.exit_ts) FILTER (WHERE p.max_tool_calls IS NOT NULL) AS max_tool_calls,
     count(DISTINCT p.max_tool_calls) AS budgets_seen,
     count(*) FILTER (WHERE p.exit_reason = 'budget_exceeded') AS budget_exceeded
-FROM prompts_v p
+FROM {prompts} p
 WHERE {where}
 GROUP BY p.agent
 ORDER BY p.agent
@@ -209,7 +210,8 @@ def _run(
         calls, calls_params = "list_contains(?, t.conversation_id)", [list(selection.conversation_ids)]
     from loopscope.analyses.store.relations import relations
 
-    query = sql.format(calls=calls, where=where, prompts=relations(con).prompts)
+    rel = relations(con)
+    query = sql.format(calls=calls, where=where, prompts=rel.prompts, tool_calls_v=rel.tool_calls)
     # every {calls} slot comes before {where} in the text: its parameters first, once per slot
     return _rows(con.execute(query, [*calls_params * sql.count("{calls}"), *params, limit]))
 

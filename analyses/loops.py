@@ -40,11 +40,12 @@ from loopscope.analyses.selection import Selection
 from loopscope.collectors.history import CYCLE_MIN_CALLS, NO_PROGRESS_MIN_CALLS
 
 # Slots: {calls} (a filter on the tool calls t, or TRUE) and {where} (the Selection's condition
-# on prompts_v p), bound in that order, then the threshold.
+# on the prompts p: prompt_facts or prompts_v, store.relations picks, as it picks the calls
+# {tool_calls_v}), bound in that order, then the threshold.
 NO_PROGRESS_LOOPS_SQL = """
 WITH calls AS (
     SELECT t.*, json_extract_string(t.extra, '$.result_fingerprint') AS result_fingerprint
-    FROM tool_calls_v t
+    FROM {tool_calls_v} t
     WHERE NOT t.is_error AND NOT t.replayed AND {calls}
 )
 SELECT
@@ -64,7 +65,7 @@ SELECT
     p.exit_reason,
     p.is_open
 FROM calls c
-JOIN prompts_v p USING (conversation_id, prompt_id)
+JOIN {prompts} p USING (conversation_id, prompt_id)
 WHERE c.result_fingerprint IS NOT NULL AND {where}
 GROUP BY
     c.conversation_id, c.prompt_id, p.agent, c.tool_name, c.args_fingerprint, c.result_fingerprint,
@@ -82,7 +83,7 @@ WITH ordered AS (
         lag(t.args_fingerprint, 1) OVER w AS fp_1,
         lag(t.tool_name, 2) OVER w AS tool_2,
         lag(t.args_fingerprint, 2) OVER w AS fp_2
-    FROM tool_calls_v t
+    FROM {tool_calls_v} t
     WHERE NOT t.replayed AND {calls}
     WINDOW w AS (PARTITION BY t.conversation_id, t.prompt_id ORDER BY t.step, t.ts, t.seq)
 ),
@@ -116,7 +117,7 @@ SELECT
     p.exit_reason,
     p.is_open
 FROM runs r
-JOIN prompts_v p USING (conversation_id, prompt_id)
+JOIN {prompts} p USING (conversation_id, prompt_id)
 WHERE {where}
 GROUP BY r.conversation_id, r.prompt_id, r.run_id, p.agent, p.exit_reason, p.is_open, p.first_ts, p.first_seq
 HAVING count(*) + 2 >= ?
@@ -132,7 +133,11 @@ def _run(con: duckdb.DuckDBPyConnection, sql: str, selection: Selection, thresho
         calls, calls_params = "t.conversation_id = ?", [selection.conversation_ids[0]]
     elif selection.conversation_ids:
         calls, calls_params = "list_contains(?, t.conversation_id)", [list(selection.conversation_ids)]
-    return _rows(con.execute(sql.format(calls=calls, where=where), [*calls_params, *params, threshold]))
+    from loopscope.analyses.store.relations import relations
+
+    rel = relations(con)
+    query = sql.format(calls=calls, where=where, prompts=rel.prompts, tool_calls_v=rel.tool_calls)
+    return _rows(con.execute(query, [*calls_params, *params, threshold]))
 
 
 @dataclass(frozen=True)

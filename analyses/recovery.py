@@ -140,10 +140,12 @@ _UNRECOVERED_ROW_COLUMNS = """
     f.conversation_id, f.prompt_id, f.step, f.tool_call_id, f.tool_name, f.error_class, f.error_type,
     f.error_message, f.exit_reason, f.agent, f.ts AS error_ts, f.n_unrecovered, f.resolved_later,
     f.resolved_in_prompt, f.prompts, f.conversation_first_ts AS first_ts, f.conversation_last_ts AS last_ts"""
-# coalesce: ClickHouse's correlated count over no rows is NULL, not 0
+# coalesce: ClickHouse's correlated count over no rows is NULL, not 0. Every
+# record counts (replays too), so the table itself, not tool_calls_v: no
+# replay flags to compute.
 _PREVIOUS_ATTEMPTS_COUNT = """coalesce((
         SELECT count(*)
-        FROM tool_calls_v t
+        FROM tool_calls t
         JOIN {prompts} q USING (conversation_id, prompt_id)
         WHERE {previous_attempt}
     ), 0)"""
