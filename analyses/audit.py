@@ -42,7 +42,8 @@ import duckdb
 
 from loopscope.analyses import incidents, recovery, stats
 from loopscope.analyses import loops as loop_kinds
-from loopscope.analyses.cohorts import Figures, figures, figures_by, tool_call_counts_by
+from loopscope.analyses.cohorts import Figures, figures, figures_by
+from loopscope.analyses.metrics import GROUP_KEYS
 from loopscope.analyses.compare import compare_figures
 from loopscope.analyses.store.relations import errors_computed_once, relations
 from loopscope.analyses.notices import NO_TIMESTAMP, notices
@@ -85,6 +86,16 @@ ORDER BY v.conversation_id NULLS LAST, v.prompt_id NULLS LAST, v.tool_call_id NU
          v.detail NULLS LAST, s.path NULLS LAST  -- every column: the same order on every engine and run
 LIMIT ?
 """
+# Tool calls per selected prompt per ISO week, as (value, prompts) pairs: the
+# sample of the week-over-week rank test, a few dozen rows per week instead of
+# one per prompt (stats.Counts).
+TOOL_CALL_COUNTS_BY_WEEK_SQL = """
+SELECT {week} AS week, p.n_tool_calls AS n, count(*) AS prompts
+FROM {prompts} p
+WHERE {where}
+GROUP BY week, n
+ORDER BY week, n
+"""
 # How many conversations the selection has.
 SELECTED_CONVERSATIONS_SQL = "SELECT count(DISTINCT p.conversation_id) FROM {prompts} p WHERE {where}"
 # The selection's conversations that a reviewer judged (few: a weekly sample).
@@ -117,15 +128,24 @@ def _figures(fig: Figures) -> dict[str, Any]:
     return {k: v for k, v in fig.to_dict().items() if k != "group"}
 
 
+def _tool_call_counts_by_week(con: duckdb.DuckDBPyConnection, selection: Selection) -> dict[str, stats.Counts]:
+    where, params = selection.where("p")
+    sql = TOOL_CALL_COUNTS_BY_WEEK_SQL.format(week=GROUP_KEYS["week"], prompts=relations(con).prompts, where=where)
+    pairs: dict[str, list[tuple[float, int]]] = {}
+    for week, n, prompts in con.execute(sql, params).fetchall():
+        pairs.setdefault(str(week), []).append((int(n), int(prompts)))
+    return {week: stats.Counts(tuple(p)) for week, p in pairs.items()}
+
+
 def weekly_series(con: duckdb.DuckDBPyConnection, selection: Selection, *, alpha: float = stats.ALPHA) -> list[dict[str, Any]]:
     """Figures per ISO week, each with its change against the previous week in the data."""
     series: list[dict[str, Any]] = []
-    prev: tuple[str, Figures, list[int]] | None = None
-    counts_by_week = tool_call_counts_by(con, selection, "week")
+    prev: tuple[str, Figures, stats.Counts] | None = None
+    counts_by_week = _tool_call_counts_by_week(con, selection)
     for week, fig in figures_by(con, selection, "week"):
         if week == NO_TIMESTAMP:
             continue  # not a week: the notices say how many prompts have no time
-        counts = counts_by_week.get(week, [])
+        counts = counts_by_week.get(week, stats.Counts(()))
         row: dict[str, Any] = {"week": week, **_figures(fig), "previous_week": None, "changes": {}}
         if prev is not None:
             pweek, pfig, pcounts = prev

@@ -169,12 +169,24 @@ ORDER BY f.conversation_last_ts DESC, f.conversation_id
 COUNT_FIRST_UNRECOVERED_SQL = _FIRSTS_CTES + """
 SELECT count(*) FROM firsts
 """
+# The order starts with n_unrecovered, so a row whose n_unrecovered is below
+# the ``limit``-th largest cannot be among the first ``limit``: previous
+# attempts (a join with the records) are counted only for the rows at or above
+# that cut. Parameters: the firsts' (as above), the limit twice.
 TRIAGE_FIRST_SQL = _FIRSTS_CTES + """,
+cutoff AS (
+    SELECT min(n_unrecovered) AS n_unrecovered
+    FROM (SELECT n_unrecovered FROM firsts ORDER BY n_unrecovered DESC LIMIT ?) top
+),
+cut AS (
+    SELECT f.* FROM firsts f WHERE f.n_unrecovered >= (SELECT n_unrecovered FROM cutoff)
+),
 counted AS (
     SELECT f.*, """ + _PREVIOUS_ATTEMPTS_COUNT + """ AS previous_attempts
-    FROM firsts f
+    FROM cut f
 )
-SELECT""" + _UNRECOVERED_ROW_COLUMNS.replace("f.", "c.") + """, c.previous_attempts, count(*) OVER () AS total
+SELECT""" + _UNRECOVERED_ROW_COLUMNS.replace("f.", "c.") + """, c.previous_attempts,
+    (SELECT count(*) FROM firsts) AS total
 FROM counted c
 ORDER BY c.n_unrecovered DESC, c.previous_attempts DESC, c.conversation_last_ts DESC, c.conversation_id
 LIMIT ?
@@ -475,7 +487,7 @@ def triage_first(con: duckdb.DuckDBPyConnection, selection: Selection, *, limit:
     call, then newest conversation (last record), then id; ordered and cut in
     the query, so only ``limit`` rows reach Python.
     """
-    params = _firsts_params(selection, (), (), False) + [limit]
+    params = _firsts_params(selection, (), (), False) + [limit, limit]
     rows = _rows(con.execute(_firsts_sql(con, TRIAGE_FIRST_SQL, selection), params))
     total = int(rows[0].pop("total")) if rows else 0
     for r in rows[1:]:

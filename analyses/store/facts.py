@@ -252,6 +252,37 @@ REPLACE_SOME_ERRORS_SQL = (
     + _errors_query("list_contains($1::VARCHAR[], conversation_id)")
 )
 
+# The loops of every prompt (retry loops, no-progress loops, A-B-A-B cycles:
+# incidents.py and loops.py define them, per prompt, from its records only)
+# and its duplicate executions (incidents.py),
+# kept by the load so the audit and triage read a few rows instead of
+# grouping and windowing every record.
+LOOP_FACT_TABLES = ("retry_loop_facts", "no_progress_facts", "cycle_facts", "duplicate_facts")
+
+
+def _loop_queries() -> list[tuple[str, str]]:
+    """Each table and its per-prompt query, with a ``{calls}`` slot (duplicates read the calls with
+    their replay flags from ``repeat_facts``, refreshed first)."""
+    from loopscope.analyses.incidents import DUPLICATES_PER_PROMPT_SQL, RETRY_LOOPS_PER_PROMPT_SQL
+    from loopscope.analyses.loops import CYCLES_PER_PROMPT_SQL, NO_PROGRESS_PER_PROMPT_SQL
+
+    calls = "(" + FACTS_TOOL_CALLS_TEMPLATE.replace("{scope}", "TRUE") + ")"
+    queries = (RETRY_LOOPS_PER_PROMPT_SQL, NO_PROGRESS_PER_PROMPT_SQL, CYCLES_PER_PROMPT_SQL,
+               DUPLICATES_PER_PROMPT_SQL.replace("{tool_calls_v}", calls))
+    return list(zip(LOOP_FACT_TABLES, queries))
+
+
+def _replace_loops(con: duckdb.DuckDBPyConnection, touched: list[str] | None) -> None:
+    for table, query in _loop_queries():
+        if touched is None:
+            con.execute(f"DELETE FROM {table}")
+            con.execute(f"INSERT INTO {table} " + query.format(calls="TRUE"))
+        else:
+            con.execute(f"DELETE FROM {table} WHERE list_contains($1::VARCHAR[], conversation_id)", [touched])
+            con.execute(f"INSERT INTO {table} " + query.format(calls="list_contains($1::VARCHAR[], t.conversation_id)"),
+                        [touched])
+
+
 INCREMENTAL_MAX_CONVERSATIONS = 5000
 """Above this many touched conversations, one full rebuild is cheaper than a filtered one."""
 # A full rebuild writes the table straight from the query.
@@ -290,11 +321,13 @@ def refresh_facts(con: duckdb.DuckDBPyConnection, since_seq: int | None = None) 
             con.execute(REPLACE_SOME_FACTS_SQL, [touched])
             _run_each(con, INSERT_SOME_FACTS_SQL)
             _run_each(con, REPLACE_SOME_ERRORS_SQL, [touched])  # reads the two above
+            _replace_loops(con, touched)
             con.execute(SAVE_STATE_SQL, list(_state(con)))
             return
     _run_each(con, REPLACE_REPEATS_SQL)
     _run_each(con, REPLACE_FACTS_SQL)
     _run_each(con, REPLACE_ERRORS_SQL)  # reads the two above
+    _replace_loops(con, None)
     con.execute(SAVE_STATE_SQL, list(_state(con)))
 
 

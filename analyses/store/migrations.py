@@ -413,15 +413,51 @@ def m009_repeat_and_error_facts(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("DELETE FROM prompt_facts_state")
 
 
+_M010_TABLES = """
+CREATE TABLE retry_loop_facts (
+    conversation_id VARCHAR, prompt_id VARCHAR, tool_name VARCHAR, args_fingerprint VARCHAR, error_message VARCHAR,
+    calls BIGINT, first_step INTEGER, last_step INTEGER, first_ts TIMESTAMP, last_ts TIMESTAMP,
+    tool_call_ids VARCHAR[]
+);
+CREATE TABLE no_progress_facts (
+    conversation_id VARCHAR, prompt_id VARCHAR, tool_name VARCHAR, args_fingerprint VARCHAR,
+    result_fingerprint VARCHAR, calls BIGINT, first_step INTEGER, last_step INTEGER, first_ts TIMESTAMP,
+    last_ts TIMESTAMP, tool_call_ids VARCHAR[]
+);
+CREATE TABLE cycle_facts (
+    conversation_id VARCHAR, prompt_id VARCHAR, tool_name VARCHAR, args_fingerprint VARCHAR,
+    other_tool_name VARCHAR, other_args_fingerprint VARCHAR, calls BIGINT, first_step INTEGER, last_step INTEGER,
+    first_ts TIMESTAMP, last_ts TIMESTAMP
+);
+CREATE TABLE duplicate_facts (
+    conversation_id VARCHAR, prompt_id VARCHAR, tool_name VARCHAR, args_fingerprint VARCHAR,
+    original_tool_call_id VARCHAR, original_step INTEGER, duplicates BIGINT, duplicate_tool_call_ids VARCHAR[],
+    duplicate_outcomes VARCHAR[], first_duplicate_ts TIMESTAMP
+);
+"""
+
+
+@migration
+def m010_loop_facts(con: duckdb.DuckDBPyConnection) -> None:
+    # Issue 14: the retry loops, no-progress loops, cycles and duplicate
+    # executions of every prompt (each lies inside one prompt), kept fresh by
+    # the load (store/facts.py), so the audit stops grouping and windowing
+    # every record for them.
+    # Rebuilt on next use.
+    con.execute(_M010_TABLES)
+    con.execute("DELETE FROM prompt_facts")
+    con.execute("DELETE FROM prompt_facts_state")
+
+
 # The tables as the chain leaves them at FRESH_SCHEMA_AT (m001's tables with m003's head_len,
 # m004's reviews, m005's prompt facts with m006's n_resolved_later and m008's max_ok_step, m009's budget columns and
-# its repeat and error facts: columns in the
+# its repeat and error facts, m010's loop and duplicate facts: columns in the
 # chain's order), created on an empty store in one step with the scratchpad tools and the views of
 # analyses/model.py. A new migration that changes a table must change this too (or leave
 # FRESH_SCHEMA_AT where it is: the new migration then runs after it, as on an old store); one
 # that only recreates the views can move FRESH_SCHEMA_AT to itself. tests/test_store_schema.py
 # compares the two routes.
-FRESH_SCHEMA_AT = "m009_repeat_and_error_facts"
+FRESH_SCHEMA_AT = "m010_loop_facts"
 FRESH_SCHEMA_SQL = CREATE_MIGRATIONS_TABLE_SQL + """;
 CREATE SEQUENCE IF NOT EXISTS record_seq START 1;
 CREATE TABLE sources (
@@ -470,4 +506,4 @@ CREATE TABLE prompt_facts (
     max_tool_calls INTEGER, exit_ts TIMESTAMP
 );
 CREATE TABLE prompt_facts_state (tool_calls BIGINT, loop_exits BIGINT, max_seq BIGINT, refreshed_at TIMESTAMP);
-""" + _M009_TABLES
+""" + _M009_TABLES + _M010_TABLES

@@ -23,7 +23,7 @@ import duckdb
 from loopscope.analyses.model import (
     ERRORS_QUERY, ID_COLLISIONS_VIEW_SQL, PROTOCOL_VIOLATIONS_VIEW_SQL, TOOL_CALLS_QUERY,
 )
-from loopscope.analyses.store.facts import FACTS_TOOL_CALLS_TEMPLATE, ensure_facts
+from loopscope.analyses.store.facts import FACTS_TOOL_CALLS_TEMPLATE, LOOP_FACT_TABLES, ensure_facts
 
 FACTS_TOOL_CALLS = "(" + FACTS_TOOL_CALLS_TEMPLATE.replace("{scope}", "TRUE") + ")"
 """``tool_calls_v``'s rows: the records joined by ``seq`` to the few that ``repeat_facts`` numbers."""
@@ -60,17 +60,56 @@ FACTS_PROTOCOL_VIOLATIONS = "(" + _replaced(
 """``protocol_violations_v``'s rows, its id collisions found through ``repeat_facts``."""
 
 
+class Loops(NamedTuple):
+    """SQL text for each kind of loop, and the duplicate executions, per prompt (usable after FROM), with a
+    ``{calls}`` slot (a filter on t)."""
+
+    retry: str
+    no_progress: str
+    cycles: str
+    duplicates: str
+
+
+def _loops_from_records() -> Loops:
+    from loopscope.analyses.incidents import DUPLICATES_PER_PROMPT_SQL, RETRY_LOOPS_PER_PROMPT_SQL
+    from loopscope.analyses.loops import CYCLES_PER_PROMPT_SQL, NO_PROGRESS_PER_PROMPT_SQL
+
+    queries = (RETRY_LOOPS_PER_PROMPT_SQL, NO_PROGRESS_PER_PROMPT_SQL, CYCLES_PER_PROMPT_SQL,
+               DUPLICATES_PER_PROMPT_SQL.replace("{tool_calls_v}", "tool_calls_v"))
+    return Loops(*("(" + q + ")" for q in queries))
+
+
+FACTS_LOOPS = Loops(*(f"(SELECT * FROM {table} t WHERE {{calls}})" for table in LOOP_FACT_TABLES))
+"""The loops the load keeps (``store.facts``): the same rows as the per-prompt queries."""
+
+
 class Relations(NamedTuple):
-    """SQL text for the prompts, the errors and the tool calls (each usable after FROM / JOIN)."""
+    """SQL text for the prompts, errors, tool calls, protocol violations and loops (each usable after FROM / JOIN)."""
 
     prompts: str
     errors: str
     tool_calls: str
     violations: str
+    loops: Loops
+    replay_candidates: str
 
 
-VIEWS = Relations("prompts_v", "errors_v", "tool_calls_v", "protocol_violations_v")
-FACTS = Relations("prompt_facts", FACTS_ERRORS, FACTS_TOOL_CALLS, FACTS_PROTOCOL_VIOLATIONS)
+# The rows of tool_calls_v that can be replays (flagged, or their id repeats in
+# the conversation), with a {calls} slot (a filter on t): grouped by id over
+# the records, or straight from repeat_facts.
+VIEWS_REPLAY_CANDIDATES = """(
+    SELECT t.* FROM tool_calls_v t
+    WHERE {calls} AND (t.replayed OR hash(t.conversation_id, t.tool_call_id) IN (
+        SELECT hash(t.conversation_id, t.tool_call_id) AS h FROM tool_calls t WHERE {calls} GROUP BY h HAVING count(*) > 1
+    ))
+)"""
+FACTS_REPLAY_CANDIDATES = "(" + FACTS_TOOL_CALLS_TEMPLATE.replace(
+    "{scope}", "{calls} AND (t.replayed OR r.seq IS NOT NULL)") + ")"
+
+VIEWS = Relations("prompts_v", "errors_v", "tool_calls_v", "protocol_violations_v", _loops_from_records(),
+                  VIEWS_REPLAY_CANDIDATES)
+FACTS = Relations("prompt_facts", FACTS_ERRORS, FACTS_TOOL_CALLS, FACTS_PROTOCOL_VIOLATIONS, FACTS_LOOPS,
+                  FACTS_REPLAY_CANDIDATES)
 
 
 # Connections inside ``errors_computed_once``: the relations to read there.
