@@ -110,11 +110,11 @@ _FIRSTS_CTES = """
 WITH sel AS (
     SELECT p.conversation_id, p.prompt_id, p.first_ts, p.last_ts FROM {prompts} p WHERE {where}
 ),
-unrec AS (
+unrec_keys AS (
+    -- numbered on the ordering columns only (sorting the texts too cost most of the query);
+    -- the first one's other columns are joined by seq, unique per record
     SELECT
-        e.conversation_id, e.prompt_id, e.step, e.tool_call_id, e.tool_name, e.error_class, e.error_type,
-        e.error_message, e.exit_reason, e.agent, e.ts, e.seq, e.args_fingerprint, e.prompt_first_ts,
-        e.prompt_first_seq, e.resolved_later, e.resolved_in_prompt,
+        e.conversation_id, e.seq,
         row_number() OVER (
             PARTITION BY e.conversation_id
             ORDER BY e.prompt_first_ts, e.prompt_first_seq, e.step, e.ts, e.seq
@@ -123,6 +123,15 @@ unrec AS (
     FROM {errors} e
     JOIN sel USING (conversation_id, prompt_id)
     WHERE e.error_class <> 'recovered' AND NOT (? AND e.resolved_later)
+),
+unrec AS (
+    SELECT
+        e.conversation_id, e.prompt_id, e.step, e.tool_call_id, e.tool_name, e.error_class, e.error_type,
+        e.error_message, e.exit_reason, e.agent, e.ts, e.seq, e.args_fingerprint, e.prompt_first_ts,
+        e.prompt_first_seq, e.resolved_later, e.resolved_in_prompt, k.rn, k.n_unrecovered
+    FROM unrec_keys k
+    JOIN {errors} e ON e.seq = k.seq
+    WHERE k.rn = 1
 ),
 convs AS (
     SELECT conversation_id, max(last_ts) AS last_ts, min(first_ts) AS first_ts, count(*) AS prompts
