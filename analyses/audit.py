@@ -43,7 +43,8 @@ import duckdb
 
 from loopscope.analyses import incidents, recovery, stats
 from loopscope.analyses import loops as loop_kinds
-from loopscope.analyses.cohorts import Figures, figures, figures_by, tool_call_counts_by
+from loopscope.analyses.cohorts import Figures, figures, figures_by
+from loopscope.analyses.metrics import GROUP_KEYS
 from loopscope.analyses.compare import compare_figures
 from loopscope.analyses.store.relations import errors_computed_once, relations
 from loopscope.analyses.notices import NO_TIMESTAMP, notices
@@ -86,7 +87,7 @@ def _mean_calls(fig: Figures) -> float | None:
 # Protocol violations of the selected prompts' conversations, per kind.
 PROTOCOL_VIOLATIONS_BY_KIND_SQL = """
 SELECT v.kind, count(*) AS violations, count(DISTINCT v.conversation_id) AS conversations
-FROM protocol_violations_v v
+FROM {violations} v
 WHERE v.conversation_id IS NULL
    OR v.conversation_id IN (SELECT p.conversation_id FROM {prompts} p WHERE {where})
 GROUP BY v.kind
@@ -95,13 +96,23 @@ ORDER BY violations DESC, v.kind
 # The violations themselves, first ones by conversation.
 PROTOCOL_VIOLATIONS_SQL = """
 SELECT v.conversation_id, v.prompt_id, v.tool_call_id, v.kind, v.detail, s.path
-FROM protocol_violations_v v
+FROM {violations} v
 LEFT JOIN sources s USING (source_id)
 WHERE v.conversation_id IS NULL
    OR v.conversation_id IN (SELECT p.conversation_id FROM {prompts} p WHERE {where})
 ORDER BY v.conversation_id NULLS LAST, v.prompt_id NULLS LAST, v.tool_call_id NULLS LAST, v.kind,
          v.detail NULLS LAST, s.path NULLS LAST  -- every column: the same order on every engine and run
 LIMIT ?
+"""
+# Tool calls per selected prompt per ISO week, as (value, prompts) pairs: the
+# sample of the week-over-week rank test, a few dozen rows per week instead of
+# one per prompt (stats.Counts).
+TOOL_CALL_COUNTS_BY_WEEK_SQL = """
+SELECT {week} AS week, p.n_tool_calls AS n, count(*) AS prompts
+FROM {prompts} p
+WHERE {where}
+GROUP BY week, n
+ORDER BY week, n
 """
 # How many conversations the selection has.
 SELECTED_CONVERSATIONS_SQL = "SELECT count(DISTINCT p.conversation_id) FROM {prompts} p WHERE {where}"
@@ -111,7 +122,8 @@ SELECT DISTINCT p.conversation_id FROM {prompts} p
 WHERE {where} AND p.conversation_id IN (SELECT conversation_id FROM reviews)
 """
 # {prompts}: prompt_facts when it matches the records (one row per prompt, the
-# columns of prompts_v, materialised by store.facts), else prompts_v itself.
+# columns of prompts_v, materialised by store.facts), else prompts_v itself;
+# {violations}: protocol_violations_v's rows (store.relations).
 
 
 def _rows(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
@@ -134,15 +146,24 @@ def _figures(fig: Figures) -> dict[str, Any]:
     return {k: v for k, v in fig.to_dict().items() if k != "group"}
 
 
+def _tool_call_counts_by_week(con: duckdb.DuckDBPyConnection, selection: Selection) -> dict[str, stats.Counts]:
+    where, params = selection.where("p")
+    sql = TOOL_CALL_COUNTS_BY_WEEK_SQL.format(week=GROUP_KEYS["week"], prompts=relations(con).prompts, where=where)
+    pairs: dict[str, list[tuple[float, int]]] = {}
+    for week, n, prompts in con.execute(sql, params).fetchall():
+        pairs.setdefault(str(week), []).append((int(n), int(prompts)))
+    return {week: stats.Counts(tuple(p)) for week, p in pairs.items()}
+
+
 def weekly_series(con: duckdb.DuckDBPyConnection, selection: Selection, *, alpha: float = stats.ALPHA) -> list[dict[str, Any]]:
     """Figures per ISO week, each with its change against the previous week in the data."""
     series: list[dict[str, Any]] = []
-    prev: tuple[str, Figures, list[int]] | None = None
-    counts_by_week = tool_call_counts_by(con, selection, "week")
+    prev: tuple[str, Figures, stats.Counts] | None = None
+    counts_by_week = _tool_call_counts_by_week(con, selection)
     for week, fig in figures_by(con, selection, "week"):
         if week == NO_TIMESTAMP:
             continue  # not a week: the notices say how many prompts have no time
-        counts = counts_by_week.get(week, [])
+        counts = counts_by_week.get(week, stats.Counts(()))
         row: dict[str, Any] = {"week": week, **_figures(fig), "previous_week": None, "changes": {}}
         if prev is not None:
             pweek, pfig, pcounts = prev
@@ -246,8 +267,11 @@ def _audit(con: duckdb.DuckDBPyConnection, selection: Selection, *, limit: int, 
     replays = incidents.replays_page(con, selection, limit)
     dups = incidents.duplicate_executions_page(con, selection, limit)
     unrecovered_total, unrecovered = recovery.triage_first(con, selection, limit=limit)
-    violations_by_kind = _rows(con.execute(PROTOCOL_VIOLATIONS_BY_KIND_SQL.format(prompts=prompts, where=where), params))
-    violations = _rows(con.execute(PROTOCOL_VIOLATIONS_SQL.format(prompts=prompts, where=where), [*params, limit]))
+    kept = relations(con).violations
+    violations_by_kind = _rows(con.execute(
+        PROTOCOL_VIOLATIONS_BY_KIND_SQL.format(prompts=prompts, where=where, violations=kept), params))
+    violations = _rows(con.execute(
+        PROTOCOL_VIOLATIONS_SQL.format(prompts=prompts, where=where, violations=kept), [*params, limit]))
     reviewed = {r[0] for r in con.execute(REVIEWED_CONVERSATIONS_SQL.format(prompts=prompts, where=where), params).fetchall()}
     reviews = agreement(con, conversation_ids=reviewed)
 

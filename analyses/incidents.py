@@ -42,7 +42,34 @@ import duckdb
 from loopscope.analyses.rows import fetch_dicts as _rows
 from loopscope.analyses.selection import Selection
 
-# Retry loops among the selected prompts, longest first.
+# Retry loops, per prompt, over every prompt of the store: a fact of the
+# prompt's records only, so the load keeps them (``retry_loop_facts``,
+# store.facts) and RETRY_LOOPS_SQL reads them through store.relations; with
+# stale facts it reads this query over the records (replays included, as
+# flagged or not: the table, not tool_calls_v). {calls}: a filter on them t.
+RETRY_LOOPS_PER_PROMPT_SQL = """
+SELECT
+    t.conversation_id,
+    t.prompt_id,
+    t.tool_name,
+    t.args_fingerprint,
+    arg_min(t.error_message, (t.ts, t.seq)) AS error_message,
+    count(*) AS calls,
+    min(t.step) AS first_step,
+    max(t.step) AS last_step,
+    min(t.ts) AS first_ts,
+    max(t.ts) AS last_ts,
+    list(t.tool_call_id ORDER BY t.ts, t.seq) AS tool_call_ids
+FROM tool_calls t
+WHERE t.is_error AND {calls}
+GROUP BY
+    t.conversation_id, t.prompt_id, t.tool_name, t.args_fingerprint,
+    CASE WHEN t.args_fingerprint IS NULL THEN t.error_message END
+HAVING count(*) >= 3
+"""
+
+# Retry loops among the selected prompts, longest first. {retry_loops}: the
+# per-prompt loops (retry_loop_facts, or the query above), filtered by {calls}.
 RETRY_LOOPS_SQL = """
 SELECT
     t.conversation_id,
@@ -50,47 +77,39 @@ SELECT
     p.agent,
     t.tool_name,
     t.args_fingerprint,
-    arg_min(t.error_message, (t.ts, t.seq)) AS error_message,
-    count(*) AS calls,
-    count(*) - 1 AS redundant_calls,
-    min(t.step) AS first_step,
-    max(t.step) AS last_step,
-    min(t.ts) AS first_ts,
-    max(t.ts) AS last_ts,
-    list(t.tool_call_id ORDER BY t.ts, t.seq) AS tool_call_ids,
+    t.error_message,
+    t.calls,
+    t.calls - 1 AS redundant_calls,
+    t.first_step,
+    t.last_step,
+    t.first_ts,
+    t.last_ts,
+    t.tool_call_ids,
     p.exit_reason,
     p.is_open,
     count(*) OVER () AS total,
-    sum(count(*) - 1) OVER () AS total_redundant_calls
-FROM tool_calls_v t
+    sum(t.calls - 1) OVER () AS total_redundant_calls
+FROM {retry_loops} t
 JOIN {prompts} p USING (conversation_id, prompt_id)
-WHERE t.is_error AND {calls} AND {where}
-GROUP BY
-    t.conversation_id, t.prompt_id, p.agent, t.tool_name, t.args_fingerprint,
-    CASE WHEN t.args_fingerprint IS NULL THEN t.error_message END,
-    p.exit_reason, p.is_open, p.first_ts, p.first_seq
-HAVING count(*) >= 3
-ORDER BY calls DESC, p.first_ts, p.first_seq, t.conversation_id, first_step
+WHERE {where}
+ORDER BY t.calls DESC, p.first_ts, p.first_seq, t.conversation_id, t.first_step
 LIMIT ?
 """
 
 # Every replay record of the selected prompts, with the run it repeated. A
 # replay is flagged ``replayed`` or repeats an id of its conversation, so only
-# those records are numbered (an id used once is its own first and only run).
+# those records are numbered (an id used once is its own first and only run):
+# {replay_candidates} (store.relations) is those rows of tool_calls_v, found
+# through repeat_facts when the facts are fresh, filtered by {calls}.
 REPLAYS_SQL = """
-WITH repeated AS (
-    SELECT hash(t.conversation_id, t.tool_call_id) AS h FROM tool_calls t WHERE {calls} GROUP BY h HAVING count(*) > 1
-),
-runs AS (
+WITH runs AS (
     SELECT
         t.*,
         row_number() OVER (PARTITION BY t.conversation_id, t.tool_call_id ORDER BY t.ts, t.seq) AS run,
         first_value(t.ts) OVER (PARTITION BY t.conversation_id, t.tool_call_id ORDER BY t.ts, t.seq) AS first_run_ts,
         first_value(t.prompt_id) OVER (PARTITION BY t.conversation_id, t.tool_call_id ORDER BY t.ts, t.seq) AS first_run_prompt_id,
         count(*) OVER (PARTITION BY t.conversation_id, t.tool_call_id) AS runs
-    FROM tool_calls_v t
-    WHERE {calls}
-      AND (t.replayed OR hash(t.conversation_id, t.tool_call_id) IN (SELECT h FROM repeated))
+    FROM {replay_candidates} t
 )
 SELECT
     r.conversation_id,
@@ -117,11 +136,14 @@ ORDER BY p.first_ts, p.first_seq, r.conversation_id, r.ts, r.seq
 LIMIT ?
 """
 
-# Later executions of a tool+fingerprint that already succeeded in the prompt.
-# Only a (prompt, tool, fingerprint) with two calls or more can hold one: those
-# groups are found on the table first (by a hash of the four: a collision only
-# keeps a few more rows, the join below is exact), so the rest is over a few rows.
-DUPLICATE_EXECUTIONS_SQL = """
+# Later executions of a tool+fingerprint that already succeeded in the prompt,
+# per prompt, over every prompt of the store (a fact of the prompt's records:
+# the load keeps them, ``duplicate_facts``, store.facts). Only a (prompt,
+# tool, fingerprint) with two calls or more can hold one: those groups are
+# found on the table first (by a hash of the four: a collision only keeps a
+# few more rows, the join below is exact), so the rest is over a few rows.
+# {tool_calls_v}: the calls (replays flagged); {calls}: a filter on them t.
+DUPLICATES_PER_PROMPT_SQL = """
 WITH repeated AS (
     SELECT hash(t.conversation_id, t.prompt_id, t.tool_name, t.args_fingerprint) AS h
     FROM tool_calls t
@@ -132,12 +154,10 @@ WITH repeated AS (
 calls AS (
     -- the columns named, not t.*: ClickHouse names a joined star's columns t.col
     SELECT t.conversation_id, t.prompt_id, t.tool_name, t.args_fingerprint, t.tool_call_id, t.ts, t.seq,
-           t.step, t.is_error, t.is_replay, t.replayed, t.outcome,
-           p.agent AS prompt_agent, p.first_ts AS prompt_first_ts, p.first_seq AS prompt_first_seq
-    FROM tool_calls_v t
+           t.step, t.is_error, t.is_replay, t.replayed, t.outcome
+    FROM {tool_calls_v} t
     SEMI JOIN repeated r ON r.h = hash(t.conversation_id, t.prompt_id, t.tool_name, t.args_fingerprint)
-    JOIN {prompts} p ON p.conversation_id = t.conversation_id AND p.prompt_id = t.prompt_id
-    WHERE {calls} AND {where}
+    WHERE {calls}
 ),
 firsts AS (
     -- the first success per (prompt, tool, fingerprint)
@@ -152,7 +172,6 @@ firsts AS (
 SELECT
     c.conversation_id,
     c.prompt_id,
-    c.prompt_agent AS agent,
     c.tool_name,
     c.args_fingerprint,
     f.original_tool_call_id,
@@ -160,19 +179,40 @@ SELECT
     count(*) AS duplicates,
     list(c.tool_call_id ORDER BY c.ts, c.seq) AS duplicate_tool_call_ids,
     list(c.outcome ORDER BY c.ts, c.seq) AS duplicate_outcomes,
-    min(c.ts) AS first_duplicate_ts,
-    count(*) OVER () AS total
+    min(c.ts) AS first_duplicate_ts
 FROM calls c
 JOIN firsts f USING (conversation_id, prompt_id, tool_name, args_fingerprint)
 WHERE (c.ts, c.seq) > f.original_pos
   AND c.tool_call_id <> f.original_tool_call_id
   AND NOT c.replayed
 GROUP BY ALL
-ORDER BY duplicates DESC, min(c.prompt_first_ts), c.conversation_id, c.prompt_id, c.tool_name
+"""
+
+# The duplicate executions of the selected prompts, largest first.
+# {duplicates}: duplicate_facts, or the query above (store.relations).
+DUPLICATE_EXECUTIONS_SQL = """
+SELECT
+    d.conversation_id,
+    d.prompt_id,
+    p.agent,
+    d.tool_name,
+    d.args_fingerprint,
+    d.original_tool_call_id,
+    d.original_step,
+    d.duplicates,
+    d.duplicate_tool_call_ids,
+    d.duplicate_outcomes,
+    d.first_duplicate_ts,
+    count(*) OVER () AS total
+FROM {duplicates} d
+JOIN {prompts} p ON p.conversation_id = d.conversation_id AND p.prompt_id = d.prompt_id
+WHERE {where}
+ORDER BY d.duplicates DESC, p.first_ts, d.conversation_id, d.prompt_id, d.tool_name
 LIMIT ?
 """
 
-# Per agent: tool calls per prompt, budget in force and budget exits.
+# Per agent: tool calls per prompt, budget in force and budget exits. {prompts}: prompt_facts
+# (it keeps each prompt's max_tool_calls and exit time) or prompts_v.
 BUDGET_PRESSURE_SQL = """
 SELECT
     p.agent,
@@ -184,7 +224,7 @@ SELECT
     arg_max(p.max_tool_calls, p.exit_ts) FILTER (WHERE p.max_tool_calls IS NOT NULL) AS max_tool_calls,
     count(DISTINCT p.max_tool_calls) AS budgets_seen,
     count(*) FILTER (WHERE p.exit_reason = 'budget_exceeded') AS budget_exceeded
-FROM prompts_v p
+FROM {prompts} p
 WHERE {where}
 GROUP BY p.agent
 ORDER BY p.agent
@@ -209,7 +249,10 @@ def _run(
         calls, calls_params = "list_contains(?, t.conversation_id)", [list(selection.conversation_ids)]
     from loopscope.analyses.store.relations import relations
 
-    query = sql.format(calls=calls, where=where, prompts=relations(con).prompts)
+    rel = relations(con)
+    sql = (sql.replace("{retry_loops}", rel.loops.retry).replace("{replay_candidates}", rel.replay_candidates)
+           .replace("{duplicates}", rel.loops.duplicates))
+    query = sql.format(calls=calls, where=where, prompts=rel.prompts, tool_calls_v=rel.tool_calls)
     # every {calls} slot comes before {where} in the text: its parameters first, once per slot
     return _rows(con.execute(query, [*calls_params * sql.count("{calls}"), *params, limit]))
 

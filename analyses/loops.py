@@ -39,42 +39,54 @@ from loopscope.analyses.rows import fetch_dicts as _rows
 from loopscope.analyses.selection import Selection
 from loopscope.collectors.history import CYCLE_MIN_CALLS, NO_PROGRESS_MIN_CALLS
 
-# Slots: {calls} (a filter on the tool calls t, or TRUE) and {where} (the Selection's condition
-# on prompts_v p), bound in that order, then the threshold.
-NO_PROGRESS_LOOPS_SQL = """
+# Each kind of loop lies inside one prompt and reads only its records (the
+# raw ``replayed`` flag, not the computed replays), so the loops of every
+# prompt are facts of the store: the load keeps them (``no_progress_facts``,
+# ``cycle_facts``: store.facts) and the queries below read them through
+# store.relations, or, with stale facts, these per-prompt queries over the
+# records. {calls}: a filter on the tool calls t (or TRUE).
+NO_PROGRESS_PER_PROMPT_SQL = """
 WITH calls AS (
     SELECT t.*, json_extract_string(t.extra, '$.result_fingerprint') AS result_fingerprint
-    FROM tool_calls_v t
+    FROM tool_calls t
     WHERE NOT t.is_error AND NOT t.replayed AND {calls}
 )
 SELECT
     c.conversation_id,
     c.prompt_id,
-    p.agent,
     c.tool_name,
     c.args_fingerprint,
     c.result_fingerprint,
     count(*) AS calls,
-    count(*) - 1 AS redundant_calls,
     min(c.step) AS first_step,
     max(c.step) AS last_step,
     min(c.ts) AS first_ts,
     max(c.ts) AS last_ts,
-    list(c.tool_call_id ORDER BY c.ts, c.seq) AS tool_call_ids,
-    p.exit_reason,
-    p.is_open
+    list(c.tool_call_id ORDER BY c.ts, c.seq) AS tool_call_ids
 FROM calls c
-JOIN prompts_v p USING (conversation_id, prompt_id)
-WHERE c.result_fingerprint IS NOT NULL AND {where}
-GROUP BY
-    c.conversation_id, c.prompt_id, p.agent, c.tool_name, c.args_fingerprint, c.result_fingerprint,
-    p.exit_reason, p.is_open, p.first_ts, p.first_seq
-HAVING count(*) >= ?
-ORDER BY calls DESC, p.first_ts, p.first_seq, c.conversation_id, first_step
+WHERE c.result_fingerprint IS NOT NULL
+GROUP BY c.conversation_id, c.prompt_id, c.tool_name, c.args_fingerprint, c.result_fingerprint
+HAVING count(*) >= """ + str(int(NO_PROGRESS_MIN_CALLS)) + """
 """
 
-CYCLES_SQL = """
-WITH ordered AS (
+# A cycle of four calls or more (A-B-A-B...) holds two different calls twice
+# each, so the calls of the prompt that occur twice or more number four or
+# more; only such prompts are put in order (most prompts are not, and ordering
+# every call is the cost). Prompts and calls are grouped by hashes: a
+# collision merges groups, which only adds up their counts, so a prompt that
+# qualifies always does, and the window below orders by the exact keys.
+if CYCLE_MIN_CALLS < 4:
+    raise ValueError("the cycle query's prefilter (two calls twice each) needs CYCLE_MIN_CALLS >= 4")
+CYCLES_PER_PROMPT_SQL = """
+WITH repeated_calls AS (
+    SELECT hash(t.conversation_id, t.prompt_id) AS ph, count(*) AS n
+    FROM tool_calls t
+    WHERE NOT t.replayed AND {calls}
+    GROUP BY ph, hash(t.conversation_id, t.prompt_id, t.tool_name, t.args_fingerprint)
+    HAVING count(*) >= 2
+),
+candidates AS (SELECT ph FROM repeated_calls GROUP BY ph HAVING sum(n) >= 4),
+ordered AS (
     SELECT
         t.conversation_id, t.prompt_id, t.tool_call_id, t.tool_name, t.args_fingerprint, t.step, t.ts,
         row_number() OVER w AS pos,
@@ -82,8 +94,8 @@ WITH ordered AS (
         lag(t.args_fingerprint, 1) OVER w AS fp_1,
         lag(t.tool_name, 2) OVER w AS tool_2,
         lag(t.args_fingerprint, 2) OVER w AS fp_2
-    FROM tool_calls_v t
-    WHERE NOT t.replayed AND {calls}
+    FROM tool_calls t
+    WHERE NOT t.replayed AND {calls} AND hash(t.conversation_id, t.prompt_id) IN (SELECT ph FROM candidates)
     WINDOW w AS (PARTITION BY t.conversation_id, t.prompt_id ORDER BY t.step, t.ts, t.seq)
 ),
 flagged AS (
@@ -102,29 +114,72 @@ runs AS (
 SELECT
     r.conversation_id,
     r.prompt_id,
-    p.agent,
     first(r.tool_name ORDER BY r.pos) AS tool_name,
     first(r.args_fingerprint ORDER BY r.pos) AS args_fingerprint,
     first(r.tool_1 ORDER BY r.pos) AS other_tool_name,
     first(r.fp_1 ORDER BY r.pos) AS other_args_fingerprint,
     count(*) + 2 AS calls,
-    count(*) AS redundant_calls,
     min(r.step) AS first_step,
     max(r.step) AS last_step,
     min(r.ts) AS first_ts,
-    max(r.ts) AS last_ts,
+    max(r.ts) AS last_ts
+FROM runs r
+GROUP BY r.conversation_id, r.prompt_id, r.run_id
+HAVING count(*) + 2 >= """ + str(int(CYCLE_MIN_CALLS)) + """
+"""
+
+# The loops of the selected prompts, longest first. Slots: {loops} (the
+# per-prompt loops, filtered by {calls}: the facts or the query above),
+# {prompts} (prompt_facts or prompts_v, store.relations picks) and {where}
+# (the Selection's condition on the prompts p), bound in that order.
+NO_PROGRESS_LOOPS_SQL = """
+SELECT
+    c.conversation_id,
+    c.prompt_id,
+    p.agent,
+    c.tool_name,
+    c.args_fingerprint,
+    c.result_fingerprint,
+    c.calls,
+    c.calls - 1 AS redundant_calls,
+    c.first_step,
+    c.last_step,
+    c.first_ts,
+    c.last_ts,
+    c.tool_call_ids,
     p.exit_reason,
     p.is_open
-FROM runs r
-JOIN prompts_v p USING (conversation_id, prompt_id)
+FROM {loops} c
+JOIN {prompts} p USING (conversation_id, prompt_id)
 WHERE {where}
-GROUP BY r.conversation_id, r.prompt_id, r.run_id, p.agent, p.exit_reason, p.is_open, p.first_ts, p.first_seq
-HAVING count(*) + 2 >= ?
-ORDER BY calls DESC, p.first_ts, p.first_seq, r.conversation_id, first_step
+ORDER BY c.calls DESC, p.first_ts, p.first_seq, c.conversation_id, c.first_step
+"""
+
+CYCLES_SQL = """
+SELECT
+    r.conversation_id,
+    r.prompt_id,
+    p.agent,
+    r.tool_name,
+    r.args_fingerprint,
+    r.other_tool_name,
+    r.other_args_fingerprint,
+    r.calls,
+    r.calls - 2 AS redundant_calls,
+    r.first_step,
+    r.last_step,
+    r.first_ts,
+    r.last_ts,
+    p.exit_reason,
+    p.is_open
+FROM {loops} r
+JOIN {prompts} p USING (conversation_id, prompt_id)
+WHERE {where}
+ORDER BY r.calls DESC, p.first_ts, p.first_seq, r.conversation_id, r.first_step
 """
 
 
-def _run(con: duckdb.DuckDBPyConnection, sql: str, selection: Selection, threshold: int) -> list[dict[str, Any]]:
+def _run(con: duckdb.DuckDBPyConnection, sql: str, selection: Selection, kind: str) -> list[dict[str, Any]]:
     where, params = selection.where("p")
     calls: str = "TRUE"
     calls_params: list[object] = []
@@ -132,7 +187,13 @@ def _run(con: duckdb.DuckDBPyConnection, sql: str, selection: Selection, thresho
         calls, calls_params = "t.conversation_id = ?", [selection.conversation_ids[0]]
     elif selection.conversation_ids:
         calls, calls_params = "list_contains(?, t.conversation_id)", [list(selection.conversation_ids)]
-    return _rows(con.execute(sql.format(calls=calls, where=where), [*calls_params, *params, threshold]))
+    from loopscope.analyses.store.relations import relations
+
+    rel = relations(con)
+    loops = getattr(rel.loops, kind)
+    query = sql.format(loops=loops.format(calls=calls), where=where, prompts=rel.prompts)
+    # every {calls} slot (one or two, by relation) comes before {where}: its parameters first, once per slot
+    return _rows(con.execute(query, [*calls_params * loops.count("{calls}"), *params]))
 
 
 @dataclass(frozen=True)
@@ -190,9 +251,9 @@ class Cycle:
 
 def no_progress_loops(con: duckdb.DuckDBPyConnection, selection: Selection) -> list[NoProgressLoop]:
     """No-progress loops in the selected prompts, longest first."""
-    return [NoProgressLoop(**r) for r in _run(con, NO_PROGRESS_LOOPS_SQL, selection, NO_PROGRESS_MIN_CALLS)]
+    return [NoProgressLoop(**r) for r in _run(con, NO_PROGRESS_LOOPS_SQL, selection, "no_progress")]
 
 
 def cycles(con: duckdb.DuckDBPyConnection, selection: Selection) -> list[Cycle]:
     """A-B-A-B cycles in the selected prompts, longest first."""
-    return [Cycle(**r) for r in _run(con, CYCLES_SQL, selection, CYCLE_MIN_CALLS)]
+    return [Cycle(**r) for r in _run(con, CYCLES_SQL, selection, "cycles")]

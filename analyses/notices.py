@@ -71,7 +71,7 @@ WHERE {{where}}
 # The rows of id_collisions_v, counted without looking up each one's first call.
 ID_COLLISIONS_SQL = """
 SELECT count(*), count(DISTINCT c.conversation_id)
-FROM tool_calls_v c
+FROM {tool_calls_v} c
 JOIN {prompts} p USING (conversation_id, prompt_id)
 WHERE c.is_id_collision AND {where}
 """
@@ -141,7 +141,9 @@ def notices(con: duckdb.DuckDBPyConnection, selection: Selection | None = None) 
                 int(synthetic),
             )
         )
-    collisions, conversations = con.execute(ID_COLLISIONS_SQL.format(where=where, prompts=prompts), params).fetchone() or (0, 0)
+    calls = relations(con).tool_calls
+    collisions, conversations = con.execute(
+        ID_COLLISIONS_SQL.format(where=where, prompts=prompts, tool_calls_v=calls), params).fetchone() or (0, 0)
     if collisions:
         found.append(
             Notice(

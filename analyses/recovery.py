@@ -110,11 +110,11 @@ _FIRSTS_CTES = """
 WITH sel AS (
     SELECT p.conversation_id, p.prompt_id, p.first_ts, p.last_ts FROM {prompts} p WHERE {where}
 ),
-unrec AS (
+unrec_keys AS (
+    -- numbered on the ordering columns only (sorting the texts too cost most of the query);
+    -- the first one's other columns are joined by seq, unique per record
     SELECT
-        e.conversation_id, e.prompt_id, e.step, e.tool_call_id, e.tool_name, e.error_class, e.error_type,
-        e.error_message, e.exit_reason, e.agent, e.ts, e.seq, e.args_fingerprint, e.prompt_first_ts,
-        e.prompt_first_seq, e.resolved_later, e.resolved_in_prompt,
+        e.conversation_id, e.seq,
         row_number() OVER (
             PARTITION BY e.conversation_id
             ORDER BY e.prompt_first_ts, e.prompt_first_seq, e.step, e.ts, e.seq
@@ -123,6 +123,15 @@ unrec AS (
     FROM {errors} e
     JOIN sel USING (conversation_id, prompt_id)
     WHERE e.error_class <> 'recovered' AND NOT (? AND e.resolved_later)
+),
+unrec AS (
+    SELECT
+        e.conversation_id, e.prompt_id, e.step, e.tool_call_id, e.tool_name, e.error_class, e.error_type,
+        e.error_message, e.exit_reason, e.agent, e.ts, e.seq, e.args_fingerprint, e.prompt_first_ts,
+        e.prompt_first_seq, e.resolved_later, e.resolved_in_prompt, k.rn, k.n_unrecovered
+    FROM unrec_keys k
+    JOIN {errors} e ON e.seq = k.seq
+    WHERE k.rn = 1
 ),
 convs AS (
     SELECT conversation_id, max(last_ts) AS last_ts, min(first_ts) AS first_ts, count(*) AS prompts
@@ -140,10 +149,12 @@ _UNRECOVERED_ROW_COLUMNS = """
     f.conversation_id, f.prompt_id, f.step, f.tool_call_id, f.tool_name, f.error_class, f.error_type,
     f.error_message, f.exit_reason, f.agent, f.ts AS error_ts, f.n_unrecovered, f.resolved_later,
     f.resolved_in_prompt, f.prompts, f.conversation_first_ts AS first_ts, f.conversation_last_ts AS last_ts"""
-# coalesce: ClickHouse's correlated count over no rows is NULL, not 0
+# coalesce: ClickHouse's correlated count over no rows is NULL, not 0. Every
+# record counts (replays too), so the table itself, not tool_calls_v: no
+# replay flags to compute.
 _PREVIOUS_ATTEMPTS_COUNT = """coalesce((
         SELECT count(*)
-        FROM tool_calls_v t
+        FROM tool_calls t
         JOIN {prompts} q USING (conversation_id, prompt_id)
         WHERE {previous_attempt}
     ), 0)"""
@@ -167,12 +178,24 @@ ORDER BY f.conversation_last_ts DESC, f.conversation_id
 COUNT_FIRST_UNRECOVERED_SQL = _FIRSTS_CTES + """
 SELECT count(*) FROM firsts
 """
+# The order starts with n_unrecovered, so a row whose n_unrecovered is below
+# the ``limit``-th largest cannot be among the first ``limit``: previous
+# attempts (a join with the records) are counted only for the rows at or above
+# that cut. Parameters: the firsts' (as above), the limit twice.
 TRIAGE_FIRST_SQL = _FIRSTS_CTES + """,
+cutoff AS (
+    SELECT min(n_unrecovered) AS n_unrecovered
+    FROM (SELECT n_unrecovered FROM firsts ORDER BY n_unrecovered DESC LIMIT ?) top
+),
+cut AS (
+    SELECT f.* FROM firsts f WHERE f.n_unrecovered >= (SELECT n_unrecovered FROM cutoff)
+),
 counted AS (
     SELECT f.*, """ + _PREVIOUS_ATTEMPTS_COUNT + """ AS previous_attempts
-    FROM firsts f
+    FROM cut f
 )
-SELECT""" + _UNRECOVERED_ROW_COLUMNS.replace("f.", "c.") + """, c.previous_attempts, count(*) OVER () AS total
+SELECT""" + _UNRECOVERED_ROW_COLUMNS.replace("f.", "c.") + """, c.previous_attempts,
+    (SELECT count(*) FROM firsts) AS total
 FROM counted c
 ORDER BY c.n_unrecovered DESC, c.previous_attempts DESC, c.conversation_last_ts DESC, c.conversation_id
 LIMIT ?
@@ -473,7 +496,7 @@ def triage_first(con: duckdb.DuckDBPyConnection, selection: Selection, *, limit:
     call, then newest conversation (last record), then id; ordered and cut in
     the query, so only ``limit`` rows reach Python.
     """
-    params = _firsts_params(selection, (), (), False) + [limit]
+    params = _firsts_params(selection, (), (), False) + [limit, limit]
     rows = _rows(con.execute(_firsts_sql(con, TRIAGE_FIRST_SQL, selection), params))
     total = int(rows[0].pop("total")) if rows else 0
     for r in rows[1:]:

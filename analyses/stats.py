@@ -120,11 +120,59 @@ def average_ranks(values: Sequence[float]) -> tuple[list[float], list[int]]:
     return ranks, ties
 
 
-def mann_whitney_u(a: Sequence[float], b: Sequence[float], *, alpha: float = ALPHA) -> TestResult:
+@dataclass(frozen=True)
+class Counts:
+    """A sample given as (value, how many observations) pairs, ascending by value.
+
+    What a ``GROUP BY value`` returns instead of every observation: a million
+    prompts' tool-call counts are a few dozen pairs. ``mann_whitney_u`` ranks
+    it per distinct value, with the same result as the list of observations.
+    """
+
+    pairs: tuple[tuple[float, int], ...]
+
+    def __len__(self) -> int:
+        return sum(n for _, n in self.pairs)
+
+
+def _counts(sample: Sequence[float] | Counts) -> dict[float, int]:
+    if isinstance(sample, Counts):
+        out: dict[float, int] = {}
+        for value, n in sample.pairs:
+            out[value] = out.get(value, 0) + n
+        return out
+    found: dict[float, int] = {}
+    for value in sample:
+        found[value] = found.get(value, 0) + 1
+    return found
+
+
+def _rank_sum_of_counts(a: Sequence[float] | Counts, b: Sequence[float] | Counts) -> tuple[float, list[int]]:
+    """``a``'s rank sum over the pooled sample and the tie group sizes, one step per distinct value.
+
+    The ranks are average ranks (half-integers), so every partial sum is exact
+    in floating point: the same sum as adding the observations' ranks one by one.
+    """
+    ca, cb = _counts(a), _counts(b)
+    below = 0
+    r1 = 0.0
+    ties: list[int] = []
+    for value in sorted(set(ca) | set(cb)):
+        in_a = ca.get(value, 0)
+        tied = in_a + cb.get(value, 0)
+        r1 += in_a * (below + (tied + 1) / 2.0)
+        if tied > 1:
+            ties.append(tied)
+        below += tied
+    return r1, ties
+
+
+def mann_whitney_u(a: Sequence[float] | Counts, b: Sequence[float] | Counts, *, alpha: float = ALPHA) -> TestResult:
     """Two-sided Mann-Whitney U test of sample ``a`` against sample ``b``.
 
     U is the statistic of ``a`` (the number of pairs where a's value is larger,
-    ties counting one half). The p-value uses the normal approximation with
+    ties counting one half). Either sample may be a ``Counts`` (value, count
+    pairs): the same test, ranked per distinct value. The p-value uses the normal approximation with
     the tie-corrected variance and a continuity correction of 0.5.
 
     Returns:
@@ -133,8 +181,11 @@ def mann_whitney_u(a: Sequence[float], b: Sequence[float], *, alpha: float = ALP
     n1, n2 = len(a), len(b)
     if n1 == 0 or n2 == 0:
         return TestResult(MANN_WHITNEY, None, None, None, False, "a cohort has no prompts")
-    ranks, ties = average_ranks([*a, *b])
-    r1 = sum(ranks[:n1])
+    if isinstance(a, Counts) or isinstance(b, Counts):
+        r1, ties = _rank_sum_of_counts(a, b)
+    else:
+        ranks, ties = average_ranks([*a, *b])
+        r1 = sum(ranks[:n1])
     u1 = r1 - n1 * (n1 + 1) / 2.0
     n = n1 + n2
     mu = n1 * n2 / 2.0

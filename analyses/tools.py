@@ -15,8 +15,8 @@ and keep its names (``metrics.TOOL_KEYS``):
   ``conversation_recovery_rate`` and ``replay_rate`` are ``metrics.Rates``;
 - ``replays``: as ``tool_calls_v.is_replay`` defines them.
 
-The query computes those facts from ``prompt_facts`` and the tables, as
-``store.facts`` does, instead of reading the views (seconds at 1M records);
+The query reads the facts the load keeps (``store.facts``: ``prompt_facts``,
+``repeat_facts``, ``error_facts``) instead of the views (seconds at 1M records);
 with stale facts on a read-only store it reads the views
 (``TOOL_HEALTH_VIEWS_SQL``), and tests/test_tools_property.py checks both
 against a plain-Python reference. Also per tool:
@@ -67,6 +67,15 @@ JOIN sel USING (conversation_id, prompt_id)
 WHERE t.is_error
   AND (CAST(? AS VARCHAR[]) IS NULL OR list_contains(?, t.tool_name))
 """
+# The same texts from error_facts (the errors themselves: no replay among them).
+# Parameters: the selection's, the tool filter twice.
+ERROR_TEXTS_FACTS_SQL = """
+WITH sel AS (SELECT p.conversation_id, p.prompt_id FROM prompt_facts p WHERE {where})
+SELECT DISTINCT coalesce(e.error_message, e.error_type, '') AS message
+FROM error_facts e
+{sel_join_e}
+WHERE CAST(? AS VARCHAR[]) IS NULL OR list_contains(?, e.tool_name)
+"""
 
 # The two inputs of the per-tool figures, from the normative views (model.py):
 # ``calls``, every selected tool call with is_replay and is_scratchpad; ``errs``,
@@ -88,98 +97,33 @@ errs AS (
     WHERE e.tool_name IN (SELECT tool_name FROM calls)
 ),"""
 
-# The same two inputs without the views' windows over every call and their
-# per-error lookups (the views take seconds at 1M records): the selection
-# from prompt_facts, and the facts the views define, computed as store.facts
-# does. A call can only be a replay when it has ``replayed: true`` or its
-# tool_call_id is used more than once in its conversation, and only in a
-# conversation where prompt_facts counts a replay, so only those ids are ranked
-# (``ranked``, keyed by ``seq``, unique per record), over the whole
-# conversation (a selected call may repeat an unselected one). An error is
-# recovered when its prompt exits normally and has a later step with a
-# success of a non-scratchpad tool (``ok_steps``, only for prompts with an
-# error); an unrecovered one is resolved later when a later prompt of the
-# conversation, by (first_ts, first_seq), has a non-replay success of the same
-# tool (``last_ok``, only for the conversation and tool pairs that need it).
+# The same two inputs from the facts the load keeps (store.facts): the
+# selection from prompt_facts, each call's replay flag from repeat_facts (the
+# few calls whose id repeats in their conversation; every other call is a
+# replay exactly when flagged ``replayed``), and the errors with their
+# classes and resolved_later from error_facts (errors_v's rows). No window and
+# no grouping of every record. {sel_join} joins the selection to the calls t
+# and the errors e, or is empty when the selection is every prompt (a join of
+# every call with every prompt would select them all anyway). Parameters: the
+# selection's, the tool filter once (``wanted``), the limit.
 _FAST_INPUTS = """
-sel AS (
-    SELECT p.conversation_id, p.prompt_id, p.is_open, p.normal_exit, p.first_ts, p.first_seq
-    FROM prompt_facts p WHERE {where}
-),
-replay_conversations AS (SELECT DISTINCT conversation_id FROM prompt_facts WHERE n_replays > 0),
-repeated AS (
-    SELECT t.conversation_id, t.tool_call_id
-    FROM tool_calls t
-    JOIN replay_conversations c ON c.conversation_id = t.conversation_id
-    GROUP BY t.conversation_id, t.tool_call_id
-    HAVING count(*) > 1
-),
-ranked AS (
-    SELECT t.seq,
-           t.replayed OR row_number() OVER (
-               PARTITION BY t.conversation_id, t.tool_call_id, t.tool_name, t.args_fingerprint ORDER BY t.ts, t.seq
-           ) > 1 AS is_replay
-    FROM tool_calls t
-    JOIN repeated r ON r.conversation_id = t.conversation_id AND r.tool_call_id = t.tool_call_id
-),
-sel_calls AS (
-    SELECT t.conversation_id, t.prompt_id, t.tool_name, t.step, t.is_error, t.latency_ms,
-           coalesce(t.error_message, t.error_type, '') AS message,
-           coalesce(k.is_replay, t.replayed) AS is_replay,
-           t.tool_name IN (SELECT tool_name FROM scratchpad_tools) AS is_scratchpad,
-           s.is_open, s.normal_exit, s.first_ts, s.first_seq
-    FROM tool_calls t
-    JOIN sel s ON s.conversation_id = t.conversation_id AND s.prompt_id = t.prompt_id
-    LEFT JOIN ranked k ON k.seq = t.seq
-),
+sel AS (SELECT p.conversation_id, p.prompt_id FROM prompt_facts p WHERE {where}),
+wanted AS (SELECT CAST(? AS VARCHAR[]) AS names),
 calls AS (
-    SELECT conversation_id, prompt_id, tool_name, step, is_error, latency_ms, message, is_replay, is_scratchpad,
-           is_open, normal_exit, first_ts, first_seq
-    FROM sel_calls
-    WHERE CAST(? AS VARCHAR[]) IS NULL OR list_contains(?, tool_name)
-),
-err_calls AS (
-    SELECT conversation_id, prompt_id, tool_name, step, message, is_open, normal_exit, first_ts, first_seq
-    FROM calls WHERE is_error AND NOT is_replay
-),
-ok_steps AS (  -- a selected prompt's calls are all in sel_calls, whatever the tool filter
-    SELECT conversation_id, prompt_id, max(step) AS max_ok_step
-    FROM sel_calls
-    WHERE NOT is_error AND NOT is_scratchpad
-    GROUP BY conversation_id, prompt_id
-),
-classed AS (
-    SELECT e.*, coalesce(e.normal_exit AND o.max_ok_step > e.step, false) AS recovered
-    FROM err_calls e
-    LEFT JOIN ok_steps o ON o.conversation_id = e.conversation_id AND o.prompt_id = e.prompt_id
-),
-unrec_tools AS (SELECT DISTINCT conversation_id, tool_name FROM classed WHERE NOT recovered),
-ok_order AS (
-    SELECT DISTINCT t.conversation_id, t.tool_name, p.first_ts, p.first_seq
+    SELECT t.tool_name, coalesce(r.is_replay, t.replayed) AS is_replay,
+           t.tool_name IN (SELECT tool_name FROM scratchpad_tools) AS is_scratchpad, t.latency_ms
     FROM tool_calls t
-    JOIN unrec_tools u ON u.conversation_id = t.conversation_id AND u.tool_name = t.tool_name
-    JOIN prompt_facts p ON p.conversation_id = t.conversation_id AND p.prompt_id = t.prompt_id
-    LEFT JOIN ranked k ON k.seq = t.seq
-    WHERE NOT t.is_error AND NOT coalesce(k.is_replay, t.replayed)
-),
-last_ts AS (SELECT conversation_id, tool_name, max(first_ts) AS first_ts FROM ok_order GROUP BY conversation_id, tool_name),
-last_ok AS (
-    SELECT l.conversation_id, l.tool_name, l.first_ts, max(o.first_seq) AS first_seq
-    FROM last_ts l
-    JOIN ok_order o ON o.conversation_id = l.conversation_id AND o.tool_name = l.tool_name AND o.first_ts = l.first_ts
-    GROUP BY l.conversation_id, l.tool_name, l.first_ts
+    {sel_join_t}
+    LEFT JOIN repeat_facts r ON r.seq = t.seq
+    WHERE (SELECT names FROM wanted) IS NULL OR list_contains((SELECT names FROM wanted), t.tool_name)
 ),
 errs AS (
-    SELECT
-        c.tool_name,
-        CASE WHEN c.recovered THEN 'recovered' WHEN c.is_open THEN 'open' WHEN NOT c.normal_exit THEN 'aborted'
-             ELSE 'gave_up' END AS error_class,
-        NOT c.recovered AND coalesce(l.first_ts > c.first_ts OR (l.first_ts = c.first_ts AND l.first_seq > c.first_seq),
-                                     false) AS resolved_later,
-        c.message
-    FROM classed c
-    LEFT JOIN last_ok l ON l.conversation_id = c.conversation_id AND l.tool_name = c.tool_name
+    SELECT e.tool_name, e.error_class, e.resolved_later, coalesce(e.error_message, e.error_type, '') AS message
+    FROM error_facts e
+    {sel_join_e}
+    WHERE (SELECT names FROM wanted) IS NULL OR list_contains((SELECT names FROM wanted), e.tool_name)
 ),"""
+_SEL_JOIN = "SEMI JOIN sel ON sel.conversation_id = {a}.conversation_id AND sel.prompt_id = {a}.prompt_id"
 
 # One row per tool from ``calls`` and ``errs``; {templates} is the temporary
 # table of the masked texts (message, template). Parameters: the selection's,
@@ -340,16 +284,22 @@ def tool_health(
     where, params = (selection or Selection()).where("p")
     fast = source == "auto" and ensure_facts(con)
     wanted = list(tools) if tools is not None else None
-    texts = [row[0] for row in con.execute(
-        ERROR_TEXTS_SQL.format(prompts="prompt_facts" if fast else "prompts_v", where=where), [*params, wanted, wanted]
-    ).fetchall()]
+    joins = {"sel_join_t": "" if where == "TRUE" else _SEL_JOIN.format(a="t"),
+             "sel_join_e": "" if where == "TRUE" else _SEL_JOIN.format(a="e")}
+    texts_sql = (ERROR_TEXTS_FACTS_SQL.format(where=where, **joins) if fast
+                 else ERROR_TEXTS_SQL.format(prompts="prompts_v", where=where))
+    texts = [row[0] for row in con.execute(texts_sql, [*params, wanted, wanted]).fetchall()]
     table = f"_ls_tool_templates_{next(_COUNTER)}"
     con.execute(CREATE_TEMPLATES_SQL.format(templates=table))
     try:
         # one round trip for every text (executemany inserts row by row); masked once per distinct text
         con.execute(FILL_TEMPLATES_SQL.format(templates=table), [texts, [template_of(text) for text in texts]])
-        query = (TOOL_HEALTH_SQL if fast else TOOL_HEALTH_VIEWS_SQL).format(where=where, templates=table)
-        rows = con.execute(query, [*params, wanted, wanted, limit]).fetchall()
+        if fast:
+            query = TOOL_HEALTH_SQL.format(where=where, templates=table, **joins)
+            rows = con.execute(query, [*params, wanted, limit]).fetchall()
+        else:
+            query = TOOL_HEALTH_VIEWS_SQL.format(where=where, templates=table)
+            rows = con.execute(query, [*params, wanted, wanted, limit]).fetchall()
     finally:
         con.execute(DROP_TEMPLATES_SQL.format(templates=table))
     total = int(rows[0][-1]) if rows else 0

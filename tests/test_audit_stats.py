@@ -8,6 +8,7 @@ Reference p-values were computed with scipy 1.17.1
 from __future__ import annotations
 
 import math
+from collections import Counter
 
 import pytest
 from hypothesis import given, settings
@@ -102,3 +103,17 @@ def test_two_proportion_properties(n1: int, n2: int, data: st.DataObject) -> Non
     assert 0.0 <= r.p_value <= 1.0
     assert r.p_value == pytest.approx(s.p_value)
     assert math.copysign(1, r.z) == math.copysign(1, -s.z) or r.z == 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    a=st.lists(st.integers(min_value=0, max_value=12), max_size=60),
+    b=st.lists(st.integers(min_value=0, max_value=12), max_size=60),
+)
+def test_mann_whitney_of_value_counts_equals_the_test_of_the_observations(a: list[int], b: list[int]) -> None:
+    """The audit's samples come as (value, prompts) pairs from a GROUP BY: exactly the same test."""
+    counts_a = stats.Counts(tuple(sorted(Counter(a).items())))
+    counts_b = stats.Counts(tuple(sorted(Counter(b).items())))
+    assert len(counts_a) == len(a) and len(counts_b) == len(b)
+    assert stats.mann_whitney_u(counts_a, counts_b) == stats.mann_whitney_u(a, b)
+    assert stats.mann_whitney_u(counts_a, b) == stats.mann_whitney_u(a, b)

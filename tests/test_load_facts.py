@@ -13,7 +13,8 @@ from typing import Any
 import duckdb
 from typer.testing import CliRunner
 
-from loopscope.analyses.store.facts import REFRESH_FACTS_SQL, facts_fresh
+from loopscope.analyses.store.facts import REFRESH_FACTS_SQL, _loop_queries, facts_fresh
+from loopscope.analyses.store.relations import FACTS_ERRORS, FACTS_PROTOCOL_VIOLATIONS, FACTS_TOOL_CALLS
 from loopscope.cli.app import app
 
 runner = CliRunner()
@@ -23,6 +24,11 @@ SELECT (SELECT count(*) FROM (SELECT * FROM prompt_facts EXCEPT ALL SELECT * FRO
        (SELECT count(*) FROM (SELECT * FROM _ls_prompt_facts EXCEPT ALL SELECT * FROM prompt_facts)),
        (SELECT count(*) FROM prompt_facts)
 """
+# The kept per-error and per-call facts against the views, both ways.
+VIEWS_DIFF_SQL = """
+SELECT (SELECT count(*) FROM (SELECT * FROM {kept} EXCEPT ALL SELECT * FROM {view})),
+       (SELECT count(*) FROM (SELECT * FROM {view} EXCEPT ALL SELECT * FROM {kept}))
+"""
 
 
 def assert_facts_match_a_full_rebuild(db: Path) -> int:
@@ -31,9 +37,19 @@ def assert_facts_match_a_full_rebuild(db: Path) -> int:
         assert facts_fresh(con)
         con.execute(REFRESH_FACTS_SQL)
         only_kept, only_full, n = con.execute(DIFF_SQL).fetchone()  # type: ignore[misc]
+        errors_diff = con.execute(VIEWS_DIFF_SQL.format(kept=FACTS_ERRORS, view="errors_v")).fetchone()
+        calls_diff = con.execute(VIEWS_DIFF_SQL.format(kept=FACTS_TOOL_CALLS, view="tool_calls_v")).fetchone()
+        violations_diff = con.execute(
+            VIEWS_DIFF_SQL.format(kept=FACTS_PROTOCOL_VIOLATIONS, view="protocol_violations_v")).fetchone()
+        loops_diff = [
+            con.execute(VIEWS_DIFF_SQL.format(kept=table, view="(" + query.format(calls="TRUE") + ")")).fetchone()
+            for table, query in _loop_queries()
+        ]
     finally:
         con.close()
     assert (only_kept, only_full) == (0, 0)
+    assert errors_diff == (0, 0) and calls_diff == (0, 0) and violations_diff == (0, 0)
+    assert loops_diff == [(0, 0)] * 4
     return int(n)
 
 

@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 
 from loopscope.analyses.ingest.load import load_paths
 from loopscope.analyses.store.facts import VIEWS_FACTS_SQL
-from loopscope.analyses.store.relations import FACTS_ERRORS
+from loopscope.analyses.store.relations import FACTS_ERRORS, FACTS_PROTOCOL_VIOLATIONS, FACTS_TOOL_CALLS
 from loopscope.analyses.metrics import compute_metrics
 from loopscope.analyses.selection import Selection
 from loopscope.analyses.store import connect
@@ -217,6 +217,10 @@ def test_sql_agrees_with_reference(tmp_path: Path, data: tuple[list[list[Any]], 
     assert {(file_of[s], n): c for s, n, c in rows} == want_collisions
     n_violations = con.execute("SELECT count(*) FROM id_collisions_v").fetchone()[0]
     assert n_violations == sum(1 for c in collisions if c)
+    # The violations the audit reads when the facts are fresh (id collisions through repeat_facts): the view's rows.
+    every_violation = "SELECT * FROM {} ORDER BY ALL"
+    assert (con.execute(every_violation.format(FACTS_PROTOCOL_VIOLATIONS)).fetchall()
+            == con.execute(every_violation.format("protocol_violations_v")).fetchall())
 
     # Class of every error, and whether a later prompt resolved it.
     got_errors = Counter(
@@ -232,6 +236,8 @@ def test_sql_agrees_with_reference(tmp_path: Path, data: tuple[list[list[Any]], 
     # The errors the analyses read when prompt_facts is fresh (store.relations): errors_v's rows exactly.
     every_error = "SELECT * FROM {} ORDER BY seq"
     assert con.execute(every_error.format(FACTS_ERRORS)).fetchall() == con.execute(every_error.format("errors_v")).fetchall()
+    # The calls they read (the records joined to repeat_facts): tool_calls_v's rows exactly.
+    assert con.execute(every_error.format(FACTS_TOOL_CALLS)).fetchall() == con.execute(every_error.format("tool_calls_v")).fetchall()
 
     # Metrics over one file: the prompts with a record in it, facts from the whole store.
     first = source_of[paths[0].name]

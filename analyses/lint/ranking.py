@@ -53,7 +53,7 @@ WITH calls AS (
     UNION ALL
     SELECT t.tool_name, t.conversation_id, t.error_message, t.error_type, t.outcome, false AS is_error,
            CAST(NULL AS VARCHAR) AS error_class
-    FROM tool_calls_v t
+    FROM {tool_calls_v} t
     JOIN {prompts} p USING (conversation_id, prompt_id)
     WHERE NOT t.is_replay AND NOT t.is_error
       AND (t.error_message IS NOT NULL OR t.outcome IN ('transient_fail', 'permanent_fail'))
@@ -201,7 +201,8 @@ def rank_templates(
     groups, table = f"_lint_calls_{n}", f"_lint_templates_{n}"
     try:
         con.execute(
-            CALL_GROUPS_SQL.format(groups=groups, errors=rel.errors, prompts=rel.prompts, where=where),
+            CALL_GROUPS_SQL.format(groups=groups, errors=rel.errors, prompts=rel.prompts, where=where,
+                                   tool_calls_v=rel.tool_calls),
             [*params, tool, tool, *params, tool, tool],
         )
         pairs = con.execute(DISTINCT_MESSAGES_SQL.format(groups=groups)).fetchall()

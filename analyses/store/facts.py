@@ -45,7 +45,7 @@ SELECT p.conversation_id, p.prompt_id, p.first_ts, p.last_ts, p.first_seq, p.age
        p.is_open, p.exit_reason, p.normal_exit,
        coalesce(r.n_replays, 0) AS n_replays, coalesce(e.n_errors, 0) AS n_errors,
        coalesce(e.n_recovered, 0) AS n_recovered, coalesce(e.n_resolved_later, 0) AS n_resolved_later,
-       p.max_ok_step
+       p.max_ok_step, p.max_tool_calls, p.exit_ts
 FROM (SELECT * FROM prompts_v WHERE {scope}) p
 LEFT JOIN replays r USING (conversation_id, prompt_id)
 LEFT JOIN errors e USING (conversation_id, prompt_id)
@@ -57,8 +57,9 @@ VIEWS_FACTS_SQL = _VIEWS_TEMPLATE.replace("{scope}", "TRUE")
 # prompts by their first record's pos (so ``first_seq`` is ppos mod 2^64). A call can only be a replay when it has
 # ``replayed: true`` or its tool_call_id is used more than once in its
 # conversation; ids used once (nearly all) need no ordering, so only the
-# repeated ones are ranked (``rep``: a later record of the same call, same
-# tool and fingerprint, is a replay; another call under the id is a new call).
+# repeated ones are ranked, once, into ``repeat_facts`` (refreshed first), which
+# this query reads (``rep``: a later record of the same call, same tool and
+# fingerprint, is a replay; another call under the id is a new call).
 # A prompt's replays are its flagged calls plus the unflagged repeats; its
 # errors (``errs``) are the non-replays with ``is_error``, recovered when the
 # exit is normal and a later step has a success of a non-scratchpad tool, and
@@ -69,33 +70,24 @@ VIEWS_FACTS_SQL = _VIEWS_TEMPLATE.replace("{scope}", "TRUE")
 # skips NULLs).
 _FACTS_QUERY = """
 WITH calls AS NOT MATERIALIZED (
-    SELECT conversation_id, prompt_id, tool_call_id, tool_name, args_fingerprint, ts, seq, step, is_error,
-           replayed, agent, tags, {POS} AS pos, hash(conversation_id, tool_call_id) AS id_hash
+    SELECT conversation_id, prompt_id, tool_name, ts, seq, step, is_error,
+           replayed, agent, tags, {POS} AS pos
     FROM tool_calls WHERE {scope}
 ),
 exits AS NOT MATERIALIZED (
-    SELECT conversation_id, prompt_id, ts, seq, agent, tags, exit_reason,
+    SELECT conversation_id, prompt_id, ts, seq, agent, tags, exit_reason, max_tool_calls,
            {POS} AS pos
     FROM loop_exits WHERE {scope}
 ),
-repeated AS (
-    -- ids used more than once in their conversation, found by a hash of the
-    -- pair (one number to group by, not two strings: 0.77x the CPU of the whole
-    -- query at 1M). Two pairs that share a hash only send a few more calls to
-    -- rep, which ranks by the exact pair: a call alone under its id ranks first
-    -- there and counts exactly as it does in the ANTI JOIN branch of clean.
-    SELECT id_hash FROM calls GROUP BY id_hash HAVING count(*) > 1
-),
 rep AS (
-    SELECT conversation_id, prompt_id, tool_name, step, is_error, replayed,
-           replayed OR row_number() OVER (
-               PARTITION BY conversation_id, tool_call_id, tool_name, args_fingerprint ORDER BY pos
-           ) > 1 AS is_replay
-    FROM calls SEMI JOIN repeated USING (id_hash)
+    -- the calls whose id is used more than once in their conversation, numbered
+    -- once by the load (repeat_facts, refreshed before this query for the same scope)
+    SELECT c.conversation_id, c.prompt_id, c.tool_name, c.step, c.is_error, c.replayed, r.is_replay
+    FROM calls c JOIN repeat_facts r ON r.seq = c.seq
 ),
 clean AS NOT MATERIALIZED (
     SELECT conversation_id, prompt_id, tool_name, step, is_error
-    FROM calls ANTI JOIN repeated USING (id_hash) WHERE NOT replayed
+    FROM calls c ANTI JOIN repeat_facts r ON r.seq = c.seq WHERE NOT c.replayed
     UNION ALL
     SELECT conversation_id, prompt_id, tool_name, step, is_error FROM rep WHERE NOT is_replay
 ),
@@ -113,7 +105,7 @@ c AS (
     FROM calls GROUP BY conversation_id, prompt_id
 ),
 x AS (
-    SELECT conversation_id, prompt_id, arg_max(struct_pack(agent, tags, exit_reason), pos) AS last_exit,
+    SELECT conversation_id, prompt_id, arg_max(struct_pack(agent, tags, exit_reason, max_tool_calls, ts), pos) AS last_exit,
            min(ts) AS first_ts, max(ts) AS last_ts, min(pos) AS first_pos,
            min(pos) FILTER (WHERE tags IS NOT NULL) AS tags_pos, arg_min(tags, pos) AS first_tags
     FROM exits GROUP BY conversation_id, prompt_id
@@ -130,7 +122,8 @@ p AS (
                          ELSE x.first_tags END) AS tags,
            coalesce(c.n_tool_calls, 0) AS n_tool_calls, coalesce(c.n_flagged, 0) AS n_flagged, c.max_ok_step,
            x.conversation_id IS NULL AS is_open, x.last_exit.exit_reason AS exit_reason,
-           coalesce(x.last_exit.exit_reason IN ('end_turn', 'stop_sequence'), false) AS normal_exit
+           coalesce(x.last_exit.exit_reason IN ('end_turn', 'stop_sequence'), false) AS normal_exit,
+           x.last_exit.max_tool_calls AS max_tool_calls, x.last_exit.ts AS exit_ts
     FROM c FULL OUTER JOIN x USING (conversation_id, prompt_id)
 ),
 e0 AS (
@@ -168,7 +161,7 @@ SELECT p.conversation_id, p.prompt_id, p.first_ts, p.last_ts, p.first_seq, p.age
        coalesce(e.n_errors, 0) AS n_errors,
        coalesce(e.n_recovered, 0) AS n_recovered,
        coalesce(e.n_resolved_later, 0) AS n_resolved_later,
-       p.max_ok_step
+       p.max_ok_step, p.max_tool_calls, p.exit_ts
 FROM p
 LEFT JOIN e USING (conversation_id, prompt_id)
 LEFT JOIN r USING (conversation_id, prompt_id)
@@ -197,6 +190,99 @@ INSERT INTO prompt_facts SELECT * FROM _ls_prompt_facts;
 DROP TABLE _ls_prompt_facts;
 DELETE FROM prompt_facts_state;
 """
+
+# Per-call replay facts, kept at load time (``repeat_facts``): one row per
+# tool_call whose (conversation_id, tool_call_id) is used more than once
+# (about 1% of the records), numbered exactly as ``model.TOOL_CALLS_QUERY``
+# numbers them. Every other call is a replay exactly when it is flagged
+# ``replayed`` and is never an id collision, so ``tool_calls_v``'s rows are
+# ``tool_calls`` joined to this small table by ``seq`` (``store.relations``),
+# without grouping and windowing every record at each analysis. Keyed by
+# conversation (the numbering lies inside it), like the per-prompt facts.
+_REPEATS_QUERY = """
+WITH calls AS NOT MATERIALIZED (
+    SELECT seq, conversation_id, tool_call_id, tool_name, args_fingerprint, ts, replayed,
+           hash(conversation_id, tool_call_id) AS id_hash
+    FROM tool_calls WHERE {scope}
+),
+repeated AS (SELECT id_hash FROM calls GROUP BY id_hash HAVING count(*) > 1)
+SELECT
+    t.seq,
+    t.conversation_id,
+    (t.replayed OR row_number() OVER same_call > 1) AS is_replay,
+    (NOT t.replayed AND row_number() OVER same_call = 1 AND row_number() OVER same_id > 1) AS is_id_collision
+FROM calls t SEMI JOIN repeated USING (id_hash)
+WINDOW
+    same_call AS (PARTITION BY t.conversation_id, t.tool_call_id, t.tool_name, t.args_fingerprint ORDER BY t.ts, t.seq),
+    same_id AS (PARTITION BY t.conversation_id, t.tool_call_id ORDER BY t.ts, t.seq)
+"""
+# ``tool_calls_v``'s rows (same columns, same order) from the table and ``repeat_facts``;
+# {scope}: a condition on the calls t.
+FACTS_TOOL_CALLS_TEMPLATE = """
+SELECT
+    t.*,
+    coalesce(r.is_replay, t.replayed) AS is_replay,
+    coalesce(r.is_id_collision, false) AS is_id_collision,
+    t.tool_name IN (SELECT tool_name FROM scratchpad_tools) AS is_scratchpad
+FROM tool_calls t
+LEFT JOIN repeat_facts r ON r.seq = t.seq
+WHERE {scope}
+"""
+# Per-error facts (``error_facts``): ``errors_v``'s rows (every non-replay
+# error with its class, resolved_later and resolved_in_prompt), computed once
+# at load from ``prompt_facts`` and ``repeat_facts``; the analyses that list,
+# count or group errors (unrecovered, triage first, lint, class breakdowns)
+# read this table (a tenth of the calls) instead of the records.
+def _errors_query(scope: str) -> str:
+    from loopscope.analyses.model import ERRORS_QUERY
+
+    calls = "(" + FACTS_TOOL_CALLS_TEMPLATE.replace("{scope}", scope.replace("conversation_id", "t.conversation_id")) + ")"
+    prompts = "(SELECT * FROM prompt_facts WHERE " + scope + ")"
+    return ERRORS_QUERY.format(prompts=prompts, tool_calls_v=calls)
+
+
+REPLACE_REPEATS_SQL = "DELETE FROM repeat_facts; INSERT INTO repeat_facts " + _REPEATS_QUERY.replace("{scope}", "TRUE")
+REPLACE_SOME_REPEATS_SQL = (
+    "DELETE FROM repeat_facts WHERE list_contains($1::VARCHAR[], conversation_id); INSERT INTO repeat_facts "
+    + _REPEATS_QUERY.replace("{scope}", "list_contains($1::VARCHAR[], conversation_id)")
+)
+REPLACE_ERRORS_SQL = "DELETE FROM error_facts; INSERT INTO error_facts " + _errors_query("TRUE")
+REPLACE_SOME_ERRORS_SQL = (
+    "DELETE FROM error_facts WHERE list_contains($1::VARCHAR[], conversation_id); INSERT INTO error_facts "
+    + _errors_query("list_contains($1::VARCHAR[], conversation_id)")
+)
+
+# The loops of every prompt (retry loops, no-progress loops, A-B-A-B cycles:
+# incidents.py and loops.py define them, per prompt, from its records only)
+# and its duplicate executions (incidents.py),
+# kept by the load so the audit and triage read a few rows instead of
+# grouping and windowing every record.
+LOOP_FACT_TABLES = ("retry_loop_facts", "no_progress_facts", "cycle_facts", "duplicate_facts")
+
+
+def _loop_queries() -> list[tuple[str, str]]:
+    """Each table and its per-prompt query, with a ``{calls}`` slot (duplicates read the calls with
+    their replay flags from ``repeat_facts``, refreshed first)."""
+    from loopscope.analyses.incidents import DUPLICATES_PER_PROMPT_SQL, RETRY_LOOPS_PER_PROMPT_SQL
+    from loopscope.analyses.loops import CYCLES_PER_PROMPT_SQL, NO_PROGRESS_PER_PROMPT_SQL
+
+    calls = "(" + FACTS_TOOL_CALLS_TEMPLATE.replace("{scope}", "TRUE") + ")"
+    queries = (RETRY_LOOPS_PER_PROMPT_SQL, NO_PROGRESS_PER_PROMPT_SQL, CYCLES_PER_PROMPT_SQL,
+               DUPLICATES_PER_PROMPT_SQL.replace("{tool_calls_v}", calls))
+    return list(zip(LOOP_FACT_TABLES, queries))
+
+
+def _replace_loops(con: duckdb.DuckDBPyConnection, touched: list[str] | None) -> None:
+    for table, query in _loop_queries():
+        if touched is None:
+            con.execute(f"DELETE FROM {table}")
+            con.execute(f"INSERT INTO {table} " + query.format(calls="TRUE"))
+        else:
+            con.execute(f"DELETE FROM {table} WHERE list_contains($1::VARCHAR[], conversation_id)", [touched])
+            con.execute(f"INSERT INTO {table} " + query.format(calls="list_contains($1::VARCHAR[], t.conversation_id)"),
+                        [touched])
+
+
 INCREMENTAL_MAX_CONVERSATIONS = 5000
 """Above this many touched conversations, one full rebuild is cheaper than a filtered one."""
 # A full rebuild writes the table straight from the query.
@@ -230,19 +316,25 @@ def refresh_facts(con: duckdb.DuckDBPyConnection, since_seq: int | None = None) 
     if since_seq is not None:
         touched = [row[0] for row in con.execute(TOUCHED_SQL, [since_seq]).fetchall()]
         if len(touched) <= INCREMENTAL_MAX_CONVERSATIONS:
+            _run_each(con, REPLACE_SOME_REPEATS_SQL, [touched])
             con.execute(REFRESH_SOME_FACTS_SQL, [touched])
             con.execute(REPLACE_SOME_FACTS_SQL, [touched])
             _run_each(con, INSERT_SOME_FACTS_SQL)
+            _run_each(con, REPLACE_SOME_ERRORS_SQL, [touched])  # reads the two above
+            _replace_loops(con, touched)
             con.execute(SAVE_STATE_SQL, list(_state(con)))
             return
+    _run_each(con, REPLACE_REPEATS_SQL)
     _run_each(con, REPLACE_FACTS_SQL)
+    _run_each(con, REPLACE_ERRORS_SQL)  # reads the two above
+    _replace_loops(con, None)
     con.execute(SAVE_STATE_SQL, list(_state(con)))
 
 
-def _run_each(con: duckdb.DuckDBPyConnection, script: str) -> None:
+def _run_each(con: duckdb.DuckDBPyConnection, script: str, params: list[object] | None = None) -> None:
     for statement in script.split(";"):
         if statement.strip():
-            con.execute(statement)
+            con.execute(statement, params if params and "$1" in statement else None)
 
 
 def facts_fresh(con: duckdb.DuckDBPyConnection) -> bool:

@@ -381,14 +381,83 @@ def m008_facts_max_ok_step(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("DELETE FROM prompt_facts_state")
 
 
+_M009_PROMPT_COLUMNS = """
+ALTER TABLE prompt_facts ADD COLUMN max_tool_calls INTEGER;
+ALTER TABLE prompt_facts ADD COLUMN exit_ts TIMESTAMP;
+"""
+_M009_TABLES = """
+CREATE TABLE repeat_facts (seq BIGINT, conversation_id VARCHAR, is_replay BOOLEAN, is_id_collision BOOLEAN);
+CREATE TABLE error_facts (
+    seq BIGINT, source_id INTEGER, line_no BIGINT, v INTEGER, ts TIMESTAMP, conversation_id VARCHAR,
+    prompt_id VARCHAR, agent VARCHAR, trace_id VARCHAR, span_id VARCHAR, tags JSON, tool_call_id VARCHAR,
+    tool_name VARCHAR, step INTEGER, input_shape JSON, args_fingerprint VARCHAR, outcome VARCHAR,
+    is_error BOOLEAN, attempts INTEGER, latency_ms DOUBLE, error_type VARCHAR, error_message VARCHAR,
+    replayed BOOLEAN, extra JSON, is_replay BOOLEAN, is_id_collision BOOLEAN, is_scratchpad BOOLEAN,
+    error_class VARCHAR, prompt_first_ts TIMESTAMP, prompt_first_seq BIGINT, exit_reason VARCHAR,
+    resolved_later BOOLEAN, resolved_in_prompt VARCHAR
+);
+"""
+
+
+@migration
+def m009_repeat_and_error_facts(con: duckdb.DuckDBPyConnection) -> None:
+    # Issue 14: the budget in force and the exit time per prompt (budget
+    # pressure reads prompt_facts, not prompts_v); per-call replay facts (the calls whose tool_call_id repeats in
+    # their conversation, numbered once) and per-error facts (errors_v's rows:
+    # tool_calls' columns, then the view's), kept fresh by the load with
+    # prompt_facts (store/facts.py), so the analyses stop grouping and
+    # windowing every record. Rebuilt on next use. error_facts repeats
+    # tool_calls' columns: a migration that adds one to tool_calls adds it here.
+    con.execute(_M009_PROMPT_COLUMNS + _M009_TABLES)
+    con.execute("DELETE FROM prompt_facts")
+    con.execute("DELETE FROM prompt_facts_state")
+
+
+_M010_TABLES = """
+CREATE TABLE retry_loop_facts (
+    conversation_id VARCHAR, prompt_id VARCHAR, tool_name VARCHAR, args_fingerprint VARCHAR, error_message VARCHAR,
+    calls BIGINT, first_step INTEGER, last_step INTEGER, first_ts TIMESTAMP, last_ts TIMESTAMP,
+    tool_call_ids VARCHAR[]
+);
+CREATE TABLE no_progress_facts (
+    conversation_id VARCHAR, prompt_id VARCHAR, tool_name VARCHAR, args_fingerprint VARCHAR,
+    result_fingerprint VARCHAR, calls BIGINT, first_step INTEGER, last_step INTEGER, first_ts TIMESTAMP,
+    last_ts TIMESTAMP, tool_call_ids VARCHAR[]
+);
+CREATE TABLE cycle_facts (
+    conversation_id VARCHAR, prompt_id VARCHAR, tool_name VARCHAR, args_fingerprint VARCHAR,
+    other_tool_name VARCHAR, other_args_fingerprint VARCHAR, calls BIGINT, first_step INTEGER, last_step INTEGER,
+    first_ts TIMESTAMP, last_ts TIMESTAMP
+);
+CREATE TABLE duplicate_facts (
+    conversation_id VARCHAR, prompt_id VARCHAR, tool_name VARCHAR, args_fingerprint VARCHAR,
+    original_tool_call_id VARCHAR, original_step INTEGER, duplicates BIGINT, duplicate_tool_call_ids VARCHAR[],
+    duplicate_outcomes VARCHAR[], first_duplicate_ts TIMESTAMP
+);
+"""
+
+
+@migration
+def m010_loop_facts(con: duckdb.DuckDBPyConnection) -> None:
+    # Issue 14: the retry loops, no-progress loops, cycles and duplicate
+    # executions of every prompt (each lies inside one prompt), kept fresh by
+    # the load (store/facts.py), so the audit stops grouping and windowing
+    # every record for them.
+    # Rebuilt on next use.
+    con.execute(_M010_TABLES)
+    con.execute("DELETE FROM prompt_facts")
+    con.execute("DELETE FROM prompt_facts_state")
+
+
 # The tables as the chain leaves them at FRESH_SCHEMA_AT (m001's tables with m003's head_len,
-# m004's reviews, m005's prompt facts with m006's n_resolved_later and m008's max_ok_step: columns in the
+# m004's reviews, m005's prompt facts with m006's n_resolved_later and m008's max_ok_step, m009's budget columns and
+# its repeat and error facts, m010's loop and duplicate facts: columns in the
 # chain's order), created on an empty store in one step with the scratchpad tools and the views of
 # analyses/model.py. A new migration that changes a table must change this too (or leave
 # FRESH_SCHEMA_AT where it is: the new migration then runs after it, as on an old store); one
 # that only recreates the views can move FRESH_SCHEMA_AT to itself. tests/test_store_schema.py
 # compares the two routes.
-FRESH_SCHEMA_AT = "m008_facts_max_ok_step"
+FRESH_SCHEMA_AT = "m010_loop_facts"
 FRESH_SCHEMA_SQL = CREATE_MIGRATIONS_TABLE_SQL + """;
 CREATE SEQUENCE IF NOT EXISTS record_seq START 1;
 CREATE TABLE sources (
@@ -433,7 +502,8 @@ CREATE TABLE reviews (
 CREATE TABLE prompt_facts (
     conversation_id VARCHAR, prompt_id VARCHAR, first_ts TIMESTAMP, last_ts TIMESTAMP, first_seq BIGINT,
     agent VARCHAR, tags JSON, n_tool_calls BIGINT, is_open BOOLEAN, exit_reason VARCHAR, normal_exit BOOLEAN,
-    n_replays BIGINT, n_errors BIGINT, n_recovered BIGINT, n_resolved_later BIGINT, max_ok_step INTEGER
+    n_replays BIGINT, n_errors BIGINT, n_recovered BIGINT, n_resolved_later BIGINT, max_ok_step INTEGER,
+    max_tool_calls INTEGER, exit_ts TIMESTAMP
 );
 CREATE TABLE prompt_facts_state (tool_calls BIGINT, loop_exits BIGINT, max_seq BIGINT, refreshed_at TIMESTAMP);
-"""
+""" + _M009_TABLES + _M010_TABLES

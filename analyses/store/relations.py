@@ -1,13 +1,15 @@
-"""Which relations an analysis reads: the materialised per-prompt facts when they are fresh, else the views.
+"""Which relations an analysis reads: the materialised facts when they are fresh, else the views.
 
-``prompts_v`` and ``errors_v`` (``model``) define prompts and error classes
-once. Computing ``prompts_v`` groups every record, seconds at 10M records;
-``prompt_facts`` (``store.facts``) holds the same per-prompt columns, kept
-fresh by the load. ``relations(con)`` returns the SQL text an analysis
-formats into its ``{prompts}`` and ``{errors}`` slots: ``prompt_facts`` and
-``model.ERRORS_QUERY`` over it when the facts match the records (or can be
-made to), else the views themselves. Both give the same rows
-(tests/test_metrics_property.py checks it on random stores).
+``tool_calls_v``, ``prompts_v`` and ``errors_v`` (``model``) define replays,
+prompts and error classes once. Computing them groups and windows every
+record, seconds at 10M records; the load keeps the same rows as facts
+(``store.facts``): ``prompt_facts`` (per prompt), ``repeat_facts`` (the
+calls whose id repeats, numbered) and ``error_facts`` (per error).
+``relations(con)`` returns the SQL text an analysis formats into its
+``{prompts}``, ``{errors}``, ``{tool_calls_v}`` and ``{violations}`` slots: the facts (the
+records joined by ``seq`` to ``repeat_facts`` for the calls) when they match
+the records (or can be made to), else the views themselves. Both give the
+same rows (tests/test_metrics_property.py checks it on random stores).
 """
 
 from __future__ import annotations
@@ -18,22 +20,96 @@ from typing import NamedTuple
 
 import duckdb
 
-from loopscope.analyses.model import ERRORS_QUERY, TOOL_CALLS_QUERY
-from loopscope.analyses.store.facts import ensure_facts
+from loopscope.analyses.model import (
+    ERRORS_QUERY, ID_COLLISIONS_VIEW_SQL, PROTOCOL_VIOLATIONS_VIEW_SQL, TOOL_CALLS_QUERY,
+)
+from loopscope.analyses.store.facts import FACTS_TOOL_CALLS_TEMPLATE, LOOP_FACT_TABLES, ensure_facts
 
-FACTS_ERRORS = "(" + ERRORS_QUERY.format(prompts="prompt_facts", tool_calls_v="tool_calls_v") + ")"
-"""``errors_v``'s rows, computed over ``prompt_facts`` instead of ``prompts_v``."""
+FACTS_TOOL_CALLS = "(" + FACTS_TOOL_CALLS_TEMPLATE.replace("{scope}", "TRUE") + ")"
+"""``tool_calls_v``'s rows: the records joined by ``seq`` to the few that ``repeat_facts`` numbers."""
+FACTS_ERRORS = "error_facts"
+"""``errors_v``'s rows, materialised by the load (``store.facts``)."""
+
+
+def _replaced(text: str, old: str, new: str) -> str:
+    if text.count(old) != 1:  # the view changed: this derived text must change with it
+        raise AssertionError(f"expected once in the view's SQL: {old!r}")
+    return text.replace(old, new)
+
+
+# id_collisions_v's rows: only calls whose id repeats in their conversation
+# can collide, and repeat_facts names exactly those (the view finds them by
+# grouping every record), so the windows number the same calls.
+FACTS_ID_COLLISIONS = "(" + _replaced(
+    _replaced(
+        ID_COLLISIONS_VIEW_SQL,
+        """CREATE OR REPLACE VIEW id_collisions_v AS
+WITH repeated AS NOT MATERIALIZED (
+    SELECT hash(conversation_id, tool_call_id) AS h FROM tool_calls GROUP BY h HAVING count(*) > 1
+),
+numbered AS (""",
+        "WITH numbered AS (",
+    ),
+    "SEMI JOIN repeated r ON r.h = hash(t.conversation_id, t.tool_call_id)",
+    "SEMI JOIN repeat_facts r ON r.seq = t.seq",
+) + ")"
+FACTS_PROTOCOL_VIOLATIONS = "(" + _replaced(
+    _replaced(PROTOCOL_VIOLATIONS_VIEW_SQL, "CREATE OR REPLACE VIEW protocol_violations_v AS", ""),
+    "FROM id_collisions_v c", "FROM " + FACTS_ID_COLLISIONS + " c",
+) + ")"
+"""``protocol_violations_v``'s rows, its id collisions found through ``repeat_facts``."""
+
+
+class Loops(NamedTuple):
+    """SQL text for each kind of loop, and the duplicate executions, per prompt (usable after FROM), with a
+    ``{calls}`` slot (a filter on t)."""
+
+    retry: str
+    no_progress: str
+    cycles: str
+    duplicates: str
+
+
+def _loops_from_records() -> Loops:
+    from loopscope.analyses.incidents import DUPLICATES_PER_PROMPT_SQL, RETRY_LOOPS_PER_PROMPT_SQL
+    from loopscope.analyses.loops import CYCLES_PER_PROMPT_SQL, NO_PROGRESS_PER_PROMPT_SQL
+
+    queries = (RETRY_LOOPS_PER_PROMPT_SQL, NO_PROGRESS_PER_PROMPT_SQL, CYCLES_PER_PROMPT_SQL,
+               DUPLICATES_PER_PROMPT_SQL.replace("{tool_calls_v}", "tool_calls_v"))
+    return Loops(*("(" + q + ")" for q in queries))
+
+
+FACTS_LOOPS = Loops(*(f"(SELECT * FROM {table} t WHERE {{calls}})" for table in LOOP_FACT_TABLES))
+"""The loops the load keeps (``store.facts``): the same rows as the per-prompt queries."""
 
 
 class Relations(NamedTuple):
-    """SQL text for the prompts and the errors (each usable after FROM / JOIN)."""
+    """SQL text for the prompts, errors, tool calls, protocol violations and loops (each usable after FROM / JOIN)."""
 
     prompts: str
     errors: str
+    tool_calls: str
+    violations: str
+    loops: Loops
+    replay_candidates: str
 
 
-VIEWS = Relations("prompts_v", "errors_v")
-FACTS = Relations("prompt_facts", FACTS_ERRORS)
+# The rows of tool_calls_v that can be replays (flagged, or their id repeats in
+# the conversation), with a {calls} slot (a filter on t): grouped by id over
+# the records, or straight from repeat_facts.
+VIEWS_REPLAY_CANDIDATES = """(
+    SELECT t.* FROM tool_calls_v t
+    WHERE {calls} AND (t.replayed OR hash(t.conversation_id, t.tool_call_id) IN (
+        SELECT hash(t.conversation_id, t.tool_call_id) AS h FROM tool_calls t WHERE {calls} GROUP BY h HAVING count(*) > 1
+    ))
+)"""
+FACTS_REPLAY_CANDIDATES = "(" + FACTS_TOOL_CALLS_TEMPLATE.replace(
+    "{scope}", "{calls} AND (t.replayed OR r.seq IS NOT NULL)") + ")"
+
+VIEWS = Relations("prompts_v", "errors_v", "tool_calls_v", "protocol_violations_v", _loops_from_records(),
+                  VIEWS_REPLAY_CANDIDATES)
+FACTS = Relations("prompt_facts", FACTS_ERRORS, FACTS_TOOL_CALLS, FACTS_PROTOCOL_VIOLATIONS, FACTS_LOOPS,
+                  FACTS_REPLAY_CANDIDATES)
 
 
 # Connections inside ``errors_computed_once``: the relations to read there.
@@ -59,7 +135,8 @@ def errors_computed_once(con: duckdb.DuckDBPyConnection) -> Iterator[Relations]:
     """Compute the errors once, into a temporary table, for the several analyses of one report.
 
     The audit reads the errors (with their classes) in several sections; each
-    would compute them again from the records. Inside this block
+    would compute them again from the views. With fresh facts they are a table
+    already (``error_facts``) and nothing is computed. Otherwise, inside this block
     ``relations(con).errors`` is the temporary table (one row per error: a
     tenth of the calls, spilled to the temp directory under memory pressure);
     it is dropped on the way out.
@@ -68,8 +145,15 @@ def errors_computed_once(con: duckdb.DuckDBPyConnection) -> Iterator[Relations]:
         yield _SHARED[id(con)]
         return
     rel = relations(con)
+    if rel.errors == FACTS_ERRORS:  # already a table
+        _SHARED[id(con)] = rel
+        try:
+            yield rel
+        finally:
+            del _SHARED[id(con)]
+        return
     con.execute(SHARE_ERRORS_SQL.format(errors=rel.errors))
-    _SHARED[id(con)] = shared = Relations(rel.prompts, SHARED_ERRORS_TABLE)
+    _SHARED[id(con)] = shared = rel._replace(errors=SHARED_ERRORS_TABLE)
     try:
         yield shared
     finally:
