@@ -8,6 +8,8 @@ import os
 os.environ["TERMINAL_WIDTH"] = "200"
 os.environ["COLUMNS"] = "200"
 
+import shutil  # noqa: E402
+from collections.abc import Callable  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
@@ -25,3 +27,79 @@ def _isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("TERMINAL_WIDTH", "200")
     monkeypatch.setenv("COLUMNS", "200")
+
+
+@pytest.fixture(scope="session")
+def _loaded_store_templates(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    return {}
+
+
+@pytest.fixture
+def loaded_store(
+    _loaded_store_templates: dict[str, Path], tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> Callable[[Path], Path]:
+    """``loaded_store(source)``: a store file in ``tmp_path`` holding ``loopscope load source``.
+
+    The load runs through the CLI once per test process (its exit code checked); each test gets
+    its own copy of that store file, to read or change. For tests whose subject is what is done
+    with a loaded store, not the load (a load's own results are tested on fresh stores).
+    """
+
+    def make(source: Path, name: str = "t.duckdb") -> Path:
+        key = str(Path(source).resolve())
+        if key not in _loaded_store_templates:
+            from typer.testing import CliRunner
+
+            from loopscope.cli.app import app
+
+            template = tmp_path_factory.mktemp("loaded-store") / "store.duckdb"
+            res = CliRunner().invoke(app, ["load", key, "--db", str(template)])
+            assert res.exit_code == 0, res.output
+            _loaded_store_templates[key] = template
+        path = tmp_path / name
+        if path.exists():
+            raise FileExistsError(path)
+        shutil.copyfile(_loaded_store_templates[key], path)
+        return path
+
+    return make
+
+
+# --------------------------------------------------------------------------- parallel runs (pytest-xdist)
+#
+# The README's command runs the suite on every core (``-n logical``; addopts has ``--dist loadgroup``). Two rules keep
+# that safe and cheap:
+#
+# - A test module with a module- or class-scoped fixture runs whole on one worker (its own
+#   ``xdist_group``, named after the file): the expensive setup is built once, as in a serial run,
+#   and the module's tests keep their order. Other tests are spread one by one.
+# - Tests that compare timings (linear-time guards, the collector's "the host thread never waits"
+#   guards) carry ``@pytest.mark.xdist_group("timing")``: one worker runs them one after another,
+#   so two timing tests never compete with each other for the two cores. A new timing test
+#   takes the same mark.
+#
+# Without ``-n`` (one process) none of this changes anything.
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Registered here too, so --strict-markers accepts the mark where pytest-xdist is not installed.
+    config.addinivalue_line("markers", "xdist_group(name): run these tests on one pytest-xdist worker")
+
+
+def _module_scoped_setup(item: pytest.Item) -> bool:
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    return any(
+        fixturedefs[-1].scope in ("module", "class", "package")
+        for fixturedefs in info.name2fixturedefs.values()
+        if fixturedefs
+    )
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist turns the marks into node ids
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    modules = {item.path for item in items if _module_scoped_setup(item)}
+    for item in items:
+        if item.path in modules and not any(item.iter_markers("xdist_group")):
+            item.add_marker(pytest.mark.xdist_group(item.path.name))

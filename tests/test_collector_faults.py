@@ -25,6 +25,9 @@ from loopscope.collectors import sinks as sinks_module
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
+# host-thread latency guards: never run alongside another timing test (tests/conftest.py)
+pytestmark = pytest.mark.xdist_group("timing")
+
 BLOCKED_S = 0.5
 
 

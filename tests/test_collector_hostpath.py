@@ -19,6 +19,9 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+# host-thread latency guards: never run alongside another timing test (tests/conftest.py)
+pytestmark = pytest.mark.xdist_group("timing")
+
 
 class SlowDisk:
     """Wraps the sink module's ``os`` so writes to one folder block until released, and logs

@@ -158,6 +158,7 @@ def test_wider_rules_leave_ordinary_text(text: str) -> None:
     assert redact_secrets(text) == text
 
 
+@pytest.mark.xdist_group("timing")  # a timing ratio: never alongside another timing test (tests/conftest.py)
 def test_redaction_time_is_linear_in_the_text() -> None:
     import time
 

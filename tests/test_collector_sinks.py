@@ -15,6 +15,9 @@ from pathlib import Path
 import pytest
 from loopscope.collectors import Collector, CollectorConfigError, JsonlSink
 
+# host-thread latency guards: never run alongside another timing test (tests/conftest.py)
+pytestmark = pytest.mark.xdist_group("timing")
+
 
 def lines_of(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]

@@ -22,17 +22,9 @@ FIXTURE = Path(__file__).parent / "fixtures" / "audit" / "cohorts.jsonl"
 runner = CliRunner()
 
 
-def _load(db: Path) -> None:
-    """Load the fixture through the CLI's load path."""
-    result = runner.invoke(app, ["load", str(FIXTURE), "--db", str(db)])
-    assert result.exit_code == 0, result.output
-
-
 @pytest.fixture
-def db(tmp_path: Path) -> Path:
-    path = tmp_path / "t.duckdb"
-    _load(path)
-    return path
+def db(loaded_store) -> Path:  # noqa: ANN001  (tests/conftest.py: the fixture loaded once, copied per test)
+    return loaded_store(FIXTURE)
 
 
 def test_compare_blind_vs_corrective_json(db: Path) -> None:

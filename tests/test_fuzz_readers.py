@@ -269,6 +269,7 @@ def hostile_lines(lines: list[str], n: int, seed: int) -> bytes:
     return b"\n".join(out) + b"\n"
 
 
+@pytest.mark.xdist_group("timing")  # a timing ratio: never alongside another timing test (tests/conftest.py)
 @pytest.mark.parametrize(("name", "lines", "fmt"), [("records", RECORD_LINES, None), ("messages", MESSAGE_LINES, "messages"),
                                                    ("otlp", OTLP_LINES, "otlp")])
 def test_load_time_is_linear_in_input_size(tmp_path: Path, name: str, lines: list[str], fmt: str | None) -> None:

@@ -22,11 +22,8 @@ runner = CliRunner()
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> Path:
-    path = tmp_path / "t.duckdb"
-    res = runner.invoke(app, ["load", str(FIXTURE), "--db", str(path)])
-    assert res.exit_code == 0, res.output
-    return path
+def db(loaded_store) -> Path:  # noqa: ANN001  (tests/conftest.py: the fixture loaded once, copied per test)
+    return loaded_store(FIXTURE)
 
 
 def _sample(db: Path, *args: str) -> dict:
