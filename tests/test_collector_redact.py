@@ -170,3 +170,47 @@ def test_redaction_time_is_linear_in_the_text() -> None:
 
     small, big = min(cost(20_000) for _ in range(3)), min(cost(160_000) for _ in range(3))
     assert big < 8 * small * 3  # 8x the text: well under the 64x of a quadratic pass
+
+
+# The gates (needles a rule's match must contain) only skip work: with or without them, the same
+# text comes out. Texts are built from pieces of every secret shape, their near misses, separators
+# and prose, in any case, so that gates, replacements and later rules meet in every order.
+_PIECES = [
+    "sk-ant-api03-AbCdEf0123456789_-AbCdEf", "sk_live_4eC39HqLyjWDarjtT1zdp7dc", "rk_test_abcdefghij12",
+    "AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig_nat",
+    "ghp_0123456789abcdefghijABCDEFGHIJ", "github_pat_11ABCDEFG0123456789_abcdef", "xoxb-1234567890-abcdefghij",
+    "hooks.slack.com/services/T000/B000/XXXXXXXX", "npm_0123456789abcdefghijABCDEFGHIJ0123",
+    "hf_0123456789abcdefghijABCDEFGHIJ0123", "SG.abcdefghijklmnop0123.qrstuvwxyz0123456789",
+    "AIzaSyA0123456789abcdefghijABCDEFGHIJ", "Bearer abc.def-123", "Basic dXNlcjpwYXNz", "Token budget",
+    "https://user:hunter2@example.com/x", "AccountKey=abc+def/ghi==;", "?sv=2020&sig=abcDEF%2B123&se=1",
+    "Cookie: session=abc; id=1", "api_key=abc123", "\"password\": \"s3cr3t!\"", "token: expected a string",
+    "password must be at least 8 characters", "the password is s3cret!", "pwd x9y8z7",
+    "-----BEGIN RSA PRIVATE KEY-----\nMIIB\n-----END RSA PRIVATE KEY-----", "secret", "key", "=", ":", " ", "\n",
+    "Error:", "not found", "OPENAI_API_KEY=", "x-api-key: abcdef123", "[REDACTED]", "passphrase=",
+    "pa\u017f\u017fword=hunter2", "api_\u212aey=abc123", "\u00e9t\u00e9",
+]
+
+
+def _redact_without_gates(text: str) -> str:
+    from loopscope.collectors.redact import _RULES
+
+    for pattern, repl, _gate in _RULES:
+        text = pattern.sub(repl, text)
+    return text
+
+
+def test_the_gates_skip_work_never_a_secret() -> None:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    piece = st.sampled_from(_PIECES).flatmap(
+        lambda p: st.sampled_from([p, p.lower(), p.upper()]))
+
+    @settings(max_examples=400, deadline=None, database=None)
+    @given(st.lists(piece, max_size=12).map("".join))
+    def check(text: str) -> None:
+        assert redact_secrets(text) == _redact_without_gates(text)
+
+    check()
+    for text in _PIECES:
+        assert redact_secrets(text) == _redact_without_gates(text)
