@@ -233,12 +233,32 @@ WHERE {scope}
 # at load from ``prompt_facts`` and ``repeat_facts``; the analyses that list,
 # count or group errors (unrecovered, triage first, lint, class breakdowns)
 # read this table (a tenth of the calls) instead of the records.
+# The successes that may resolve an error later (``ok``) are narrowed, then
+# made distinct per (conversation, tool, prompt), before they meet the prompts:
+# the view joins every success's full row to its prompt first. Same rows
+# (tests/test_load_facts.py, tests/test_metrics_property.py).
+_ERRORS_OK_CTE = """ok AS (
+    SELECT o.conversation_id, o.tool_name, q.prompt_id, q.first_ts, q.first_seq
+    FROM (
+        SELECT DISTINCT o.conversation_id, o.tool_name, o.prompt_id
+        FROM tool_calls o LEFT JOIN repeat_facts r ON r.seq = o.seq
+        WHERE NOT o.is_error AND NOT coalesce(r.is_replay, o.replayed) AND {scope}
+          AND (o.conversation_id, o.tool_name) IN (SELECT conversation_id, tool_name FROM unrecovered)
+    ) o
+    JOIN {prompts} q USING (conversation_id, prompt_id)
+),
+"""
+
+
 def _errors_query(scope: str) -> str:
     from loopscope.analyses.model import ERRORS_QUERY
 
     calls = "(" + FACTS_TOOL_CALLS_TEMPLATE.replace("{scope}", scope.replace("conversation_id", "t.conversation_id")) + ")"
     prompts = "(SELECT * FROM prompt_facts WHERE " + scope + ")"
-    return ERRORS_QUERY.format(prompts=prompts, tool_calls_v=calls)
+    query = ERRORS_QUERY.format(prompts=prompts, tool_calls_v=calls)
+    start, end = query.index("ok AS ("), query.index("resolved AS (")
+    ok = _ERRORS_OK_CTE.replace("{scope}", scope.replace("conversation_id", "o.conversation_id")).replace("{prompts}", prompts)
+    return query[:start] + ok + query[end:]
 
 
 REPLACE_REPEATS_SQL = "DELETE FROM repeat_facts; INSERT INTO repeat_facts " + _REPEATS_QUERY.replace("{scope}", "TRUE")
