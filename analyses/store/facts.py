@@ -65,7 +65,7 @@ VIEWS_FACTS_SQL = _VIEWS_TEMPLATE.replace("{scope}", "TRUE")
 # exit is normal and a later step has a success of a non-scratchpad tool, and
 # resolved later when unrecovered and a later prompt of the conversation has a
 # non-replay success of the same tool (``last_ok``, only for the conversation
-# and tool pairs that have unrecovered errors). Agent and tags are the last loop_exit's,
+# and tool pairs that have unrecovered errors, found by hash). Agent and tags are the last loop_exit's,
 # else the earliest record's (tags: the earliest that has tags, as arg_min
 # skips NULLs).
 _FACTS_QUERY = """
@@ -132,11 +132,13 @@ e0 AS (
     FROM errs JOIN p USING (conversation_id, prompt_id)
 ),
 unrec_tools AS (
-    SELECT DISTINCT conversation_id, tool_name FROM e0 WHERE NOT recovered
+    -- by hash (one number to join on): a pair that shares another's hash only
+    -- brings a few more successes to last_ok, which the exact pair joins
+    SELECT DISTINCT hash(conversation_id, tool_name) AS h FROM e0 WHERE NOT recovered
 ),
 ok_prompts AS (
     SELECT DISTINCT conversation_id, prompt_id, tool_name
-    FROM clean SEMI JOIN unrec_tools USING (conversation_id, tool_name)
+    FROM clean SEMI JOIN unrec_tools u ON u.h = hash(clean.conversation_id, clean.tool_name)
     WHERE NOT is_error
 ),
 last_ok AS (
@@ -233,17 +235,20 @@ WHERE {scope}
 # at load from ``prompt_facts`` and ``repeat_facts``; the analyses that list,
 # count or group errors (unrecovered, triage first, lint, class breakdowns)
 # read this table (a tenth of the calls) instead of the records.
-# The successes that may resolve an error later (``ok``) are narrowed, then
-# made distinct per (conversation, tool, prompt), before they meet the prompts:
-# the view joins every success's full row to its prompt first. Same rows
+# The successes that may resolve an error later (``ok``) are narrowed (by a
+# hash of the conversation and tool: ``resolved`` joins the exact pair, so a
+# shared hash only brings a few more rows to it), then made distinct per
+# (conversation, tool, prompt), before they meet the prompts: the view joins
+# every success's full row to its prompt first. Same rows
 # (tests/test_load_facts.py, tests/test_metrics_property.py).
 _ERRORS_OK_CTE = """ok AS (
     SELECT o.conversation_id, o.tool_name, q.prompt_id, q.first_ts, q.first_seq
     FROM (
         SELECT DISTINCT o.conversation_id, o.tool_name, o.prompt_id
         FROM tool_calls o LEFT JOIN repeat_facts r ON r.seq = o.seq
+        SEMI JOIN (SELECT DISTINCT hash(conversation_id, tool_name) AS h FROM unrecovered) u
+            ON u.h = hash(o.conversation_id, o.tool_name)
         WHERE NOT o.is_error AND NOT coalesce(r.is_replay, o.replayed) AND {scope}
-          AND (o.conversation_id, o.tool_name) IN (SELECT conversation_id, tool_name FROM unrecovered)
     ) o
     JOIN {prompts} q USING (conversation_id, prompt_id)
 ),
