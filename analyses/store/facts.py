@@ -309,7 +309,16 @@ def _replace_loops(con: duckdb.DuckDBPyConnection, touched: list[str] | None) ->
 
 
 INCREMENTAL_MAX_CONVERSATIONS = 5000
-"""Above this many touched conversations, one full rebuild is cheaper than a filtered one."""
+"""Up to this many touched conversations, a filtered refresh whatever the store's size."""
+INCREMENTAL_PROMPTS_PER_CONVERSATION = 20
+"""In a larger store, up to one touched conversation per this many prompts in ``prompt_facts``.
+
+A filtered refresh costs a scan of the records plus about 0.09 s of CPU per
+thousand touched conversations (1M records, 69,299 conversations, 177,708
+prompts: 5,159 touched 0.61 s, 10,301 1.00 s, 20,583 1.86 s, a full rebuild
+1.8 s), so it pays up to about a fifth of the conversations; one per 20
+prompts (8,885 there) keeps well inside that."""
+INCREMENTAL_MAX_SQL = "SELECT count(*) FROM prompt_facts"
 # A full rebuild writes the table straight from the query.
 REPLACE_FACTS_SQL = """
 DELETE FROM prompt_facts;
@@ -329,6 +338,11 @@ def _state(con: duckdb.DuckDBPyConnection) -> tuple[int, int, int]:
     return (int(row[0]), int(row[1]), int(row[2])) if row else (0, 0, 0)
 
 
+def _prompts(con: duckdb.DuckDBPyConnection) -> int:
+    row = con.execute(INCREMENTAL_MAX_SQL).fetchone()
+    return int(row[0]) if row else 0
+
+
 def refresh_facts(con: duckdb.DuckDBPyConnection, since_seq: int | None = None) -> None:
     """Bring ``prompt_facts`` up to date with the records (in the caller's transaction, if any).
 
@@ -340,7 +354,7 @@ def refresh_facts(con: duckdb.DuckDBPyConnection, since_seq: int | None = None) 
     """
     if since_seq is not None:
         touched = [row[0] for row in con.execute(TOUCHED_SQL, [since_seq]).fetchall()]
-        if len(touched) <= INCREMENTAL_MAX_CONVERSATIONS:
+        if len(touched) <= INCREMENTAL_MAX_CONVERSATIONS or len(touched) <= _prompts(con) // INCREMENTAL_PROMPTS_PER_CONVERSATION:
             _run_each(con, REPLACE_SOME_REPEATS_SQL, [touched])
             con.execute(REFRESH_SOME_FACTS_SQL, [touched])
             con.execute(REPLACE_SOME_FACTS_SQL, [touched])
