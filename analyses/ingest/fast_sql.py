@@ -13,7 +13,8 @@ parse is enough, and a single comparison proves it valid:
    backslash), integers and booleans as their canonical text, numbers and
    objects as their text, ``null`` for no value (``tags`` left out instead,
    as the collector does).
-3. The line is accepted only if it is byte for byte that rendering, and
+3. The line is accepted only if it is byte for byte that rendering (and its
+   closing brace: same length, the rendering as its start, '}' as its end), and
    the values pass the spec's checks (types of the non-string fields,
    ranges, the outcome set, a parseable ``ts``, required fields present).
    Unknown fields written after the known ones (a newer writer's) are
@@ -193,8 +194,10 @@ FROM (
     )
 )
 -- One CASE: DuckDB keeps one copy of the parsed fields for a single
--- expression, where separate conditions would each parse again.
-WHERE CASE WHEN (_line = concat(_body, '}}') OR ({tail_ok})) AND {value_checks(fields)}
+-- expression, where separate conditions would each parse again. The line is
+-- the rendering and '}}' (compared in place, without making that string).
+WHERE CASE WHEN ((strlen(_line) = strlen(_body) + 1 AND starts_with(_line, _body) AND ends_with(_line, '}}'))
+                 OR ({tail_ok})) AND {value_checks(fields)}
       THEN true ELSE false END
 """
 

@@ -65,7 +65,7 @@ VIEWS_FACTS_SQL = _VIEWS_TEMPLATE.replace("{scope}", "TRUE")
 # exit is normal and a later step has a success of a non-scratchpad tool, and
 # resolved later when unrecovered and a later prompt of the conversation has a
 # non-replay success of the same tool (``last_ok``, only for the conversation
-# and tool pairs that have unrecovered errors). Agent and tags are the last loop_exit's,
+# and tool pairs that have unrecovered errors, found by hash). Agent and tags are the last loop_exit's,
 # else the earliest record's (tags: the earliest that has tags, as arg_min
 # skips NULLs).
 _FACTS_QUERY = """
@@ -132,11 +132,13 @@ e0 AS (
     FROM errs JOIN p USING (conversation_id, prompt_id)
 ),
 unrec_tools AS (
-    SELECT DISTINCT conversation_id, tool_name FROM e0 WHERE NOT recovered
+    -- by hash (one number to join on): a pair that shares another's hash only
+    -- brings a few more successes to last_ok, which the exact pair joins
+    SELECT DISTINCT hash(conversation_id, tool_name) AS h FROM e0 WHERE NOT recovered
 ),
 ok_prompts AS (
     SELECT DISTINCT conversation_id, prompt_id, tool_name
-    FROM clean SEMI JOIN unrec_tools USING (conversation_id, tool_name)
+    FROM clean SEMI JOIN unrec_tools u ON u.h = hash(clean.conversation_id, clean.tool_name)
     WHERE NOT is_error
 ),
 last_ok AS (
@@ -233,12 +235,35 @@ WHERE {scope}
 # at load from ``prompt_facts`` and ``repeat_facts``; the analyses that list,
 # count or group errors (unrecovered, triage first, lint, class breakdowns)
 # read this table (a tenth of the calls) instead of the records.
+# The successes that may resolve an error later (``ok``) are narrowed (by a
+# hash of the conversation and tool: ``resolved`` joins the exact pair, so a
+# shared hash only brings a few more rows to it), then made distinct per
+# (conversation, tool, prompt), before they meet the prompts: the view joins
+# every success's full row to its prompt first. Same rows
+# (tests/test_load_facts.py, tests/test_metrics_property.py).
+_ERRORS_OK_CTE = """ok AS (
+    SELECT o.conversation_id, o.tool_name, q.prompt_id, q.first_ts, q.first_seq
+    FROM (
+        SELECT DISTINCT o.conversation_id, o.tool_name, o.prompt_id
+        FROM tool_calls o LEFT JOIN repeat_facts r ON r.seq = o.seq
+        SEMI JOIN (SELECT DISTINCT hash(conversation_id, tool_name) AS h FROM unrecovered) u
+            ON u.h = hash(o.conversation_id, o.tool_name)
+        WHERE NOT o.is_error AND NOT coalesce(r.is_replay, o.replayed) AND {scope}
+    ) o
+    JOIN {prompts} q USING (conversation_id, prompt_id)
+),
+"""
+
+
 def _errors_query(scope: str) -> str:
     from loopscope.analyses.model import ERRORS_QUERY
 
     calls = "(" + FACTS_TOOL_CALLS_TEMPLATE.replace("{scope}", scope.replace("conversation_id", "t.conversation_id")) + ")"
     prompts = "(SELECT * FROM prompt_facts WHERE " + scope + ")"
-    return ERRORS_QUERY.format(prompts=prompts, tool_calls_v=calls)
+    query = ERRORS_QUERY.format(prompts=prompts, tool_calls_v=calls)
+    start, end = query.index("ok AS ("), query.index("resolved AS (")
+    ok = _ERRORS_OK_CTE.replace("{scope}", scope.replace("conversation_id", "o.conversation_id")).replace("{prompts}", prompts)
+    return query[:start] + ok + query[end:]
 
 
 REPLACE_REPEATS_SQL = "DELETE FROM repeat_facts; INSERT INTO repeat_facts " + _REPEATS_QUERY.replace("{scope}", "TRUE")
@@ -284,7 +309,16 @@ def _replace_loops(con: duckdb.DuckDBPyConnection, touched: list[str] | None) ->
 
 
 INCREMENTAL_MAX_CONVERSATIONS = 5000
-"""Above this many touched conversations, one full rebuild is cheaper than a filtered one."""
+"""Up to this many touched conversations, a filtered refresh whatever the store's size."""
+INCREMENTAL_PROMPTS_PER_CONVERSATION = 20
+"""In a larger store, up to one touched conversation per this many prompts in ``prompt_facts``.
+
+A filtered refresh costs a scan of the records plus about 0.09 s of CPU per
+thousand touched conversations (1M records, 69,299 conversations, 177,708
+prompts: 5,159 touched 0.61 s, 10,301 1.00 s, 20,583 1.86 s, a full rebuild
+1.8 s), so it pays up to about a fifth of the conversations; one per 20
+prompts (8,885 there) keeps well inside that."""
+INCREMENTAL_MAX_SQL = "SELECT count(*) FROM prompt_facts"
 # A full rebuild writes the table straight from the query.
 REPLACE_FACTS_SQL = """
 DELETE FROM prompt_facts;
@@ -304,6 +338,11 @@ def _state(con: duckdb.DuckDBPyConnection) -> tuple[int, int, int]:
     return (int(row[0]), int(row[1]), int(row[2])) if row else (0, 0, 0)
 
 
+def _prompts(con: duckdb.DuckDBPyConnection) -> int:
+    row = con.execute(INCREMENTAL_MAX_SQL).fetchone()
+    return int(row[0]) if row else 0
+
+
 def refresh_facts(con: duckdb.DuckDBPyConnection, since_seq: int | None = None) -> None:
     """Bring ``prompt_facts`` up to date with the records (in the caller's transaction, if any).
 
@@ -315,7 +354,7 @@ def refresh_facts(con: duckdb.DuckDBPyConnection, since_seq: int | None = None) 
     """
     if since_seq is not None:
         touched = [row[0] for row in con.execute(TOUCHED_SQL, [since_seq]).fetchall()]
-        if len(touched) <= INCREMENTAL_MAX_CONVERSATIONS:
+        if len(touched) <= INCREMENTAL_MAX_CONVERSATIONS or len(touched) <= _prompts(con) // INCREMENTAL_PROMPTS_PER_CONVERSATION:
             _run_each(con, REPLACE_SOME_REPEATS_SQL, [touched])
             con.execute(REFRESH_SOME_FACTS_SQL, [touched])
             con.execute(REPLACE_SOME_FACTS_SQL, [touched])
