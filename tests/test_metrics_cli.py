@@ -217,3 +217,20 @@ def test_metrics_see_records_written_after_the_last_load(small_logs: tuple[Path,
     con.close()
     m = json.loads(invoke("metrics", "--db", "s.duckdb", "-f", "json").stdout)
     assert m["prompts"] == 3
+
+
+@pytest.mark.parametrize("by", ["agent", "tool"])
+def test_grouped_tables_keep_every_figure_on_a_narrow_terminal(by: str, tmp_path: Path) -> None:
+    # 80 columns is narrower than the grouped tables: rich used to cut p99 ("18…") and drop the
+    # replay columns without a word, and fold tool names ("check_availabilit" / "y")
+    db = str(tmp_path / "s.duckdb")
+    text = CliRunner(env={"COLUMNS": "80"}).invoke(app, ["metrics", str(SAMPLE_LOGS), "--db", db, "--by", by])
+    figures = CliRunner().invoke(app, ["metrics", "--db", db, "--by", by, "--format", "json"])
+    assert text.exit_code == 0 and figures.exit_code == 0, text.output + figures.output
+    assert "…" not in text.stdout
+    lines = text.stdout.split("\n\n")[0].splitlines()  # the figures (--by tool: then its error templates)
+    assert "replays" in lines[0]
+    for row in json.loads(figures.stdout):
+        name = row["tool_name"] if by == "tool" else row["group"]
+        (line,) = [x for x in lines if x.split() and x.split()[0] == name]  # the whole name, on one line
+        assert str(row["replays"]) in line.split()[1:]

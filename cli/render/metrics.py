@@ -57,7 +57,24 @@ def render(rows: list[Any], by: str | None) -> None:
     if not rows:
         out.print("No prompts in the selection.")
         return
-    out.print(table)
+    _print_whole(out, table)
+
+
+def _print_whole(out: Any, table: Any) -> None:
+    """Print a table of figures at its natural width, even past a narrow terminal's.
+
+    Rich fits a table to the terminal by cutting cells ("18…") and, with no-wrap columns, by
+    dropping whole columns (replays): figures must not go missing, so the lines are left long
+    (the terminal wraps them) instead.
+    """
+    from rich.measure import Measurement
+
+    width = out.width
+    out.width = max(width, Measurement.get(out, out.options.update(max_width=10_000), table).maximum)
+    try:
+        out.print(table)
+    finally:
+        out.width = width
 
 
 def tool_cells(tool: dict[str, Any], columns: tuple[tuple[str, str], ...] = TOOL_COLUMNS) -> list[str]:
@@ -120,7 +137,9 @@ def render_tools(tools: list[Any]) -> None:
     for i, table in enumerate(tool_tables(rows)):
         if i:
             out.print()
-        out.print(table)
+            out.print(table)  # the error templates: long texts folded to the terminal's width
+        else:
+            _print_whole(out, table)  # the figures, every column whole
     missing = sum(t.tool_calls_without_latency for t in tools)
     if missing:
         out.print(f"[dim]{missing} call{'s' if missing != 1 else ''} without latency_ms, left out of the percentiles "
