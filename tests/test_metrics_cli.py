@@ -234,3 +234,12 @@ def test_grouped_tables_keep_every_figure_on_a_narrow_terminal(by: str, tmp_path
         name = row["tool_name"] if by == "tool" else row["group"]
         (line,) = [x for x in lines if x.split() and x.split()[0] == name]  # the whole name, on one line
         assert str(row["replays"]) in line.split()[1:]
+
+
+def test_the_audit_keeps_every_figure_on_a_narrow_terminal(tmp_path: Path) -> None:
+    # at 80 columns the audit's figure tables used to read "83.…", "+26.…", "p=…"
+    res = CliRunner(env={"COLUMNS": "80"}).invoke(app, ["audit", str(SAMPLE_LOGS), "--db", str(tmp_path / "s.duckdb")])
+    assert res.exit_code == 0, res.output
+    figures_part = res.stdout.split("Most frequent error template")[0]  # long texts after it may be cut on purpose
+    assert "…" not in figures_part
+    assert "83.3%" in figures_part and "+26.2pt p=.31" in figures_part  # sample_logs: the last week, 2026-W47

@@ -13,7 +13,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from loopscope.cli.render.output import inert, one_line
+from loopscope.cli.render.output import inert, one_line, print_whole
 from loopscope.cli.render.styles import (
     AUDIT_METRICS,
     SIGNIFICANT_MARK,
@@ -157,7 +157,7 @@ def group_table(console: Console, title: str, header: str, rows: list[dict[str, 
                    fmt_change("recovery_rate", alast["changes"].get("recovery_rate")),
                    fmt_change("replay_rate", alast["changes"].get("replay_rate")),
                    inert(significant_weeks(a["weeks"])) or "[dim]-[/dim]")
-    console.print(at)
+    print_whole(console, at)
 
 
 def render(report: dict[str, Any], console: Console) -> None:
@@ -180,7 +180,7 @@ def render(report: dict[str, Any], console: Console) -> None:
         t.add_row(label, fmt(metric, o[metric]), sparkline([w[metric] for w in weeks]),
                   fmt(metric, last[metric]) if last else "-",
                   fmt_change(metric, last["changes"].get(metric) if last else None, alpha), _short_test(report["tests"][metric]))
-    console.print(t)
+    print_whole(console, t)
 
     def week_table(title: str, rows: list[dict[str, Any]]) -> None:
         wt = new_table(title)
@@ -194,7 +194,7 @@ def render(report: dict[str, Any], console: Console) -> None:
                        *(fmt(m, w[m]) for m in ("median_tool_calls_per_prompt", "p99_tool_calls_per_prompt")), str(w["errors"]),
                        *(fmt(m, w[m]) for m in ("recovery_rate", "conversation_recovery_rate", "replay_rate")),
                        *(fmt_change(m, w["changes"].get(m), alpha) for m in ("median_tool_calls_per_prompt", "recovery_rate", "replay_rate")))
-        console.print(wt)
+        print_whole(console, wt)
         footnote = _unflagged_footnote(rows, alpha)
         if footnote:
             console.print(footnote + "\n")
@@ -209,9 +209,12 @@ def render(report: dict[str, Any], console: Console) -> None:
         from loopscope.cli.render.metrics import tool_tables
 
         tools_of = f"{shown_of(tools)} tool{'' if tools['total'] == 1 else 's'}"
-        for table in tool_tables(tools["items"], f"Tools ({tools_of}, most called first; latency in ms)",
-                                 ruled=True):
-            console.print(table)
+        for i, table in enumerate(tool_tables(tools["items"], f"Tools ({tools_of}, most called first; latency in ms)",
+                                              ruled=True)):
+            if i:
+                console.print(table)  # the error templates, folded to the terminal's width
+            else:
+                print_whole(console, table)  # the figures, every column whole
     else:
         console.print("[bold]Tools[/bold]: [dim]no tool call[/dim]")
     _table("Error classes per tool", [("tool_name", "tool"), ("errors", "errors"), ("recovered", "recovered"),

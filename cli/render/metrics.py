@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from loopscope.cli.render.output import fmt_number, fmt_rate, inert, stdout_console
+from loopscope.cli.render.output import fmt_number, fmt_rate, inert, print_whole, stdout_console
 from loopscope.cli.render.styles import TOOL_COLUMNS, TOOL_TEMPLATE_COLUMNS, figure_text, label
 
 # The figures of the table, in order, and how each is shown.
@@ -57,24 +57,7 @@ def render(rows: list[Any], by: str | None) -> None:
     if not rows:
         out.print("No prompts in the selection.")
         return
-    _print_whole(out, table)
-
-
-def _print_whole(out: Any, table: Any) -> None:
-    """Print a table of figures at its natural width, even past a narrow terminal's.
-
-    Rich fits a table to the terminal by cutting cells ("18…") and, with no-wrap columns, by
-    dropping whole columns (replays): figures must not go missing, so the lines are left long
-    (the terminal wraps them) instead.
-    """
-    from rich.measure import Measurement
-
-    width = out.width
-    out.width = max(width, Measurement.get(out, out.options.update(max_width=10_000), table).maximum)
-    try:
-        out.print(table)
-    finally:
-        out.width = width
+    print_whole(out, table)
 
 
 def tool_cells(tool: dict[str, Any], columns: tuple[tuple[str, str], ...] = TOOL_COLUMNS) -> list[str]:
@@ -139,7 +122,7 @@ def render_tools(tools: list[Any]) -> None:
             out.print()
             out.print(table)  # the error templates: long texts folded to the terminal's width
         else:
-            _print_whole(out, table)  # the figures, every column whole
+            print_whole(out, table)  # the figures, every column whole
     missing = sum(t.tool_calls_without_latency for t in tools)
     if missing:
         out.print(f"[dim]{missing} call{'s' if missing != 1 else ''} without latency_ms, left out of the percentiles "

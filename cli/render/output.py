@@ -51,6 +51,23 @@ def stdout_console() -> Console:
     return Console(highlight=False, soft_wrap=False)
 
 
+def print_whole(out: Any, table: Any) -> None:
+    """Print a table of figures at its natural width, even past a narrow terminal's.
+
+    Rich fits a table to the terminal by cutting cells ("18…") and, with no-wrap columns, by
+    dropping whole columns (replays): figures must not go missing, so the lines are left long
+    (the terminal wraps them) instead.
+    """
+    from rich.measure import Measurement
+
+    width = out.width
+    out.width = max(width, Measurement.get(out, out.options.update(max_width=10_000), table).maximum)
+    try:
+        out.print(table)
+    finally:
+        out.width = width
+
+
 def stderr_console() -> Console:
     """Console for errors and progress (stderr), so piped output stays clean."""
     from rich.console import Console
