@@ -40,29 +40,22 @@ NO_TIMESTAMP = "no timestamp"
 SYNTHETIC_BEFORE = "1971-01-01"
 """Readers date records without a time 1970-01-01 plus their index: a prompt that starts before this has none."""
 
+# The files whose load reported a violation of one kind, among the files the selection reads from.
+# {kind}: the violation kind; {records}: the table whose rows tie a file to the selection's prompts;
 # {where}: a Selection condition over prompts_v aliased p.
-UNFLAGGED_SQL = """
+FILE_VIOLATIONS_SQL = """
 SELECT s.path, v.detail
 FROM protocol_violations v
 JOIN sources s USING (source_id)
-WHERE v.kind = 'unflagged_error_text'
+WHERE v.kind = '{kind}'
   AND EXISTS (
-      SELECT 1 FROM tool_calls t JOIN {prompts} p USING (conversation_id, prompt_id)
-      WHERE t.source_id = v.source_id AND {where}
+      SELECT 1 FROM {records} r JOIN {prompts} p USING (conversation_id, prompt_id)
+      WHERE r.source_id = v.source_id AND {where}
   )
 ORDER BY s.path
 """
-NO_TOOL_CALLS_SQL = """
-SELECT s.path, v.detail
-FROM protocol_violations v
-JOIN sources s USING (source_id)
-WHERE v.kind = 'no_tool_calls'
-  AND EXISTS (
-      SELECT 1 FROM loop_exits e JOIN {prompts} p USING (conversation_id, prompt_id)
-      WHERE e.source_id = v.source_id AND {where}
-  )
-ORDER BY s.path
-"""
+UNFLAGGED_SQL = FILE_VIOLATIONS_SQL.replace("{kind}", "unflagged_error_text").replace("{records}", "tool_calls")
+NO_TOOL_CALLS_SQL = FILE_VIOLATIONS_SQL.replace("{kind}", "no_tool_calls").replace("{records}", "loop_exits")
 NO_TIMESTAMPS_SQL = f"""
 SELECT count(*) FILTER (WHERE p.first_ts < TIMESTAMP '{SYNTHETIC_BEFORE}'), count(*)
 FROM {{prompts}} p
