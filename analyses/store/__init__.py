@@ -39,7 +39,7 @@ import duckdb
 
 from loopscope.analyses.errors import DatabaseError, LoopscopeError
 from loopscope.analyses.selection import Selection
-from loopscope.analyses.store.migrations import migrate, newer_store
+from loopscope.analyses.store.migrations import applied_migrations, migrate, newer_store
 from loopscope.analyses.store.transaction import transaction
 
 __all__ = [
@@ -199,7 +199,9 @@ def connect(
         raise DatabaseError(f"cannot open the database {target}: {exc}", hint=_open_hint(str(exc))) from None
     con.execute("SET TimeZone = 'UTC'")
     _bound_memory(con, target)
-    newer = newer_store(con)
+    # what the store records is read once, for both checks; a new in-memory database holds nothing
+    applied = None if target == ":memory:" else applied_migrations(con)
+    newer = [] if target == ":memory:" else newer_store(con, applied)
     if newer:
         what = ", ".join(newer[:5]) + (f" and {len(newer) - 5} more" if len(newer) > 5 else "")
         message = f"the database {target} was written by a newer loopscope ({what} unknown to this version)"
@@ -215,7 +217,7 @@ def connect(
         )
         return con
     if not read_only:
-        migrate(con)
+        migrate(con, applied=applied)
     return con
 
 
