@@ -51,6 +51,10 @@ def stdout_console() -> Console:
     return Console(highlight=False, soft_wrap=False)
 
 
+WHOLE_WIDTH = 10_000
+"""Wider than any table: the width ``print_whole`` gives the console while it prints."""
+
+
 def print_whole(out: Any, table: Any) -> None:
     """Print a table of figures at its natural width, even past a narrow terminal's.
 
@@ -58,10 +62,8 @@ def print_whole(out: Any, table: Any) -> None:
     dropping whole columns (replays): figures must not go missing, so the lines are left long
     (the terminal wraps them) instead.
     """
-    from rich.measure import Measurement
-
     width = out.width
-    out.width = max(width, Measurement.get(out, out.options.update(max_width=10_000), table).maximum)
+    out.width = max(width, WHOLE_WIDTH)  # a table never expands: it is drawn at its natural width
     try:
         out.print(table)
     finally:
