@@ -110,16 +110,17 @@ def working(label: str) -> Iterator[None]:
         return
     import threading
 
-    from rich.status import Status
-
-    status = Status(label, console=stderr_console(), spinner="dots")
     lock = threading.Lock()
-    state = {"started": False, "done": False}
+    state: dict[str, Any] = {"started": False, "done": False, "status": None}
 
     def start() -> None:
+        # rich's live display is imported and made only when the spinner shows (a quick run never does)
+        from rich.status import Status
+
         with lock:
             if not state["done"]:
-                status.start()
+                state["status"] = Status(label, console=stderr_console(), spinner="dots")
+                state["status"].start()
                 state["started"] = True
 
     timer = threading.Timer(_progress_delay(), start)
@@ -132,7 +133,7 @@ def working(label: str) -> Iterator[None]:
         with lock:
             state["done"] = True
             if state["started"]:
-                status.stop()
+                state["status"].stop()
 
 
 def _warn_unreadable(summary: LoadSummary) -> None:

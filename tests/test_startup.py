@@ -175,3 +175,48 @@ def test_every_option_of_every_command_takes_the_fast_route() -> None:
 
     walk(root, "loopscope")
     assert slow == []
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", ENTRY, *args], capture_output=True, text=True, cwd="/",
+                          env={"PATH": "/usr/bin:/bin", "COLUMNS": "100"})
+
+
+def test_a_run_builds_only_the_command_it_names() -> None:
+    """cli/app.py main(): Typer builds the options of the named command only; everything else is Typer's as before."""
+    code = ENTRY.replace("main()", """
+import typer.main
+built = []
+_orig = typer.main.get_command_from_info
+def spy(*args, **kw):
+    info = kw.get("command_info") or args[0]
+    built.append(info.name)
+    return _orig(*args, **kw)
+typer.main.get_command_from_info = spy
+from loopscope.cli.app import app
+before = (list(app.registered_commands), list(app.registered_groups))
+try:
+    main()
+finally:
+    assert (app.registered_commands, app.registered_groups) == before  # restored
+    print("BUILT", sorted(set(built)), file=sys.stderr)""")
+
+    def built(*args: str) -> tuple[int, list[str], str]:
+        proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd="/",
+                              env={"PATH": "/usr/bin:/bin", "COLUMNS": "100"})
+        names = [line for line in proc.stderr.splitlines() if line.startswith("BUILT")]
+        assert names, proc.stderr
+        return proc.returncode, json.loads(names[-1][len("BUILT "):].replace("'", '"')), proc.stdout + proc.stderr
+
+    code_, names, out = built("metrics", SAMPLE, "--db", ":memory:", "-f", "json")
+    assert code_ == 0 and names == ["metrics"], out
+    assert json.loads(out[: out.rindex("}") + 1])["prompts"] == 41
+    code_, names, out = built("lint", "check", "-m", "Invalid date 'x'. Use YYYY-MM-DD.")
+    assert code_ == 0 and "check" in names and "metrics" not in names, out
+    # --help, a mistyped command, an option first: every command, as Typer always did
+    code_, names, out = built("--help")
+    assert code_ == 0 and {"metrics", "audit", "check"} <= set(names) and "Load and measure" in out
+    code_, names, out = built("metrix")
+    assert code_ == 1 and "Did you mean 'metrics'" in out and "audit" in names
+    code_, names, out = built("--debug", "metrics", SAMPLE, "--db", ":memory:")
+    assert code_ == 0 and "audit" in names and "prompts" in out

@@ -39,7 +39,7 @@ import duckdb
 
 from loopscope.analyses.errors import DatabaseError, LoopscopeError
 from loopscope.analyses.selection import Selection
-from loopscope.analyses.store.migrations import migrate, newer_store
+from loopscope.analyses.store.migrations import applied_migrations, migrate, newer_store
 from loopscope.analyses.store.transaction import transaction
 
 __all__ = [
@@ -59,6 +59,14 @@ DEFAULT_MEMORY_SHARE = 0.25
 MIN_MEMORY_LIMIT = 1 << 30
 SET_MEMORY_LIMIT_SQL = "SET memory_limit = ?"
 SET_TEMP_DIRECTORY_SQL = "SET temp_directory = ?"
+SMALL_STORE_ROWS = 122_880
+"""DuckDB's row group: a table this small is scanned by one task, so more threads only cost."""
+SMALL_LOAD_BYTES = 4 << 20
+"""PATHs of at most this many bytes (some 6,000 records) load into a small store."""
+LARGEST_TABLE_SQL = """
+SELECT coalesce(max(estimated_size), 0) FROM duckdb_tables() WHERE database_name = current_database()
+"""
+ONE_THREAD_SQL = "SET threads = 1"
 DUCKDB_MAGIC = b"DUCK"
 """DuckDB's file format: a checksum (8 bytes), then these 4 bytes."""
 DUCKDB_MAGIC_OFFSET = 8
@@ -199,7 +207,9 @@ def connect(
         raise DatabaseError(f"cannot open the database {target}: {exc}", hint=_open_hint(str(exc))) from None
     con.execute("SET TimeZone = 'UTC'")
     _bound_memory(con, target)
-    newer = newer_store(con)
+    # what the store records is read once, for both checks; a new in-memory database holds nothing
+    applied = None if target == ":memory:" else applied_migrations(con)
+    newer = [] if target == ":memory:" else newer_store(con, applied)
     if newer:
         what = ", ".join(newer[:5]) + (f" and {len(newer) - 5} more" if len(newer) > 5 else "")
         message = f"the database {target} was written by a newer loopscope ({what} unknown to this version)"
@@ -215,7 +225,7 @@ def connect(
         )
         return con
     if not read_only:
-        migrate(con)
+        migrate(con, applied=applied)
     return con
 
 
@@ -251,6 +261,47 @@ def _refuse_when_nothing_was_read(summary: Any) -> None:
     raise LoopscopeError(f"nothing to analyse: {fruitless[0].message()}{more}", hint=fruitless[0].hint)
 
 
+def _bytes_within(path: Path, budget: int) -> int:
+    """The bytes of the files at ``path`` (a file, or a folder's files), counted up to just past ``budget``."""
+    if path.is_file():
+        return path.stat().st_size
+    total = 0
+    for folder, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.stat(os.path.join(folder, name)).st_size
+            except OSError:
+                continue
+            if total > budget:
+                return total
+    return total
+
+
+def _small_data(con: duckdb.DuckDBPyConnection, paths: Sequence[str | os.PathLike[str]]) -> bool:
+    """The store holds less than a row group per table and PATHs add at most ``SMALL_LOAD_BYTES``.
+
+    Such a run (``sample_logs/``, a day of one agent) is a few hundred small queries' fixed
+    costs: DuckDB's second thread only adds its scheduling (about 14% of the CPU of a load and
+    an audit of sample_logs/, issue 14). Unknown sizes (a glob, a path that does not exist)
+    count as large.
+    """
+    row = con.execute(LARGEST_TABLE_SQL).fetchone()
+    if not row or row[0] > SMALL_STORE_ROWS:
+        return False
+    budget = SMALL_LOAD_BYTES
+    for item in paths:
+        path = Path(item).expanduser()
+        try:
+            if not path.exists():
+                return False
+            budget -= _bytes_within(path, budget)
+        except OSError:
+            return False
+        if budget < 0:
+            return False
+    return True
+
+
 @contextmanager
 def open_for_analysis(
     db: str | os.PathLike[str] | None = None,
@@ -277,6 +328,8 @@ def open_for_analysis(
     """
     con = connect(db, read_only=read_only, writes=bool(paths))
     try:
+        if getattr(con, "engine", "duckdb") == "duckdb" and _small_data(con, paths or ()):
+            con.execute(ONE_THREAD_SQL)
         wanted = selection or Selection()
         summary = None
         if paths and getattr(con, "engine", "duckdb") == "clickhouse":

@@ -13,7 +13,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from loopscope.cli.render.output import inert, one_line, print_whole
+from loopscope.cli.render.output import inert, one_line, print_fitted, print_whole
 from loopscope.cli.render.styles import (
     AUDIT_METRICS,
     SIGNIFICANT_MARK,
@@ -27,11 +27,16 @@ from loopscope.cli.render.styles import label as figure_label
 
 SPARK = "▁▂▃▄▅▆▇█"
 METRICS = tuple((metric, figure_label(metric)) for metric in AUDIT_METRICS)
-# Ids stay whole on one line (copy-pasteable); long texts are cut to one line
-# here (JSON and HTML keep them whole); the message column takes what is left.
+# Ids, tool names and every other short text stay whole on one line (copy-pasteable), whatever
+# the terminal's width; long texts are cut to one line of LONG_TEXT_CHARS here (JSON and HTML keep
+# them whole) and wrap in the width the other columns leave, LONG_TEXT_MIN_WIDTH or less on a
+# narrow terminal (print_fitted), a word wider than that cut with "…".
 ID_KEYS = {"conversation_id", "prompt_id", "tool_call_id", "where", "week"}
 LONG_TEXT_KEYS = {"template", "error_message", "notes"}
 LONG_TEXT_CHARS = 90
+LONG_TEXT_MIN_WIDTH = 24
+ID_LIST_KEYS = {"rules"}
+ID_LIST_WIDTH = len("LS105, LS120,")
 
 
 def new_table(title: str | None = None) -> Table:
@@ -106,12 +111,12 @@ def _table(title: str, columns: Sequence[tuple[str, str]], rows: Sequence[dict[s
         return
     table = new_table(title)
     for key, header in columns:
-        if key in LONG_TEXT_KEYS:
-            table.add_column(header, justify="left", ratio=1, min_width=24, overflow="fold")
-        elif key in ID_KEYS:
+        if key in LONG_TEXT_KEYS:  # free text: wraps to what the terminal leaves (print_fitted)
+            table.add_column(header, justify="left", min_width=LONG_TEXT_MIN_WIDTH, overflow="ellipsis")
+        elif key in ID_LIST_KEYS:  # rule ids, two to a line: an id is never cut
+            table.add_column(header, justify="left", width=ID_LIST_WIDTH)
+        elif key in ID_KEYS or key in texts:  # ids, tool and agent names, kinds: never cut or folded
             table.add_column(header, justify="left", no_wrap=True)
-        elif key in texts:  # tool and agent names, rules, kinds: may wrap
-            table.add_column(header, justify="left", overflow="fold")
         else:  # figures
             table.add_column(header, justify="right", no_wrap=True)
     for r in rows:
@@ -132,7 +137,7 @@ def _table(title: str, columns: Sequence[tuple[str, str]], rows: Sequence[dict[s
             else:
                 cells.append(fmt(key, v))
         table.add_row(*cells)
-    console.print(table)
+    print_fitted(console, table)
 
 
 def _n(count: int, noun: str) -> str:
@@ -212,18 +217,19 @@ def render(report: dict[str, Any], console: Console) -> None:
         for i, table in enumerate(tool_tables(tools["items"], f"Tools ({tools_of}, most called first; latency in ms)",
                                               ruled=True)):
             if i:
-                console.print(table)  # the error templates, folded to the terminal's width
+                print_fitted(console, table)  # the error templates wrap to the terminal's width, the tool names whole
             else:
                 print_whole(console, table)  # the figures, every column whole
     else:
         console.print("[bold]Tools[/bold]: [dim]no tool call[/dim]")
+    # the Tools table's short headers, "resolved later" on two lines: 80 columns hold the table
     _table("Error classes per tool", [("tool_name", "tool"), ("errors", "errors"), ("recovered", "recovered"),
-           ("gave_up", "gave up"), ("aborted", "aborted"), ("open", "open"), ("recovery_rate", "recovery"),
-           ("resolved_later_errors", "resolved later"), ("conversation_recovery_rate", "conv. recovery")],
+           ("gave_up", "gave up"), ("aborted", "aborted"), ("open", "open"), ("recovery_rate", "recov %"),
+           ("resolved_later_errors", "resolved\nlater"), ("conversation_recovery_rate", "conv %")],
            [{**b, **b["error_classes"]} for b in report["error_classes_by_tool"]], console, texts=("tool_name",), empty="no tool error")
     gt = report["generic_templates"]
     _table(f"Generic error messages ({shown_of(gt)} template{'' if gt['total'] == 1 else 's'}, costliest first)",
-           [("tool_name", "tool"), ("template", "template"), ("occurrences", "seen"), ("unrecovered", "unrecovered"),
+           [("tool_name", "tool"), ("template", "template"), ("occurrences", "seen"), ("unrecovered", "unrec."),
             ("recovery_rate", "recovery"), ("rules", "rules")], gt["items"], console,
            texts=("tool_name", "template", "rules"), empty="no generic error message")
     rl = report["retry_loops"]
@@ -257,7 +263,7 @@ def render(report: dict[str, Any], console: Console) -> None:
     tf = report["triage_first"]
     _table(f"Conversations to triage first ({shown_of(tf)})",
            [("conversation_id", "conversation"), ("class", "class"), ("tool_name", "tool"),
-            ("n_unrecovered", "unrec."), ("previous_attempts", "earlier tries"),
+            ("n_unrecovered", "unrec."), ("previous_attempts", "earlier\ntries"),
             ("error_message", "first unrecovered error")], tf["items"], console,
            texts=("class", "tool_name", "error_message"), empty="no unrecovered error")
     rv = report["reviews"]

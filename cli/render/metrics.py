@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from loopscope.cli.render.output import fmt_number, fmt_rate, inert, print_whole, stdout_console
+from loopscope.cli.render.output import fmt_number, fmt_rate, inert, print_fitted, print_whole, stdout_console
 from loopscope.cli.render.styles import TOOL_COLUMNS, TOOL_TEMPLATE_COLUMNS, figure_text, label
 
 # The figures of the table, in order, and how each is shown.
@@ -90,8 +90,8 @@ def tool_tables(tools: list[dict[str, Any]], title: str | None = None, *, ruled:
 
     figures = table(title)
     for key, header in TOOL_COLUMNS:
-        if key == "tool_name":
-            figures.add_column(header, overflow="fold", min_width=12)
+        if key == "tool_name":  # a tool name is never cut or folded (print_whole, print_fitted)
+            figures.add_column(header, no_wrap=True, min_width=12)
         else:
             figures.add_column(header, justify="right", no_wrap=True)
     for t in tools:
@@ -101,7 +101,7 @@ def tool_tables(tools: list[dict[str, Any]], title: str | None = None, *, ruled:
         if key == "top_error_template":
             templates.add_column(header, ratio=1, min_width=24, overflow="fold")
         elif key == "tool_name":
-            templates.add_column(header, overflow="fold")
+            templates.add_column(header, no_wrap=True)
         else:
             templates.add_column(header, justify="right", no_wrap=True)
     with_errors = [t for t in tools if t["errors"]]
@@ -120,7 +120,7 @@ def render_tools(tools: list[Any]) -> None:
     for i, table in enumerate(tool_tables(rows)):
         if i:
             out.print()
-            out.print(table)  # the error templates: long texts folded to the terminal's width
+            print_fitted(out, table)  # the error templates wrap to the terminal's width, the tool names whole
         else:
             print_whole(out, table)  # the figures, every column whole
     missing = sum(t.tool_calls_without_latency for t in tools)

@@ -51,6 +51,10 @@ def stdout_console() -> Console:
     return Console(highlight=False, soft_wrap=False)
 
 
+WHOLE_WIDTH = 10_000
+"""Wider than any table: the width ``print_whole`` gives the console while it prints."""
+
+
 def print_whole(out: Any, table: Any) -> None:
     """Print a table of figures at its natural width, even past a narrow terminal's.
 
@@ -58,12 +62,64 @@ def print_whole(out: Any, table: Any) -> None:
     dropping whole columns (replays): figures must not go missing, so the lines are left long
     (the terminal wraps them) instead.
     """
-    from rich.measure import Measurement
-
     width = out.width
-    out.width = max(width, Measurement.get(out, out.options.update(max_width=10_000), table).maximum)
+    out.width = max(width, WHOLE_WIDTH)  # a table never expands: it is drawn at its natural width
     try:
         out.print(table)
+    finally:
+        out.width = width
+
+
+FREE_TEXT_FLOOR = 16
+"""The narrowest a free-text column gets (``print_fitted``) before a table goes past the terminal."""
+
+
+def print_fitted(out: Any, table: Any) -> None:
+    """Print a table whose free-text columns wrap to the terminal and whose other columns stay whole.
+
+    The table's columns that may wrap (``no_wrap`` off: error messages, templates, notes) take
+    the width the terminal leaves; every other column (ids, tool names, classes, figures:
+    ``no_wrap``) keeps its natural width. Rich alone would fold an id ("check_availabil / ity"),
+    cut a header ("erro…") or drop a column on a narrow terminal. What gives way, in order,
+    until the table fits: the free text down to its ``min_width``; the padding and the edges
+    (one space between columns); the free text down to ``FREE_TEXT_FLOOR``. When even that does
+    not fit (ids longer than the terminal), the lines are left long and the terminal wraps them,
+    as ``print_whole`` does. A word of free text wider than its column is cut with "…" when the
+    column says ``overflow="ellipsis"``.
+    """
+    from rich.measure import Measurement
+
+    free = [c for c in table.columns if not c.no_wrap]
+
+    def needed() -> int:
+        saved = [c.max_width for c in free]
+        for c in free:  # measured at their narrowest: what the table needs at least
+            c.max_width = c.min_width or 1
+        try:
+            return int(Measurement.get(out, out.options.update(max_width=10_000), table).maximum)
+        finally:
+            for c, width in zip(free, saved):
+                c.max_width = width
+
+    def tight() -> None:
+        table.padding, table.show_edge = (0, 0), False
+
+    def floor() -> None:
+        for c in free:
+            c.min_width = min(c.min_width or FREE_TEXT_FLOOR, FREE_TEXT_FLOOR)
+
+    width = out.width
+    least = needed()
+    for give_way in (tight, floor):
+        if least <= width:
+            break
+        give_way()
+        least = needed()
+    out.width = max(width, least)
+    try:
+        out.print(table)
+        if not table.show_edge:
+            out.print()  # the blank line the bottom edge was
     finally:
         out.width = width
 
