@@ -24,6 +24,8 @@ touches many conversations rebuilds all.
 
 from __future__ import annotations
 
+import re
+
 import duckdb
 
 # The meaning of every column, straight from the normative views. The load
@@ -297,14 +299,42 @@ def _loop_queries() -> list[tuple[str, str]]:
     return list(zip(LOOP_FACT_TABLES, queries))
 
 
+_GROUPS_WITH_A_MINIMUM = re.compile(
+    r"\s*SELECT\b.*\bFROM tool_calls t\s+WHERE (?P<where>[^()]*\{calls\})\s+"
+    r"GROUP BY\b(?P<keys>.*)\bHAVING count\(\*\) >= (?P<n>\d+)\s*",
+    re.S,
+)
+
+
+def _narrowed(query: str, scope: str) -> str:
+    """``query`` with ``{calls}`` set to ``scope``, its rows first narrowed to the groups that can pass its HAVING.
+
+    For a query of the shape ``SELECT ... FROM tool_calls t WHERE ... {calls}
+    GROUP BY keys HAVING count(*) >= n`` (the retry loops): one count per
+    hash of the keys under the same WHERE finds the groups with n rows or
+    more, and only their rows meet the query's aggregates (ordered lists,
+    ``arg_min`` over structs) instead of every row's. Same rows: every row of
+    a group that passes has that group's hash; rows of another group that
+    shares the hash are grouped exactly by the query and its HAVING applies
+    to them as before. Any other shape is returned as it is.
+    """
+    m = _GROUPS_WITH_A_MINIMUM.fullmatch(query)
+    if m is None:
+        return query.format(calls=scope)
+    keys, n = m["keys"].strip(), int(m["n"])
+    where = m["where"].replace("{calls}", scope)
+    groups = f"SELECT hash({keys}) AS h FROM tool_calls t WHERE {where} GROUP BY h HAVING count(*) >= {n}"
+    return query.format(calls=f"{scope} AND hash({keys}) IN ({groups})")
+
+
 def _replace_loops(con: duckdb.DuckDBPyConnection, touched: list[str] | None) -> None:
     for table, query in _loop_queries():
         if touched is None:
             con.execute(f"DELETE FROM {table}")
-            con.execute(f"INSERT INTO {table} " + query.format(calls="TRUE"))
+            con.execute(f"INSERT INTO {table} " + _narrowed(query, "TRUE"))
         else:
             con.execute(f"DELETE FROM {table} WHERE list_contains($1::VARCHAR[], conversation_id)", [touched])
-            con.execute(f"INSERT INTO {table} " + query.format(calls="list_contains($1::VARCHAR[], t.conversation_id)"),
+            con.execute(f"INSERT INTO {table} " + _narrowed(query, "list_contains($1::VARCHAR[], t.conversation_id)"),
                         [touched])
 
 
