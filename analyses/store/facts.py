@@ -327,15 +327,47 @@ def _narrowed(query: str, scope: str) -> str:
     return query.format(calls=f"{scope} AND hash({keys}) IN ({groups})")
 
 
+# The (prompt, call) pairs seen more than once in the scope, counted once for
+# two builds that would each group every call by them: a cycle repeats a call
+# (an A-B-A-B alternation of CYCLE_MIN_CALLS >= 4 calls has one at least twice,
+# unflagged), and a duplicate execution repeats a call with a fingerprint. Each
+# build then reads the calls of those prompts (cycles: every call of the prompt,
+# its windows need them all) or of those calls (duplicates) only, and groups them
+# exactly as before; a prompt or call left out can give no row. A hash that two
+# prompts or calls share only keeps more rows, which the queries group exactly.
+# {scope}: a condition on the calls t.
+_REPEATED_CALLS_SQL = """
+CREATE OR REPLACE TEMP TABLE _ls_repeated_calls AS
+SELECT hash(t.conversation_id, t.prompt_id) AS ph,
+       hash(t.conversation_id, t.prompt_id, t.tool_name, t.args_fingerprint) AS ch,
+       count(*) FILTER (WHERE NOT t.replayed) AS unflagged,
+       count(*) FILTER (WHERE t.args_fingerprint IS NOT NULL) AS fingerprinted
+FROM tool_calls t WHERE {scope}
+GROUP BY ph, ch
+HAVING count(*) > 1
+"""
+_ONLY_REPEATED = {
+    "cycle_facts": "hash(t.conversation_id, t.prompt_id) IN (SELECT ph FROM _ls_repeated_calls WHERE unflagged > 1)",
+    "duplicate_facts": (
+        "hash(t.conversation_id, t.prompt_id, t.tool_name, t.args_fingerprint) "
+        "IN (SELECT ch FROM _ls_repeated_calls WHERE fingerprinted > 1)"
+    ),
+}
+DROP_REPEATED_CALLS_SQL = "DROP TABLE IF EXISTS _ls_repeated_calls"
+
+
 def _replace_loops(con: duckdb.DuckDBPyConnection, touched: list[str] | None) -> None:
+    scope = "TRUE" if touched is None else "list_contains($1::VARCHAR[], t.conversation_id)"
+    params = None if touched is None else [touched]
+    con.execute(_REPEATED_CALLS_SQL.format(scope=scope), params)
     for table, query in _loop_queries():
         if touched is None:
             con.execute(f"DELETE FROM {table}")
-            con.execute(f"INSERT INTO {table} " + _narrowed(query, "TRUE"))
         else:
-            con.execute(f"DELETE FROM {table} WHERE list_contains($1::VARCHAR[], conversation_id)", [touched])
-            con.execute(f"INSERT INTO {table} " + _narrowed(query, "list_contains($1::VARCHAR[], t.conversation_id)"),
-                        [touched])
+            con.execute(f"DELETE FROM {table} WHERE list_contains($1::VARCHAR[], conversation_id)", params)
+        narrowed = f"{scope} AND {_ONLY_REPEATED[table]}" if table in _ONLY_REPEATED else scope
+        con.execute(f"INSERT INTO {table} " + _narrowed(query, narrowed), params)
+    con.execute(DROP_REPEATED_CALLS_SQL)
 
 
 INCREMENTAL_MAX_CONVERSATIONS = 5000
