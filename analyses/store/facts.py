@@ -328,11 +328,12 @@ def _narrowed(query: str, scope: str) -> str:
 
 
 # The (prompt, call) pairs seen more than once in the scope, counted once for
-# two builds that would each group every call by them: a cycle repeats a call
+# three builds that would each group every call by them: a cycle repeats a call
 # (an A-B-A-B alternation of CYCLE_MIN_CALLS >= 4 calls has one at least twice,
-# unflagged), and a duplicate execution repeats a call with a fingerprint. Each
-# build then reads the calls of those prompts (cycles: every call of the prompt,
-# its windows need them all) or of those calls (duplicates) only, and groups them
+# unflagged), a duplicate execution repeats a call with a fingerprint, and a
+# no-progress loop is NO_PROGRESS_MIN_CALLS (>= 2) unflagged successes of one
+# call. Each build then reads the calls of those prompts (cycles: every call of
+# the prompt, its windows need them all) or of those calls only, and groups them
 # exactly as before; a prompt or call left out can give no row. A hash that two
 # prompts or calls share only keeps more rows, which the queries group exactly.
 # {scope}: a condition on the calls t.
@@ -341,7 +342,8 @@ CREATE OR REPLACE TEMP TABLE _ls_repeated_calls AS
 SELECT hash(t.conversation_id, t.prompt_id) AS ph,
        hash(t.conversation_id, t.prompt_id, t.tool_name, t.args_fingerprint) AS ch,
        count(*) FILTER (WHERE NOT t.replayed) AS unflagged,
-       count(*) FILTER (WHERE t.args_fingerprint IS NOT NULL) AS fingerprinted
+       count(*) FILTER (WHERE t.args_fingerprint IS NOT NULL) AS fingerprinted,
+       count(*) FILTER (WHERE NOT t.is_error AND NOT t.replayed) AS successes
 FROM tool_calls t WHERE {scope}
 GROUP BY ph, ch
 HAVING count(*) > 1
@@ -356,6 +358,20 @@ _ONLY_REPEATED = {
 DROP_REPEATED_CALLS_SQL = "DROP TABLE IF EXISTS _ls_repeated_calls"
 
 
+def _only_repeated(table: str) -> str | None:
+    """The narrowing of ``table``'s build to repeated calls, if it has one."""
+    from loopscope.collectors.history import NO_PROGRESS_MIN_CALLS
+
+    if table == "no_progress_facts":
+        if NO_PROGRESS_MIN_CALLS < 2:
+            return None  # one call would be a loop: the pairs seen once count too
+        return (
+            "hash(t.conversation_id, t.prompt_id, t.tool_name, t.args_fingerprint) "
+            f"IN (SELECT ch FROM _ls_repeated_calls WHERE successes >= {int(NO_PROGRESS_MIN_CALLS)})"
+        )
+    return _ONLY_REPEATED.get(table)
+
+
 def _replace_loops(con: duckdb.DuckDBPyConnection, touched: list[str] | None) -> None:
     scope = "TRUE" if touched is None else "list_contains($1::VARCHAR[], t.conversation_id)"
     params = None if touched is None else [touched]
@@ -365,7 +381,8 @@ def _replace_loops(con: duckdb.DuckDBPyConnection, touched: list[str] | None) ->
             con.execute(f"DELETE FROM {table}")
         else:
             con.execute(f"DELETE FROM {table} WHERE list_contains($1::VARCHAR[], conversation_id)", params)
-        narrowed = f"{scope} AND {_ONLY_REPEATED[table]}" if table in _ONLY_REPEATED else scope
+        only = _only_repeated(table)
+        narrowed = scope if only is None else f"{scope} AND {only}"
         con.execute(f"INSERT INTO {table} " + _narrowed(query, narrowed), params)
     con.execute(DROP_REPEATED_CALLS_SQL)
 
