@@ -257,6 +257,31 @@ _ERRORS_OK_CTE = """ok AS (
 """
 
 
+# ``classed`` keeps the columns the other parts of the query read, not every
+# column of every error (it is read twice, so DuckDB materialises it: at 10M
+# records 820,000 wide rows, which spilled under the load's memory cap); the
+# errors' own columns join back by ``seq`` (unique) at the end, from a scan
+# that reads the error rows only. Same columns in the same order, same rows.
+_CLASSED_ALL = """    SELECT
+        t.*,
+        CASE"""
+_CLASSED_NARROW = """    SELECT
+        t.seq, t.conversation_id, t.tool_name, t.is_replay, t.is_id_collision, t.is_scratchpad,
+        CASE"""
+_ERRORS_FINAL = """SELECT
+    c.*,
+    (c.error_class"""
+_ERRORS_FINAL_JOINED = """SELECT
+    w.*, c.is_replay, c.is_id_collision, c.is_scratchpad, c.error_class, c.prompt_first_ts, c.prompt_first_seq,
+    c.exit_reason,
+    (c.error_class"""
+_ERRORS_FROM = """FROM classed c
+LEFT JOIN resolved r"""
+_ERRORS_FROM_JOINED = """FROM classed c
+JOIN (SELECT * FROM tool_calls w WHERE w.is_error AND {scope}) w ON w.seq = c.seq
+LEFT JOIN resolved r"""
+
+
 def _errors_query(scope: str) -> str:
     from loopscope.analyses.model import ERRORS_QUERY
 
@@ -265,7 +290,12 @@ def _errors_query(scope: str) -> str:
     query = ERRORS_QUERY.format(prompts=prompts, tool_calls_v=calls)
     start, end = query.index("ok AS ("), query.index("resolved AS (")
     ok = _ERRORS_OK_CTE.replace("{scope}", scope.replace("conversation_id", "o.conversation_id")).replace("{prompts}", prompts)
-    return query[:start] + ok + query[end:]
+    query = query[:start] + ok + query[end:]
+    for old, new in ((_CLASSED_ALL, _CLASSED_NARROW), (_ERRORS_FINAL, _ERRORS_FINAL_JOINED),
+                     (_ERRORS_FROM, _ERRORS_FROM_JOINED.replace("{scope}", scope.replace("conversation_id", "w.conversation_id")))):
+        assert query.count(old) == 1, "model.ERRORS_QUERY changed: update store.facts._errors_query"
+        query = query.replace(old, new)
+    return query
 
 
 REPLACE_REPEATS_SQL = "DELETE FROM repeat_facts; INSERT INTO repeat_facts " + _REPEATS_QUERY.replace("{scope}", "TRUE")
