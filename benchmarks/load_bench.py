@@ -17,7 +17,8 @@ It prints time, records/s, the load/bare ratio and peak RSS. Targets (issue
 20), as ratios to the bare read of the same files in the same run: load <=
 1.5x bare (aim: 1.25x), peak memory of the load <= 2 GiB at 10M, metrics on
 10M <= 3 s. Wall time on a shared machine moves with other jobs; the CPU
-ratio moves less, so both are printed.
+ratio moves less, so both are printed, each with its verdict, and the load
+average before and after.
 
     python benchmarks/load_bench.py --sizes 1m          # quick
     python benchmarks/load_bench.py --sizes 1m,10m --dir /tmp/loopscope-bench
@@ -105,6 +106,14 @@ def _run_child(args: list[str]) -> tuple[dict[str, object], float]:
     return result, usage.ru_maxrss / 1024  # Linux: kilobytes
 
 
+def _load_average() -> str:
+    """The machine's 1-minute load average (other jobs move wall times; say how busy it was)."""
+    try:
+        return f"{os.getloadavg()[0]:.1f}"
+    except OSError:
+        return "?"
+
+
 def _size(text: str) -> int:
     text = text.strip().lower()
     mult = {"k": 1_000, "m": 1_000_000}.get(text[-1], 1)
@@ -153,6 +162,7 @@ def main() -> None:
         for db in (bare_db, load_db):
             for suffix in ("", ".wal"):
                 Path(str(db) + suffix).unlink(missing_ok=True)
+        load_before = _load_average()
         bare, bare_mb = _run_child(["--phase", "bare", "--db", str(bare_db), "--files", *files])
         load, load_mb = _run_child(["--phase", "load", "--db", str(load_db), "--files", *files])
         metrics, metrics_mb = _run_child(["--phase", "metrics", "--db", str(load_db)])
@@ -160,13 +170,16 @@ def main() -> None:
         rows.append((n, mb, bare, bare_mb, load, load_mb, metrics, metrics_mb, records))
         ratio = float(load["seconds"]) / float(bare["seconds"])  # type: ignore[arg-type]
         cpu_ratio = float(load["cpu"]) / float(bare["cpu"])  # type: ignore[arg-type]
+        verdict = ", ".join(
+            f"{name} {'met' if r <= TARGET_RATIO else 'NOT met'}" for name, r in (("wall", ratio), ("cpu", cpu_ratio))
+        )
         print(
             f"{n:>11,} records ({mb:,.0f} MB, {len(files)} files)\n"
             f"  bare read_json : {bare['seconds']:8.2f} s  {int(bare['records']) / float(bare['seconds']):>10,.0f} rec/s  "  # type: ignore[call-overload, arg-type]
             f"peak {bare_mb:,.0f} MB  cpu {bare['cpu']:.2f} s (process)\n"
             f"  loopscope load : {load['seconds']:8.2f} s  {records / float(load['seconds']):>10,.0f} rec/s  "  # type: ignore[arg-type]
             f"peak {load_mb:,.0f} MB  cpu {load['cpu']:.2f} s (process)  ratio {ratio:.2f}x wall, {cpu_ratio:.2f}x cpu "
-            f"(target <= {TARGET_RATIO}x, aim {AIM_RATIO}x: {'met' if ratio <= TARGET_RATIO else 'NOT met'})  "
+            f"(target <= {TARGET_RATIO}x, aim {AIM_RATIO}x: {verdict})  "
             f"quarantined {load['quarantined']}\n"
             f"  four metrics   : {metrics['seconds']:8.2f} s  peak {metrics_mb:,.0f} MB"
             + ("  (target <= 3 s at 10M)" if n >= 10_000_000 else "")
@@ -175,7 +188,8 @@ def main() -> None:
                 f"{'met' if load_mb <= PEAK_TARGET_MB else 'NOT met'})"
                 if n >= 10_000_000
                 else ""
-            ),
+            )
+            + f"\n  load average (1 min) before / after: {load_before} / {_load_average()} on {os.cpu_count()} cores",
             flush=True,
         )
 

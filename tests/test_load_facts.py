@@ -141,3 +141,58 @@ def test_facts_match_the_views_for_infinite_timestamps_in_an_older_store(tmp_pat
     assert (only_kept, only_views, n) == (0, 0, 1)
     row = con.execute("SELECT n_replays, n_errors, n_recovered, exit_reason FROM prompt_facts").fetchone()
     assert row == (1, 2, 2, "end_turn")
+
+
+def _loop_rich_records(seed: int, conversations: int) -> list[str]:
+    """Prompts that repeat a few calls (some errors, some flagged replays, some null fingerprints and
+    result fingerprints), so every kind of loop and duplicate occurs, and some conversations span files."""
+    import datetime as dt
+    import random
+
+    rng = random.Random(seed)
+    base = dt.datetime(2026, 11, 1)
+    calls = [("a", "f1"), ("b", "f2"), ("a", None), ("c", "f3"), ("b", "f1")]
+    lines = []
+    for c in range(conversations):
+        for p in range(rng.randint(1, 3)):
+            t = base + dt.timedelta(seconds=c * 100 + p * 20)
+            for step in range(rng.randint(1, 12)):
+                tool, fp = rng.choice(calls[: rng.randint(1, 5)])
+                err = rng.random() < 0.35
+                t += dt.timedelta(milliseconds=rng.randint(0, 900))
+                rec: dict[str, Any] = {
+                    "v": 1, "kind": "tool_call", "ts": t.isoformat() + "Z", "conversation_id": f"c{c}",
+                    "prompt_id": f"p{p}", "tool_call_id": f"id{rng.randint(0, 30)}" if rng.random() < 0.2 else f"u{len(lines)}",
+                    "tool_name": tool, "step": step, "args_fingerprint": fp, "outcome": "permanent_fail" if err else "ok",
+                    "is_error": err, "error_message": rng.choice(["boom", "bang", None]) if err else None,
+                    "replayed": rng.random() < 0.05,
+                }
+                if not err and rng.random() < 0.5:
+                    rec["result_fingerprint"] = rng.choice(["r1", "r2"])
+                lines.append(json.dumps(rec) + "\n")
+            if rng.random() < 0.85:
+                exit_ts = (t + dt.timedelta(seconds=1)).isoformat() + "Z"
+                lines.append(json.dumps({"v": 1, "kind": "loop_exit", "ts": exit_ts, "conversation_id": f"c{c}",
+                                         "prompt_id": f"p{p}", "exit_reason": rng.choice(["end_turn", "error"])}) + "\n")
+    return lines
+
+
+def test_loop_facts_built_from_repeated_calls_only_equal_the_plain_queries(tmp_path: Path) -> None:
+    """The loop and duplicate facts are built from the calls that repeat only (store.facts: _narrowed,
+    _ls_repeated_calls); on records full of loops they equal the per-prompt queries over every call,
+    after a fresh load (full build) and after loads that touch a few conversations (filtered build)."""
+    lines = _loop_rich_records(seed=7, conversations=300)
+    log = tmp_path / "loops.jsonl"
+    db = tmp_path / "t.duckdb"
+    for part in (3, 4, 5):  # 60%, then grown twice
+        log.write_text("".join(lines[: len(lines) * part // 5]))
+        result = runner.invoke(app, ["load", "--db", str(db), str(log)], catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        assert_facts_match_a_full_rebuild(db)
+        con = duckdb.connect(str(db), read_only=True)
+        try:
+            counts = {table: con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]  # type: ignore[index]
+                      for table, _query in _loop_queries()}
+        finally:
+            con.close()
+        assert all(n > 0 for n in counts.values()), counts  # every kind occurs, so the comparison means something

