@@ -79,7 +79,12 @@ INVALID_RE = re.compile(
 # enough, because the schema lists the valid names and an id is looked up, not formatted.
 NAMED_SCHEMA_OR_ID_RE = re.compile(
     r"\b(?:tool|function|method|parameter|param|argument|arg|field|property|key|option|flag|command|column|table|"
-    r"endpoint|id|ids|identifier|name|ref|reference|object name|symbol|ticker|code|slug|handle|username|sku)s?\b[^.\n]{0,30}?(?:'[^']+'|\"[^\"]+\"|`[^`]+`|:\s*\S+)",
+    r"endpoint|id|ids|identifier|name|ref|reference|object name|symbol|ticker|code|slug|handle|username|sku|"
+    # an entity the caller named and the system looks up (a user, a branch, a container...): like an id, its
+    # valid values are found by a lookup, not learnt from a format (labelling rules 3 and 16)
+    r"user|group|owner|account|host|branch|tag|commit|revision|repository|repo|container|image|volume|pod|namespace|"
+    r"bucket|project|package|module|workspace|channel|organi[sz]ation|org|team|member|device|instance|cluster)s?\b"
+    r"[^.\n]{0,30}?(?:'[^']+'|\"[^\"]+\"|`[^`]+`|‘[^’]+’|“[^”]+”|:\s*\S+)",
     re.IGNORECASE,
 )
 # A short statement of a specific state of a named thing is clear ("Your card was declined.", "Customer
@@ -146,7 +151,12 @@ STANDARD_FORM_RE = re.compile(
     r"\b(?:invalid|unknown|unsupported|not an?|not a valid|not valid|invalid input syntax for(?: type)?)\s+"
     r"(?:url|uri|email(?: address)?|uuid|json|url (?:type|scheme)|(?:url |uri )?(?:protocol|scheme)|time ?zone|encoding|charset|locale|"
     r"(?:hash|digest) (?:type|algorithm|function)|iso ?format(?: string)?|iso[ -]?8601(?: date| datetime| string)?|"
-    r"(?:big|small|tiny)?int(?:eger)?|numeric|decimal|real|double precision|float\d*|bool(?:ean)?)\b",
+    r"(?:big|small|tiny)?int(?:eger)?|numeric|decimal|real|double precision|float\d*|bool(?:ean)?|"
+    # published grammars: a version (PEP 440, semver) and its specifiers, an IP address, a host name, a regular
+    # expression, a MIME type, a CIDR block, a port number
+    r"(?:semver |semantic )?version(?: (?:string|number|specifier|constraint|range))?|(?:version )?specifier|"
+    r"requirement(?: specifier)?|ip(?:v[46])?(?: address)?|host ?name|domain name|regex|regular expression|"
+    r"(?:mime|media|content) type|cidr(?: block| notation)?|port(?: number)?)\b",
     re.IGNORECASE,
 )
 

@@ -92,7 +92,7 @@ CONSTRAINT_RE = re.compile(
     r"at least|at most|no more than|no longer than|up to \d+|between \S+ and|"
     r"(?:maximum|minimum|max|min)(?: allowed)? (?:is|of|length|size|value|number|\d)|limit(?:ed)? (?:is|to|of)|"
     r"requires? (?:a|an|the|\w+_\w+|`)|expected|expects?|expecting (?!value\b|property name\b|',' delimiter\b)|one of|"
-    r"valid (?:values|options|types|formats?|ids?|\w+ (?:are|is))|(?:valid|allowed|accepted|supported|available)\b[\w ]{0,30}(?=:)|"
+    r"valid (?:values|options|types|formats?|ids?|\w+ (?:are|is))|(?:valid|allowed|accepted|supported|available|possible|permitted)\b[\w ]{0,30}(?=:)|"
     r"allowed (?:values|types|are|is)|accepted (?:values|formats?)|supported (?:values|formats?|types)|are supported|is supported|"
     r"(?:before|prior to) (?:calling|using|activating|sending|creating|running|you)|\w+ first\b|"
     r"(?:is|are) (?:an? )?\w+, not (?:an? )?\w+|"
@@ -170,7 +170,12 @@ GENERIC_WORDS = frozenset(
     """.split()
 )
 # "no such table: users": a short value after the last colon names what was looked up.
-_TAIL_VALUE_RE = re.compile(r"\w[^:\n]*:\s+([^:\n]{1,60}?)\s*\.?\s*$", re.MULTILINE)
+_TAIL_VALUE_RE = re.compile(
+    r"\w[^:\n]*:\s+([^:\n]{1,60}?)\s*\.?\s*$|"
+    # one token that holds colons itself is still the value: "No such object: nginx:latest", "Unresolvable: urn:x"
+    r"\w[^:\n]*?:\s+([^\s:]+(?::[^\s:]+)+)\s*\.?\s*$",
+    re.MULTILINE,
+)
 # "merge: nope - not something we can merge": an operand between a program's colon and its explanation
 _OPERAND_RE = re.compile(
     r"^[\w.\-]+: (\S{1,40}) - \w|"
@@ -410,13 +415,14 @@ def find_specifics(text: str) -> list[str]:
     for regex in (QUOTED_RE, URL_RE, EMAIL_RE, ISO_DATE_RE, PATH_RE, IDENT_RE, NUMBER_RE):
         found.extend(m.group(0) for m in regex.finditer(text) if not ERROR_CODE_RE.fullmatch(m.group(0)))
     for m in _TAIL_VALUE_RE.finditer(text):
-        words = _WORD_RE.findall(m.group(1).lower())
-        head = set(_WORD_RE.findall(m.group(0)[: m.start(1) - m.start(0)].lower()))
+        g = 1 if m.group(1) is not None else 2
+        words = _WORD_RE.findall(m.group(g).lower())
+        head = set(_WORD_RE.findall(m.group(0)[: m.start(g) - m.start(0)].lower()))
         # "GitHub API Error: GitHub API error" repeats its prefix: a formatter's default, not a value.
         # a block on its own line after the colon is shown text ("...near line 42:\n    return total")
-        one_token = len(m.group(1).split()) == 1 or "\n" in m.group(0)[: m.start(1) - m.start(0)]
+        one_token = len(m.group(g).split()) == 1 or "\n" in m.group(0)[: m.start(g) - m.start(0)]
         if one_token and 0 < len(words) <= 3 and any(w not in GENERIC_WORDS for w in words) and not set(words) <= head:
-            found.append(m.group(1))
+            found.append(m.group(g))
     return found
 
 
