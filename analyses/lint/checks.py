@@ -128,7 +128,7 @@ FAILURE_CLAUSE_RE = re.compile(
 # the module it imported, the file an OS call failed on (errno name and path). The fix is evident.
 NAMES_CALLER_VALUE_RE = re.compile(
     r"unexpected keyword argument '[^']+'|missing \d+ required (?:positional |keyword-only )?arguments?: '|"
-    r"\bname '[^']+' is not defined|^\s*\w+ is not defined\s*$|no module named '[^']+'|cannot find module '[^']+'|"
+    r"\bname '[^']+' is not defined|^\s*(?:[A-Z]\w*Error:\s*)?[\w$]+ is not defined\s*$|no module named '[^']+'|cannot find module '[^']+'|"
     r"\[Errno \d+\] [^:\n]+: '[^']+'|^\s*E[A-Z]{2,}: [^,\n]+, \w+ '[^']+'|"
     r"does not match format '[^']+'|"
     # an OS error's text after the path it failed on: "stat /nonexistent: no such file or directory"
@@ -172,7 +172,14 @@ RUNTIME_MESSAGE_RE = re.compile(
     r"object has no attribute|'?NoneType'?|index (?:\d+ )?out of range|division by zero|can only concatenate|"
     r"(?:dictionary|list|deque|set|heap|queue|stack) is empty|from empty (?:list|deque|dict|set)|"
     r"codec can't (?:decode|encode)|not supported between instances of|"
-    r"unsupported operand type|object is not (?:subscriptable|callable|iterable)|is not a function|"
+    r"unsupported operand type|is not (?:subscriptable|callable|iterable)\b|is not a function|"
+    # numeric overflow in a conversion ("int too large to convert to float"): the program's number types
+    r"\btoo (?:large|big|small) to convert\b|"
+    # a type clash between the types of an expression ("incompatible types: String cannot be converted to int",
+    # "cannot compare string with numeric type (i64)"): the program's types, not the caller's domain (rule 20)
+    r"\bincompatible types\b|\b(?:cannot|can't|can not) (?:compare|add|subtract|multiply|divide|concatenate|combine)"
+    r" (?:an? )?(?:str|string|int|integer|float|numeric|number|bool|boolean|null|date|datetime|list|array|object)"
+    r"(?: type)? (?:with|and|to) |"
     r"cannot read propert(?:y|ies) of (?:undefined|null)|undefined is not|maximum recursion depth|"
     r"is not JSON serializable|invalid syntax|can't compare|"
     r"unexpected token .{1,3} in JSON|expecting value\b|unexpected end of (?:JSON )?input|"
@@ -192,6 +199,7 @@ RUNTIME_MESSAGE_RE = re.compile(
 
 STACK_RE = re.compile(
     r"Traceback \(most recent call last\)|^\s*File \"[^\"]+\", line \d+|^\s*at [\w$.<>]+ \(?[^\s()]+:\d+(?::\d+)?\)?|"
+    r"^\s*at [\w$.<>]+ \((?:<anonymous>|native)\)\s*$|"
     r"^\s*at [\w$.]+\([\w$]+\.(?:java|kt|scala):\d+\)|\b[\w\-/\\]+\.(?:py|js|mjs|ts|tsx|java|go|rb|cs|php|rs|kt|scala|cpp|c)"
     r":\d+|goroutine \d+ \[|panicked at",
     re.MULTILINE,
@@ -342,7 +350,10 @@ def check_bare_exception(view: MessageView, ctx: Context) -> bool:
         # "KeyError: 'x'": the exception names a key or value, not what was wrong with the request
         # (a quoted sentence, "'No time zone found with key X'", is a message, judged as one).
         quoted_words = [m.group(0) for m in QUOTED_RE.finditer(tail) if " " not in m.group(0).strip()]
-        bare = len(_WORD_RE.findall(QUOTED_RE.sub(" ", tail))) <= 1 and (quoted_words or not tail.strip())
+        # "KeyError: 0", "IndexError: 3": a bare number is a key as much as a quoted word is
+        bare = len(_WORD_RE.findall(QUOTED_RE.sub(" ", tail))) <= 1 and (
+            quoted_words or not tail.strip() or bool(re.fullmatch(r"\s*-?\d+\s*", tail))
+        )
         # ... unless the class itself says what went wrong ("UnknownTimeZoneError: 'Mars/Olympus'"): a class
         # named only by the runtime's generic words (KeyError, LookupError, RuntimeError) says nothing
         if bare and (not tail.strip() or not _domain_class(EXCEPTION_NAME_RE.match(head).group(0))):
@@ -502,8 +513,10 @@ INTERNAL_NOT_READY_RE = re.compile(
 
 # Where in an input a parser stopped: "line 1, column 8", "at position 4", "(char 5)".
 POSITION_RE = re.compile(
-    r"\b(?:(?:at )?line \d+\s*[,:]?\s*)?(?:column|col|char|character|position|pos|offset) \d+\b(?:\s*\(char \d+\))?",
-    re.IGNORECASE,
+    r"\b(?:(?:at )?line \d+\s*[,:]?\s*)?(?:column|col|char|character|position|pos|offset) \d+\b(?:\s*\(char \d+\))?|"
+    # an input's name and a line number heading the message: "(standard_in) 2: syntax error", "<stdin>:3: parse error"
+    r"^\s*(?:\([\w.\-]+\)|<[\w.\-]+>|-|stdin|standard[ _]input)(?: |:)\d+(?::\d+)?:(?=\s)",
+    re.IGNORECASE | re.MULTILINE,
 )
 PARSE_RE = re.compile(r"\b(?:pars(?:e|er|ing)|syntax|token|tag|literal|delimiter|decod\w+)\b", re.IGNORECASE)
 
@@ -523,6 +536,8 @@ def check_vague(view: MessageView, ctx: Context) -> bool:
         return False
     if SELF_DESCRIBING_RE.search(view.body):
         return False  # "not a valid key, value dictionary" names the expected form
+    if NAMES_CALLER_VALUE_RE.search(view.body):
+        return False  # "ReferenceError: lodash is not defined": the name the caller's code used
     # Long prose usually explains itself; the rule targets short statements with nothing to act on.
     return 0 < len(_content_words(view)) <= 8
 

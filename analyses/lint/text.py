@@ -39,7 +39,7 @@ from typing import Any
 
 # Prefixes that carry no information: "Error:", "ERROR:", "fatal:", "<error>…</error>".
 _PREFIX_RE = re.compile(
-    r"^\s*(?:(?:error|err|fatal|exception|warning|fehler|erreur)\s*(?:\[\w+\])?\s*[:\-]\s*)+",
+    r"^\s*(?:(?:error|err|fatal|exception|warning|fehler|erreur)\s*(?:\[\w+\])?\s*(?::|-(?!\d))\s*)+",
     re.IGNORECASE,
 )
 _ERROR_TAG_RE = re.compile(r"</?error>", re.IGNORECASE)
@@ -345,6 +345,10 @@ def is_english(text: str) -> bool:
 # "status_code=400", "HTTP 500", "code: 404" classify the failure; they name no value the model passed.
 STATUS_TOKEN_RE = re.compile(
     r"\b(?:status(?:[_ ]?code)?|http|error(?: code)?|code)\s*[=:]?\s*[1-5]\d\d\b|"
+    # a number that labels the error is a code, whatever its range: "Error -3 while ...", "(code 7)", "errno 5"
+    r"\b(?:error|errno|error code|return code)\s*[=:#]?\s*-?\d+\b|\((?:error |exit |return )?code:? -?\d+\)|"
+    # a reference to quote to support names no value the caller passed: "Reference #18.2f3c.17000", "request id: 7f3a"
+    r"\b(?:reference|ref|request[ _-]?id|trace[ _-]?id|correlation[ _-]?id|incident(?: id)?)\s*[#:=]?\s*#?[\w.\-]*\d[\w.\-]*|"
     # "404 Project Not Found", "400 Bad request - ...": a status that leads a reason phrase
     r"^\s*[1-5]\d\d(?=\s+[^\n]*\b(?:not found|bad request|unauthori[sz]ed|forbidden|conflict|not allowed|gone|"
     r"unprocessable|too many requests|internal server error|unavailable|error)\b)",
