@@ -113,7 +113,9 @@ STATE_RE = re.compile(
     r"(?:of|on|from|with|to|in|for) (?:an? |the )?empty (?!response|reply|result|body|output|answer)\w+|(?:working tree|index) (?:is )?clean|"
     # the absence of a named thing in a named place ("no previous page in the history"), a named defect
     # ("parentheses () not balanced", "unterminated string")
-    r"no (?:\w+ ){1,2}in (?:the |this )?\w+|not balanced|unbalanced|unterminated|unmatched|unclosed)\b",
+    r"no (?:\w+ ){1,2}in (?:the |this )?\w+|not balanced|unbalanced|unterminated|unmatched|unclosed|"
+    # a time on the wrong side of now: "Cannot book a flight departing in the past", "date is in the future"
+    r"in the (?:past|future))\b",
     re.IGNORECASE,
 )
 # "Failed to read content of existing file: /x": says what failed, on what, but not why or what to do.
@@ -212,8 +214,11 @@ HTML_BLOCK_TAG_RE = re.compile(r"</?(?:h[1-6]|p|pre|center|hr|div|table|ul|li|br
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0e-\x1f\x7f\ufffd]")
 
 TRANSIENT_RE = re.compile(
-    r"\b429\b|\b50[234]\b|\b529\b|(?<!set a )(?<!set the )(?<![a-z])rate.?limit(?:ed|ing|s)?(?![a-z])|too many requests|throttl|overloaded|timed? ?out\b|\btimeout\b|"
-    r"deadline exceeded|connection (?:reset|refused|aborted|closed|issue|error)|econn(?:reset|refused|aborted)|"
+    r"\b429\b|\b50[234]\b|\b529\b|(?<!set a )(?<!set the )(?<![a-z])rate.?limit(?:ed|ing|s)?(?![a-z])|too many requests|throttl|overloaded|timed ?out\b|time out\b|"
+    # "timeout" as the name of a setting ("timeout value is negative", "timeout parameter") is no event
+    r"\btimeout\b(?!\s*(?:value|values|param\w*|setting|option|field|arg\w*|must|should|=|:\s*-?\d))|"
+    r"deadline exceeded|connection (?:reset|refused|aborted|closed|issue|error|failure|failed|lost|dropped)|"
+    r"lost (?:the )?connection|connect error|disconnect(?:ed)?\b|empty reply from (?:the )?server|econn(?:reset|refused|aborted)|"
     r"etimedout|socket hang up|broken pipe|service (?:temporarily )?unavailable|temporarily unavailable|"
     r"\b(?:site|server|host|service|backend|upstream|endpoint|api|gateway) (?:is )?(?:temporarily )?"
     r"(?:unavailable|down|unreachable)\b|\bunreachable\b|"
@@ -273,6 +278,7 @@ _TRANSIENT_EVENT_RE = re.compile(
     # a rate limit that was hit, not a setting called "rate limit" ("must be provided together to set a rate limit")
     r"rate.?limit(?:ed|ing)?\b(?! ?(?:window|count|setting|config\w*|polic\w+|value|field|param\w*))(?!\s+(?:must|should|is required))|"
     r"too many requests|unavailable|overloaded|name or service not known|name resolution|resolve host|enotfound|"
+    r"lost (?:the )?connection|connect error|connection (?:failure|failed|lost|dropped)|disconnect(?:ed)?\b|empty reply from|"
     r"timeout (?:\d+\s*m?s )?exceeded|timeout expired|\w*timeout(?:error|exception)|request timeout|unreachable|"
     r"closed (?:the )?connection|remote ?disconnected|unexpected eof|"
     r"\b(?:is|are|went) down\b",
@@ -303,6 +309,9 @@ def _status(view: MessageView) -> int | None:
     return None
 
 
+SNAKE_CODE_RE = re.compile(r"[a-z]+(?:_[a-z]+)+")
+
+
 def check_bare_status(view: MessageView, ctx: Context) -> bool:
     body = view.body
     if not body:
@@ -311,6 +320,9 @@ def check_bare_status(view: MessageView, ctx: Context) -> bool:
     label = re.match(r"^[\w .\-]{1,30}:\s+(?=\S)", body)
     # a process's bare exit status ("exit status 1") is a code too: which command, and why?
     bare = BARE_STATUS_RE.match(body) or (label and BARE_STATUS_RE.match(body[label.end():])) or EXIT_CODE_RE.fullmatch(body)
+    # the whole message is one machine code in snake_case ("invalid_grant", "channel_not_found"); after a label
+    # the same shape is the value ("no such table: order_items")
+    bare = bare or SNAKE_CODE_RE.fullmatch(body)
     return bool(bare) and (bool(NUMBER_RE.search(body)) or not view.has_remedy)
 
 
@@ -589,6 +601,8 @@ def check_failure_without_cause(view: MessageView, ctx: Context) -> bool:
     if before and ": " in rest:
         # "unable to open database '/tmp': unable to open database file": a cause that only repeats the failure
         target, cause = rest.rsplit(": ", 1)
+        if NOT_FOUND_RE.search(cause) and find_specifics(cause):
+            return False  # '...: namespaces "staging" not found': a lookup that missed, with its value, is the cause
         said = set(_content_words_of(view.body[: m.start("rest")] + " " + target))
         balanced = target.count("(") == target.count(")")
         words = _content_words_of(QUOTED_RE.sub(" ", cause))

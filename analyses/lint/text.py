@@ -43,6 +43,8 @@ _PREFIX_RE = re.compile(
     re.IGNORECASE,
 )
 _ERROR_TAG_RE = re.compile(r"</?error>", re.IGNORECASE)
+# apt's and dpkg's one-letter severity: "E: Unable to locate package x", "W: ..."
+_LETTER_PREFIX_RE = re.compile(r"^\s*(?-i:[EW]):\s+")
 # Wrapper prefixes that name the error class or the plumbing, not the failing value: botocore's
 # "An error occurred (NoSuchBucket) when calling the ListObjectsV2 operation: ", ToolBench's
 # "Function executing from my_tools.x.api import f error...\n".
@@ -132,7 +134,8 @@ IMPERATIVE_VERBS = (
     "submit|log ?in|sign ?in|authenticate|install|update|upgrade|enable|disable|cancel|finali[sz]e|confirm|review|"
     "rename|move|restart|look ?up|replace|escape|quote|wrap|retry|fix|correct|define|import|declare|close|save|go|"
     "switch|omit|append|prepend|encode|decode|upload|download|refresh|reconnect|resubmit|modify|edit|fetch|reserve|"
-    "activate|deactivate|register|subscribe|search|list|query|book|limit|format|drop|view"
+    "activate|deactivate|register|subscribe|search|list|query|book|limit|format|drop|view|raise|lower|commit|stash|pull|"
+    "push|merge|rebase|login|grant|allow|request|contact|free|clear"
 )
 # What follows an imperative verb: an object or a place ("Start the engine", "Call finalize_invoice",
 # "Provide only a file name"), so a noun at the start of a sentence ("Request aborted", "List index out of
@@ -262,9 +265,16 @@ _FIELD_POINTER_KEYS = frozenset(
 )
 
 
+# A JSON key that names what the call needed or expected: Slack's "needed": "chat:write", "required_scopes": [...],
+# "expected_format": "YYYY-MM-DD". A non-empty text or list there is the expected form.
+NEEDED_KEY_RE = re.compile(r"^(?:needed|required|expected|missing)(?:[_\-]\w+)?$|^\w+[_\-](?:needed|required|expected)$", re.I)
+
+
 def _remedy_field(obj: dict[str, Any]) -> bool:
     for key, value in obj.items():
         name = str(key).lower()
+        if NEEDED_KEY_RE.match(name) and isinstance(value, (str, list)) and value and not isinstance(value, bool):
+            return True
         if name not in REMEDY_KEYS or value in (None, "", [], {}):
             continue
         if name in _STRUCTURED_ONLY_KEYS and not isinstance(value, (list, dict)):
@@ -433,6 +443,7 @@ def find_specifics(text: str) -> list[str]:
 def strip_boilerplate(text: str) -> str:
     """The text without leading "Error:" prefixes, ``<error>`` tags and boilerplate advice."""
     body = _ERROR_TAG_RE.sub(" ", text)
+    body = _LETTER_PREFIX_RE.sub("", body)
     body = _PREFIX_RE.sub("", body)
     body = _WRAPPER_PREFIX_RE.sub("", body)
     body = _PREFIX_RE.sub("", body)
@@ -479,11 +490,16 @@ _KIND_WORDS = frozenset(
 MISSING_RE = re.compile(r"\bmissing ([\w`'\"\-\[\]]+(?: [\w`'\"\-\[\]]+)?|[{}()\[\];,<>](?=\s|$))", re.IGNORECASE)
 
 
+_AUTH_STEP_WORDS = frozenset("login log sign signin auth authn authz authenticated credentials session".split())
+
+
 def _named_requirement(body: str) -> bool:
     for m in [*REQUIRED_RE.finditer(body), *MISSING_RE.finditer(body)]:
         subject = next(g for g in m.groups() if g)
         words = _WORD_RE.findall(subject.lower())
-        kinds = _KIND_WORDS if m.re is MISSING_RE else frozenset()
+        # "Login required", "Sign-in required": an authentication step named only generically, like "Authentication
+        # required" (labelling rules 5 and 19); "An API key is required" names which credential
+        kinds = _KIND_WORDS if m.re is MISSING_RE else _AUTH_STEP_WORDS
         if subject[:1] in "`'\"{}()[];,<>" or any(w not in GENERIC_WORDS and w not in _EN_WORDS and w not in kinds for w in words):
             return True
     return False
