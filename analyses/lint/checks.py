@@ -107,6 +107,9 @@ STATE_RE = re.compile(
     r"\b(?:less|more|greater|fewer|lower|higher|smaller|larger|bigger|shorter|longer|later|earlier|older|newer) than (?:the |its |your )?[a-z_]\w*|"
     r"(?:cannot|can't|can ?not) \w+(?: \w+)? (?:above|below|beyond|over|past|more than|less than|outside) (?:the |its |your )?\w+|"
     r"(?:was|were|is|are) not \w+ by|nothing to \w+|"
+    # a mismatch between two named things ("Loyalty number does not match the passenger name"); a bare "does not
+    # match" says only that something is wrong
+    r"does(?: not|n't) match (?:the |its |your |any |an? )?[a-z_]\w*|"
     # the operand an operation needs is absent: "No previous running command to interact with", "No changes to save"
     r"^no (?!permissions?\b|access\b|rights?\b|authori\w+|credentials?\b)(?:\w+ ){1,3}to (?!access\b)\w+|"
     # what is wrong with the input of an operation: "Cannot calculate mean of an empty list" (not an empty response)
@@ -146,6 +149,11 @@ SELF_DESCRIBING_RE = re.compile(
     r"\binvalid (?:count|size|length|limit|offset|index|port|amount|quantity)(?: value)?\b|\binvalid literal for\b",
     re.IGNORECASE,
 )
+# The numeric kinds of SELF_DESCRIBING_RE: "Invalid count value: -1" explains itself once the value is shown;
+# "Invalid length" alone shows nothing (labelling rule 4)
+NUMERIC_KIND_RE = re.compile(
+    r"invalid (?:count|size|length|limit|offset|index|port|amount|quantity)(?: value)?", re.IGNORECASE
+)
 # Kinds of value with one standard form: rejecting a named one ("Invalid URL \"htps://x\"") says enough.
 # Registries the model knows (IANA time zones, URL schemes, encodings) count too: "unknown url type: 'x'",
 # "Invalid timezone: 'No time zone found with key X'", "invalid input syntax for type json".
@@ -172,7 +180,9 @@ EXCEPTION_LINE_RE = re.compile(r"^\s*(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Excepti
 # Runtime messages written for the programmer, not the caller (Python, JavaScript, JSON decoders).
 RUNTIME_MESSAGE_RE = re.compile(
     r"object has no attribute|'?NoneType'?|index (?:\d+ )?out of range|division by zero|can only concatenate|"
-    r"(?:dictionary|list|deque|set|heap|queue|stack) is empty|from empty (?:list|deque|dict|set)|"
+    # the runtime's own container ("pop from empty list", "dictionary is empty"), not a named one ("Recipient list
+    # is empty", a state of the caller's input)
+    r"(?<![\w,] )(?<!\w)(?:dictionary|list|deque|set|heap|queue|stack) is empty|from empty (?:list|deque|dict|set)|"
     r"codec can't (?:decode|encode)|not supported between instances of|"
     r"unsupported operand type|is not (?:subscriptable|callable|iterable)\b|is not a function|"
     # numeric overflow in a conversion ("int too large to convert to float"): the program's number types
@@ -546,8 +556,9 @@ def check_vague(view: MessageView, ctx: Context) -> bool:
     specific = view.specifics and not _only_a_position(view)
     if not view.english or specific or view.has_remedy or STATE_RE.search(view.body) or _retry_guided(view):
         return False
-    if SELF_DESCRIBING_RE.search(view.body):
-        return False  # "not a valid key, value dictionary" names the expected form
+    self_describing = SELF_DESCRIBING_RE.search(view.body)
+    if self_describing and not NUMERIC_KIND_RE.fullmatch(self_describing.group(0)):
+        return False  # "not a valid key, value dictionary" names the expected form; "Invalid length" names no value
     if NAMES_CALLER_VALUE_RE.search(view.body):
         return False  # "ReferenceError: lodash is not defined": the name the caller's code used
     # Long prose usually explains itself; the rule targets short statements with nothing to act on.
@@ -629,7 +640,10 @@ def check_failure_without_cause(view: MessageView, ctx: Context) -> bool:
         rest = re.sub(rf"\b(?:{'|'.join(_ATTRIBUTE_NAMES)})\s+{re.escape(value)}\b", " ", rest) if value else rest
     for regex in (PATH_RE, URL_RE, QUOTED_RE, IDENT_RE, NUMBER_RE):
         rest = regex.sub(" ", rest)
-    return len(_content_words_of(rest)) <= (0 if before else 1)
+    # after "X failed:" the colon introduces the cause, so one word there is already one ("... failed: invalid
+    # URL scheme 'htp'"); after "X failed for ..." one noun naming the target ("for PID 4242") is still the target
+    after_colon = not before and re.match(r"\s*[:;]", m.group("rest")) is not None
+    return len(_content_words_of(rest)) <= (0 if before or after_colon else 1)
 
 
 # A failure reported anywhere in a sentence: "Booking BK-1 could not be updated", "Error processing request for

@@ -155,7 +155,7 @@ REMEDY_KEYS = frozenset(
     {
         "hint", "hints", "suggestion", "suggestions", "next_operation", "next_step", "next_steps", "remedy", "fix",
         "expected", "valid_values", "allowed_values", "retry_after", "retry_after_seconds", "retry_after_ms",
-        "invalid_fields", "errors", "param", "field", "fields", "help", "retriesremaining", "retries_remaining",
+        "invalid_fields", "errors", "param", "field", "fields", "help", "retriesremaining", "retries_remaining", "loc",
     }
 )
 
@@ -310,16 +310,26 @@ def parse_object(text: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+_STATUS_KEYS = frozenset({"status", "statuscode", "status_code", "http_status"})
+_REQUEST_KEYS = frozenset({"path", "timestamp", "method", "endpoint", "url", "uri", "time"})
+
+
 def _strings(value: Any, out: list[str], keys: set[str], objs: list[dict[str, Any]], depth: int = 0) -> None:
     """Collect the prose a model reads from a JSON body: non-empty strings, nested bodies opened."""
     if depth > 8:
         return
     if isinstance(value, dict):
         objs.append(value)
+        # a framework's default error body (timestamp, status, error, path: Spring Boot's, Nest's) describes the
+        # request in its other fields ("path": "/api/orders"): the endpoint called, not a failing value
+        lowered = {str(k).lower() for k in value}
+        has_status = bool(lowered & _STATUS_KEYS) and "timestamp" in lowered
         for k, v in value.items():
             keys.add(str(k).lower())
             if str(k).lower() in _META_KEYS and isinstance(v, str) and " " not in v.strip():
                 continue  # an error code or request id classifies the error; it names no failing value
+            if has_status and str(k).lower() in _REQUEST_KEYS and isinstance(v, str):
+                continue
             _strings(v, out, keys, objs, depth + 1)
     elif isinstance(value, list):
         for item in value:
@@ -499,7 +509,8 @@ def _named_requirement(body: str) -> bool:
         words = _WORD_RE.findall(subject.lower())
         # "Login required", "Sign-in required": an authentication step named only generically, like "Authentication
         # required" (labelling rules 5 and 19); "An API key is required" names which credential
-        kinds = _KIND_WORDS if m.re is MISSING_RE else _AUTH_STEP_WORDS
+        # "Required field missing", "value is required": which one? ("An API key is required" names a credential)
+        kinds = _KIND_WORDS if m.re is MISSING_RE else (_KIND_WORDS - {"key", "keys"}) | _AUTH_STEP_WORDS
         if subject[:1] in "`'\"{}()[];,<>" or any(w not in GENERIC_WORDS and w not in _EN_WORDS and w not in kinds for w in words):
             return True
     return False
