@@ -26,6 +26,7 @@ from loopscope.analyses.lint.text import (
     INJECTION_RE,
     NUMBER_RE,
     MessageView,
+    _instructs,
     find_specifics,
 )
 
@@ -118,7 +119,9 @@ STATE_RE = re.compile(
     # ("parentheses () not balanced", "unterminated string")
     r"no (?:\w+ ){1,2}in (?:the |this )?\w+|not balanced|unbalanced|unterminated|unmatched|unclosed|"
     # a time on the wrong side of now: "Cannot book a flight departing in the past", "date is in the future"
-    r"in the (?:past|future))\b",
+    r"in the (?:past|future)|"
+    # a program's refusal with what it refuses ("refusing to merge unrelated histories"): a policy, stated
+    r"refus(?:e|es|ed|ing) to \w+ \w+)\b",
     re.IGNORECASE,
 )
 # "Failed to read content of existing file: /x": says what failed, on what, but not why or what to do.
@@ -138,6 +141,9 @@ NAMES_CALLER_VALUE_RE = re.compile(
     r"does not match format '[^']+'|"
     # an OS error's text after the path it failed on: "stat /nonexistent: no such file or directory"
     r"(?:^|\s)(?:/[\w.\-]+)+/?: (?:no such file or directory|permission denied|file exists|not a directory|is a directory|"
+    r"directory not empty|no space left on device|read-only file system|operation not permitted)\b|"
+    # a relative path operand before its errno text: "cat: src/: Is a directory", "rm: build/out: Permission denied"
+    r"^[\w.\-]+: (?:\.{0,2}/)?[\w.\-]+/[\w.\-/]*: (?:no such file or directory|permission denied|file exists|not a directory|is a directory|"
     r"directory not empty|no space left on device|read-only file system|operation not permitted)\b",
     re.IGNORECASE | re.MULTILINE,
 )
@@ -186,7 +192,7 @@ RUNTIME_MESSAGE_RE = re.compile(
     r"codec can't (?:decode|encode)|not supported between instances of|"
     r"unsupported operand type|is not (?:subscriptable|callable|iterable)\b|is not a function|"
     # numeric overflow in a conversion ("int too large to convert to float"): the program's number types
-    r"\btoo (?:large|big|small) to convert\b|"
+    r"\btoo (?:large|big|small) to convert\b|\bout of memory\b|\bheap space\b|\bcannot allocate memory\b|"
     # a type clash between the types of an expression ("incompatible types: String cannot be converted to int",
     # "cannot compare string with numeric type (i64)"): the program's types, not the caller's domain (rule 20)
     r"\bincompatible types\b|\b(?:cannot|can't|can not) (?:compare|add|subtract|multiply|divide|concatenate|combine)"
@@ -233,7 +239,7 @@ TRANSIENT_RE = re.compile(
     r"\b(?:site|server|host|service|backend|upstream|endpoint|api|gateway) (?:is )?(?:temporarily )?"
     r"(?:unavailable|down|unreachable)\b|\bunreachable\b|"
     r"(?:failed|unable|could ?n[o']t|can(?:no|')t) (?:to )?connect|couldn't connect|"
-    r"name or service not known|temporary failure in name resolution|could not resolve host|\benotfound\b|"
+    r"name or service not known|temporary failure in name resolution|could not resolve host|\benotfound\b|\beai_again\b|"
     r"(?:remote end|peer|server) closed (?:the )?connection|remote ?disconnected|unexpected eof|eof occurred|"
     r"bad gateway|gateway time-?out|(?:database|table|resource) is locked|lock contention|deadlock",
     re.IGNORECASE,
@@ -287,7 +293,7 @@ _TRANSIENT_EVENT_RE = re.compile(
     r"\b(?:429|50[234]|529)\b|timed? out\b|connection (?:reset|refused|aborted|closed)|econn\w+|"
     # a rate limit that was hit, not a setting called "rate limit" ("must be provided together to set a rate limit")
     r"rate.?limit(?:ed|ing)?\b(?! ?(?:window|count|setting|config\w*|polic\w+|value|field|param\w*))(?!\s+(?:must|should|is required))|"
-    r"too many requests|unavailable|overloaded|name or service not known|name resolution|resolve host|enotfound|"
+    r"too many requests|unavailable|overloaded|name or service not known|name resolution|resolve host|enotfound|eai_again|"
     r"lost (?:the )?connection|connect error|connection (?:failure|failed|lost|dropped)|disconnect(?:ed)?\b|empty reply from|"
     r"timeout (?:\d+\s*m?s )?exceeded|timeout expired|\w*timeout(?:error|exception)|request timeout|unreachable|"
     r"closed (?:the )?connection|remote ?disconnected|unexpected eof|"
@@ -394,7 +400,8 @@ def check_bare_exception(view: MessageView, ctx: Context) -> bool:
 _RUNTIME_CLASS_WORDS = frozenset(
     "key index attribute value type lookup runtime assertion os io environment reference range syntax name not "
     "implemented unicode decode encode overflow zero division memory recursion stop iteration base exception error "
-    "internal client server http request response api service generic unknown fatal system".split()
+    "internal client server http request response api service generic unknown fatal system exit keyboard interrupt "
+    "cancelled canceled".split()
 )
 
 
@@ -465,7 +472,9 @@ SYNTAX_REPORT_RE = re.compile(
 # A compiler's or linter's diagnostic heads with the source position it is about ("a.c:1:20: error: ...",
 # rustc's " --> b.rs:1:12"): one location in the code the model wrote, pointing at the fix; not a stack of frames.
 DIAGNOSTIC_LOCATION_RE = re.compile(
-    r"^[\w.\-/\\]+:\d+(?::\d+)?: (?:fatal )?(?:error|warning|note)\b|^\s*--> [\w.\-/\\]+:\d+(?::\d+)?\s*$",
+    r"^[\w.\-/\\]+:\d+(?::\d+)?: (?:fatal )?(?:error|warning|note)\b|^\s*--> [\w.\-/\\]+:\d+(?::\d+)?\s*$|"
+    # Go's compiler gives file, line and column and no severity: "./main.go:5:2: undefined: x"
+    r"^\.{0,2}/?[\w.\-/\\]+\.\w{1,5}:\d+:\d+: (?=\S)",
     re.MULTILINE,
 )
 
@@ -501,7 +510,7 @@ def check_transient_no_guidance(view: MessageView, ctx: Context) -> bool:
         return False
     if RETRY_GUIDANCE_RE.search(view.prose) or view.json_keys & {"is_retriable", "retry_after", "retry_after_seconds", "retryable"}:
         return False
-    if IMPERATIVE_RE.search(view.body) or RECOVERY_RE.search(view.body):
+    if _instructs(view.body) or RECOVERY_RE.search(view.body):
         return False  # "... or have a connection issue. Try a different URL or approach.": a way forward
     return True
 
@@ -570,7 +579,7 @@ def check_vague(view: MessageView, ctx: Context) -> bool:
 FAILED_AFTER_RE = re.compile(
     r"^(?P<what>[^\n]{1,120}?) (?:failed|was unsuccessful|returned non-zero exit status \d+|"
     r"returned (?:no (?:results?|data|output|response)|nothing|an empty (?:result|response))|"
-    r"(?:exited|failed) with (?:exit )?(?:code|status) \d+)\b(?: (?:for|on|with|at|in))?(?P<rest>.*)$",
+    r"(?:exited|failed|completed|finished|terminated) with (?:exit )?(?:code|status) \d+)\b(?: (?:for|on|with|at|in))?(?P<rest>.*)$",
     re.IGNORECASE | re.DOTALL,
 )
 
@@ -725,7 +734,7 @@ _ATTRIBUTE_NAMES = ("name", "id", "key", "email", "title", "slug", "code", "user
 
 
 # "exit code 127", "exit status 2": a process's exit status, not an HTTP status
-EXIT_CODE_RE = re.compile(r"\bexit(?:ed)? (?:with )?(?:code|status) -?\d+\b", re.IGNORECASE)
+EXIT_CODE_RE = re.compile(r"\bexit(?:ed)? (?:with )?(?:code|status):? -?\d+\b", re.IGNORECASE)
 # Words a cause can consist of without saying anything: "Authentication required", "command terminated with
 # exit code 127", "access denied" (which credential, which permission, why did the command fail?)
 _EMPTY_CAUSE_WORDS = frozenset(

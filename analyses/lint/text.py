@@ -39,7 +39,7 @@ from typing import Any
 
 # Prefixes that carry no information: "Error:", "ERROR:", "fatal:", "<error>…</error>".
 _PREFIX_RE = re.compile(
-    r"^\s*(?:(?:error|err|fatal|exception|warning|fehler|erreur)\s*(?:\[\w+\])?\s*(?::|-(?!\d))\s*)+",
+    r"^\s*(?:(?:error|err|fatal|exception|warning|fehler|erreur)\s*(?:\[\w+\])?\s*(?::|-(?!\d))\s*|npm (?:ERR!|error)\s+)+",
     re.IGNORECASE,
 )
 _ERROR_TAG_RE = re.compile(r"</?error>", re.IGNORECASE)
@@ -71,7 +71,8 @@ BOILERPLATE_ADVICE_RE = re.compile(
 )
 
 QUOTED_RE = re.compile(
-    r"'[^'\n]{1,200}'|\"[^\"\n]{1,200}\"|`[^`\n]{1,200}`|«[^»\n]{1,200}»|»[^«\n]{1,200}«|“[^”\n]{1,200}”|‘[^’\n]{1,200}’"
+    # GNU's older quoting, `like this' ("syntax error near unexpected token `fi'"), before the plain forms
+    r"`[^`'\n]{1,200}'(?![\w'])|'[^'\n]{1,200}'|\"[^\"\n]{1,200}\"|`[^`\n]{1,200}`|«[^»\n]{1,200}»|»[^«\n]{1,200}«|“[^”\n]{1,200}”|‘[^’\n]{1,200}’"
 )
 URL_RE = re.compile(r"\b[a-z][a-z0-9+.\-]*://[^\s'\"<>)\]]+", re.IGNORECASE)
 EMAIL_RE = re.compile(r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}\b")
@@ -135,7 +136,7 @@ IMPERATIVE_VERBS = (
     "rename|move|restart|look ?up|replace|escape|quote|wrap|retry|fix|correct|define|import|declare|close|save|go|"
     "switch|omit|append|prepend|encode|decode|upload|download|refresh|reconnect|resubmit|modify|edit|fetch|reserve|"
     "activate|deactivate|register|subscribe|search|list|query|book|limit|format|drop|view|raise|lower|commit|stash|pull|"
-    "push|merge|rebase|login|grant|allow|request|contact|free|clear"
+    "push|merge|rebase|login|grant|allow|contact|free|clear"
 )
 # What follows an imperative verb: an object or a place ("Start the engine", "Call finalize_invoice",
 # "Provide only a file name"), so a noun at the start of a sentence ("Request aborted", "List index out of
