@@ -191,7 +191,9 @@ _OPERAND_RE = re.compile(
 _META_KEYS = frozenset(
     {"type", "code", "error_code", "error", "name", "status", "request_id", "trace_id", "correlation_id",
      "documentation_url", "doc_url", "deprecated_type", "object", "traceid", "requestid", "instance", "statuscode",
-     "status_code", "success", "ok", "cod", "http_status", "httpstatus", "http_code"}
+     "status_code", "success", "ok", "cod", "http_status", "httpstatus", "http_code",
+     # the protocol and schema a body is written in ("jsonrpc": "2.0", Kubernetes' "apiVersion": "v1", "kind": "Status")
+     "jsonrpc", "apiversion", "api_version", "kind", "reason"}
 )
 
 # Text that reads like an instruction to the model, planted in a tool result (LS111). Its "imperatives"
