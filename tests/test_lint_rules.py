@@ -417,3 +417,137 @@ def test_session_14_principles(text: str, generic: bool) -> None:
 )
 def test_session_14_round_2_principles(text: str, generic: bool) -> None:
     assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # issue 13's kinds, each on texts written for this test
+        # a message that names the bad argument or value is not generic
+        ("TypeError: create_event() got an unexpected keyword argument 'duration_min'", False),
+        ("NameError: name 'np' is not defined", False),
+        ("ReferenceError: lodash is not defined", False),
+        ("Invalid promo code: 'SPRING25'", False),
+        ("Invalid coupon code: XMAS2020", False),
+        # an OS error with its errno name and the operation (and the path it failed on) is not generic
+        ("EACCES: permission denied, mkdir '/usr/lib/node_modules/pkg'", False),
+        ("OSError: [Errno 30] Read-only file system: '/usr/share/out.txt'", False),
+        ("cat: notes/: Is a directory", False),
+        # ... without the path or address it failed on, it is
+        ("EACCES: permission denied", True),
+        # a JSON wrapper with an empty `error` is judged by its real message (response, message, nested JSON, repr)
+        ('{"error": "", "response": "Missing required parameter \'city\'. Example: city=Paris"}', False),
+        ('{"error": "", "message": "Station id 99999 not found. Use list_stations to get valid ids."}', False),
+        ('{"error": "", "response": "{\\"message\\": \\"symbol \'APPL\' not found; did you mean AAPL?\\"}"}', False),
+        ('{"error": "", "response": "{\'status\': \'fail\', \'message\': \'date must be in YYYY-MM-DD format\'}"}', False),
+        ('{"error": "", "response": "{\'status\': \'fail\', \'message\': \'Something went wrong\'}"}', True),
+        ('{"error": "", "response": "{\\"message\\": \\"Internal Server Error\\"}"}', True),
+        # RFC 9457 problem details with only a bare title are generic; a detail that explains makes them not
+        ('{"type": "https://example.com/probs/invalid", "title": "Unprocessable Entity", "status": 422}', True),
+        ('{"title": "Forbidden", "status": 403}', True),
+        ('{"title": "Forbidden", "status": 403, "detail": "Your plan does not include exports; upgrade to Pro to use /exports."}', False),
+        # bare "does not exist" / "... required" without the path or the remedy are generic
+        ("The file does not exist.", True),
+        ("Directory does not exist", True),
+        ("Authentication required.", True),
+        ("Login required", True),
+        ("File '/tmp/a.txt' does not exist", False),
+        ("Authentication required: set GITHUB_TOKEN in the environment.", False),
+        # an HTML error page is generic
+        ("<html><body><h1>403 Forbidden</h1></body></html>", True),
+        ("<html>\n<head><title>404 Not Found</title></head>\n<body>\n<center><h1>404 Not Found</h1></center>\n</body>\n</html>", True),
+    ],
+)
+def test_issue_13_kinds(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # an entity the caller named (user, branch, container, package...) is looked up like an id: with its value
+        # shown the rejection explains itself; an enumeration the tool defines still needs the allowed values
+        ("usermod: invalid user: ‘ghost_7’", False),
+        ("Unknown branch: 'mian'", False),
+        ("Invalid mode: turbo", True),
+        # a published grammar (version, specifier, IP address, host name, regex) is a standard form
+        ("Invalid version: 'one.two'", False),
+        ("Invalid specifier: '=>2.0'", False),
+        ("Invalid IP address: '300.1.1.1'", False),
+        ("invalid regular expression: '(abc'", False),
+        ("Invalid version", True),
+        # one token holding colons after a colon is the value
+        ("No such object: redis:latestt", False),
+        ("Unresolvable: urn:example:missing", False),
+        # "possible values:" lists the expected form
+        ("invalid value 'fast' for '--speed <SPEED>'\n  [possible values: slow, medium]", False),
+        # a bare number after an exception class is a bare key
+        ("KeyError: 0", True),
+        ("IndexError: 7", True),
+        # runtime internals by family: not iterable, numeric overflow, a type clash between an expression's types
+        ("TypeError: 12 is not iterable", True),
+        ("OverflowError: int too large to convert to float", True),
+        ("Main.java:3: error: incompatible types: boolean cannot be converted to String", True),
+        ("InvalidOperationError: cannot compare string with numeric type (f64)", True),
+        ("java.lang.OutOfMemoryError: Java heap space", True),
+        # a frame in anonymous or native code is a frame
+        ("SyntaxError: Unexpected token } in JSON at position 9\n    at JSON.parse (<anonymous>)", True),
+        # a number that labels the error is a code, and a support reference is no value
+        ("error: Error -5 while decompressing data: incomplete or truncated stream", True),
+        ("An error occurred while processing your request. Reference #97.1a2b.1700000000.cd", True),
+        # an input's name and a line number heading a syntax error is only a position
+        ("(standard_in) 5: syntax error", True),
+        ("<stdin>:3: parse error", True),
+        ("bash: syntax error near unexpected token `done'", False),
+        # connection failures by family are transient and need retry guidance
+        ("ERROR 2013 (HY000): Lost connection to server during query", True),
+        ("upstream connect error or disconnect/reset before headers. reset reason: connection failure", True),
+        ("curl: (52) Empty reply from server", True),
+        ("Error: getaddrinfo EAI_AGAIN api.example.test", True),
+        ("Lost connection to the database; retry in 5 seconds.", False),
+        # "timeout" naming a setting is no event: a rejected setting is a validation message
+        ("IllegalArgumentException: timeout value is negative; it must be >= 0", False),
+        # a whole message that is one snake_case code is a bare code; after a label it is the value
+        ("invalid_grant", True),
+        ("no such table: order_lines", False),
+        # a JSON key naming what was needed is the expected form
+        ('{"ok": false, "error": "missing_scope", "needed": "files:write", "provided": "files:read"}', False),
+        # exit statuses alone are bare codes
+        ("Error: Process completed with exit code 2.", True),
+        ("Exit code: 1", True),
+        ("SystemExit: 3", True),
+        # a wrapped failure whose cause is a lookup that missed, with its value, is explained
+        ('Error: failed to create service: namespaces "prodd" not found', False),
+        # after "X failed:" the colon introduces the cause
+        ("Navigation to 'htp://example' failed: invalid URL scheme 'htp'.", False),
+        ("Navigation failed", True),
+        # a named list that is empty is a state of the caller's input; the runtime's own container is internals
+        ("Recipient list is empty. Add at least one address in 'to'.", False),
+        ("IndexError: pop from empty list", True),
+        # a mismatch between two named things is a state; a bare "does not match" is not
+        ("Loyalty number does not match the passenger name.", False),
+        # a numeric kind rejected without its value, or a requirement named only by its kind, names nothing
+        ("Invalid length", True),
+        ("Invalid length: -4", False),
+        ("Required field missing", True),
+        ("An API key is required", False),
+        # a time on the wrong side of now, and a program's refusal with its object, are states
+        ("Cannot book a flight departing in the past", False),
+        ("fatal: refusing to merge unrelated histories", False),
+        # Go's file:line:col heading is a compiler diagnostic, not a stack frame
+        ("./cmd/main.go:12:3: undefined: fmtt", False),
+        # a framework's default body (timestamp, status, error, path): the path is the endpoint, not a value
+        ('{"timestamp": "2026-01-01T00:00:00Z", "status": 500, "error": "Internal Server Error", "path": "/api/book"}', True),
+        # protocol fields are no value: JSON-RPC's version
+        ('{"jsonrpc": "2.0", "error": {"code": -32601, "message": "Method not found"}, "id": 3}', True),
+        ('{"jsonrpc": "2.0", "error": {"code": -32601, "message": "Method not found: tools/cal"}, "id": 3}', False),
+    ],
+)
+def test_session_15_principles(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)
+
+
+def test_a_position_only_parse_error_says_so() -> None:
+    finding = lint_message("(standard_in) 5: syntax error").findings[0]
+    assert finding.rule_id == "LS106"
+    assert "where the parser stopped" in finding.evidence and "(standard_in) 5:" in finding.evidence

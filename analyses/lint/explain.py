@@ -87,6 +87,12 @@ def evidence(rule_id: str, view: MessageView, ctx: c.Context) -> str:
         hit = _first(c.INVALID_RE, body) or "invalid"
         return f"{_q(hit)}; looked for the expected format, the allowed values or an example: none"
     if rule_id == "LS106":
+        if c._only_a_position(view):
+            where = _first(c.POSITION_RE, body) or "a position"
+            return (
+                f"the only value is where the parser stopped ({_q(where.strip())}), in input the model cannot see; "
+                "looked for the token at fault or what was expected there: none"
+            )
         words = [w for w in _WORD_RE.findall(body.lower()) if w not in GENERIC_WORDS]
         return (
             f"a short statement ({_q(' '.join(words) or body)}); looked for a value, a field, a limit or a next "
