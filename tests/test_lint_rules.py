@@ -486,7 +486,7 @@ def test_issue_13_kinds(text: str, generic: bool) -> None:
         ("IndexError: 7", True),
         # runtime internals by family: not iterable, numeric overflow, a type clash between an expression's types
         ("TypeError: 12 is not iterable", True),
-        ("OverflowError: int too large to convert to float", True),
+        ("OverflowError: Python int too large to convert to C long", True),
         ("Main.java:3: error: incompatible types: boolean cannot be converted to String", True),
         ("InvalidOperationError: cannot compare string with numeric type (f64)", True),
         ("java.lang.OutOfMemoryError: Java heap space", True),
@@ -502,7 +502,7 @@ def test_issue_13_kinds(text: str, generic: bool) -> None:
         # connection failures by family are transient and need retry guidance
         ("ERROR 2013 (HY000): Lost connection to server during query", True),
         ("upstream connect error or disconnect/reset before headers. reset reason: connection failure", True),
-        ("curl: (52) Empty reply from server", True),
+        ("fetch: empty reply from server api.example.test", True),
         ("Error: getaddrinfo EAI_AGAIN api.example.test", True),
         ("Lost connection to the database; retry in 5 seconds.", False),
         # "timeout" naming a setting is no event: a rejected setting is a validation message
@@ -523,7 +523,7 @@ def test_issue_13_kinds(text: str, generic: bool) -> None:
         ("Navigation failed", True),
         # a named list that is empty is a state of the caller's input; the runtime's own container is internals
         ("Recipient list is empty. Add at least one address in 'to'.", False),
-        ("IndexError: pop from empty list", True),
+        ("IndexError: pop from an empty deque", True),
         # a mismatch between two named things is a state; a bare "does not match" is not
         ("Loyalty number does not match the passenger name.", False),
         # a numeric kind rejected without its value, or a requirement named only by its kind, names nothing

@@ -188,7 +188,7 @@ RUNTIME_MESSAGE_RE = re.compile(
     r"object has no attribute|'?NoneType'?|index (?:\d+ )?out of range|division by zero|can only concatenate|"
     # the runtime's own container ("pop from empty list", "dictionary is empty"), not a named one ("Recipient list
     # is empty", a state of the caller's input)
-    r"(?<![\w,] )(?<!\w)(?:dictionary|list|deque|set|heap|queue|stack) is empty|from empty (?:list|deque|dict|set)|"
+    r"(?<![\w,] )(?<!\w)(?:dictionary|list|deque|set|heap|queue|stack) is empty|from (?:an )?empty (?:list|deque|dict|set)|"
     r"codec can't (?:decode|encode)|not supported between instances of|"
     r"unsupported operand type|is not (?:subscriptable|callable|iterable)\b|is not a function|"
     # numeric overflow in a conversion ("int too large to convert to float"): the program's number types
