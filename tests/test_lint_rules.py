@@ -534,6 +534,13 @@ def test_issue_13_kinds(text: str, generic: bool) -> None:
         # a time on the wrong side of now, and a program's refusal with its object, are states
         ("Cannot book a flight departing in the past", False),
         ("fatal: refusing to merge unrelated histories", False),
+        # an errno text after the path a wrapped failure happened on is its cause; a bare denial is not
+        ("Could not open /srv/app/state.db: permission denied", False),
+        ("Error getting quota for bucket b1: access denied", True),
+        # a requirement's subject may be two words; a pronoun's capability names nothing
+        ("The title field is required.", False),
+        ("You are not allowed to do that.", True),
+        ("Exporting to XLSX is not supported.", False),
         # Go's file:line:col heading is a compiler diagnostic, not a stack frame
         ("./cmd/main.go:12:3: undefined: fmtt", False),
         # a framework's default body (timestamp, status, error, path): the path is the endpoint, not a value

@@ -102,7 +102,9 @@ STATE_RE = re.compile(
     # a classification ("File is not a zip file"), a capability ("Operation MatMult is not supported"), a
     # comparison that says which way to change ("INSERT has more expressions than target columns") or a fact
     # with its agent ("The last commit was not made by aider"): each says what is wrong, not only that it is
-    r"(?:is|are) not an? (?!valid\b|proper\b|correct\b|well)\w+|(?:is|are) not (?:supported|allowed|permitted)|(?:more|fewer|less) \w+(?: \w+)? than|"
+    r"(?:is|are) not an? (?!valid\b|proper\b|correct\b|well)\w+|"
+    # a capability of a named thing; "You are not allowed to do that" names none
+    r"(?<!\byou )(?<!\bit )(?<!\bthat )(?:is|are) not (?:supported|allowed|permitted)|(?:more|fewer|less) \w+(?: \w+)? than|"
     # a comparison between two named quantities ("Balance is less than budget limit") or an operation bounded by a
     # named limit ("Cannot fill gas above the tank capacity"): each says which way to change
     r"\b(?:less|more|greater|fewer|lower|higher|smaller|larger|bigger|shorter|longer|later|earlier|older|newer) than (?:the |its |your )?[a-z_]\w*|"
@@ -132,6 +134,11 @@ FAILURE_CLAUSE_RE = re.compile(
     re.IGNORECASE | re.DOTALL,
 )
 
+# The C library's texts for the errnos a file operation meets (strerror): with the path they failed on, a cause.
+ERRNO_TEXTS = (
+    "no such file or directory|permission denied|file exists|not a directory|is a directory|directory not empty|"
+    "no space left on device|read-only file system|operation not permitted"
+)
 # A runtime message that names what the caller got wrong: the argument to drop or add, the name its code used,
 # the module it imported, the file an OS call failed on (errno name and path). The fix is evident.
 NAMES_CALLER_VALUE_RE = re.compile(
@@ -140,11 +147,9 @@ NAMES_CALLER_VALUE_RE = re.compile(
     r"\[Errno \d+\] [^:\n]+: '[^']+'|^\s*E[A-Z]{2,}: [^,\n]+, \w+ '[^']+'|"
     r"does not match format '[^']+'|"
     # an OS error's text after the path it failed on: "stat /nonexistent: no such file or directory"
-    r"(?:^|\s)(?:/[\w.\-]+)+/?: (?:no such file or directory|permission denied|file exists|not a directory|is a directory|"
-    r"directory not empty|no space left on device|read-only file system|operation not permitted)\b|"
+    rf"(?:^|\s)(?:/[\w.\-]+)+/?: (?:{ERRNO_TEXTS})\b|"
     # a relative path operand before its errno text: "cat: src/: Is a directory", "rm: build/out: Permission denied"
-    r"^[\w.\-]+: (?:\.{0,2}/)?[\w.\-]+/[\w.\-/]*: (?:no such file or directory|permission denied|file exists|not a directory|is a directory|"
-    r"directory not empty|no space left on device|read-only file system|operation not permitted)\b",
+    rf"^[\w.\-]+: (?:\.{{0,2}}/)?[\w.\-]+/[\w.\-/]*: (?:{ERRNO_TEXTS})\b",
     re.IGNORECASE | re.MULTILINE,
 )
 # "invalid integer: ten" names its expected form: scalar types have one obvious spelling.
@@ -616,6 +621,10 @@ def check_failure_without_cause(view: MessageView, ctx: Context) -> bool:
     if not before and re.search(r"\b(?:constraint|assertion|precondition)\b", m.group("what"), re.IGNORECASE):
         return False
     rest = m.group("rest")
+    if ": " in rest and re.fullmatch(rf"(?:{ERRNO_TEXTS})", rest.rsplit(": ", 1)[1].strip(" ."), re.IGNORECASE) and (
+        PATH_RE.search(rest) or QUOTED_RE.search(rest)
+    ):
+        return False  # "Could not open /var/db.sqlite: permission denied": the errno text on its path is the cause
     if before and ": " in rest and _uninformative_cause(rest.split(": ", 1)[1]):
         return True  # "Error getting database size: Authentication required.", "...: command terminated with exit code 127"
     if before and ": " in rest:

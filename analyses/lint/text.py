@@ -124,7 +124,8 @@ VACUOUS_CONSTRAINT_RE = re.compile(
 # "X is required" says what to add only when X names something: "url is required", "An API key is required",
 # "Parameter `old_str` is required"; "Authentication required" and "Arguments are required" do not.
 REQUIRED_RE = re.compile(
-    r"([\w`'\".\-\[\]]+)\s+(?:is |are )?(?:required|missing)\b(?!\.\w)|"
+    # the subject may be two words: "The name field is required" names "name"; "Required field missing" names nothing
+    r"((?:[\w`'\".\-\[\]]+ )?[\w`'\".\-\[\]]+)\s+(?:is |are )?(?:required|missing)\b(?!\.\w)|"
     r"\bno ((?:[\w`'\".\-\[\]]+ ){0,2}[\w`'\".\-\[\]]+) (?:was |were )?(?:provided|given|specified|supplied|passed)\b",
     re.IGNORECASE,
 )
