@@ -541,6 +541,11 @@ def test_issue_13_kinds(text: str, generic: bool) -> None:
         ("The title field is required.", False),
         ("You are not allowed to do that.", True),
         ("Exporting to XLSX is not supported.", False),
+        # a validation body that maps each field to its messages names the field by its key
+        ("{'title': ['Missing data for required field.']}", False),
+        ('{"errors": ["Missing data for required field."]}', True),
+        # a name in a language's grammar (an operator, a keyword) with its value is like a schema name
+        ("MongoServerError: Unknown operator: $matchh", False),
         # Go's file:line:col heading is a compiler diagnostic, not a stack frame
         ("./cmd/main.go:12:3: undefined: fmtt", False),
         # a framework's default body (timestamp, status, error, path): the path is the endpoint, not a value

@@ -81,6 +81,8 @@ INVALID_RE = re.compile(
 NAMED_SCHEMA_OR_ID_RE = re.compile(
     r"\b(?:tool|function|method|parameter|param|argument|arg|field|property|key|option|flag|command|column|table|"
     r"endpoint|id|ids|identifier|name|ref|reference|object name|symbol|ticker|code|slug|handle|username|sku|"
+    # a name in a language's or a tool's grammar: its valid names are in the documentation the model read
+    r"operator|keyword|directive|variable|attribute|setting|subcommand|builtin|macro|"
     # an entity the caller named and the system looks up (a user, a branch, a container...): like an id, its
     # valid values are found by a lookup, not learnt from a format (labelling rules 3 and 16)
     r"user|group|owner|account|host|branch|tag|commit|revision|repository|repo|container|image|volume|pod|namespace|"

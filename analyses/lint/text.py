@@ -538,6 +538,23 @@ def _instructs(body: str) -> bool:
     return False
 
 
+def _field_keys(objs: list[dict[str, Any]]) -> list[str]:
+    """Keys that name fields: a validation body maps each field to its messages (``{'name': ['Missing data for
+    required field.']}``, Rails' and marshmallow's shape), so the key is the field at fault."""
+    found: list[str] = []
+    for obj in objs:
+        if obj and all(
+            isinstance(v, list) and v and all(isinstance(x, str) for x in v) and str(k).lower() not in _PROSE_KEYS
+            for k, v in obj.items()
+        ):
+            found.extend(str(k) for k in obj)
+    return found
+
+
+# Keys whose list holds the messages themselves, not one field's messages.
+_PROSE_KEYS = frozenset({"errors", "error", "messages", "message", "detail", "details", "warnings", "non_field_errors"})
+
+
 def read_message(text: str) -> MessageView:
     """Parse ``text`` into the view every rule reads."""
     obj = parse_object(text)
@@ -564,7 +581,7 @@ def read_message(text: str) -> MessageView:
         json_keys=frozenset(keys),
         objs=objs,
     )
-    view.specifics = find_specifics(body)
+    view.specifics = find_specifics(body) + _field_keys(objs)
     view.has_constraint = bool(CONSTRAINT_RE.search(VACUOUS_CONSTRAINT_RE.sub(" ", body))) or _named_requirement(body)
     view.has_next_step = bool(NEXT_STEP_RE.search(body) or _instructs(body))
     return view
