@@ -546,6 +546,12 @@ def test_issue_13_kinds(text: str, generic: bool) -> None:
         ('{"errors": ["Missing data for required field."]}', True),
         # a name in a language's grammar (an operator, a keyword) with its value is like a schema name
         ("MongoServerError: Unknown operator: $matchh", False),
+        # a browser's resolver failure is transient; a shell's script line is only a position
+        ("page.goto: net::ERR_NAME_NOT_RESOLVED at https://shop.example.test/", True),
+        ("sh: 4: Syntax error: end of file unexpected", True),
+        ('sh: 4: Syntax error: "fi" unexpected', False),
+        # two imperative verbs share their object, and a file name is an object
+        ("State file is not valid JSON at line 3; fix or delete state.json.", False),
         # Go's file:line:col heading is a compiler diagnostic, not a stack frame
         ("./cmd/main.go:12:3: undefined: fmtt", False),
         # a framework's default body (timestamp, status, error, path): the path is the endpoint, not a value

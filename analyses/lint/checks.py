@@ -246,7 +246,7 @@ TRANSIENT_RE = re.compile(
     r"\b(?:site|server|host|service|backend|upstream|endpoint|api|gateway) (?:is )?(?:temporarily )?"
     r"(?:unavailable|down|unreachable)\b|\bunreachable\b|"
     r"(?:failed|unable|could ?n[o']t|can(?:no|')t) (?:to )?connect|couldn't connect|"
-    r"name or service not known|temporary failure in name resolution|could not resolve host|\benotfound\b|\beai_again\b|"
+    r"name or service not known|temporary failure in name resolution|could not resolve host|\benotfound\b|\beai_again\b|name[_ ]not[_ ]resolved|"
     r"(?:remote end|peer|server) closed (?:the )?connection|remote ?disconnected|unexpected eof|eof occurred|"
     r"bad gateway|gateway time-?out|(?:database|table|resource) is locked|lock contention|deadlock",
     re.IGNORECASE,
@@ -300,7 +300,7 @@ _TRANSIENT_EVENT_RE = re.compile(
     r"\b(?:429|50[234]|529)\b|timed? out\b|connection (?:reset|refused|aborted|closed)|econn\w+|"
     # a rate limit that was hit, not a setting called "rate limit" ("must be provided together to set a rate limit")
     r"rate.?limit(?:ed|ing)?\b(?! ?(?:window|count|setting|config\w*|polic\w+|value|field|param\w*))(?!\s+(?:must|should|is required))|"
-    r"too many requests|unavailable|overloaded|name or service not known|name resolution|resolve host|enotfound|eai_again|"
+    r"too many requests|unavailable|overloaded|name or service not known|name resolution|resolve host|enotfound|eai_again|name[_ ]not[_ ]resolved|"
     r"lost (?:the )?connection|connect error|connection (?:failure|failed|lost|dropped)|disconnect(?:ed)?\b|empty reply from|"
     r"timeout (?:\d+\s*m?s )?exceeded|timeout expired|\w*timeout(?:error|exception)|request timeout|unreachable|"
     r"closed (?:the )?connection|remote ?disconnected|unexpected eof|"
@@ -553,7 +553,9 @@ INTERNAL_NOT_READY_RE = re.compile(
 POSITION_RE = re.compile(
     r"\b(?:(?:at )?line \d+\s*[,:]?\s*)?(?:column|col|char|character|position|pos|offset) \d+\b(?:\s*\(char \d+\))?|"
     # an input's name and a line number heading the message: "(standard_in) 2: syntax error", "<stdin>:3: parse error"
-    r"^\s*(?:\([\w.\-]+\)|<[\w.\-]+>|-|stdin|standard[ _]input)(?: |:)\d+(?::\d+)?:(?=\s)",
+    r"^\s*(?:\([\w.\-]+\)|<[\w.\-]+>|-|stdin|standard[ _]input)(?: |:)\d+(?::\d+)?:(?=\s)|"
+    # a shell's script line: "sh: 1: Syntax error: ...", "bash: line 3: syntax error ..."
+    r"^\s*(?:[\w.\-/]*sh): (?:line )?\d+:(?=\s)",
     re.IGNORECASE | re.MULTILINE,
 )
 PARSE_RE = re.compile(r"\b(?:pars(?:e|er|ing)|syntax|token|tag|literal|delimiter|decod\w+)\b", re.IGNORECASE)

@@ -146,10 +146,14 @@ _OBJECT = (
     r"(?:(?:the|a|an|your|it|its|them|this|that|these|those|only|all|any|each|every|one|another|more|less|fewer|some|"
     r"with|to|for|from|in|into|on|at|by|first|again|up|out|back|down|sure|you|valid|correct|different|new)\b|"
     # a whole word only: "Search index not loaded" is a noun phrase, not "Search in..."
-    r"[A-Za-z]+_\w+|[A-Za-z]+\(|[`'\"<])"
+    r"[A-Za-z]+_\w+|[A-Za-z]+\(|[`'\"<]|"
+    # a file name: "delete memory.json", "Read config.yaml first"
+    r"[\w\-]+\.[A-Za-z]{1,5}\b)"
 )
 IMPERATIVE_RE = re.compile(
-    rf"(?:(?:^|[.!?;\n]\s*|:\s+|\bthen\s+)(?:{IMPERATIVE_VERBS})\s+{_OBJECT}|\bplease\s+(?:{IMPERATIVE_VERBS})\b)",
+    # two verbs joined by "or"/"and" share the object: "fix or delete memory.json", "commit and push the branch"
+    rf"(?:(?:^|[.!?;\n]\s*|:\s+|\bthen\s+)(?:{IMPERATIVE_VERBS})(?:,? (?:or|and) (?:{IMPERATIVE_VERBS}))?\s+{_OBJECT}|"
+    rf"\bplease\s+(?:{IMPERATIVE_VERBS})\b)",
     re.IGNORECASE,
 )
 # JSON keys that carry a remedy in a structured error body.
