@@ -179,12 +179,9 @@ GENERIC_WORDS = frozenset(
     """.split()
 )
 # "no such table: users": a short value after the last colon names what was looked up.
-_TAIL_VALUE_RE = re.compile(
-    r"\w[^:\n]*:\s+([^:\n]{1,60}?)\s*\.?\s*$|"
-    # one token that holds colons itself is still the value: "No such object: nginx:latest", "Unresolvable: urn:x"
-    r"\w[^:\n]*?:\s+([^\s:]+(?::[^\s:]+)+)\s*\.?\s*$",
-    re.MULTILINE,
-)
+_TAIL_VALUE_RE = re.compile(r"\w[^:\n]*:\s+([^:\n]{1,60}?)\s*\.?\s*$", re.MULTILINE)
+# one token that holds colons itself is still the value: "No such object: nginx:latest", "Unresolvable: urn:x"
+_COLON_TOKEN_RE = re.compile(r"[^\s:]+(?::[^\s:]+)+")
 # "merge: nope - not something we can merge": an operand between a program's colon and its explanation
 _OPERAND_RE = re.compile(
     r"^[\w.\-]+: (\S{1,40}) - \w|"
@@ -446,15 +443,20 @@ def find_specifics(text: str) -> list[str]:
             found.append(value)
     for regex in (QUOTED_RE, URL_RE, EMAIL_RE, ISO_DATE_RE, PATH_RE, IDENT_RE, NUMBER_RE):
         found.extend(m.group(0) for m in regex.finditer(text) if not ERROR_CODE_RE.fullmatch(m.group(0)))
-    for m in _TAIL_VALUE_RE.finditer(text):
-        g = 1 if m.group(1) is not None else 2
-        words = _WORD_RE.findall(m.group(g).lower())
-        head = set(_WORD_RE.findall(m.group(0)[: m.start(g) - m.start(0)].lower()))
+    tails = [(m.group(1), m.group(0)[: m.start(1) - m.start(0)]) for m in _TAIL_VALUE_RE.finditer(text)]
+    for line in text.split("\n"):
+        head, sep, token = line.rpartition(": ")
+        token = token.strip().rstrip(".")
+        if sep and head[:1].isalnum() and _COLON_TOKEN_RE.fullmatch(token):
+            tails.append((token, head))
+    for value, head_text in tails:
+        words = _WORD_RE.findall(value.lower())
+        head = set(_WORD_RE.findall(head_text.lower()))
         # "GitHub API Error: GitHub API error" repeats its prefix: a formatter's default, not a value.
         # a block on its own line after the colon is shown text ("...near line 42:\n    return total")
-        one_token = len(m.group(g).split()) == 1 or "\n" in m.group(0)[: m.start(g) - m.start(0)]
+        one_token = len(value.split()) == 1 or "\n" in head_text
         if one_token and 0 < len(words) <= 3 and any(w not in GENERIC_WORDS for w in words) and not set(words) <= head:
-            found.append(m.group(g))
+            found.append(value)
     return found
 
 
@@ -511,7 +513,13 @@ MISSING_RE = re.compile(r"\bmissing ([\w`'\"\-\[\]]+(?: [\w`'\"\-\[\]]+)?|[{}()\
 _AUTH_STEP_WORDS = frozenset("login log sign signin auth authn authz authenticated credentials session".split())
 
 
+_REQUIREMENT_WORDS = ("requir", "missing", "provided", "given", "specified", "supplied", "passed")
+
+
 def _named_requirement(body: str) -> bool:
+    low = body.lower()
+    if not any(w in low for w in _REQUIREMENT_WORDS):
+        return False  # neither regex can match: skip scanning every position
     for m in [*REQUIRED_RE.finditer(body), *MISSING_RE.finditer(body)]:
         subject = next(g for g in m.groups() if g)
         words = _WORD_RE.findall(subject.lower())
