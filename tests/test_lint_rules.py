@@ -552,6 +552,18 @@ def test_issue_13_kinds(text: str, generic: bool) -> None:
         ('sh: 4: Syntax error: "fi" unexpected', False),
         # two imperative verbs share their object, and a file name is an object
         ("State file is not valid JSON at line 3; fix or delete state.json.", False),
+        # a token mixing letters and digits is a value, never words: a request id adds nothing to "went wrong"
+        ("Something went wrong. Request ID: 9e1b77c4-02aa-4c1e-8d2f-5a6b7c8d9e0f", True),
+        # how often it was tried is not why it failed; "Retry 2/5" reports, it does not instruct
+        ("Job 4410 failed after 5 attempts", True),
+        ("Retry 2/5 failed", True),
+        ("Job 4410 failed after 5 attempts: the input bucket 'raw-2026' is empty", False),
+        # raising an exception is a failure report; a bare number is a code
+        ("Handler send_invoice raised an exception", True),
+        ("Err: -2", True),
+        # a server error returned on a target is no cause; a client error on it says what was wrong
+        ("GET https://api.example.test/v1/items/7 returned 500", True),
+        ("Failed to fetch https://docs.example.test/guide - status code 404", False),
         # Go's file:line:col heading is a compiler diagnostic, not a stack frame
         ("./cmd/main.go:12:3: undefined: fmtt", False),
         # a framework's default body (timestamp, status, error, path): the path is the endpoint, not a value

@@ -290,8 +290,12 @@ def _luhn(digits: str) -> bool:
 EXCEPTION_CLASS_TOKEN_RE = re.compile(r"\b(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)\b")
 
 
+# A token that mixes letters and digits is a value (an id, a hash, a version), never a word: "7f3a9c2e" is no "f a c e"
+_MIXED_TOKEN_RE = re.compile(r"[^\s\d]*\d[^\s]*")
+
+
 def _content_words(view: MessageView) -> list[str]:
-    body = EXCEPTION_CLASS_TOKEN_RE.sub(" ", view.body)
+    body = _MIXED_TOKEN_RE.sub(" ", EXCEPTION_CLASS_TOKEN_RE.sub(" ", view.body))
     return [w for w in _WORD_RE.findall(body.lower()) if w not in GENERIC_WORDS]
 
 
@@ -332,7 +336,8 @@ def _status(view: MessageView) -> int | None:
     return None
 
 
-SNAKE_CODE_RE = re.compile(r"[a-z]+(?:_[a-z]+)+")
+# a whole message that is one snake_case code or one number ("Err: -1" after its prefix)
+SNAKE_CODE_RE = re.compile(r"[a-z]+(?:_[a-z]+)+|-?\d{1,6}")
 
 
 def check_bare_status(view: MessageView, ctx: Context) -> bool:
@@ -641,7 +646,9 @@ def check_failure_without_cause(view: MessageView, ctx: Context) -> bool:
         words = _content_words_of(QUOTED_RE.sub(" ", cause))
         if balanced and words and not [w for w in words if w not in said]:
             return True
-    if re.search(r"\b[1-5]\d\d\b|(?-i:\bE[A-Z]{3,}\b)|\b(?:because|due to|since|caused by)\b", EXIT_CODE_RE.sub(" ", rest), re.IGNORECASE):
+    # a client-error status on the named target says what was wrong with it (404: it does not exist); a server
+    # error (500) is the server's fault and says nothing the caller can act on
+    if re.search(r"\b4\d\d\b|(?-i:\bE[A-Z]{3,}\b)|\b(?:because|due to|since|caused by)\b", EXIT_CODE_RE.sub(" ", rest), re.IGNORECASE):
         return False
     if before and ": " in rest and _value_only(rest.rsplit(": ", 1)[1]):
         # "failed to resolve git reference: refs/heads/x": after the colon comes the target (a value), no cause;
@@ -672,6 +679,7 @@ def check_failure_without_cause(view: MessageView, ctx: Context) -> bool:
 # user 42", "Payment for order 7781 was not successful", "Tool execution error in get_weather".
 FAILURE_REPORT_RE = re.compile(
     r"\b(?:failed|failure|fail(?:s|ing)?|error(?:ed)?|could ?n[o']t (?:be )?\w+|unable to \w+|(?:was|were) (?:not |un)successful|"
+    r"(?:raised|threw|thrown) an? (?:exception|error)|returned (?:an? )?(?:error|status)?:? ?5\d\d|"
     r"can(?:no|')t (?:process|complete|perform|handle|execute|fulfil+) |did not succeed|went wrong|unexpected(?:ly)? (?:error|problem|issue|failure|happened)|something unexpected|"
     r"(?:could|can) not be (?:performed|completed|processed|done))\b",
     re.IGNORECASE,
@@ -779,7 +787,13 @@ def _value_only(text: str) -> bool:
 
 
 def _content_words_of(text: str) -> list[str]:
-    return [w for w in _WORD_RE.findall(text.lower()) if w not in GENERIC_WORDS and w not in _TARGET_WORDS]
+    return [
+        w for w in _WORD_RE.findall(text.lower()) if w not in GENERIC_WORDS and w not in _TARGET_WORDS and w not in _ATTEMPT_WORDS
+    ]
+
+
+# How often it was tried is not why it failed: "Task 91 failed after 3 attempts", "Retry 3/3 failed"
+_ATTEMPT_WORDS = frozenset("after attempts attempt retries retry retried tries tried times".split())
 
 
 # Words that name the kind of target of a failure, not its cause ("file", "directory", "content").

@@ -109,7 +109,7 @@ NEXT_STEP_RE = re.compile(
     # a single verb is an instruction where a clause starts ("Invalid date format. Use YYYY-MM-DD.", "...; call
     # x first", "please provide"), not mid-noun-phrase ("Invalid Add File Line", "the Use case", "Set failed")
     r"(?:^|[.!?;:,\n(]\s*|\b(?:please|then|or|and|to|first|instead)\s+)"
-    r"(?:use|try (?!again\b)\w+|call|retry|re-?run|provide|specify|pass|set|add|remove|change|check (?!the logs?)\w+|"
+    r"(?:use|try (?!again\b)\w+|call|retry(?!\s*#?\d)|re-?run|provide|specify|pass|set|add|remove|change|check (?!the logs?)\w+|"
     r"verify|ensure|convert|reduce|wait|ask|choose|select|include)\b|"
     r"\b(?:make sure|instead|did you mean|perhaps you meant|you (?:can|may|should|need|must)|consider|suggest\w*|hint|"
     r"resets? at|retry[_ ]after|after \d+ ?(?:s|ms|sec\w*|min\w*))\b",
