@@ -564,6 +564,11 @@ def test_issue_13_kinds(text: str, generic: bool) -> None:
         # a server error returned on a target is no cause; a client error on it says what was wrong
         ("GET https://api.example.test/v1/items/7 returned 500", True),
         ("Failed to fetch https://docs.example.test/guide - status code 404", False),
+        # the state a thing is in, named, is what went wrong; a vague cause after "because" is not
+        ("This Invoice's amount could not be changed because it has a status of paid.", False),
+        ("Could not save the draft because of previous errors.", True),
+        # a runtime message followed by what to do has a way forward
+        ("Worker died while running step 3 (out of memory: 7.9 GB used); lower the batch size.", False),
         # Go's file:line:col heading is a compiler diagnostic, not a stack frame
         ("./cmd/main.go:12:3: undefined: fmtt", False),
         # a framework's default body (timestamp, status, error, path): the path is the endpoint, not a value

@@ -124,6 +124,8 @@ STATE_RE = re.compile(
     r"no (?:\w+ ){1,2}in (?:the |this )?\w+|not balanced|unbalanced|unterminated|unmatched|unclosed|"
     # a time on the wrong side of now: "Cannot book a flight departing in the past", "date is in the future"
     r"in the (?:past|future)|"
+    # the state it is in, named: "because it has a status of succeeded", "is in state 'draft'"
+    r"(?:has|with|in) (?:a |the )?(?:status|state) (?:of )?['\"`]?[a-z_]+|"
     # a program's refusal with what it refuses ("refusing to merge unrelated histories"): a policy, stated
     r"refus(?:e|es|ed|ing) to \w+ \w+)\b",
     re.IGNORECASE,
@@ -376,6 +378,9 @@ def check_bare_exception(view: MessageView, ctx: Context) -> bool:
     # then the type received written as a repr; that is a validation message, not a runtime one
     received = runtime is not None and runtime.group(0).startswith("<class")
     if received and constraint and constraint.start() < runtime.start() and QUOTED_RE.search(view.body[: constraint.start()]):
+        runtime = None
+    # a runtime message followed by what to do ("out of memory ...; reduce the batch size") has a way forward
+    if runtime and view.has_next_step and _instructs(view.body[runtime.end():]):
         runtime = None
     if runtime and not (constraint and ": " in view.body[constraint.end() : runtime.start()]):
         return True
