@@ -569,6 +569,11 @@ def test_issue_13_kinds(text: str, generic: bool) -> None:
         ("Could not save the draft because of previous errors.", True),
         # a runtime message followed by what to do has a way forward
         ("Worker died while running step 3 (out of memory: 7.9 GB used); lower the batch size.", False),
+        # JavaScript's property access on undefined/null is internals, however the access is phrased
+        ("TypeError: Cannot set properties of null (setting 'innerHTML')", True),
+        ("TypeError: Cannot destructure property 'name' of 'undefined' as it is undefined.", True),
+        # a module-qualified exception class is a label: with only a parser's position besides, nothing is named
+        ("simplejson.errors.JSONDecodeError: Extra data: line 2 column 1 (char 9)", True),
         # Go's file:line:col heading is a compiler diagnostic, not a stack frame
         ("./cmd/main.go:12:3: undefined: fmtt", False),
         # a framework's default body (timestamp, status, error, path): the path is the endpoint, not a value

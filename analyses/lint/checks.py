@@ -207,7 +207,7 @@ RUNTIME_MESSAGE_RE = re.compile(
     r"\bincompatible types\b|\b(?:cannot|can't|can not) (?:compare|add|subtract|multiply|divide|concatenate|combine)"
     r" (?:an? )?(?:str|string|int|integer|float|numeric|number|bool|boolean|null|date|datetime|list|array|object)"
     r"(?: type)? (?:with|and|to) |"
-    r"cannot read propert(?:y|ies) of (?:undefined|null)|undefined is not|maximum recursion depth|"
+    r"cannot (?:read|set|destructure) propert(?:y|ies)\b[^\n]{0,40}?\bof '?(?:undefined|null)\b|undefined is not|maximum recursion depth|"
     r"is not JSON serializable|invalid syntax|can't compare|"
     r"unexpected token .{1,3} in JSON|expecting value\b|unexpected end of (?:JSON )?input|"
     r"unhashable type|null ?pointer|<[\w.]+ object at 0x[0-9a-f]+>|segmentation fault|stack overflow|exceeded \d+ redirects|<class '[\w.]+'>|"
@@ -575,7 +575,8 @@ def _only_a_position(view: MessageView) -> bool:
     """A parser's message whose only value is where it stopped: the model cannot see that input (labelling rule 11)."""
     if not PARSE_RE.search(view.body) or not POSITION_RE.search(view.body):
         return False
-    return not find_specifics(POSITION_RE.sub(" ", view.body))
+    # the exception's class ("json.decoder.JSONDecodeError") is a label, not a value
+    return not find_specifics(EXCEPTION_CLASS_TOKEN_RE.sub(" ", POSITION_RE.sub(" ", view.body)))
 
 
 def check_vague(view: MessageView, ctx: Context) -> bool:
