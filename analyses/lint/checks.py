@@ -568,7 +568,10 @@ POSITION_RE = re.compile(
     r"^\s*(?:[\w.\-/]*sh): (?:line )?\d+:(?=\s)",
     re.IGNORECASE | re.MULTILINE,
 )
-PARSE_RE = re.compile(r"\b(?:pars(?:e|er|ing)|syntax|token|tag|literal|delimiter|decod\w+)\b", re.IGNORECASE)
+PARSE_RE = re.compile(
+    r"\b(?:pars(?:e|er|ing)|syntax|token|tag|literal|delimiter|decod\w+)\b|(?:Decode|Parse|Parser|Syntax|Scanner)Error\b",
+    re.IGNORECASE,
+)
 
 
 def _only_a_position(view: MessageView) -> bool:
