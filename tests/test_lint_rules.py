@@ -574,6 +574,24 @@ def test_issue_13_kinds(text: str, generic: bool) -> None:
         ("TypeError: Cannot destructure property 'name' of 'undefined' as it is undefined.", True),
         # a module-qualified exception class is a label: with only a parser's position besides, nothing is named
         ("simplejson.errors.JSONDecodeError: Extra data: line 2 column 1 (char 9)", True),
+        # a lookup that missed is judged by whether it names the value, wherever it sits (after a class or program)
+        ("System.IO.FileNotFoundException: Could not find file '/srv/app/settings.json'.", False),
+        ("npm: Couldn't find package \"lodahs\" on the registry.", False),
+        ("Gem::MissingSpecError: Couldn't find the requested gem.", True),
+        # an apostrophe inside a word opens no quote ("Couldn't ... with 'id'=7" quotes 'id', not "t find ... ")
+        ("ActiveRecord::RecordNotFound: Couldn't find Invoice with 'id'=77", False),
+        # a null reference and an uninitialised member, in any runtime's words, are internals
+        ("System.NullReferenceException: Object reference not set to an instance of an object.", True),
+        ("kotlin.UninitializedPropertyAccessException: lateinit property repo has not been initialized", True),
+        # a source location written file(line) is a leak of the program's internals
+        ("sync error: some files could not be transferred (code 23) at io.c(811) [sender=3.2.7]", True),
+        # connection loss by family; exit statuses however written
+        ("ERROR 2006 (HY000): MySQL server has gone away", True),
+        ("ERROR: (gcloud.compute.scp) [/usr/bin/scp] exited with return code [1].", True),
+        ("collect2: error: ld returned 1 exit status", True),
+        # a command-line option and a diagnostic's indented detail line name their subject
+        ("ld: cannot find -lcrypto", False),
+        ("error: cannot find symbol\n  symbol:   method sizee()\n  location: class Cart", False),
         # Go's file:line:col heading is a compiler diagnostic, not a stack frame
         ("./cmd/main.go:12:3: undefined: fmtt", False),
         # a framework's default body (timestamp, status, error, path): the path is the endpoint, not a value

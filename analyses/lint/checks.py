@@ -202,6 +202,8 @@ RUNTIME_MESSAGE_RE = re.compile(
     r"unsupported operand type|is not (?:subscriptable|callable|iterable)\b|is not a function|"
     # numeric overflow in a conversion ("int too large to convert to float"): the program's number types
     r"\btoo (?:large|big|small) to convert\b|\bout of memory\b|\bheap space\b|\bcannot allocate memory\b|"
+    # a null reference and an uninitialised member, in any runtime's words
+    r"\bobject reference not set to an instance\b|\b(?:has|have) not been initiali[sz]ed\b|"
     # a type clash between the types of an expression ("incompatible types: String cannot be converted to int",
     # "cannot compare string with numeric type (i64)"): the program's types, not the caller's domain (rule 20)
     r"\bincompatible types\b|\b(?:cannot|can't|can not) (?:compare|add|subtract|multiply|divide|concatenate|combine)"
@@ -228,7 +230,9 @@ STACK_RE = re.compile(
     r"Traceback \(most recent call last\)|^\s*File \"[^\"]+\", line \d+|^\s*at [\w$.<>]+ \(?[^\s()]+:\d+(?::\d+)?\)?|"
     r"^\s*at [\w$.<>]+ \((?:<anonymous>|native)\)\s*$|"
     r"^\s*at [\w$.]+\([\w$]+\.(?:java|kt|scala):\d+\)|\b[\w\-/\\]+\.(?:py|js|mjs|ts|tsx|java|go|rb|cs|php|rs|kt|scala|cpp|c)"
-    r":\d+|goroutine \d+ \[|panicked at",
+    r":\d+|goroutine \d+ \[|panicked at|"
+    # a source location written file(line): "at main.c(1338)", MSVC's "app.cpp(12)"
+    r"\b[\w\-/\\]+\.(?:c|cc|cpp|h|hpp|cs|java|go|rs)\(\d+\)",
     re.MULTILINE,
 )
 STACK_KEYS = frozenset({"stack", "stacktrace", "stack_trace", "traceback", "backtrace", "exception_stack"})
@@ -244,6 +248,7 @@ TRANSIENT_RE = re.compile(
     r"\btimeout\b(?!\s*(?:value|values|param\w*|setting|option|field|arg\w*|must|should|=|:\s*-?\d))|"
     r"deadline exceeded|connection (?:reset|refused|aborted|closed|issue|error|failure|failed|lost|dropped)|"
     r"lost (?:the )?connection|connect error|disconnect(?:ed)?\b|empty reply from (?:the )?server|econn(?:reset|refused|aborted)|"
+    r"server has gone away|"
     r"etimedout|socket hang up|broken pipe|service (?:temporarily )?unavailable|temporarily unavailable|"
     r"\b(?:site|server|host|service|backend|upstream|endpoint|api|gateway) (?:is )?(?:temporarily )?"
     r"(?:unavailable|down|unreachable)\b|\bunreachable\b|"
@@ -308,6 +313,7 @@ _TRANSIENT_EVENT_RE = re.compile(
     r"rate.?limit(?:ed|ing)?\b(?! ?(?:window|count|setting|config\w*|polic\w+|value|field|param\w*))(?!\s+(?:must|should|is required))|"
     r"too many requests|unavailable|overloaded|name or service not known|name resolution|resolve host|enotfound|eai_again|name[_ ]not[_ ]resolved|"
     r"lost (?:the )?connection|connect error|connection (?:failure|failed|lost|dropped)|disconnect(?:ed)?\b|empty reply from|"
+    r"server has gone away|"
     r"timeout (?:\d+\s*m?s )?exceeded|timeout expired|\w*timeout(?:error|exception)|request timeout|unreachable|"
     r"closed (?:the )?connection|remote ?disconnected|unexpected eof|"
     r"\b(?:is|are|went) down\b",
@@ -600,9 +606,9 @@ def check_vague(view: MessageView, ctx: Context) -> bool:
 # "Background process history lookup failed for PID 4242", "Path resolution failed", "Command '[...]' returned
 # non-zero exit status 1": the failure and its target, no cause.
 FAILED_AFTER_RE = re.compile(
-    r"^(?P<what>[^\n]{1,120}?) (?:failed|was unsuccessful|returned non-zero exit status \d+|"
+    r"^(?P<what>[^\n]{1,120}?) (?:failed|was unsuccessful|returned non-zero exit status \d+|returned \d+ exit status|"
     r"returned (?:no (?:results?|data|output|response)|nothing|an empty (?:result|response))|"
-    r"(?:exited|failed|completed|finished|terminated) with (?:exit )?(?:code|status) \d+)\b(?: (?:for|on|with|at|in))?(?P<rest>.*)$",
+    r"(?:exited|failed|completed|finished|terminated) with (?:exit |return )?(?:code|status) \[?\d+\]?)(?!\w)(?: (?:for|on|with|at|in))?(?P<rest>.*)$",
     re.IGNORECASE | re.DOTALL,
 )
 
@@ -724,6 +730,8 @@ def _failure_reported_without_cause(view: MessageView) -> bool:
         return False
     if NAMES_CALLER_VALUE_RE.search(body) or ERRNO_RE.match(body) or re.search(r"\b(?:constraint|assertion)\b", body, re.I):
         return False
+    if re.search(r"\b(?:could ?n[o']t|can(?:no|')t|unable to) (?:find|locate)\b", body, re.IGNORECASE):
+        return False  # "Couldn't find package 'x'": a lookup that missed, judged as not-found (LS104) wherever it sits
     if re.search(r"(?-i:\bE[A-Z]{3,}\b)", body):
         return False  # an errno name is a cause
     if _CAUSE_KIND_RE.search(body) or _STANDARD_TARGET_RE.search(body):
@@ -764,7 +772,9 @@ _ATTRIBUTE_NAMES = ("name", "id", "key", "email", "title", "slug", "code", "user
 
 
 # "exit code 127", "exit status 2": a process's exit status, not an HTTP status
-EXIT_CODE_RE = re.compile(r"\bexit(?:ed)? (?:with )?(?:code|status):? -?\d+\b", re.IGNORECASE)
+EXIT_CODE_RE = re.compile(
+    r"\bexit(?:ed)? (?:with )?(?:return |exit )?(?:code|status):? \[?-?\d+\b\]?|\breturned -?\d+ exit status\b", re.IGNORECASE
+)
 # Words a cause can consist of without saying anything: "Authentication required", "command terminated with
 # exit code 127", "access denied" (which credential, which permission, why did the command fail?)
 _EMPTY_CAUSE_WORDS = frozenset(

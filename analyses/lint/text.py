@@ -72,7 +72,9 @@ BOILERPLATE_ADVICE_RE = re.compile(
 
 QUOTED_RE = re.compile(
     # GNU's older quoting, `like this' ("syntax error near unexpected token `fi'"), before the plain forms
-    r"`[^`'\n]{1,200}'(?![\w'])|'[^'\n]{1,200}'|\"[^\"\n]{1,200}\"|`[^`\n]{1,200}`|«[^»\n]{1,200}»|»[^«\n]{1,200}«|“[^”\n]{1,200}”|‘[^’\n]{1,200}’"
+    # a quote does not open inside a word: the apostrophe of "Couldn't" or "card's" is no quote (a literal's
+    # prefix, as in b'ab', is)
+    r"`[^`'\n]{1,200}'(?![\w'])|(?:(?<![A-Za-z])|(?<=\b[bruBRU]))'[^'\n]{1,200}'|\"[^\"\n]{1,200}\"|`[^`\n]{1,200}`|«[^»\n]{1,200}»|»[^«\n]{1,200}«|“[^”\n]{1,200}”|‘[^’\n]{1,200}’"
 )
 URL_RE = re.compile(r"\b[a-z][a-z0-9+.\-]*://[^\s'\"<>)\]]+", re.IGNORECASE)
 EMAIL_RE = re.compile(r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}\b")
@@ -429,10 +431,17 @@ def _code_values(text: str) -> list[str]:
     ]
 
 
+# A command-line option the caller passed is a value: "ld: cannot find -lssl", "unknown option --hostt".
+FLAG_RE = re.compile(r"(?<!\S)--?[A-Za-z][\w\-]*(?:=\S+)?")
+# A diagnostic's indented detail line names its subject: "  symbol:   variable countt", "  location: class Main".
+DETAIL_LINE_RE = re.compile(r"^[ \t]{2,}[A-Za-z][\w ]{0,20}:[ \t]+(\S[^\n]{0,80})$", re.MULTILINE)
+
+
 def find_specifics(text: str) -> list[str]:
     """Concrete values the text names (quoted values, ids, numbers, paths, URLs, upper-case codes)."""
     found: list[str] = []
     text = STATUS_TOKEN_RE.sub(" ", text)
+    found.extend(FLAG_RE.findall(text))
     found.extend(a or b for a, b in _OPERAND_RE.findall(text))
     found.extend(_code_values(text))
     found.extend(KEBAB_RE.findall(text))
@@ -593,7 +602,8 @@ def read_message(text: str) -> MessageView:
         json_keys=frozenset(keys),
         objs=objs,
     )
-    view.specifics = find_specifics(body) + _field_keys(objs)
+    # the detail lines are read from the text as written: their indentation is what marks them
+    view.specifics = find_specifics(body) + _field_keys(objs) + (DETAIL_LINE_RE.findall(text) if obj is None else [])
     view.has_constraint = bool(CONSTRAINT_RE.search(VACUOUS_CONSTRAINT_RE.sub(" ", body))) or _named_requirement(body)
     view.has_next_step = bool(NEXT_STEP_RE.search(body) or _instructs(body))
     return view
