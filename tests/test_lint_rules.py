@@ -592,6 +592,13 @@ def test_issue_13_kinds(text: str, generic: bool) -> None:
         # a command-line option and a diagnostic's indented detail line name their subject
         ("ld: cannot find -lcrypto", False),
         ("error: cannot find symbol\n  symbol:   method sizee()\n  location: class Cart", False),
+        # a link "for more info" is boilerplate; a named standard is the expected form
+        ("Invalid token. See https://docs.example.test/errors#401 for more info.", True),
+        ("Country 'UK' is not a valid ISO 3166-1 alpha-2 code.", False),
+        # a response's bare status, however introduced
+        ("Exception: Response status code is 409", True),
+        # a membership the caller lacks, named, is a state
+        ("You are not subscribed to this API.", False),
         # Go's file:line:col heading is a compiler diagnostic, not a stack frame
         ("./cmd/main.go:12:3: undefined: fmtt", False),
         # a framework's default body (timestamp, status, error, path): the path is the endpoint, not a value

@@ -51,7 +51,7 @@ HTTP_REASONS = (
 )
 BARE_STATUS_RE = re.compile(
     rf"^(?:(?:http(?: error)?|status|status code|error|code)\s*)?(?:[1-5]\d\d\s*:?\s*(?:{HTTP_REASONS}|i'm a teapot)?|(?:{HTTP_REASONS}))$|"
-    rf"^(?:request failed with )?status code [1-5]\d\d$|^(?:http )?[1-5]\d\d\s+(?:{HTTP_REASONS})$|"
+    rf"^(?:request failed with |response )?status code (?:is |was |of )?[1-5]\d\d$|^(?:http )?[1-5]\d\d\s+(?:{HTTP_REASONS})$|"
     # a bare error code: "error code: 1020", "SSL: CERTIFICATE_VERIFY_FAILED"
     r"^(?:error |status )?code:?\s*[\w\-]+$|^(?:[\w ]{1,20}:\s*)?(?-i:[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)$",
     re.IGNORECASE,
@@ -124,6 +124,8 @@ STATE_RE = re.compile(
     r"no (?:\w+ ){1,2}in (?:the |this )?\w+|not balanced|unbalanced|unterminated|unmatched|unclosed|"
     # a time on the wrong side of now: "Cannot book a flight departing in the past", "date is in the future"
     r"in the (?:past|future)|"
+    # a membership the caller lacks, with what it is in: "You are not subscribed to this API", "not a member of #ops"
+    r"not (?:subscribed|enrolled|registered|a member) (?:to|in|of|for|with) (?:the |this |that |your )?\w+|"
     # the state it is in, named: "because it has a status of succeeded", "is in state 'draft'"
     r"(?:has|with|in) (?:a |the )?(?:status|state) (?:of )?['\"`]?[a-z_]+|"
     # a program's refusal with what it refuses ("refusing to merge unrelated histories"): a policy, stated

@@ -62,6 +62,8 @@ BOILERPLATE_ADVICE_RE = re.compile(
     r"(?:please )?check the logs?(?: for (?:more )?details)?|"
     r"(?:please )?(?:check|verify|review) (?:your|the) (?:input|request|parameters|arguments|data)(?: and try again)?|"
     r"please contact (?:support|the administrator)|for further information visit \S+|"
+    # a link "for more info" is the same for every error of the API: "Go to https://... for more info."
+    r"(?:please )?(?:go to|visit|see|refer to|check|read) \S+ for (?:more|further|additional) (?:info(?:rmation)?|details)\.?|"
     # "retry with a properly formatted JSON argument" restates the rejection; it names no fix
     r"(?:please )?(?:retry|try again) with (?:a |an )?(?:properly formatted|valid|correct|proper) [\w ]{0,30}?(?=[.!]|$)|"
     # "Please pass a valid API key", "Provide a correct value": asks for a valid one without saying what valid is
@@ -102,6 +104,8 @@ CONSTRAINT_RE = re.compile(
     r"(?:before|prior to) (?:calling|using|activating|sending|creating|running|you)|\w+ first\b|"
     r"(?:is|are) (?:an? )?\w+, not (?:an? )?\w+|"
     r"format(?:ted)? (?:is|as|like)|in the format|e\.g\.|for example|such as|looks? like)\b|"
+    # a named standard is the expected form: "not a valid ISO 4217 code", "an E.164 number", "RFC 3339"
+    r"(?-i:\b(?:ISO[ -]?\d{3,5}|RFC ?\d{3,5}|E\.164|IANA|POSIX|IEEE[ -]?\d{3,5}))\b|"
     # a usage line or a list of options states the expected form: "Usage: goto <line>", "Options: a, b, c"
     r"(?:^|\n|[.;]\s+)(?:usage|options|choices|candidates|alternatives)\s*:\s*\S",
     re.IGNORECASE,
