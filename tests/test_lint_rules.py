@@ -599,6 +599,23 @@ def test_issue_13_kinds(text: str, generic: bool) -> None:
         ("Exception: Response status code is 409", True),
         # a membership the caller lacks, named, is a state
         ("You are not subscribed to this API.", False),
+        # an exception's class, qualified or not, is a label, never a value
+        ("binascii.Error: Incorrect padding", True),
+        ("csv.Error: line contains NUL", True),
+        ("calendar: ValueError: day is out of range for month", True),
+        # all the words before the first value describe the target; only what follows can be the cause
+        ("Could not open file or uri for loading private key from server.pem", True),
+        # allocation failures and array shapes that do not fit are internals; an unknown host is a resolver failure
+        ("numpy.core._exceptions._ArrayMemoryError: Unable to allocate 8.00 GiB for an array", True),
+        ("ValueError: operands could not be broadcast together with shapes (2,3) (4,)", True),
+        ("ping: unknown host db.internal.test", True),
+        # the value may come before the schema noun it is rejected as; a name's format is still a format
+        ("openssl: Error: 'sha512x' is an invalid command.", False),
+        ("fatal: 'a..b' is not a valid branch name", True),
+        # a named defect does not save a parse error whose only value is a position
+        ("json.decoder.JSONDecodeError: Unterminated string starting at: line 2 column 4 (char 11)", True),
+        # a value's sign, said of it, is a state
+        ("IllegalArgumentException: timeout value is negative", False),
         # Go's file:line:col heading is a compiler diagnostic, not a stack frame
         ("./cmd/main.go:12:3: undefined: fmtt", False),
         # a framework's default body (timestamp, status, error, path): the path is the endpoint, not a value

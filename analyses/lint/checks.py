@@ -87,7 +87,11 @@ NAMED_SCHEMA_OR_ID_RE = re.compile(
     # valid values are found by a lookup, not learnt from a format (labelling rules 3 and 16)
     r"user|group|owner|account|host|branch|tag|commit|revision|repository|repo|container|image|volume|pod|namespace|"
     r"bucket|project|package|module|workspace|channel|organi[sz]ation|org|team|member|device|instance|cluster)s?\b"
-    r"[^.\n]{0,30}?(?:'[^']+'|\"[^\"]+\"|`[^`]+`|‘[^’]+’|“[^”]+”|:\s*\S+)",
+    r"[^.\n]{0,30}?(?:'[^']+'|\"[^\"]+\"|`[^`]+`|‘[^’]+’|“[^”]+”|:\s*\S+)|"
+    # the value first: "'sha999' is an invalid command", "\"x\" is not a valid tool name"
+    r"(?:'[^']+'|\"[^\"]+\"|`[^`]+`) is (?:an? )?(?:invalid|unknown|unrecognized|not an? (?:valid|known)) "
+    r"(?:tool|function|method|parameter|argument|field|property|key|option|flag|command|column|table|name|id|"
+    r"identifier|user|branch|package|operator|keyword|variable|setting|subcommand)s?\b(?! names?\b)",
     re.IGNORECASE,
 )
 # A short statement of a specific state of a named thing is clear ("Your card was declined.", "Customer
@@ -124,6 +128,8 @@ STATE_RE = re.compile(
     r"no (?:\w+ ){1,2}in (?:the |this )?\w+|not balanced|unbalanced|unterminated|unmatched|unclosed|"
     # a time on the wrong side of now: "Cannot book a flight departing in the past", "date is in the future"
     r"in the (?:past|future)|"
+    # a value's sign, said of it: "timeout value is negative"
+    r"(?:is|are|was|were) (?:negative|non-positive|zero)\b|"
     # a membership the caller lacks, with what it is in: "You are not subscribed to this API", "not a member of #ops"
     r"not (?:subscribed|enrolled|registered|a member) (?:to|in|of|for|with) (?:the |this |that |your )?\w+|"
     # the state it is in, named: "because it has a status of succeeded", "is in state 'draft'"
@@ -203,7 +209,9 @@ RUNTIME_MESSAGE_RE = re.compile(
     r"codec can't (?:decode|encode)|not supported between instances of|"
     r"unsupported operand type|is not (?:subscriptable|callable|iterable)\b|is not a function|"
     # numeric overflow in a conversion ("int too large to convert to float"): the program's number types
-    r"\btoo (?:large|big|small) to convert\b|\bout of memory\b|\bheap space\b|\bcannot allocate memory\b|"
+    r"\btoo (?:large|big|small) to convert\b|\bout of memory\b|\bheap space\b|\b(?:cannot|unable to|failed to) allocate\b|"
+    # arrays whose shapes do not fit: "operands could not be broadcast together with shapes (3,) (4,)"
+    r"\bbroadcast together\b|"
     # a null reference and an uninitialised member, in any runtime's words
     r"\bobject reference not set to an instance\b|\b(?:has|have) not been initiali[sz]ed\b|"
     # a type clash between the types of an expression ("incompatible types: String cannot be converted to int",
@@ -255,7 +263,7 @@ TRANSIENT_RE = re.compile(
     r"\b(?:site|server|host|service|backend|upstream|endpoint|api|gateway) (?:is )?(?:temporarily )?"
     r"(?:unavailable|down|unreachable)\b|\bunreachable\b|"
     r"(?:failed|unable|could ?n[o']t|can(?:no|')t) (?:to )?connect|couldn't connect|"
-    r"name or service not known|temporary failure in name resolution|could not resolve host|\benotfound\b|\beai_again\b|name[_ ]not[_ ]resolved|"
+    r"name or service not known|temporary failure in name resolution|could not resolve host|\benotfound\b|\beai_again\b|name[_ ]not[_ ]resolved|unknown host\b|"
     r"(?:remote end|peer|server) closed (?:the )?connection|remote ?disconnected|unexpected eof|eof occurred|"
     r"bad gateway|gateway time-?out|(?:database|table|resource) is locked|lock contention|deadlock",
     re.IGNORECASE,
@@ -313,7 +321,7 @@ _TRANSIENT_EVENT_RE = re.compile(
     r"\b(?:429|50[234]|529)\b|timed? out\b|connection (?:reset|refused|aborted|closed)|econn\w+|"
     # a rate limit that was hit, not a setting called "rate limit" ("must be provided together to set a rate limit")
     r"rate.?limit(?:ed|ing)?\b(?! ?(?:window|count|setting|config\w*|polic\w+|value|field|param\w*))(?!\s+(?:must|should|is required))|"
-    r"too many requests|unavailable|overloaded|name or service not known|name resolution|resolve host|enotfound|eai_again|name[_ ]not[_ ]resolved|"
+    r"too many requests|unavailable|overloaded|name or service not known|name resolution|resolve host|enotfound|eai_again|name[_ ]not[_ ]resolved|unknown host\b|"
     r"lost (?:the )?connection|connect error|connection (?:failure|failed|lost|dropped)|disconnect(?:ed)?\b|empty reply from|"
     r"server has gone away|"
     r"timeout (?:\d+\s*m?s )?exceeded|timeout expired|\w*timeout(?:error|exception)|request timeout|unreachable|"
@@ -593,8 +601,11 @@ def _only_a_position(view: MessageView) -> bool:
 def check_vague(view: MessageView, ctx: Context) -> bool:
     if view.english and INTERNAL_NOT_READY_RE.match(view.body) and not view.has_remedy and not _transient_named(view):
         return True
-    specific = view.specifics and not _only_a_position(view)
-    if not view.english or specific or view.has_remedy or STATE_RE.search(view.body) or _retry_guided(view):
+    position_only = _only_a_position(view)
+    specific = view.specifics and not position_only
+    # a parser's defect ("Unterminated string", "nothing to repeat") is no state when a position is all it shows
+    state = STATE_RE.search(view.body) and not position_only
+    if not view.english or specific or view.has_remedy or state or _retry_guided(view):
         return False
     self_describing = SELF_DESCRIBING_RE.search(view.body)
     if self_describing and not NUMERIC_KIND_RE.fullmatch(self_describing.group(0)):
@@ -678,7 +689,7 @@ def check_failure_without_cause(view: MessageView, ctx: Context) -> bool:
         # "Failed to parse manifest 'app.yaml'": the words before the first value describe the target
         # (the object of the verb); only what follows the target can be the cause
         first = min((m.end() for regex in (PATH_RE, URL_RE, QUOTED_RE, IDENT_RE, NUMBER_RE) for m in [regex.search(rest)] if m), default=0)
-        if first and len(_WORD_RE.findall(rest[:first])) <= 6:
+        if first:
             rest = rest[first:]
     # "for user bob", "with name Alice": a value introduced by the attribute it was looked up by is the target
     for attribute in ATTRIBUTE_VALUE_RE.finditer(view.body):

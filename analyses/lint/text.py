@@ -415,7 +415,7 @@ _ACRONYMS = frozenset(
     SSH DNS TCP UDP IP CPU GPU RAM OS UI CLI SDK JWT OTP PIN SMS CORS REST RPC GRPC GET POST PUT PATCH DELETE HEAD
     ERROR ERR FATAL WARN INFO DEBUG TRACE OK EOF NULL NONE NAN TRUE FALSE ASCII UTF LLM AI ISO UTC GMT DB VM KB MB GB
     TB ACL RBAC IAM OAUTH SAML SSO MFA TOTP CSRF XSS DOM CSS JS TS YAML TOML INI ENV PATH HOME USER TODO SHA MD RSA PEM
-    FTP SMTP IMAP ZIP TAR GZ CRLF LF AM PM FAQ URN UTF EPERM EINTR EIO ENXIO EBADF EBUSY EXDEV EPIPE EROFS EDOM EFBIG
+    FTP SMTP IMAP ZIP TAR GZ CRLF LF AM PM FAQ URN UTF NUL BOM EPERM EINTR EIO ENXIO EBADF EBUSY EXDEV EPIPE EROFS EDOM EFBIG
     GATEWAY SERVER
     """.split()
 )
@@ -441,8 +441,16 @@ FLAG_RE = re.compile(r"(?<!\S)--?[A-Za-z][\w\-]*(?:=\S+)?")
 DETAIL_LINE_RE = re.compile(r"^[ \t]{2,}[A-Za-z][\w ]{0,20}:[ \t]+(\S[^\n]{0,80})$", re.MULTILINE)
 
 
+# An exception's class, qualified or not ("ValueError", "binascii.Error", "csv.Error"), is a label, never a value.
+EXCEPTION_CLASS_RE = re.compile(r"(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*)?(?:Error|Exception|Warning)")
+
+
 def find_specifics(text: str) -> list[str]:
     """Concrete values the text names (quoted values, ids, numbers, paths, URLs, upper-case codes)."""
+    return [value for value in _find_specifics(text) if not EXCEPTION_CLASS_RE.fullmatch(value)]
+
+
+def _find_specifics(text: str) -> list[str]:
     found: list[str] = []
     text = STATUS_TOKEN_RE.sub(" ", text)
     found.extend(FLAG_RE.findall(text))
