@@ -616,6 +616,17 @@ def test_issue_13_kinds(text: str, generic: bool) -> None:
         ("json.decoder.JSONDecodeError: Unterminated string starting at: line 2 column 4 (char 11)", True),
         # a value's sign, said of it, is a state
         ("IllegalArgumentException: timeout value is negative", False),
+        # a program's label of its own retrying is no retry guidance
+        ("bash: fork: retry: Resource temporarily unavailable", True),
+        # an internal-error label after an exception class is the program's own fault
+        ("engine.InternalException: INTERNAL Error: Attempted to access index 9 within vector of size 9", True),
+        # an unbound local is internals; an extra argument named (in parentheses) is the caller's value
+        ("UnboundLocalError: cannot access local variable 'total' where it is not associated with a value", True),
+        ("Error: Got unexpected extra argument (deploy)", False),
+        # a value quoted GNU's way before "not a valid identifier" is rejected by name
+        ("bash: declare: `9lives': not a valid identifier", False),
+        # a data type named as the expected form is not vacuous
+        ("items\n  Input should be a valid list [type=list_type, input_value='x,y', input_type=str]", False),
         # Go's file:line:col heading is a compiler diagnostic, not a stack frame
         ("./cmd/main.go:12:3: undefined: fmtt", False),
         # a framework's default body (timestamp, status, error, path): the path is the endpoint, not a value

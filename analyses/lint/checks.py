@@ -89,7 +89,7 @@ NAMED_SCHEMA_OR_ID_RE = re.compile(
     r"bucket|project|package|module|workspace|channel|organi[sz]ation|org|team|member|device|instance|cluster)s?\b"
     r"[^.\n]{0,30}?(?:'[^']+'|\"[^\"]+\"|`[^`]+`|‘[^’]+’|“[^”]+”|:\s*\S+)|"
     # the value first: "'sha999' is an invalid command", "\"x\" is not a valid tool name"
-    r"(?:'[^']+'|\"[^\"]+\"|`[^`]+`) is (?:an? )?(?:invalid|unknown|unrecognized|not an? (?:valid|known)) "
+    r"(?:'[^']+'|\"[^\"]+\"|`[^`']+'|`[^`]+`|‘[^’]+’)(?::| is) (?:an? )?(?:invalid|unknown|unrecognized|not an? (?:valid|known)) "
     r"(?:tool|function|method|parameter|argument|field|property|key|option|flag|command|column|table|name|id|"
     r"identifier|user|branch|package|operator|keyword|variable|setting|subcommand)s?\b(?! names?\b)",
     re.IGNORECASE,
@@ -155,6 +155,7 @@ ERRNO_TEXTS = (
 # the module it imported, the file an OS call failed on (errno name and path). The fix is evident.
 NAMES_CALLER_VALUE_RE = re.compile(
     r"unexpected keyword argument '[^']+'|missing \d+ required (?:positional |keyword-only )?arguments?: '|"
+    r"unexpected (?:extra )?arguments? \(?['\"]?[^\s)'\"]+|"
     r"\bname '[^']+' is not defined|^\s*(?:[A-Z]\w*Error:\s*)?[\w$]+ is not defined\s*$|no module named '[^']+'|cannot find module '[^']+'|"
     r"\[Errno \d+\] [^:\n]+: '[^']+'|^\s*E[A-Z]{2,}: [^,\n]+, \w+ '[^']+'|"
     r"does not match format '[^']+'|"
@@ -214,6 +215,7 @@ RUNTIME_MESSAGE_RE = re.compile(
     r"\bbroadcast together\b|"
     # a null reference and an uninitialised member, in any runtime's words
     r"\bobject reference not set to an instance\b|\b(?:has|have) not been initiali[sz]ed\b|"
+    r"\blocal variable '?\w+'? (?:referenced before assignment|where it is not associated)|\bcannot access local variable\b|"
     # a type clash between the types of an expression ("incompatible types: String cannot be converted to int",
     # "cannot compare string with numeric type (i64)"): the program's types, not the caller's domain (rule 20)
     r"\bincompatible types\b|\b(?:cannot|can't|can not) (?:compare|add|subtract|multiply|divide|concatenate|combine)"
@@ -269,7 +271,8 @@ TRANSIENT_RE = re.compile(
     re.IGNORECASE,
 )
 RETRY_GUIDANCE_RE = re.compile(
-    r"retry|try again (?:later|in|after)|please try again later|wait\b|resets? at|backoff|"
+    # "retry" is guidance unless it is a program's label of its own retrying ("bash: fork: retry: Resource ...")
+    r"retry(?!:)|try again (?:later|in|after)|please try again later|wait\b|resets? at|backoff|"
     r"(?:call|run|send)\b[^.\n]{0,40}\bagain\b|"
     r"is_retri?able|retry_after",
     re.IGNORECASE,
@@ -400,7 +403,7 @@ def check_bare_exception(view: MessageView, ctx: Context) -> bool:
         runtime = None
     if runtime and not (constraint and ": " in view.body[constraint.end() : runtime.start()]):
         return True
-    if INTERNAL_ERROR_RE.match(view.body):
+    if INTERNAL_ERROR_RE.match(re.sub(r"^(?:(?:[A-Za-z_]\w*\.)*\w*(?:Error|Exception):\s*)+", "", view.body)):
         return True  # "internal error: gqlClient is required ...": the server's own fault, nothing for the caller
     if view.has_remedy and not EXCEPTION_LINE_RE.search(view.prose):
         return False

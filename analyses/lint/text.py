@@ -123,7 +123,9 @@ NEXT_STEP_RE = re.compile(
 )
 # "should be a valid date or datetime" restates the rejection; it names no form (seed 002's blind case).
 VACUOUS_CONSTRAINT_RE = re.compile(
-    r"\b(?:must|should) be (?:an? )?valid (?!integer|int|number|float|boolean|bool|url|uri|email|uuid|json)\w+"
+    # a data type named is the expected form: "should be a valid list" is not vacuous
+    r"\b(?:must|should) be (?:an? )?valid (?!integer|int|number|float|boolean|bool|url|uri|email|uuid|json|list|dict|"
+    r"dictionary|string|str|array|object|tuple|set|mapping)\w+"
     r"(?: or (?:an? )?\w+)?(?=[\s,.;:]|$)",
     re.IGNORECASE,
 )
