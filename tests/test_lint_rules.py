@@ -627,6 +627,11 @@ def test_issue_13_kinds(text: str, generic: bool) -> None:
         ("bash: declare: `9lives': not a valid identifier", False),
         # a data type named as the expected form is not vacuous
         ("items\n  Input should be a valid list [type=list_type, input_value='x,y', input_type=str]", False),
+        # a JSON array of error objects is read by its fields; asking to quote a reference to support is boilerplate
+        ('[{"message": "An unexpected error occurred. Please include this ErrorId if you contact support: 88-12 (-3)", "errorCode": "UNKNOWN_EXCEPTION"}]', True),
+        ('[{"message": "No such column \'Naem\' on entity \'Account\'.", "errorCode": "INVALID_FIELD"}]', False),
+        # after a kind's colon, the token right before "not found" is the value looked up
+        ("Requested resource not found: Queue: billing-events not found", False),
         # Go's file:line:col heading is a compiler diagnostic, not a stack frame
         ("./cmd/main.go:12:3: undefined: fmtt", False),
         # a framework's default body (timestamp, status, error, path): the path is the endpoint, not a value

@@ -62,6 +62,8 @@ BOILERPLATE_ADVICE_RE = re.compile(
     r"(?:please )?check the logs?(?: for (?:more )?details)?|"
     r"(?:please )?(?:check|verify|review) (?:your|the) (?:input|request|parameters|arguments|data)(?: and try again)?|"
     r"please contact (?:support|the administrator)|for further information visit \S+|"
+    # asking to quote a reference to support: "Please include this ErrorId if you contact support: 1234"
+    r"(?:please )?(?:include|quote|provide|mention) (?:this|the) [\w ]{0,20}?(?:id|reference|number|code)\b[^.\n]{0,40}|"
     # a link "for more info" is the same for every error of the API: "Go to https://... for more info."
     r"(?:please )?(?:go to|visit|see|refer to|check|read) \S+ for (?:more|further|additional) (?:info(?:rmation)?|details)\.?|"
     # "retry with a properly formatted JSON argument" restates the rejection; it names no fix
@@ -188,6 +190,8 @@ GENERIC_WORDS = frozenset(
 )
 # "no such table: users": a short value after the last colon names what was looked up.
 _TAIL_VALUE_RE = re.compile(r"\w[^:\n]*:\s+([^:\n]{1,60}?)\s*\.?\s*$", re.MULTILINE)
+# "Table: orders not found": after a kind's colon, the token right before "not found" is the value looked up
+_LOOKED_UP_RE = re.compile(r"\w:\s+([^\s:]+) (?:was )?(?:not found|does(?: not|n't) exist)\b", re.IGNORECASE)
 # one token that holds colons itself is still the value: "No such object: nginx:latest", "Unresolvable: urn:x"
 _COLON_TOKEN_RE = re.compile(r"[^\s:]+(?::[^\s:]+)+")
 # "merge: nope - not something we can merge": an operand between a program's colon and its explanation
@@ -199,7 +203,7 @@ _OPERAND_RE = re.compile(
 )
 # JSON keys whose values classify the error or trace the request; they are not about the failing value.
 _META_KEYS = frozenset(
-    {"type", "code", "error_code", "error", "name", "status", "request_id", "trace_id", "correlation_id",
+    {"type", "code", "error_code", "errorcode", "error", "name", "status", "request_id", "trace_id", "correlation_id",
      "documentation_url", "doc_url", "deprecated_type", "object", "traceid", "requestid", "instance", "statuscode",
      "status_code", "success", "ok", "cod", "http_status", "httpstatus", "http_code",
      # the protocol and schema a body is written in ("jsonrpc": "2.0", Kubernetes' "apiVersion": "v1", "kind": "Status")
@@ -381,7 +385,8 @@ STATUS_TOKEN_RE = re.compile(
     # a number that labels the error is a code, whatever its range: "Error -3 while ...", "(code 7)", "errno 5"
     r"\b(?:error|errno|error code|return code)\s*[=:#]?\s*-?\d+\b|\((?:error |exit |return )?code:? -?\d+\)|"
     # a reference to quote to support names no value the caller passed: "Reference #18.2f3c.17000", "request id: 7f3a"
-    r"\b(?:reference|ref|request[ _-]?id|trace[ _-]?id|correlation[ _-]?id|incident(?: id)?)\s*[#:=]?\s*#?[\w.\-]*\d[\w.\-]*|"
+    r"\b(?:reference|ref|request[ _-]?id|trace[ _-]?id|correlation[ _-]?id|error[ _-]?id|incident(?: id)?)"
+    r"(?: if you contact support)?\s*[#:=]?\s*#?[\w.\-]*\d[\w.\-]*(?: \(-?\d+\))?|"
     # "404 Project Not Found", "400 Bad request - ...": a status that leads a reason phrase
     r"^\s*[1-5]\d\d(?=\s+[^\n]*\b(?:not found|bad request|unauthori[sz]ed|forbidden|conflict|not allowed|gone|"
     r"unprocessable|too many requests|internal server error|unavailable|error)\b)",
@@ -466,6 +471,7 @@ def _find_specifics(text: str) -> list[str]:
             found.append(value)
     for regex in (QUOTED_RE, URL_RE, EMAIL_RE, ISO_DATE_RE, PATH_RE, IDENT_RE, NUMBER_RE):
         found.extend(m.group(0) for m in regex.finditer(text) if not ERROR_CODE_RE.fullmatch(m.group(0)))
+    found.extend(m.group(1) for m in _LOOKED_UP_RE.finditer(text) if m.group(1).lower() not in GENERIC_WORDS | _EN_WORDS)
     tails = [(m.group(1), m.group(0)[: m.start(1) - m.start(0)]) for m in _TAIL_VALUE_RE.finditer(text)]
     for line in text.split("\n"):
         head, sep, token = line.rpartition(": ")
@@ -590,9 +596,23 @@ def _field_keys(objs: list[dict[str, Any]]) -> list[str]:
 _PROSE_KEYS = frozenset({"errors", "error", "messages", "message", "detail", "details", "warnings", "non_field_errors"})
 
 
+def _parse_error_list(text: str) -> dict[str, Any] | None:
+    """A JSON array of error objects (``[{"message": ..., "errorCode": ...}]``) read as one body holding them."""
+    stripped = text.strip()
+    if not (stripped.startswith("[") and stripped.endswith("]")):
+        return None
+    try:
+        value = json.loads(stripped)
+    except ValueError:
+        return None
+    if isinstance(value, list) and value and all(isinstance(item, dict) for item in value):
+        return {"errors": value}
+    return None
+
+
 def read_message(text: str) -> MessageView:
     """Parse ``text`` into the view every rule reads."""
-    obj = parse_object(text)
+    obj = parse_object(text) or _parse_error_list(text)
     if obj is None and "{" in text:
         m = _EMBEDDED_OBJECT_RE.match(text.strip())
         if m is not None and len(_WORD_RE.findall(m.group(1))) <= 6:
