@@ -632,6 +632,16 @@ def test_issue_13_kinds(text: str, generic: bool) -> None:
         ('[{"message": "No such column \'Naem\' on entity \'Account\'.", "errorCode": "INVALID_FIELD"}]', False),
         # after a kind's colon, the token right before "not found" is the value looked up
         ("Requested resource not found: Queue: billing-events not found", False),
+        # a log level in brackets opens no JSON, so a long message after it is no truncated blob
+        ("[ERROR] Failed to execute goal on project shop: Could not resolve dependencies for project com.acme:shop:jar:2.0: "
+         "Could not find artifact com.acme:util:jar:7.7 in central (https://repo.maven.apache.org/maven2)", False),
+        # Ruby's one-place heading is a diagnostic position; the message names the undefined name
+        ("app.rb:7:in `<main>': undefined local variable or method `totl' for main:Object (NameError)", False),
+        # a cause that points at errors reported elsewhere is none
+        ("Execution of build.pl aborted due to compilation errors.", True),
+        # a type clash in R's words is internals; a name the build file defines is a schema name
+        ("Error in y * 2 : non-numeric argument to binary operator", True),
+        ("ninja: error: unknown target 'tset'", False),
         # Go's file:line:col heading is a compiler diagnostic, not a stack frame
         ("./cmd/main.go:12:3: undefined: fmtt", False),
         # a framework's default body (timestamp, status, error, path): the path is the endpoint, not a value

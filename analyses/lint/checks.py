@@ -83,6 +83,8 @@ NAMED_SCHEMA_OR_ID_RE = re.compile(
     r"endpoint|id|ids|identifier|name|ref|reference|object name|symbol|ticker|code|slug|handle|username|sku|"
     # a name in a language's or a tool's grammar: its valid names are in the documentation the model read
     r"operator|keyword|directive|variable|attribute|setting|subcommand|builtin|macro|"
+    # a name the build or task file defines: "unknown target 'instal'", "No such task: lnt"
+    r"target|task|recipe|script|stage|job|"
     # an entity the caller named and the system looks up (a user, a branch, a container...): like an id, its
     # valid values are found by a lookup, not learnt from a format (labelling rules 3 and 16)
     r"user|group|owner|account|host|branch|tag|commit|revision|repository|repo|container|image|volume|pod|namespace|"
@@ -212,7 +214,7 @@ RUNTIME_MESSAGE_RE = re.compile(
     # numeric overflow in a conversion ("int too large to convert to float"): the program's number types
     r"\btoo (?:large|big|small) to convert\b|\bout of memory\b|\bheap space\b|\b(?:cannot|unable to|failed to) allocate\b|"
     # arrays whose shapes do not fit: "operands could not be broadcast together with shapes (3,) (4,)"
-    r"\bbroadcast together\b|"
+    r"\bbroadcast together\b|\bnon-numeric argument to (?:binary|unary|mathematical) (?:operator|function)\b|"
     # a null reference and an uninitialised member, in any runtime's words
     r"\bobject reference not set to an instance\b|\b(?:has|have) not been initiali[sz]ed\b|"
     r"\blocal variable '?\w+'? (?:referenced before assignment|where it is not associated)|\bcannot access local variable\b|"
@@ -510,7 +512,10 @@ SYNTAX_REPORT_RE = re.compile(
 DIAGNOSTIC_LOCATION_RE = re.compile(
     r"^[\w.\-/\\]+:\d+(?::\d+)?: (?:fatal )?(?:error|warning|note)\b|^\s*--> [\w.\-/\\]+:\d+(?::\d+)?\s*$|"
     # Go's compiler gives file, line and column and no severity: "./main.go:5:2: undefined: x"
-    r"^\.{0,2}/?[\w.\-/\\]+\.\w{1,5}:\d+:\d+: (?=\S)",
+    r"^\.{0,2}/?[\w.\-/\\]+\.\w{1,5}:\d+:\d+: (?=\S)|"
+    # Ruby heads its message with the one place it happened: "main.rb:3:in `<main>': undefined ..." (later
+    # "from x.rb:2:in ..." lines are still frames)
+    r"^[\w.\-/\\]+\.rb:\d+:in `[^'\n]+': (?=\S)",
     re.MULTILINE,
 )
 
@@ -529,7 +534,9 @@ def check_html_or_blob(view: MessageView, ctx: Context) -> bool:
     if text and len(_CONTROL_RE.findall(text)) > max(2, len(text) // 20):
         return True
     stripped = text.rstrip()
-    if len(stripped) >= 200 and (stripped.endswith(("...", "…")) or (stripped[0] in "{[" and view.obj is None and stripped[-1] not in "}]")):
+    # a cut-off JSON document; "[ERROR] Failed to ..." opens with a log level, not with JSON
+    json_like = re.match(r"\s*(?:\{\s*[\"'}]|\[\s*[\"{\[\d\-\]])", stripped) is not None
+    if len(stripped) >= 200 and (stripped.endswith(("...", "…")) or (json_like and view.obj is None and stripped[-1] not in "}]")):
         return True
     return False
 
@@ -710,7 +717,7 @@ def check_failure_without_cause(view: MessageView, ctx: Context) -> bool:
 # user 42", "Payment for order 7781 was not successful", "Tool execution error in get_weather".
 FAILURE_REPORT_RE = re.compile(
     r"\b(?:failed|failure|fail(?:s|ing)?|error(?:ed)?|could ?n[o']t (?:be )?\w+|unable to \w+|(?:was|were) (?:not |un)successful|"
-    r"(?:raised|threw|thrown) an? (?:exception|error)|returned (?:an? )?(?:error|status)?:? ?5\d\d|"
+    r"(?:raised|threw|thrown) an? (?:exception|error)|returned (?:an? )?(?:error|status)?:? ?5\d\d|aborted|"
     r"can(?:no|')t (?:process|complete|perform|handle|execute|fulfil+) |did not succeed|went wrong|unexpected(?:ly)? (?:error|problem|issue|failure|happened)|something unexpected|"
     r"(?:could|can) not be (?:performed|completed|processed|done))\b",
     re.IGNORECASE,
@@ -732,6 +739,12 @@ _STANDARD_TARGET_RE = re.compile(
 )
 # What a sentence says after its failure, when it gives the cause: "...: disk quota exceeded", "... because ...".
 _CAUSE_SEPARATOR_RE = re.compile(r":\s+|\s+-+\s+|;\s+|\b(?:because|due to|since|caused by|as a result of)\b", re.IGNORECASE)
+
+
+ELSEWHERE_RE = re.compile(
+    r"\b(?:due to|because of|caused by|see) (?:the |some )?(?:previous|above|earlier|prior|other|\w+ion)? ?errors?\b",
+    re.IGNORECASE,
+)
 
 
 def _failure_reported_without_cause(view: MessageView) -> bool:
@@ -758,7 +771,8 @@ def _failure_reported_without_cause(view: MessageView) -> bool:
         return False  # "a.go:3:1: error: undefined: x": "error" is the diagnostic's severity, not a report
     head = body[: report.end()]
     said = set(_content_words_of(_without_values(head)))
-    tail = body[report.end() :]
+    # a cause that points at errors reported elsewhere says nothing: "due to compilation errors", "see previous errors"
+    tail = ELSEWHERE_RE.sub(" ", body[report.end() :])
     sep = _CAUSE_SEPARATOR_RE.search(tail)
     cause = tail[sep.end() :] if sep else ""
     # the other sentences may give the cause; a sentence that reports a failure again does not

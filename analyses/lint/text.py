@@ -39,7 +39,8 @@ from typing import Any
 
 # Prefixes that carry no information: "Error:", "ERROR:", "fatal:", "<error>…</error>".
 _PREFIX_RE = re.compile(
-    r"^\s*(?:(?:error|err|fatal|exception|warning|fehler|erreur)\s*(?:\[\w+\])?\s*(?::|-(?!\d))\s*|npm (?:ERR!|error)\s+)+",
+    r"^\s*(?:(?:error|err|fatal|exception|warning|fehler|erreur)\s*(?:\[\w+\])?\s*(?::|-(?!\d))\s*|npm (?:ERR!|error)\s+|"
+    r"\[(?:error|err|fatal)\]\s+)+",
     re.IGNORECASE,
 )
 _ERROR_TAG_RE = re.compile(r"</?error>", re.IGNORECASE)
