@@ -642,6 +642,12 @@ def test_issue_13_kinds(text: str, generic: bool) -> None:
         # a type clash in R's words is internals; a name the build file defines is a schema name
         ("Error in y * 2 : non-numeric argument to binary operator", True),
         ("ninja: error: unknown target 'tset'", False),
+        # "to <verb>" after a failure or an attempt reports; it does not instruct
+        ("Failed to call tool", True),
+        ("I hit an error while trying to use the tool. This was the error: ", True),
+        ("Unknown unit 'parsec'; to use it, add it to units.toml first.", False),
+        # a lookup that missed is judged by LS104 wherever it sits, behind a protocol error too
+        ("MCP error -32601: Tool not found: git_logg", False),
         # Go's file:line:col heading is a compiler diagnostic, not a stack frame
         ("./cmd/main.go:12:3: undefined: fmtt", False),
         # a framework's default body (timestamp, status, error, path): the path is the endpoint, not a value

@@ -759,7 +759,7 @@ def _failure_reported_without_cause(view: MessageView) -> bool:
         return False
     if NAMES_CALLER_VALUE_RE.search(body) or ERRNO_RE.match(body) or re.search(r"\b(?:constraint|assertion)\b", body, re.I):
         return False
-    if re.search(r"\b(?:could ?n[o']t|can(?:no|')t|unable to) (?:find|locate)\b", body, re.IGNORECASE):
+    if NOT_FOUND_RE.search(body) or re.search(r"\b(?:could ?n[o']t|can(?:no|')t|unable to) (?:find|locate)\b", body, re.I):
         return False  # "Couldn't find package 'x'": a lookup that missed, judged as not-found (LS104) wherever it sits
     if re.search(r"(?-i:\bE[A-Z]{3,}\b)", body):
         return False  # an errno name is a cause

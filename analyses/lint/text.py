@@ -117,7 +117,9 @@ CONSTRAINT_RE = re.compile(
 NEXT_STEP_RE = re.compile(
     # a single verb is an instruction where a clause starts ("Invalid date format. Use YYYY-MM-DD.", "...; call
     # x first", "please provide"), not mid-noun-phrase ("Invalid Add File Line", "the Use case", "Set failed")
-    r"(?:^|[.!?;:,\n(]\s*|\b(?:please|then|or|and|to|first|instead)\s+)"
+    # ("to" only when no failure or attempt precedes it: "Failed to call tool", "trying to use" report, not instruct)
+    r"(?:^|[.!?;:,\n(]\s*|\b(?:please|then|or|and|(?<!failed )(?<!unable )(?<!trying )(?<!attempting )(?<!attempted )"
+    r"(?<!tried )(?<!failure )to|first|instead)\s+)"
     r"(?:use|try (?!again\b)\w+|call|retry(?!\s*#?\d)|re-?run|provide|specify|pass|set|add|remove|change|check (?!the logs?)\w+|"
     r"verify|ensure|convert|reduce|wait|ask|choose|select|include)\b|"
     r"\b(?:make sure|instead|did you mean|perhaps you meant|you (?:can|may|should|need|must)|consider|suggest\w*|hint|"
