@@ -648,6 +648,11 @@ def test_issue_13_kinds(text: str, generic: bool) -> None:
         ("Unknown unit 'parsec'; to use it, add it to units.toml first.", False),
         # a lookup that missed is judged by LS104 wherever it sits, behind a protocol error too
         ("MCP error -32601: Tool not found: git_logg", False),
+        # a JSON body's numeric bound beside the request states the limit
+        ('{"error": "insufficient_stock", "sku": "MUG-L", "available": 1, "requested": 4}', False),
+        ('{"error": "insufficient_stock"}', True),
+        # a transient failure that names the call to make instead has a way forward
+        ("Timed out after 60 s waiting for the export; it is still running. Poll get_export(export_id='e-9') instead.", False),
         # Go's file:line:col heading is a compiler diagnostic, not a stack frame
         ("./cmd/main.go:12:3: undefined: fmtt", False),
         # a framework's default body (timestamp, status, error, path): the path is the endpoint, not a value

@@ -150,7 +150,7 @@ IMPERATIVE_VERBS = (
     "rename|move|restart|look ?up|replace|escape|quote|wrap|retry|fix|correct|define|import|declare|close|save|go|"
     "switch|omit|append|prepend|encode|decode|upload|download|refresh|reconnect|resubmit|modify|edit|fetch|reserve|"
     "activate|deactivate|register|subscribe|search|list|query|book|limit|format|drop|view|raise|lower|commit|stash|pull|"
-    "push|merge|rebase|login|grant|allow|contact|free|clear"
+    "push|merge|rebase|login|grant|allow|contact|free|clear|poll"
 )
 # What follows an imperative verb: an object or a place ("Start the engine", "Call finalize_invoice",
 # "Provide only a file name"), so a noun at the start of a sentence ("Request aborted", "List index out of
@@ -290,9 +290,15 @@ _FIELD_POINTER_KEYS = frozenset(
 NEEDED_KEY_RE = re.compile(r"^(?:needed|required|expected|missing)(?:[_\-]\w+)?$|^\w+[_\-](?:needed|required|expected)$", re.I)
 
 
+# A JSON key that states a bound with a number: "available": 2 beside "requested": 5, "max_results": 100.
+LIMIT_KEY_RE = re.compile(r"^(?:available|remaining|allowed|capacity|quota|limit|max(?:imum)?|min(?:imum)?)(?:[_\-]\w+)?$", re.I)
+
+
 def _remedy_field(obj: dict[str, Any]) -> bool:
     for key, value in obj.items():
         name = str(key).lower()
+        if LIMIT_KEY_RE.match(name) and isinstance(value, (int, float)) and not isinstance(value, bool):
+            return True
         if NEEDED_KEY_RE.match(name) and isinstance(value, (str, list)) and value and not isinstance(value, bool):
             return True
         if name not in REMEDY_KEYS or value in (None, "", [], {}):
