@@ -653,6 +653,12 @@ def test_issue_13_kinds(text: str, generic: bool) -> None:
         ('{"error": "insufficient_stock"}', True),
         # a transient failure that names the call to make instead has a way forward
         ("Timed out after 60 s waiting for the export; it is still running. Poll get_export(export_id='e-9') instead.", False),
+        # after a lookup's label, a code-shaped token is the value, not a bare code
+        ("sqlite3.OperationalError: no such function: STRFTIMEX", False),
+        ("SSL: CERTIFICATE_VERIFY_FAILED", True),
+        # the standard streams are no operand the caller named; any other operand before an errno text is
+        ("xz: stdin: unexpected end of input", True),
+        ("wc: drafts: Is a directory", False),
         # Go's file:line:col heading is a compiler diagnostic, not a stack frame
         ("./cmd/main.go:12:3: undefined: fmtt", False),
         # a framework's default body (timestamp, status, error, path): the path is the endpoint, not a value

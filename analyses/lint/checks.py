@@ -164,7 +164,7 @@ NAMES_CALLER_VALUE_RE = re.compile(
     # an OS error's text after the path it failed on: "stat /nonexistent: no such file or directory"
     rf"(?:^|\s)(?:/[\w.\-]+)+/?: (?:{ERRNO_TEXTS})\b|"
     # a relative path operand before its errno text: "cat: src/: Is a directory", "rm: build/out: Permission denied"
-    rf"^[\w.\-]+: (?:\.{{0,2}}/)?[\w.\-]+/[\w.\-/]*: (?:{ERRNO_TEXTS})\b",
+    rf"^[\w.\-]+: (?!(?:stdin|stdout|stderr|-):)(?:\.{{0,2}}/)?[\w.\-][\w.\-/]*: (?:{ERRNO_TEXTS})\b",
     re.IGNORECASE | re.MULTILINE,
 )
 # "invalid integer: ten" names its expected form: scalar types have one obvious spelling.
@@ -374,6 +374,8 @@ def check_bare_status(view: MessageView, ctx: Context) -> bool:
     # the whole message is one machine code in snake_case ("invalid_grant", "channel_not_found"); after a label
     # the same shape is the value ("no such table: order_items")
     bare = bare or SNAKE_CODE_RE.fullmatch(body)
+    if bare and re.search(r"\b(?:no such|unknown|not found|invalid|unsupported|unrecogni[sz]ed)\b[^:\n]*:\s*\S+$", body, re.I):
+        bare = None  # "no such function: DATE_TRUNC": after a lookup's label the code-shaped token is the value
     return bool(bare) and (bool(NUMBER_RE.search(body)) or not view.has_remedy)
 
 

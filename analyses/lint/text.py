@@ -461,6 +461,9 @@ DETAIL_LINE_RE = re.compile(r"^[ \t]{2,}[A-Za-z][\w ]{0,20}:[ \t]+(\S[^\n]{0,80}
 EXCEPTION_CLASS_RE = re.compile(r"(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*)?(?:Error|Exception|Warning)")
 
 
+_STREAMS = frozenset({"stdin", "stdout", "stderr", "-", "(standard input)"})
+
+
 def find_specifics(text: str) -> list[str]:
     """Concrete values the text names (quoted values, ids, numbers, paths, URLs, upper-case codes)."""
     return [value for value in _find_specifics(text) if not EXCEPTION_CLASS_RE.fullmatch(value)]
@@ -470,7 +473,8 @@ def _find_specifics(text: str) -> list[str]:
     found: list[str] = []
     text = STATUS_TOKEN_RE.sub(" ", text)
     found.extend(FLAG_RE.findall(text))
-    found.extend(a or b for a, b in _OPERAND_RE.findall(text))
+    # the standard streams are no operand the caller named ("gzip: stdin: unexpected end of file")
+    found.extend(v for a, b in _OPERAND_RE.findall(text) if (v := a or b).lower() not in _STREAMS)
     found.extend(_code_values(text))
     found.extend(KEBAB_RE.findall(text))
     found.extend(CALL_RE.findall(text))
