@@ -659,6 +659,24 @@ def test_issue_13_kinds(text: str, generic: bool) -> None:
         # the standard streams are no operand the caller named; any other operand before an errno text is
         ("xz: stdin: unexpected end of input", True),
         ("wc: drafts: Is a directory", False),
+        # a runtime's own exception whose message names nothing the caller passed is internals, whatever its wording:
+        # its numbers, shapes and builtin type names are the program's
+        ("IndexError: index 7 is out of bounds for axis 1 with size 4", True),
+        ("ValueError: too many values to unpack (expected 2, got 5)", True),
+        ("TypeError: can't multiply sequence by non-int of type 'float'", True),
+        ("System.Threading.Tasks.TaskCanceledException: A task was canceled.", True),
+        ("panic: runtime error: slice bounds out of range [:9] with capacity 4", True),
+        # ... but not when it names a value, an address, a state of a named setting, or gives an instruction
+        ("ValueError: time data '31/02' does not match format '%d/%m'", False),
+        ("ValueError: 192.168.0.1/16 has host bits set", False),
+        ("ValueError: retries value is negative", False),
+        ("RuntimeError: event loop already closed; create a new one with asyncio.new_event_loop()", False),
+        # argument-validation classes and assertions carry an author's message
+        ("java.lang.IllegalArgumentException: port value is negative", False),
+        ("AssertionError: expected 3 rows, got 2", False),
+        # Go's type clash and an idle connection closed by the server
+        ("json: cannot unmarshal bool into Go value of type int", True),
+        ("http: server closed idle connection", True),
         # Go's file:line:col heading is a compiler diagnostic, not a stack frame
         ("./cmd/main.go:12:3: undefined: fmtt", False),
         # a framework's default body (timestamp, status, error, path): the path is the endpoint, not a value

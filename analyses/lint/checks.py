@@ -215,6 +215,7 @@ RUNTIME_MESSAGE_RE = re.compile(
     r"\btoo (?:large|big|small) to convert\b|\bout of memory\b|\bheap space\b|\b(?:cannot|unable to|failed to) allocate\b|"
     # arrays whose shapes do not fit: "operands could not be broadcast together with shapes (3,) (4,)"
     r"\bbroadcast together\b|\bnon-numeric argument to (?:binary|unary|mathematical) (?:operator|function)\b|"
+    r"\bcannot unmarshal \w+ into Go value of type\b|"
     # a null reference and an uninitialised member, in any runtime's words
     r"\bobject reference not set to an instance\b|\b(?:has|have) not been initiali[sz]ed\b|"
     r"\blocal variable '?\w+'? (?:referenced before assignment|where it is not associated)|\bcannot access local variable\b|"
@@ -268,7 +269,7 @@ TRANSIENT_RE = re.compile(
     r"(?:unavailable|down|unreachable)\b|\bunreachable\b|"
     r"(?:failed|unable|could ?n[o']t|can(?:no|')t) (?:to )?connect|couldn't connect|"
     r"name or service not known|temporary failure in name resolution|could not resolve host|\benotfound\b|\beai_again\b|name[_ ]not[_ ]resolved|unknown host\b|"
-    r"(?:remote end|peer|server) closed (?:the )?connection|remote ?disconnected|unexpected eof|eof occurred|"
+    r"(?:remote end|peer|server) closed (?:the |an? )?(?:idle )?connection|remote ?disconnected|unexpected eof|eof occurred|"
     r"bad gateway|gateway time-?out|(?:database|table|resource) is locked|lock contention|deadlock",
     re.IGNORECASE,
 )
@@ -330,7 +331,7 @@ _TRANSIENT_EVENT_RE = re.compile(
     r"lost (?:the )?connection|connect error|connection (?:failure|failed|lost|dropped)|disconnect(?:ed)?\b|empty reply from|"
     r"server has gone away|"
     r"timeout (?:\d+\s*m?s )?exceeded|timeout expired|\w*timeout(?:error|exception)|request timeout|unreachable|"
-    r"closed (?:the )?connection|remote ?disconnected|unexpected eof|"
+    r"closed (?:the |an? )?(?:idle )?connection|remote ?disconnected|unexpected eof|"
     r"\b(?:is|are|went) down\b",
     re.IGNORECASE,
 )
@@ -409,6 +410,8 @@ def check_bare_exception(view: MessageView, ctx: Context) -> bool:
         return True
     if INTERNAL_ERROR_RE.match(re.sub(r"^(?:(?:[A-Za-z_]\w*\.)*\w*(?:Error|Exception):\s*)+", "", view.body)):
         return True  # "internal error: gqlClient is required ...": the server's own fault, nothing for the caller
+    if _runtime_class_without_caller_value(view):
+        return True
     if view.has_remedy and not EXCEPTION_LINE_RE.search(view.prose):
         return False
     head = view.body.split("\n", 1)[0].strip()
@@ -434,6 +437,40 @@ def check_bare_exception(view: MessageView, ctx: Context) -> bool:
             if isinstance(value, str) and EXCEPTION_NAME_RE.fullmatch(value.strip()):
                 return True
     return False
+
+
+# The runtime's own exception classes (Python's builtins, JavaScript's, .NET's System.*, Java's java.lang.*, Go's
+# runtime panic), heading the message, maybe behind a program's label ("sklearn: ValueError: ...").
+RUNTIME_CLASS_HEAD_RE = re.compile(
+    # (not AssertionError, whose message a test author wrote, nor the argument-validation classes of Java and .NET)
+    r"^(?:[\w.\-]+: )?(?:(?:builtins\.)?(?:Value|Type|Index|Key|Attribute|Runtime|ZeroDivision|Overflow|Recursion|"
+    r"NotImplemented|UnboundLocal|Memory|Buffer|Lookup|Arithmetic|EOF|Unicode\w*|System|Range|Reference)Error|StopIteration|"
+    r"System\.(?:[A-Z]\w*\.)*(?!\w*Argument)[A-Z]\w*Exception|java\.lang\.(?!\w*Argument)[A-Z]\w*(?:Exception|Error)|"
+    r"panic: runtime error)(?::\s*|\s*$)"
+)
+
+
+def _runtime_class_without_caller_value(view: MessageView) -> bool:
+    """A runtime exception whose message names nothing the caller passed: its numbers, shapes and sizes are the
+    program's ("index 5 is out of bounds for axis 0 with size 3", "not enough values to unpack (expected 3, got 2)")."""
+    m = RUNTIME_CLASS_HEAD_RE.match(view.body)
+    # what the program expected ("expected 3, got 2") is its own contract, not a remedy; an instruction is one
+    if m is None or _instructs(view.body) or NAMES_CALLER_VALUE_RE.search(view.body):
+        return False
+    tail = view.body[m.end():]
+    if re.search(r"\b(?:is|are|was|were) (?:negative|non-positive|zero)\b|\bdoes(?: not|n't) match (?:the )?[a-z]\w*", tail):
+        return False  # "timeout value is negative", "length of values (3) does not match length of index (4)": said of named things
+    if re.search(r"\d+(?:[.:]\d+){2,}|\d/\d", tail):
+        return False  # an address or a version it was given ("10.0.0.1/24 has host bits set")
+    # numbers, shapes and the runtime's own type names ('float', 'NoneType') are the program's, not the caller's
+    values = [
+        v for v in find_specifics(tail)
+        if not re.fullmatch(r"[\d.,:;x\-\[\]() ]+", v) and not BUILTIN_TYPE_RE.fullmatch(v.strip("'\"`"))
+    ]
+    return not values
+
+
+BUILTIN_TYPE_RE = re.compile(r"int|float|str|bytes|bool|list|dict|tuple|set|frozenset|NoneType|object|complex|type|function")
 
 
 # The words of the runtime's own exception classes: KeyError, IndexError, LookupError, RuntimeError, OSError...
