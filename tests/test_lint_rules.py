@@ -677,6 +677,10 @@ def test_issue_13_kinds(text: str, generic: bool) -> None:
         # Go's type clash and an idle connection closed by the server
         ("json: cannot unmarshal bool into Go value of type int", True),
         ("http: server closed idle connection", True),
+        # an English compound is no value; a cast between types is a type clash; Java's unknown host is a resolver failure
+        ("IndexError: positional indexer is out-of-bounds", True),
+        ("java.lang.ClassCastException: class java.lang.Long cannot be cast to class java.lang.String", True),
+        ("java.net.UnknownHostException: db.internal.test", True),
         # Go's file:line:col heading is a compiler diagnostic, not a stack frame
         ("./cmd/main.go:12:3: undefined: fmtt", False),
         # a framework's default body (timestamp, status, error, path): the path is the endpoint, not a value

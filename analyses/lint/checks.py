@@ -215,7 +215,7 @@ RUNTIME_MESSAGE_RE = re.compile(
     r"\btoo (?:large|big|small) to convert\b|\bout of memory\b|\bheap space\b|\b(?:cannot|unable to|failed to) allocate\b|"
     # arrays whose shapes do not fit: "operands could not be broadcast together with shapes (3,) (4,)"
     r"\bbroadcast together\b|\bnon-numeric argument to (?:binary|unary|mathematical) (?:operator|function)\b|"
-    r"\bcannot unmarshal \w+ into Go value of type\b|"
+    r"\bcannot unmarshal \w+ into Go value of type\b|\bcannot be cast to\b|\bunable to cast object of type\b|"
     # a null reference and an uninitialised member, in any runtime's words
     r"\bobject reference not set to an instance\b|\b(?:has|have) not been initiali[sz]ed\b|"
     r"\blocal variable '?\w+'? (?:referenced before assignment|where it is not associated)|\bcannot access local variable\b|"
@@ -268,7 +268,7 @@ TRANSIENT_RE = re.compile(
     r"\b(?:site|server|host|service|backend|upstream|endpoint|api|gateway) (?:is )?(?:temporarily )?"
     r"(?:unavailable|down|unreachable)\b|\bunreachable\b|"
     r"(?:failed|unable|could ?n[o']t|can(?:no|')t) (?:to )?connect|couldn't connect|"
-    r"name or service not known|temporary failure in name resolution|could not resolve host|\benotfound\b|\beai_again\b|name[_ ]not[_ ]resolved|unknown host\b|"
+    r"name or service not known|temporary failure in name resolution|could not resolve host|\benotfound\b|\beai_again\b|name[_ ]not[_ ]resolved|unknown ?host(?:exception)?\b|"
     r"(?:remote end|peer|server) closed (?:the |an? )?(?:idle )?connection|remote ?disconnected|unexpected eof|eof occurred|"
     r"bad gateway|gateway time-?out|(?:database|table|resource) is locked|lock contention|deadlock",
     re.IGNORECASE,
@@ -327,7 +327,7 @@ _TRANSIENT_EVENT_RE = re.compile(
     r"\b(?:429|50[234]|529)\b|timed? out\b|connection (?:reset|refused|aborted|closed)|econn\w+|"
     # a rate limit that was hit, not a setting called "rate limit" ("must be provided together to set a rate limit")
     r"rate.?limit(?:ed|ing)?\b(?! ?(?:window|count|setting|config\w*|polic\w+|value|field|param\w*))(?!\s+(?:must|should|is required))|"
-    r"too many requests|unavailable|overloaded|name or service not known|name resolution|resolve host|enotfound|eai_again|name[_ ]not[_ ]resolved|unknown host\b|"
+    r"too many requests|unavailable|overloaded|name or service not known|name resolution|resolve host|enotfound|eai_again|name[_ ]not[_ ]resolved|unknown ?host(?:exception)?\b|"
     r"lost (?:the )?connection|connect error|connection (?:failure|failed|lost|dropped)|disconnect(?:ed)?\b|empty reply from|"
     r"server has gone away|"
     r"timeout (?:\d+\s*m?s )?exceeded|timeout expired|\w*timeout(?:error|exception)|request timeout|unreachable|"
@@ -466,6 +466,7 @@ def _runtime_class_without_caller_value(view: MessageView) -> bool:
     values = [
         v for v in find_specifics(tail)
         if not re.fullmatch(r"[\d.,:;x\-\[\]() ]+", v) and not BUILTIN_TYPE_RE.fullmatch(v.strip("'\"`"))
+        and not re.fullmatch(r"[a-z]+(?:-[a-z]+)+", v)  # an English compound ("zero-size", "out-of-bounds")
     ]
     return not values
 
