@@ -681,6 +681,9 @@ def test_issue_13_kinds(text: str, generic: bool) -> None:
         ("IndexError: positional indexer is out-of-bounds", True),
         ("java.lang.ClassCastException: class java.lang.Long cannot be cast to class java.lang.String", True),
         ("java.net.UnknownHostException: db.internal.test", True),
+        # "exception in/while ..." reports a failure
+        ("Exception in thread poller-3", True),
+        ("Exception in thread poller-3: queue 'jobs' does not exist; create it with make_queue('jobs').", False),
         # Go's file:line:col heading is a compiler diagnostic, not a stack frame
         ("./cmd/main.go:12:3: undefined: fmtt", False),
         # a framework's default body (timestamp, status, error, path): the path is the endpoint, not a value
