@@ -338,6 +338,14 @@ _TRANSIENT_EVENT_RE = re.compile(
 
 
 def _transient_named(view: MessageView) -> bool:
+    # several rules ask; the answer is a function of the view, so it is computed once per message
+    cached = view.__dict__.get("_transient_named")
+    if cached is None:
+        cached = view.__dict__["_transient_named"] = _transient_named_uncached(view)
+    return cached
+
+
+def _transient_named_uncached(view: MessageView) -> bool:
     if not (TRANSIENT_RE.search(view.prose) or (view.obj is not None and _status(view) in {429, 502, 503, 504, 529})):
         return False
     # A rejected input ("timeout: invalid time interval 'abc'") is a validation error whatever words it uses.
