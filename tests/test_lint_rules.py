@@ -684,6 +684,12 @@ def test_issue_13_kinds(text: str, generic: bool) -> None:
         # "exception in/while ..." reports a failure
         ("Exception in thread poller-3", True),
         ("Exception in thread poller-3: queue 'jobs' does not exist; create it with make_queue('jobs').", False),
+        # a state said of no named thing, in a word or three, is vague; said of a named thing it is a state
+        ("Expired", True),
+        ("Already exists", True),
+        ("Action blocked", True),
+        ("Coupon expired", False),
+        ("Insufficient balance", False),
         # Go's file:line:col heading is a compiler diagnostic, not a stack frame
         ("./cmd/main.go:12:3: undefined: fmtt", False),
         # a framework's default body (timestamp, status, error, path): the path is the endpoint, not a value

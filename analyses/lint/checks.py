@@ -656,13 +656,29 @@ def _only_a_position(view: MessageView) -> bool:
     return not find_specifics(EXCEPTION_CLASS_TOKEN_RE.sub(" ", POSITION_RE.sub(" ", view.body)))
 
 
+_STATE_FILLER = frozenset("exists exist is are was were be been action".split())
+# the state words that say nothing of what is in the state ("Insufficient Balance" names the balance)
+_BARE_STATE_WORDS = frozenset(
+    "already expired blocked locked disabled suspended closed cancelled canceled archived deleted declined revoked "
+    "in progress use read only empty is are was were".split()
+)
+
+
 def check_vague(view: MessageView, ctx: Context) -> bool:
     if view.english and INTERNAL_NOT_READY_RE.match(view.body) and not view.has_remedy and not _transient_named(view):
         return True
     position_only = _only_a_position(view)
     specific = view.specifics and not position_only
     # a parser's defect ("Unterminated string", "nothing to repeat") is no state when a position is all it shows
-    state = STATE_RE.search(view.body) and not position_only
+    state = None if position_only else STATE_RE.search(view.body)
+    # "Expired", "Already exists", "Action blocked": a state of no named thing, in a word or three
+    if (
+        state
+        and len(_WORD_RE.findall(view.body)) <= 3
+        and set(_WORD_RE.findall(state.group(0).lower())) <= _BARE_STATE_WORDS
+        and not [w for w in _WORD_RE.findall(STATE_RE.sub(" ", view.body).lower()) if w not in GENERIC_WORDS | _STATE_FILLER]
+    ):
+        state = None
     if not view.english or specific or view.has_remedy or state or _retry_guided(view):
         return False
     self_describing = SELF_DESCRIBING_RE.search(view.body)
