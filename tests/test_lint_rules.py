@@ -707,3 +707,9 @@ def test_a_position_only_parse_error_says_so() -> None:
     finding = lint_message("(standard_in) 5: syntax error").findings[0]
     assert finding.rule_id == "LS106"
     assert "where the parser stopped" in finding.evidence and "(standard_in) 5:" in finding.evidence
+
+
+def test_a_runtime_exception_without_a_caller_value_says_so() -> None:
+    finding = lint_message("IndexError: index 7 is out of bounds for axis 1 with size 4").findings[0]
+    assert finding.rule_id == "LS102"
+    assert "'IndexError'" in finding.evidence and "names no value the caller passed" in finding.evidence
