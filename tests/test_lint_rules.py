@@ -690,6 +690,13 @@ def test_issue_13_kinds(text: str, generic: bool) -> None:
         ("Action blocked", True),
         ("Coupon expired", False),
         ("Insufficient balance", False),
+        # "due to N previous errors" points elsewhere; a short parenthetical after the target still describes it
+        ('error: could not compile `shop` (lib "shop") due to 5 previous errors', True),
+        # a parser's rejected character, shown, is rule 11's token; bc's runtime "divide by zero" is internals
+        ("(standard_in) 3: illegal character: ~", False),
+        ("Runtime error (func=(main), adr=9): Divide by zero", True),
+        # a cast named with its types is a type clash
+        ("InvalidOperationError: cannot cast Struct type to Int64", True),
         # Go's file:line:col heading is a compiler diagnostic, not a stack frame
         ("./cmd/main.go:12:3: undefined: fmtt", False),
         # a framework's default body (timestamp, status, error, path): the path is the endpoint, not a value

@@ -216,6 +216,7 @@ RUNTIME_MESSAGE_RE = re.compile(
     # arrays whose shapes do not fit: "operands could not be broadcast together with shapes (3,) (4,)"
     r"\bbroadcast together\b|\bnon-numeric argument to (?:binary|unary|mathematical) (?:operator|function)\b|"
     r"\bcannot unmarshal \w+ into Go value of type\b|\bcannot be cast to\b|\bunable to cast object of type\b|"
+    r"\bcannot cast\b(?=[^\n]{0,30}\btype\b)|\bdivided? by zero\b|"
     # a null reference and an uninitialised member, in any runtime's words
     r"\bobject reference not set to an instance\b|\b(?:has|have) not been initiali[sz]ed\b|"
     r"\blocal variable '?\w+'? (?:referenced before assignment|where it is not associated)|\bcannot access local variable\b|"
@@ -540,6 +541,9 @@ def check_invalid_without_expected(view: MessageView, ctx: Context) -> bool:
     # value of an enumeration; naming it is enough
     if re.search(r"\bunknown\b", view.body, re.IGNORECASE) and re.search(r"\b[a-z][\w+.\-]*://\S", view.body, re.IGNORECASE):
         return False
+    # a parser's rejected character or token, shown (rule 11): "illegal character: ^", "unexpected token '}'"
+    if re.search(r"\b(?:character|char|token)s?\b:?\s*(?:['\"`‘][^'\"`’\n]{1,20}['\"`’]|[^\s\w](?=\s|$))", view.body, re.I):
+        return False
     # a rejection that says why ("Invalid code: this code has been revoked", "hunk for path 'x' is empty")
     if STATE_RE.search(view.body):
         return False
@@ -731,7 +735,7 @@ def check_failure_without_cause(view: MessageView, ctx: Context) -> bool:
     # "UNIQUE constraint failed: users.email": the thing that failed is a named rule, which is the cause
     if not before and re.search(r"\b(?:constraint|assertion|precondition)\b", m.group("what"), re.IGNORECASE):
         return False
-    rest = m.group("rest")
+    rest = ELSEWHERE_RE.sub(" ", m.group("rest"))  # "due to 2 previous errors" points elsewhere: no cause
     if ": " in rest and re.fullmatch(rf"(?:{ERRNO_TEXTS})", rest.rsplit(": ", 1)[1].strip(" ."), re.IGNORECASE) and (
         PATH_RE.search(rest) or QUOTED_RE.search(rest)
     ):
@@ -771,6 +775,8 @@ def check_failure_without_cause(view: MessageView, ctx: Context) -> bool:
         rest = re.sub(rf"\b(?:{'|'.join(_ATTRIBUTE_NAMES)})\s+{re.escape(value)}\b", " ", rest) if value else rest
     for regex in (PATH_RE, URL_RE, QUOTED_RE, IDENT_RE, NUMBER_RE):
         rest = regex.sub(" ", rest)
+    # a short parenthetical after the target still describes it: "could not compile `app` (bin "app")"
+    rest = re.sub(r"\(\s*(?:\w+\s*){0,2}\)", " ", rest)
     # after "X failed:" the colon introduces the cause, so one word there is already one ("... failed: invalid
     # URL scheme 'htp'"); after "X failed for ..." one noun naming the target ("for PID 4242") is still the target
     after_colon = not before and re.match(r"\s*[:;]", m.group("rest")) is not None
@@ -807,7 +813,7 @@ _CAUSE_SEPARATOR_RE = re.compile(r":\s+|\s+-+\s+|;\s+|\b(?:because|due to|since|
 
 
 ELSEWHERE_RE = re.compile(
-    r"\b(?:due to|because of|caused by|see) (?:the |some )?(?:previous|above|earlier|prior|other|\w+ion)? ?errors?\b",
+    r"\b(?:due to|because of|caused by|see) (?:the |some )?(?:\d+ )?(?:previous|above|earlier|prior|other|\w+ion)? ?errors?\b",
     re.IGNORECASE,
 )
 

@@ -473,6 +473,8 @@ def _find_specifics(text: str) -> list[str]:
     found: list[str] = []
     text = STATUS_TOKEN_RE.sub(" ", text)
     found.extend(FLAG_RE.findall(text))
+    # a character named after "character": "illegal character: ^", "unexpected character '}'"
+    found.extend(m.group(2) for m in re.finditer(r"\bcharacter:?\s*(['\"`]?)([^\s\w])\1(?=\s|$)", text, re.I))
     # the standard streams are no operand the caller named ("gzip: stdin: unexpected end of file")
     found.extend(v for a, b in _OPERAND_RE.findall(text) if (v := a or b).lower() not in _STREAMS)
     found.extend(_code_values(text))
