@@ -697,6 +697,9 @@ def test_issue_13_kinds(text: str, generic: bool) -> None:
         ("Runtime error (func=(main), adr=9): Divide by zero", True),
         # a cast named with its types is a type clash
         ("InvalidOperationError: cannot cast Struct type to Int64", True),
+        # "aborting" reports a failure; a remote end that hung up is a dropped connection
+        ("error: aborting due to 4 previous errors", True),
+        ("fatal: the remote end hung up unexpectedly", True),
         # Go's file:line:col heading is a compiler diagnostic, not a stack frame
         ("./cmd/main.go:12:3: undefined: fmtt", False),
         # a framework's default body (timestamp, status, error, path): the path is the endpoint, not a value

@@ -271,6 +271,7 @@ TRANSIENT_RE = re.compile(
     r"(?:failed|unable|could ?n[o']t|can(?:no|')t) (?:to )?connect|couldn't connect|"
     r"name or service not known|temporary failure in name resolution|could not resolve host|\benotfound\b|\beai_again\b|name[_ ]not[_ ]resolved|unknown ?host(?:exception)?\b|"
     r"(?:remote end|peer|server) closed (?:the |an? )?(?:idle )?connection|remote ?disconnected|unexpected eof|eof occurred|"
+    r"(?:remote end|peer|server) hung up|"
     r"bad gateway|gateway time-?out|(?:database|table|resource) is locked|lock contention|deadlock",
     re.IGNORECASE,
 )
@@ -332,7 +333,7 @@ _TRANSIENT_EVENT_RE = re.compile(
     r"lost (?:the )?connection|connect error|connection (?:failure|failed|lost|dropped)|disconnect(?:ed)?\b|empty reply from|"
     r"server has gone away|"
     r"timeout (?:\d+\s*m?s )?exceeded|timeout expired|\w*timeout(?:error|exception)|request timeout|unreachable|"
-    r"closed (?:the |an? )?(?:idle )?connection|remote ?disconnected|unexpected eof|"
+    r"closed (?:the |an? )?(?:idle )?connection|remote ?disconnected|unexpected eof|hung up|"
     r"\b(?:is|are|went) down\b",
     re.IGNORECASE,
 )
@@ -787,7 +788,7 @@ def check_failure_without_cause(view: MessageView, ctx: Context) -> bool:
 # user 42", "Payment for order 7781 was not successful", "Tool execution error in get_weather".
 FAILURE_REPORT_RE = re.compile(
     r"\b(?:failed|failure|fail(?:s|ing)?|error(?:ed)?|could ?n[o']t (?:be )?\w+|unable to \w+|(?:was|were) (?:not |un)successful|"
-    r"(?:raised|threw|thrown) an? (?:exception|error)|returned (?:an? )?(?:error|status)?:? ?5\d\d|aborted|"
+    r"(?:raised|threw|thrown) an? (?:exception|error)|returned (?:an? )?(?:error|status)?:? ?5\d\d|abort(?:ed|ing)|"
     r"exception(?= (?:in|while|during|when|occurred)\b)|"
     r"can(?:no|')t (?:process|complete|perform|handle|execute|fulfil+) |did not succeed|went wrong|unexpected(?:ly)? (?:error|problem|issue|failure|happened)|something unexpected|"
     r"(?:could|can) not be (?:performed|completed|processed|done))\b",
