@@ -700,6 +700,15 @@ def test_issue_13_kinds(text: str, generic: bool) -> None:
         # "aborting" reports a failure; a remote end that hung up is a dropped connection
         ("error: aborting due to 4 previous errors", True),
         ("fatal: the remote end hung up unexpectedly", True),
+        # an exception's class and its module are no value ("sqlite3" in sqlite3.OperationalError); NA is no code
+        ("sqlite3.OperationalError: disk I/O error", True),
+        ("ValueError: Cannot mask with non-boolean array containing NA / NaN values", True),
+        # a parser's account of where it stopped may be long and still show nothing
+        ("tomli.TOMLDecodeError: Key name found without value. Reached end of line. (line 4 column 9 char 31)", True),
+        # a chain of failure reports whose last link is only an exit status has no cause
+        ("Error response from daemon: OCI runtime create failed: unable to start container process: exit status 1", True),
+        # "Expecting property name ..." names the expected token (rule 11)
+        ("JSONDecodeError: Expecting property name enclosed in double quotes: line 3 column 1 (char 12)", False),
         # Go's file:line:col heading is a compiler diagnostic, not a stack frame
         ("./cmd/main.go:12:3: undefined: fmtt", False),
         # a framework's default body (timestamp, status, error, path): the path is the endpoint, not a value

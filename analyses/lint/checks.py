@@ -691,8 +691,9 @@ def check_vague(view: MessageView, ctx: Context) -> bool:
         return False  # "not a valid key, value dictionary" names the expected form; "Invalid length" names no value
     if NAMES_CALLER_VALUE_RE.search(view.body):
         return False  # "ReferenceError: lodash is not defined": the name the caller's code used
-    # Long prose usually explains itself; the rule targets short statements with nothing to act on.
-    return 0 < len(_content_words(view)) <= 8
+    # Long prose usually explains itself; the rule targets short statements with nothing to act on. A parser's
+    # account of where it stopped is longer and still shows nothing (labelling rule 11).
+    return 0 < len(_content_words(view)) <= (20 if position_only else 8)
 
 
 # "Background process history lookup failed for PID 4242", "Path resolution failed", "Command '[...]' returned
@@ -716,6 +717,10 @@ TYPED_CONVERSION_RE = re.compile(
 def check_failure_without_cause(view: MessageView, ctx: Context) -> bool:
     if not view.english or view.has_remedy:
         return False
+    # a chain of failure reports whose last link is only an exit status ("... failed: ...: exit status 1")
+    head, sep, last = view.body.rpartition(": ")
+    if sep and EXIT_CODE_RE.fullmatch(last.strip(" .")) and FAILURE_REPORT_RE.search(head) and not _transient_named(view):
+        return True
     before = FAILURE_CLAUSE_RE.match(view.body)
     m = before or FAILED_AFTER_RE.match(view.body)
     if m is None and not _transient_named(view):

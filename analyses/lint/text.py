@@ -101,7 +101,7 @@ CONSTRAINT_RE = re.compile(
     r"equal|precede|follow)|can only|may only|only \w+|needs? to|has to|have to|"
     r"at least|at most|no more than|no longer than|up to \d+|between \S+ and|"
     r"(?:maximum|minimum|max|min)(?: allowed)? (?:is|of|length|size|value|number|\d)|limit(?:ed)? (?:is|to|of)|"
-    r"requires? (?:a|an|the|\w+_\w+|`)|expected|expects?|expecting (?!value\b|property name\b|',' delimiter\b)|one of|"
+    r"requires? (?:a|an|the|\w+_\w+|`)|expected|expects?|expecting (?!value\b)|one of|"
     r"valid (?:values|options|types|formats?|ids?|\w+ (?:are|is))|(?:valid|allowed|accepted|supported|available|possible|permitted)\b[\w ]{0,30}(?=:)|"
     r"allowed (?:values|types|are|is)|accepted (?:values|formats?)|supported (?:values|formats?|types)|are supported|is supported|"
     r"(?:before|prior to) (?:calling|using|activating|sending|creating|running|you)|\w+ first\b|"
@@ -429,7 +429,7 @@ _ACRONYMS = frozenset(
     """
     ID IDS URL URLS URI API APIS UUID JSON XML HTML HTTP HTTPS SQL CSV TSV PDF PNG JPG JPEG GIF SVG MCP AWS GCP SSL TLS
     SSH DNS TCP UDP IP CPU GPU RAM OS UI CLI SDK JWT OTP PIN SMS CORS REST RPC GRPC GET POST PUT PATCH DELETE HEAD
-    ERROR ERR FATAL WARN INFO DEBUG TRACE OK EOF NULL NONE NAN TRUE FALSE ASCII UTF LLM AI ISO UTC GMT DB VM KB MB GB
+    ERROR ERR FATAL WARN INFO DEBUG TRACE OK EOF NULL NONE NAN NA TRUE FALSE ASCII UTF LLM AI ISO UTC GMT DB VM KB MB GB
     TB ACL RBAC IAM OAUTH SAML SSO MFA TOTP CSRF XSS DOM CSS JS TS YAML TOML INI ENV PATH HOME USER TODO SHA MD RSA PEM
     FTP SMTP IMAP ZIP TAR GZ CRLF LF AM PM FAQ URN UTF NUL BOM EPERM EINTR EIO ENXIO EBADF EBUSY EXDEV EPIPE EROFS EDOM EFBIG
     GATEWAY SERVER
@@ -464,8 +464,16 @@ EXCEPTION_CLASS_RE = re.compile(r"(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*)?(?:Error|Excep
 _STREAMS = frozenset({"stdin", "stdout", "stderr", "-", "(standard input)"})
 
 
+# a class name ("OSError", "sqlite3.OperationalError", "binascii.Error"), never the bare word ("Error 403")
+_EXCEPTION_CLASS_TOKEN_RE = re.compile(
+    r"\b(?:(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Warning)|(?:[A-Za-z_]\w*\.)+(?:Error|Exception|Warning))\b"
+)
+
+
 def find_specifics(text: str) -> list[str]:
     """Concrete values the text names (quoted values, ids, numbers, paths, URLs, upper-case codes)."""
+    # the class and its module ("sqlite3.OperationalError") are removed before the text is read for values
+    text = _EXCEPTION_CLASS_TOKEN_RE.sub("exception", text)
     return [value for value in _find_specifics(text) if not EXCEPTION_CLASS_RE.fullmatch(value)]
 
 
