@@ -709,6 +709,9 @@ def test_issue_13_kinds(text: str, generic: bool) -> None:
         ("Error response from daemon: OCI runtime create failed: unable to start container process: exit status 1", True),
         # "Expecting property name ..." names the expected token (rule 11)
         ("JSONDecodeError: Expecting property name enclosed in double quotes: line 3 column 1 (char 12)", False),
+        # a named defect marks a parse error; with only a position it shows nothing; a missing bracket is named
+        ("re.error: unterminated character set at position 7", True),
+        ("missing ], unterminated character set at position 2", False),
         # Go's file:line:col heading is a compiler diagnostic, not a stack frame
         ("./cmd/main.go:12:3: undefined: fmtt", False),
         # a framework's default body (timestamp, status, error, path): the path is the endpoint, not a value

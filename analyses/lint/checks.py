@@ -648,7 +648,8 @@ POSITION_RE = re.compile(
     re.IGNORECASE | re.MULTILINE,
 )
 PARSE_RE = re.compile(
-    r"\b(?:pars(?:e|er|ing)|syntax|token|tag|literal|delimiter|decod\w+)\b|(?:Decode|Parse|Parser|Syntax|Scanner)Error\b",
+    r"\b(?:pars(?:e|er|ing)|syntax|token|tag|literal|delimiter|decod\w+|unterminated|unbalanced|unmatched|unclosed)\b|"
+    r"(?:Decode|Parse|Parser|Syntax|Scanner)Error\b",
     re.IGNORECASE,
 )
 

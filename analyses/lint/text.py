@@ -458,7 +458,7 @@ DETAIL_LINE_RE = re.compile(r"^[ \t]{2,}[A-Za-z][\w ]{0,20}:[ \t]+(\S[^\n]{0,80}
 
 
 # An exception's class, qualified or not ("ValueError", "binascii.Error", "csv.Error"), is a label, never a value.
-EXCEPTION_CLASS_RE = re.compile(r"(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*)?(?:Error|Exception|Warning)")
+EXCEPTION_CLASS_RE = re.compile(r"(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*)?(?:Error|Exception|Warning)|(?:[A-Za-z_]\w*\.)+error")
 
 
 _STREAMS = frozenset({"stdin", "stdout", "stderr", "-", "(standard input)"})
@@ -466,7 +466,7 @@ _STREAMS = frozenset({"stdin", "stdout", "stderr", "-", "(standard input)"})
 
 # a class name ("OSError", "sqlite3.OperationalError", "binascii.Error"), never the bare word ("Error 403")
 _EXCEPTION_CLASS_TOKEN_RE = re.compile(
-    r"\b(?:(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Warning)|(?:[A-Za-z_]\w*\.)+(?:Error|Exception|Warning))\b"
+    r"\b(?:(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Warning)|(?:[A-Za-z_]\w*\.)+(?:[Ee]rror|Exception|Warning))\b"
 )
 
 
@@ -559,7 +559,7 @@ _KIND_WORDS = frozenset(
 
 # "Missing authentication credentials for the Greeting resource" (not "missing field": which one?)
 # A missing bracket or separator is named too: "missing } near end of file", "missing ) after argument list".
-MISSING_RE = re.compile(r"\bmissing ([\w`'\"\-\[\]]+(?: [\w`'\"\-\[\]]+)?|[{}()\[\];,<>](?=\s|$))", re.IGNORECASE)
+MISSING_RE = re.compile(r"\bmissing ([\w`'\"\-\[\]]+(?: [\w`'\"\-\[\]]+)?|[{}()\[\];,<>](?=[\s,.;:]|$))", re.IGNORECASE)
 
 
 _AUTH_STEP_WORDS = frozenset("login log sign signin auth authn authz authenticated credentials session".split())
