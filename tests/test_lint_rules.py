@@ -712,6 +712,9 @@ def test_issue_13_kinds(text: str, generic: bool) -> None:
         # a named defect marks a parse error; with only a position it shows nothing; a missing bracket is named
         ("re.error: unterminated character set at position 7", True),
         ("missing ], unterminated character set at position 2", False),
+        # Rust's unwrap of an absent value is internals; a version comparison in a runtime error is a state
+        ("PanicException: called `Option::unwrap()` on a `None` value", True),
+        ("java.lang.UnsupportedClassVersionError: Tool has been compiled by a more recent version of the Java Runtime", False),
         # Go's file:line:col heading is a compiler diagnostic, not a stack frame
         ("./cmd/main.go:12:3: undefined: fmtt", False),
         # a framework's default body (timestamp, status, error, path): the path is the endpoint, not a value

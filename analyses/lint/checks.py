@@ -130,6 +130,8 @@ STATE_RE = re.compile(
     r"no (?:\w+ ){1,2}in (?:the |this )?\w+|not balanced|unbalanced|unterminated|unmatched|unclosed|"
     # a time on the wrong side of now: "Cannot book a flight departing in the past", "date is in the future"
     r"in the (?:past|future)|"
+    # a version comparison: "compiled by a more recent version of the Java Runtime"
+    r"\b(?:more|less) recent (?:version|release)\b|"
     # a value's sign, said of it: "timeout value is negative"
     r"(?:is|are|was|were) (?:negative|non-positive|zero)\b|"
     # a membership the caller lacks, with what it is in: "You are not subscribed to this API", "not a member of #ops"
@@ -217,6 +219,8 @@ RUNTIME_MESSAGE_RE = re.compile(
     r"\bbroadcast together\b|\bnon-numeric argument to (?:binary|unary|mathematical) (?:operator|function)\b|"
     r"\bcannot unmarshal \w+ into Go value of type\b|\bcannot be cast to\b|\bunable to cast object of type\b|"
     r"\bcannot cast\b(?=[^\n]{0,30}\btype\b)|\bdivided? by zero\b|"
+    # Rust's unwrap of an absent value: "called `Option::unwrap()` on a `None` value"
+    r"\bcalled `?(?:Option|Result)::(?:unwrap|expect)(?:_err)?\(\)`? on an? `?(?:None|Err)\b|"
     # a null reference and an uninitialised member, in any runtime's words
     r"\bobject reference not set to an instance\b|\b(?:has|have) not been initiali[sz]ed\b|"
     r"\blocal variable '?\w+'? (?:referenced before assignment|where it is not associated)|\bcannot access local variable\b|"
@@ -468,7 +472,11 @@ def _runtime_class_without_caller_value(view: MessageView) -> bool:
     if m is None or _instructs(view.body) or NAMES_CALLER_VALUE_RE.search(view.body):
         return False
     tail = view.body[m.end():]
-    if re.search(r"\b(?:is|are|was|were) (?:negative|non-positive|zero)\b|\bdoes(?: not|n't) match (?:the )?[a-z]\w*", tail):
+    if re.search(
+        r"\b(?:is|are|was|were) (?:negative|non-positive|zero)\b|\bdoes(?: not|n't) match (?:the )?[a-z]\w*|"
+        r"\b(?:more|less) recent\b|\b(?:newer|older) than\b",
+        tail,
+    ):
         return False  # "timeout value is negative", "length of values (3) does not match length of index (4)": said of named things
     if re.search(r"\d+(?:[.:]\d+){2,}|\d/\d", tail):
         return False  # an address or a version it was given ("10.0.0.1/24 has host bits set")
