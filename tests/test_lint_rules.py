@@ -738,3 +738,26 @@ def test_a_runtime_exception_without_a_caller_value_says_so() -> None:
     finding = lint_message("IndexError: index 7 is out of bounds for axis 1 with size 4").findings[0]
     assert finding.rule_id == "LS102"
     assert "'IndexError'" in finding.evidence and "names no value the caller passed" in finding.evidence
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # a builtin exception class does not make its message the runtime's: a tool written in Python raises ValueError
+        # with its own sentence naming the caller's things, or a precondition on the input (rule 18); CPython's own
+        # messages are lower case, and a library's capitalised account of its internals stays internals
+        ("ValueError: Workspace Marketing already has an owner", False),
+        ("IndexError: Cannot pop from an empty heap", False),
+        ("ValueError: hour must be in 0..23", True),
+        ("ValueError: Cannot reindex on an axis with duplicate labels", True),
+        # a requirement said of a named thing is rule 19's; a type the runtime requires ('an integer') is internals
+        ("TypeError: Locale tag is required with a region style.", False),
+        ("TypeError: %x format: an integer is required, not float", True),
+        # a rejected value shown after its label, and an argument named before what it expected, are the caller's
+        ("RangeError: Invalid offset value: -4", False),
+        ("RangeError: Invalid string length", True),
+        ("TypeError: salt: expected bytes, but got 'int'", False),
+    ],
+)
+def test_set_w_runtime_class_with_tool_wording(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)

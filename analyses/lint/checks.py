@@ -472,6 +472,8 @@ def _runtime_class_without_caller_value(view: MessageView) -> bool:
     if m is None or _instructs(view.body) or NAMES_CALLER_VALUE_RE.search(view.body):
         return False
     tail = view.body[m.end():]
+    if _tool_wording(m.group(0), tail):
+        return False
     if re.search(
         r"\b(?:is|are|was|were) (?:negative|non-positive|zero)\b|\bdoes(?: not|n't) match (?:the )?[a-z]\w*|"
         r"\b(?:more|less) recent\b|\b(?:newer|older) than\b",
@@ -487,6 +489,32 @@ def _runtime_class_without_caller_value(view: MessageView) -> bool:
         and not re.fullmatch(r"[a-z]+(?:-[a-z]+)+", v)  # an English compound ("zero-size", "out-of-bounds")
     ]
     return not values
+
+
+# Python's builtin classes that no JavaScript runtime raises. CPython words its own messages in lower case ("list index
+# out of range", "month must be in 1..12"); a capitalised sentence that names a thing by its proper name ("User Alice
+# already in the users list") is a tool's own message raised with the builtin class, and one that states a
+# precondition on the caller's input ("Cannot choose from an empty sequence") is rule 18's.
+_PYTHON_ONLY_CLASS_RE = re.compile(
+    r"^(?:[\w.\-]+: )?(?:builtins\.)?(?:Value|Index|Key|Attribute|Runtime|ZeroDivision|Overflow|Recursion|NotImplemented|"
+    r"UnboundLocal|Memory|Buffer|Lookup|Arithmetic|EOF|Unicode\w*|System)Error\b"
+)
+
+
+def _tool_wording(head: str, tail: str) -> bool:
+    """Whether a builtin exception's message is the program's own account of what the caller gave, not the runtime's
+    internals: after a Python-only class, a capitalised sentence naming a thing by its proper name or stating a
+    precondition on the input ("Cannot choose from an empty sequence"); a requirement said of a named thing ("Currency code
+    is required", not "a real number is required"); a rejected value shown after its label ("Invalid count value:
+    -1"); an argument named before what it expected ("key: expected bytes or bytearray")."""
+    if _PYTHON_ONLY_CLASS_RE.match(head) and re.match(r"[A-Z][a-z]", tail):
+        if re.search(r"\s[A-Z][a-z]+\b", tail) or re.match(r"Cannot \w+ [\w ]{0,30}?\ban? empty \w+", tail):
+            return True
+    if re.search(r"(?:^|[.;:]\s+)(?!(?:an?|the|it|this)\s)[A-Za-z][\w ]{0,40}? (?:is|are) required\b", tail):
+        return True
+    if re.search(r"\binvalid [a-z][\w ]{0,30}?: ?\S", tail, re.IGNORECASE):
+        return True
+    return bool(re.match(r"[a-z_]\w*: expected\b", tail))
 
 
 BUILTIN_TYPE_RE = re.compile(r"int|float|str|bytes|bool|list|dict|tuple|set|frozenset|NoneType|object|complex|type|function")
