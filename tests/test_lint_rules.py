@@ -761,3 +761,16 @@ def test_a_runtime_exception_without_a_caller_value_says_so() -> None:
 )
 def test_set_w_runtime_class_with_tool_wording(text: str, generic: bool) -> None:
     assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # a body's id that is a code word (Heroku's "id": "not_found") is the error's kind, not the value looked up
+        ('{"id":"not_found","message":"Could not find that dyno."}', True),
+        ('{"id":"not_found","message":"The dyno you requested could not be found."}', True),
+        ('{"id":"not_found","message":"Could not find dyno \'web.3\'."}', False),
+    ],
+)
+def test_set_w_code_word_id_is_no_value(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)

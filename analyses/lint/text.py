@@ -336,6 +336,8 @@ def parse_object(text: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+# Words joined by underscores, no digit: a code's spelling ("not_found", "rate_limited"), not an identifier's value
+_CODE_WORD_RE = re.compile(r"[a-z]+(?:_[a-z]+)+|[A-Z]+(?:_[A-Z]+)+")
 _STATUS_KEYS = frozenset({"status", "statuscode", "status_code", "http_status"})
 _REQUEST_KEYS = frozenset({"path", "timestamp", "method", "endpoint", "url", "uri", "time"})
 
@@ -354,6 +356,8 @@ def _strings(value: Any, out: list[str], keys: set[str], objs: list[dict[str, An
             keys.add(str(k).lower())
             if str(k).lower() in _META_KEYS and isinstance(v, str) and " " not in v.strip():
                 continue  # an error code or request id classifies the error; it names no failing value
+            if str(k).lower() == "id" and isinstance(v, str) and _CODE_WORD_RE.fullmatch(v.strip()):
+                continue  # a body's id that is a code word ("id": "not_found", Heroku's) is the error's kind, not a value
             if has_status and str(k).lower() in _REQUEST_KEYS and isinstance(v, str):
                 continue
             _strings(v, out, keys, objs, depth + 1)
