@@ -774,3 +774,16 @@ def test_set_w_runtime_class_with_tool_wording(text: str, generic: bool) -> None
 )
 def test_set_w_code_word_id_is_no_value(text: str, generic: bool) -> None:
     assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # a connection refused with its endpoint between the noun and its fate is a connect failure (rule 6): an
+        # operator's question is no way forward, a retry instruction is
+        ("The connection to host db.internal:5432 was refused. Is the database running?", True),
+        ("The connection to the server db.internal:5432 was refused; retry in 30 seconds.", False),
+    ],
+)
+def test_set_w_connection_refused_to_a_named_server(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)

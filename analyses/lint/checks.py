@@ -267,6 +267,8 @@ TRANSIENT_RE = re.compile(
     # "timeout" as the name of a setting ("timeout value is negative", "timeout parameter") is no event
     r"\btimeout\b(?!\s*(?:value|values|param\w*|setting|option|field|arg\w*|must|should|=|:\s*-?\d))|"
     r"deadline exceeded|connection (?:reset|refused|aborted|closed|issue|error|failure|failed|lost|dropped)|"
+    # the connection's endpoint between its noun and its fate: "The connection to the server db:5432 was refused"
+    r"\bconnection to (?:the )?(?:server |host )?\S{1,80} (?:was|has been) (?:refused|reset|closed|lost|dropped)\b|"
     r"lost (?:the )?connection|connect error|disconnect(?:ed)?\b|empty reply from (?:the )?server|econn(?:reset|refused|aborted)|"
     r"server has gone away|"
     r"etimedout|socket hang up|broken pipe|service (?:temporarily )?unavailable|temporarily unavailable|"
@@ -331,6 +333,7 @@ def _content_words(view: MessageView) -> list[str]:
 # What happened on the wire, as opposed to a word such as "timeout" used as the name of a setting or program.
 _TRANSIENT_EVENT_RE = re.compile(
     r"\b(?:429|50[234]|529)\b|timed? out\b|connection (?:reset|refused|aborted|closed)|econn\w+|"
+    r"\bconnection to (?:the )?(?:server |host )?\S{1,80} (?:was|has been) (?:refused|reset|closed|lost|dropped)\b|"
     # a rate limit that was hit, not a setting called "rate limit" ("must be provided together to set a rate limit")
     r"rate.?limit(?:ed|ing)?\b(?! ?(?:window|count|setting|config\w*|polic\w+|value|field|param\w*))(?!\s+(?:must|should|is required))|"
     r"too many requests|unavailable|overloaded|name or service not known|name resolution|resolve host|enotfound|eai_again|name[_ ]not[_ ]resolved|unknown ?host(?:exception)?\b|"
