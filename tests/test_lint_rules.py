@@ -787,3 +787,18 @@ def test_set_w_code_word_id_is_no_value(text: str, generic: bool) -> None:
 )
 def test_set_w_connection_refused_to_a_named_server(text: str, generic: bool) -> None:
     assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # a failure on a named target with no cause (rule 8): "cannot <verb> <target>" and nothing after it reports a
+        # failure as "could not" does; a later line that reports the failure again restates it, it is no cause
+        ('cannot read "orders.parquet"', True),
+        ("cannot read 'orders.parquet': file is truncated", False),
+        ("error: patch failed: notes.txt:3\nerror: notes.txt: patch does not apply", True),
+        ("error: patch failed: notes.txt:3: context lines no longer match the file", False),
+    ],
+)
+def test_set_w_failure_on_a_named_target_without_cause(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)

@@ -144,8 +144,9 @@ STATE_RE = re.compile(
 )
 # "Failed to read content of existing file: /x": says what failed, on what, but not why or what to do.
 FAILURE_CLAUSE_RE = re.compile(
-    # "Error calling tool 'x'", "Exception while reading resource 'y'": an error in the middle of an operation
-    r"^(?:failed|unable|could ?n[o']t|(?:error|exception)(?: occurred)?(?: while| during| when| in)?(?= \w+ing\b))(?: to)? (\w+)\b[^:\n]*?(?::\s*|\s+-\s+|\s+)?"
+    # "Error calling tool 'x'", "Exception while reading resource 'y'": an error in the middle of an operation;
+    # "cannot open \"x.csv\"" with nothing after its target reports a failure as "could not" does
+    r"^(?:failed|unable|could ?n[o']t|can(?:no|')t(?= \w+ \S+\s*$)|(?:error|exception)(?: occurred)?(?: while| during| when| in)?(?= \w+ing\b))(?: to)? (\w+)\b[^:\n]*?(?::\s*|\s+-\s+|\s+)?"
     r"(?P<rest>.*)$",
     re.IGNORECASE | re.DOTALL,
 )
@@ -782,6 +783,11 @@ def check_failure_without_cause(view: MessageView, ctx: Context) -> bool:
     if not before and re.search(r"\b(?:constraint|assertion|precondition)\b", m.group("what"), re.IGNORECASE):
         return False
     rest = ELSEWHERE_RE.sub(" ", m.group("rest"))  # "due to 2 previous errors" points elsewhere: no cause
+    if not before and "\n" in rest.strip():
+        # "patch failed: a.txt:1\nerror: a.txt: patch does not apply": a later line that reports the failure again
+        # restates it, as a later sentence does after "Could not ..."
+        first, *later = rest.split("\n")
+        rest = "\n".join([first, *(x for x in later if not FAILURE_REPORT_RE.search(x))])
     if ": " in rest and re.fullmatch(rf"(?:{ERRNO_TEXTS})", rest.rsplit(": ", 1)[1].strip(" ."), re.IGNORECASE) and (
         PATH_RE.search(rest) or QUOTED_RE.search(rest)
     ):
@@ -836,7 +842,7 @@ FAILURE_REPORT_RE = re.compile(
     r"(?:raised|threw|thrown) an? (?:exception|error)|returned (?:an? )?(?:error|status)?:? ?5\d\d|abort(?:ed|ing)|"
     r"exception(?= (?:in|while|during|when|occurred)\b)|"
     r"can(?:no|')t (?:process|complete|perform|handle|execute|fulfil+) |did not succeed|went wrong|unexpected(?:ly)? (?:error|problem|issue|failure|happened)|something unexpected|"
-    r"(?:could|can) not be (?:performed|completed|processed|done))\b",
+    r"(?:could|can) not be (?:performed|completed|processed|done)|(?:does|did) not apply)\b",
     re.IGNORECASE,
 )
 # "syntax error", "decode error", "validation error": the kind of error names what went wrong; other rules judge
