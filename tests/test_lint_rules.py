@@ -802,3 +802,16 @@ def test_set_w_connection_refused_to_a_named_server(text: str, generic: bool) ->
 )
 def test_set_w_failure_on_a_named_target_without_cause(text: str, generic: bool) -> None:
     assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # an errno text with its operand is instructive (rule 12), also with GNU tar's operation between them; the
+        # standard input is no operand
+        ("tar: drafts: Cannot stat: No such file or directory", False),
+        ("tar: -: Cannot stat: No such file or directory", True),
+    ],
+)
+def test_set_w_operand_operation_errno(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)

@@ -166,8 +166,9 @@ NAMES_CALLER_VALUE_RE = re.compile(
     r"does not match format '[^']+'|"
     # an OS error's text after the path it failed on: "stat /nonexistent: no such file or directory"
     rf"(?:^|\s)(?:/[\w.\-]+)+/?: (?:{ERRNO_TEXTS})\b|"
-    # a relative path operand before its errno text: "cat: src/: Is a directory", "rm: build/out: Permission denied"
-    rf"^[\w.\-]+: (?!(?:stdin|stdout|stderr|-):)(?:\.{{0,2}}/)?[\w.\-][\w.\-/]*: (?:{ERRNO_TEXTS})\b",
+    # a relative path operand before its errno text: "cat: src/: Is a directory", "rm: build/out: Permission denied",
+    # maybe with the operation between them as GNU tar writes it ("tar: notes: Cannot stat: No such file or directory")
+    rf"^[\w.\-]+: (?!(?:stdin|stdout|stderr|-):)(?:\.{{0,2}}/)?[\w.\-][\w.\-/]*: (?:Cannot \w+: )?(?:{ERRNO_TEXTS})\b",
     re.IGNORECASE | re.MULTILINE,
 )
 # "invalid integer: ten" names its expected form: scalar types have one obvious spelling.
@@ -552,6 +553,8 @@ OPERATION_LABEL_RE = re.compile(r"^[A-Za-z_][\w.\-]*:\s+(?=[A-Za-z])")
 def check_not_found_unnamed(view: MessageView, ctx: Context) -> bool:
     if not view.english or not NOT_FOUND_RE.search(view.body) or view.has_remedy:
         return False
+    if NAMES_CALLER_VALUE_RE.search(view.body):
+        return False  # "ls: notes: No such file or directory": the operand before the errno text is what was missing
     label = OPERATION_LABEL_RE.match(view.body)
     if label and not find_specifics(view.body[label.end():]):
         return True
