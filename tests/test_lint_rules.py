@@ -815,3 +815,15 @@ def test_set_w_failure_on_a_named_target_without_cause(text: str, generic: bool)
 )
 def test_set_w_operand_operation_errno(text: str, generic: bool) -> None:
     assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # a wrapper's cause that is a lookup that missed, with its value after its own label, explains the failure
+        ("Failed to fill #email: No element found for selector: #email", False),
+        ("Failed to fill field: no element found for that selector", True),
+    ],
+)
+def test_set_w_wrapped_lookup_with_labelled_value(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)

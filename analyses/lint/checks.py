@@ -800,7 +800,8 @@ def check_failure_without_cause(view: MessageView, ctx: Context) -> bool:
     if before and ": " in rest:
         # "unable to open database '/tmp': unable to open database file": a cause that only repeats the failure
         target, cause = rest.rsplit(": ", 1)
-        if NOT_FOUND_RE.search(cause) and find_specifics(cause):
+        whole = rest.split(": ", 1)[1]  # the cause may hold its own label's colon: "No element found for selector: #x"
+        if any(NOT_FOUND_RE.search(c) and find_specifics(c) for c in (cause, whole)):
             return False  # '...: namespaces "staging" not found': a lookup that missed, with its value, is the cause
         said = set(_content_words_of(view.body[: m.start("rest")] + " " + target))
         balanced = target.count("(") == target.count(")")
