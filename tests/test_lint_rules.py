@@ -827,3 +827,15 @@ def test_set_w_operand_operation_errno(text: str, generic: bool) -> None:
 )
 def test_set_w_wrapped_lookup_with_labelled_value(text: str, generic: bool) -> None:
     assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # the C library's type names beneath the runtime (time_t, ssize_t) are the runtime's, no value the caller passed
+        ("OverflowError: date value out of range for platform time_t", True),
+        ("ValueError: bad size_t value 'abc'", False),
+    ],
+)
+def test_set_w_c_type_names_are_the_runtimes(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)

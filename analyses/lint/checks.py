@@ -522,7 +522,11 @@ def _tool_wording(head: str, tail: str) -> bool:
     return bool(re.match(r"[a-z_]\w*: expected\b", tail))
 
 
-BUILTIN_TYPE_RE = re.compile(r"int|float|str|bytes|bool|list|dict|tuple|set|frozenset|NoneType|object|complex|type|function")
+# the runtime's own type names, Python's and the C library's beneath it ("out of range for platform time_t")
+BUILTIN_TYPE_RE = re.compile(
+    r"int|float|str|bytes|bool|list|dict|tuple|set|frozenset|NoneType|object|complex|type|function|"
+    r"(?:Py_)?s?size_t|time_t|off_t|u?int(?:8|16|32|64)_t|u?intptr_t|ptrdiff_t"
+)
 
 
 # The words of the runtime's own exception classes: KeyError, IndexError, LookupError, RuntimeError, OSError...
