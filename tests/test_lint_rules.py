@@ -839,3 +839,17 @@ def test_set_w_wrapped_lookup_with_labelled_value(text: str, generic: bool) -> N
 )
 def test_set_w_c_type_names_are_the_runtimes(text: str, generic: bool) -> None:
     assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # a GraphQL error's "path" (beside "extensions" or "locations") is where the error surfaced in the response,
+        # not the input field: a not-found there still needs the value looked up; a pointer elsewhere names the field
+        ('{"errors":[{"message":"Project not found","path":["project"],"extensions":{"code":"NOT_FOUND"}}],"data":null}', True),
+        ('{"errors":[{"message":"Project not found: prj-123","path":["project"],"extensions":{"code":"NOT_FOUND"}}]}', False),
+        ('{"errors":[{"message":"is required","path":"/name"}]}', False),
+    ],
+)
+def test_set_w_graphql_path_is_no_field_pointer(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)

@@ -294,6 +294,16 @@ NEEDED_KEY_RE = re.compile(r"^(?:needed|required|expected|missing)(?:[_\-]\w+)?$
 LIMIT_KEY_RE = re.compile(r"^(?:available|remaining|allowed|capacity|quota|limit|max(?:imum)?|min(?:imum)?)(?:[_\-]\w+)?$", re.I)
 
 
+def _field_pointers(item: dict[str, Any]) -> set[str]:
+    """The keys of an error item that point at the input field it is about. A GraphQL error's "path" (beside its
+    "locations" or "extensions", the spec's shape) is where in the response the error surfaced, the query's own
+    field ("path": ["issue"]), not an input the caller gave."""
+    keys = {str(k).lower() for k in item} & _FIELD_POINTER_KEYS
+    if {str(k).lower() for k in item} & {"locations", "extensions"}:
+        keys.discard("path")
+    return keys
+
+
 def _remedy_field(obj: dict[str, Any]) -> bool:
     for key, value in obj.items():
         name = str(key).lower()
@@ -306,7 +316,7 @@ def _remedy_field(obj: dict[str, Any]) -> bool:
         if name in _STRUCTURED_ONLY_KEYS and not isinstance(value, (list, dict)):
             continue
         if name in _STRUCTURED_ONLY_KEYS and isinstance(value, list) and not any(
-            isinstance(item, dict) and {str(k).lower() for k in item} & _FIELD_POINTER_KEYS for item in value
+            isinstance(item, dict) and _field_pointers(item) for item in value
         ):
             continue  # "errors": [{"code": ..., "title": "Invalid access token"}] is the error list, not field errors
         return True
