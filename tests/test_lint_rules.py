@@ -853,3 +853,16 @@ def test_set_w_c_type_names_are_the_runtimes(text: str, generic: bool) -> None:
 )
 def test_set_w_graphql_path_is_no_field_pointer(text: str, generic: bool) -> None:
     assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # a tagged union's tags (".tag") and their chain in "error_summary" are codes: a body of codes only is a bare
+        # code (rule 7); a human message beside them is read
+        ('{"error_summary": "to/conflict/file/..", "error": {".tag": "to", "to": {".tag": "conflict"}}}', True),
+        ('{"error_summary": "path/not_found/..", "error": {".tag": "path"}, "user_message": {"text": "The file /Reports/q3.xlsx was not found."}}', False),
+    ],
+)
+def test_set_w_tagged_union_codes(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)

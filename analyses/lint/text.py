@@ -348,6 +348,8 @@ def parse_object(text: str) -> dict[str, Any] | None:
 
 # Words joined by underscores, no digit: a code's spelling ("not_found", "rate_limited"), not an identifier's value
 _CODE_WORD_RE = re.compile(r"[a-z]+(?:_[a-z]+)+|[A-Z]+(?:_[A-Z]+)+")
+# A tagged union's tags (Dropbox's API: ".tag": "malformed_path") and their chain in "error_summary"
+_TAG_PATH_RE = re.compile(r"[a-z][a-z_]*(?:/[a-z][a-z_]*)*/?\.{0,2}")
 _STATUS_KEYS = frozenset({"status", "statuscode", "status_code", "http_status"})
 _REQUEST_KEYS = frozenset({"path", "timestamp", "method", "endpoint", "url", "uri", "time"})
 
@@ -366,6 +368,8 @@ def _strings(value: Any, out: list[str], keys: set[str], objs: list[dict[str, An
             keys.add(str(k).lower())
             if str(k).lower() in _META_KEYS and isinstance(v, str) and " " not in v.strip():
                 continue  # an error code or request id classifies the error; it names no failing value
+            if str(k).lower() in {".tag", "error_summary"} and isinstance(v, str) and _TAG_PATH_RE.fullmatch(v.strip()):
+                continue  # a tagged union's tag and its summary, the tags joined ("path/not_found/.."): codes
             if str(k).lower() == "id" and isinstance(v, str) and _CODE_WORD_RE.fullmatch(v.strip()):
                 continue  # a body's id that is a code word ("id": "not_found", Heroku's) is the error's kind, not a value
             if has_status and str(k).lower() in _REQUEST_KEYS and isinstance(v, str):
