@@ -866,3 +866,16 @@ def test_set_w_graphql_path_is_no_field_pointer(text: str, generic: bool) -> Non
 )
 def test_set_w_tagged_union_codes(text: str, generic: bool) -> None:
     assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # a hedged diagnosis ("perhaps your account identifier is invalid") after a failure on a shown route is its
+        # likely cause, not a rejection without the expected form; a hedge that names nothing is no cause
+        ("Could not route to /accounts/7f3c9a11/members, perhaps your account identifier is invalid?", False),
+        ("Could not route to that URL, perhaps something is wrong?", True),
+    ],
+)
+def test_set_w_hedged_diagnosis(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)

@@ -575,6 +575,8 @@ def check_invalid_without_expected(view: MessageView, ctx: Context) -> bool:
         return False
     if NAMES_CALLER_VALUE_RE.search(view.body):
         return False  # "EISDIR: illegal operation on a directory, unlink '/tmp'": errno, operation and path
+    if re.search(r"\b(?:perhaps|maybe|possibly|probably|likely)\b[^.;\n]{0,60}?\b(?:is|are) (?:invalid|wrong|incorrect)\b", view.body, re.I):
+        return False  # "Could not route to /zones/..., perhaps your object identifier is invalid?": a diagnosis, no rejection
     # the value of a standard form must be given, quoted or after a colon ("unknown url type: ftp2"), not just any
     # name ("Invalid JSON argument used with github for create_issue" does not show the JSON)
     form = STANDARD_FORM_RE.search(view.body)
