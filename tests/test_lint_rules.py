@@ -879,3 +879,15 @@ def test_set_w_tagged_union_codes(text: str, generic: bool) -> None:
 )
 def test_set_w_hedged_diagnosis(text: str, generic: bool) -> None:
     assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # expat's exception class marks a parse error as JSONDecodeError does: with only a position it shows nothing
+        ("ExpatError: unbound prefix: line 2, column 0", True),
+        ("ExpatError: undefined entity '&nbsp;': line 1, column 3", False),
+    ],
+)
+def test_set_w_expat_is_a_parser(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)

@@ -698,7 +698,7 @@ POSITION_RE = re.compile(
 )
 PARSE_RE = re.compile(
     r"\b(?:pars(?:e|er|ing)|syntax|token|tag|literal|delimiter|decod\w+|unterminated|unbalanced|unmatched|unclosed)\b|"
-    r"(?:Decode|Parse|Parser|Syntax|Scanner)Error\b",
+    r"(?:Decode|Parse|Parser|Syntax|Scanner|Expat)Error\b",
     re.IGNORECASE,
 )
 
