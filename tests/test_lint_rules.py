@@ -891,3 +891,19 @@ def test_set_w_hedged_diagnosis(text: str, generic: bool) -> None:
 )
 def test_set_w_expat_is_a_parser(text: str, generic: bool) -> None:
     assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # a bare authentication requirement (authentication's generic credential, and nothing more) has no remedy;
+        # said for a named resource, or with what to do, it does (labelling rules 15 and 19)
+        ('{"message": "Missing Authorization Header"}', True),
+        ("Authentication token is required", True),
+        ("Missing authentication credentials for the Billing resource.", False),
+        ("Missing Authentication Token. Pass your key in the x-api-key header.", False),
+        ("An API key is required", False),
+    ],
+)
+def test_set_w_bare_authentication_requirement(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)

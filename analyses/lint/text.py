@@ -583,6 +583,10 @@ MISSING_RE = re.compile(r"\bmissing ([\w`'\"\-\[\]]+(?: [\w`'\"\-\[\]]+)?|[{}()\
 _AUTH_STEP_WORDS = frozenset("login log sign signin auth authn authz authenticated credentials session".split())
 
 
+_AUTH_WORDS = frozenset("authentication authorization auth authn authz".split())
+_CREDENTIAL_KIND_WORDS = frozenset("token tokens header headers credential credentials".split())
+
+
 _REQUIREMENT_WORDS = ("requir", "missing", "provided", "given", "specified", "supplied", "passed")
 
 
@@ -597,6 +601,11 @@ def _named_requirement(body: str) -> bool:
         # required" (labelling rules 5 and 19); "An API key is required" names which credential
         # "Required field missing", "value is required": which one? ("An API key is required" names a credential)
         kinds = _KIND_WORDS if m.re is MISSING_RE else (_KIND_WORDS - {"key", "keys"}) | _AUTH_STEP_WORDS
+        bare = not re.match(r"\s*\w", body[m.end() :].split(".", 1)[0])  # nothing after it in its sentence
+        if bare and set(words) & _AUTH_WORDS and set(words) <= _AUTH_WORDS | _AUTH_STEP_WORDS | _CREDENTIAL_KIND_WORDS:
+            # "Missing Authentication Token" and no more: authentication's generic credential, neither which one, for
+            # what ("... for the Greeting resource" says that), nor how to get it
+            continue
         if subject[:1] in "`'\"{}()[];,<>" or any(w not in GENERIC_WORDS and w not in _EN_WORDS and w not in kinds for w in words):
             return True
     return False
