@@ -50,14 +50,19 @@ H, L and S (never their messages) were read after each session-14 change, as a g
 a second round, after ``error_messages_heldout_v.jsonl`` (set V, 32, **held out** whole) was labelled and
 committed (22f0cc9); V was evaluated once, after that round.
 
-Sets H, L, S and V are the only ones no tuning step has looked at message by message. Set H's aggregate figure was read
-after each round of session 12 (never its messages); set L's is printed by every run (its messages
-were never read); set S was read once.
+Until session 14, sets H, L, S and V were the only ones no tuning step had looked at message by message. Session 15
+(issue 13) listed the errors of every set, these four included, and tuned on V; its changes moved L and S as well.
+No set is blind any more: the honest estimate for a new source is the next set nobody here has read.
+
+``error_messages_heldout_w.jsonl`` (set W, 134) is that next set: real messages labelled blind by a second engineer
+who never saw the rules (committed on branch lintlabel, 73e9bbc), evaluated once by the lead with main's rules
+(88997d3: 0.756 / 0.723) and session 15's (0.702 / 0.702), then tuned on (it is a tuning set now).
 
 Splits of the first three files: the **held-out third** is every message whose SHA-1 is divisible
 by 3 (a fixed, content-derived choice); the rest is **development**, which the rules were tuned on.
 
-``python tests/test_lint_accuracy.py docs/lint.md`` rewrites the figures table in docs/lint.md
+``python tests/test_lint_accuracy.py --errors`` lists every set's false alarms and misses (reading it makes a set a
+tuning set). ``python tests/test_lint_accuracy.py docs/lint.md`` rewrites the figures table in docs/lint.md
 from these files; ``test_docs_figures_are_current`` fails when the table is stale, so the
 figures in the docs are always the ones the current rules produce.
 """
@@ -80,7 +85,7 @@ SET_D = "error_messages_untuned4.jsonl"
 SET_E = "error_messages_untuned5.jsonl"
 SET_I = "error_messages_untuned6.jsonl"
 SET_J = "error_messages_untuned7.jsonl"
-# HELD OUT: never read message by message while changing the rules (see the module docstring).
+# Held out until session 14; session 15 read its errors (see the module docstring).
 SET_H = "error_messages_heldout.jsonl"
 SET_K = "error_messages_untuned8.jsonl"
 SET_L = "error_messages_heldout_l.jsonl"
@@ -91,14 +96,16 @@ SET_N = "error_messages_heldout_n.jsonl"
 SET_P = "error_messages_untuned11.jsonl"
 SET_Q = "error_messages_heldout_q.jsonl"
 SET_R = "error_messages_heldout_r.jsonl"
-# HELD OUT: never read message by message while changing the rules (see the module docstring).
+# Held out until session 14; session 15 read its errors (see the module docstring).
 SET_S = "error_messages_heldout_s.jsonl"
 # Session 14: the batch of 8b6bf7c; set T was tuned on once; its SHA-1 third, set U, is held out.
 SET_T = "error_messages_untuned12.jsonl"
 # Held out for session 14's first round, evaluated once (0.769 / 0.714), then tuned on once.
 SET_U = "error_messages_heldout_u.jsonl"
-# HELD OUT: labelled before the second round of session 14, never read while changing the rules; evaluated once.
+# Labelled before the second round of session 14, evaluated once, then tuned on in session 15.
 SET_V = "error_messages_heldout_v.jsonl"
+# Labelled blind by a second engineer (lintlabel 73e9bbc), evaluated once with main's and session 15's rules, then tuned on.
+SET_W = "error_messages_heldout_w.jsonl"
 DOCS = Path(__file__).parent.parent / "docs" / "lint.md"
 START, END = "<!-- ACCURACY:START -->", "<!-- ACCURACY:END -->"
 
@@ -107,26 +114,27 @@ START, END = "<!-- ACCURACY:START -->", "<!-- ACCURACY:END -->"
 FLOORS = {
     "development": (0.95, 0.95),
     "held-out third": (0.9, 0.9),
-    "set A": (0.9, 0.85),
-    "set B": (0.85, 0.85),
+    "set A": (0.9, 0.95),
+    "set B": (0.85, 0.95),
     "set C": (0.95, 0.95),
-    "set D": (0.95, 0.85),
+    "set D": (0.95, 0.95),
     "set E": (0.95, 0.95),
     "set I": (0.95, 0.95),
     "set J": (0.95, 0.95),
     "set K": (0.95, 0.95),
-    "set H (held out)": (0.9, 0.9),
-    "set L (held out)": (0.85, 0.6),
+    "set H": (0.9, 0.95),
+    "set L": (0.95, 0.95),
     "set M": (0.95, 0.95),
     "set O": (0.95, 0.95),
     "set N": (0.95, 0.95),
     "set P": (0.95, 0.95),
     "set Q": (0.95, 0.95),
-    "set R": (0.95, 0.85),
-    "set S (held out)": (0.95, 0.7),
-    "set T": (0.95, 0.75),
-    "set U": (0.95, 0.9),
-    "set V (held out)": (0.5, 0.5),
+    "set R": (0.95, 0.9),
+    "set S": (0.95, 0.95),
+    "set T": (0.95, 0.9),
+    "set U": (0.95, 0.95),
+    "set V": (0.95, 0.95),
+    "set W": (0.85, 0.9),
 }
 
 
@@ -153,18 +161,19 @@ def splits() -> dict[str, list[dict[str, str]]]:
         "set I": _rows(SET_I),
         "set J": _rows(SET_J),
         "set K": _rows(SET_K),
-        "set H (held out)": _rows(SET_H),
-        "set L (held out)": _rows(SET_L),
+        "set H": _rows(SET_H),
+        "set L": _rows(SET_L),
         "set M": _rows(SET_M),
         "set O": _rows(SET_O),
         "set N": _rows(SET_N),
         "set P": _rows(SET_P),
         "set Q": _rows(SET_Q),
         "set R": _rows(SET_R),
-        "set S (held out)": _rows(SET_S),
+        "set S": _rows(SET_S),
         "set T": _rows(SET_T),
         "set U": _rows(SET_U),
-        "set V (held out)": _rows(SET_V),
+        "set V": _rows(SET_V),
+        "set W": _rows(SET_W),
     }
 
 
@@ -199,18 +208,19 @@ _WHAT = {
     "set I": "labelled at e65bd02 as a second held-out set; first evaluated with the rules of 78e4160 (0.538 / 0.583), then tuned once in session 12",
     "set K": "labelled at cd3992b as a fourth held-out set; first evaluated with the rules of 2ca9b42 (0.588 / 0.769), then tuned once in session 12",
     "set J": "labelled at 9d543b5 as a third held-out set; first evaluated with the rules of 5f8610a (0.857 / 0.600), then tuned once in session 12",
-    "set H (held out)": "labelled at 222a149, never tuned on: 0.929 / 0.867 with the rules of 696fe31, 0.933 / 0.933 with 78e4160; its aggregate was read after each round",
-    "set L (held out)": "labelled at 40e6f02 after the last rule change of session 12, never tuned on: 0.889 / 0.615 at its first evaluation; its messages were never read; session 14 read its aggregate after each change (0.900 / 0.692 before)",
+    "set H": "labelled at 222a149, held out until session 14: 0.929 / 0.867 with the rules of 696fe31, 0.933 / 0.933 with 78e4160, 0.938 / 1.000 with 9dba1a9; session 15 read its errors (no longer blind)",
+    "set L": "labelled at 40e6f02, held out until session 14: 0.889 / 0.615 at its first evaluation, 1.000 / 0.846 with 9dba1a9; session 15 read its errors and its figure moved with session 15's families (no longer blind)",
     "set M": "labelled at 32de38e; first evaluated with the rules of 37133e3 (0.821 / 0.885), then tuned once (191909e)",
     "set O": "labelled at 9b710c7; first evaluated with the rules of 191909e (0.889 / 0.667), then tuned once (9c132c6)",
     "set N": "SHA-1 third of the first two session-13 batches (32de38e, 9b710c7), held out for three rounds: 0.857 / 0.900 with the rules of 9c132c6 and of f394124; then tuned once",
     "set P": "labelled at f806764 and 9e4f619; first evaluated with the rules of 9c132c6 (0.733 / 1.000), then tuned once (f394124)",
     "set Q": "SHA-1 third of set P's batches plus b5ecf15, held out: 0.889 / 0.727 with the rules of f394124; then tuned once",
     "set R": "labelled at d7cbae9, held out for round 4: 1.000 / 0.556 with the rules of 7eae950; then tuned once",
-    "set S (held out)": "labelled at 257a9ff before the last round, held out whole, never tuned on; evaluated after round 5, before and after one of its changes was reverted (the same figure); session 14 read its aggregate after each change (1.000 / 0.714 before)",
+    "set S": "labelled at 257a9ff, held out whole until session 14: 1.000 / 0.714 after round 5 of session 13, 1.000 / 0.857 with 9dba1a9; session 15 read its errors and its figure moved with session 15's families (no longer blind)",
     "set T": "labelled at 8b6bf7c (session 14); first evaluated with the rules of b763113 (0.600 / 0.429), then tuned once",
     "set U": "SHA-1 third of set T's batch (8b6bf7c), held out for round 1 of session 14: 0.769 / 0.714 with the rules of 4e53a21 (0.733 / 0.786 with b763113); then tuned once",
-    "set V (held out)": "labelled at 22f0cc9 before round 2 of session 14, held out whole, never tuned on; evaluated once with the final rules (0.500 / 0.500 with 4e53a21, 0.375 / 0.375 with b763113)",
+    "set V": "labelled at 22f0cc9, held out whole and evaluated once with 9dba1a9 (0.500 / 0.500; 0.500 / 0.500 with 4e53a21, 0.375 / 0.375 with b763113); tuned on in session 15 (no longer held out)",
+    "set W": "labelled blind at 73e9bbc (branch lintlabel) by a second engineer who never saw the rules; evaluated once: 0.756 / 0.723 with main's rules (88997d3), 0.702 / 0.702 with session 15's (f881dee); then tuned on (no longer held out)",
 }
 
 
@@ -235,7 +245,7 @@ def render(doc: str) -> str:
 
 
 def test_fixtures_are_well_formed() -> None:
-    every = [row for name in (*TUNED_FILES, SET_A, SET_B, SET_C, SET_D, SET_E, SET_I, SET_J, SET_K, SET_H, SET_L, SET_M, SET_O, SET_N, SET_P, SET_Q, SET_R, SET_S, SET_T, SET_U, SET_V) for row in _rows(name)]
+    every = [row for name in (*TUNED_FILES, SET_A, SET_B, SET_C, SET_D, SET_E, SET_I, SET_J, SET_K, SET_H, SET_L, SET_M, SET_O, SET_N, SET_P, SET_Q, SET_R, SET_S, SET_T, SET_U, SET_V, SET_W) for row in _rows(name)]
     messages = [row["message"] for row in every]
     assert len(every) >= 1225
     # the held-out file is a third of the session-12 messages, chosen by content, not by looking
@@ -251,7 +261,7 @@ def test_fixtures_are_well_formed() -> None:
         assert row["label"] in ("generic", "instructive"), row
         assert row["source"].strip(), row
     # the issue-13 files say why each message got its label
-    for name in (TUNED_FILES[2], SET_A, SET_B, SET_C, SET_D, SET_E, SET_I, SET_J, SET_K, SET_H, SET_L, SET_M, SET_O, SET_N, SET_P, SET_Q, SET_R, SET_S, SET_T, SET_U, SET_V):
+    for name in (TUNED_FILES[2], SET_A, SET_B, SET_C, SET_D, SET_E, SET_I, SET_J, SET_K, SET_H, SET_L, SET_M, SET_O, SET_N, SET_P, SET_Q, SET_R, SET_S, SET_T, SET_U, SET_V, SET_W):
         assert all(row["note"].strip() for row in _rows(name)), name
     # every distinct error result of the tau2-bench files is in the set
     assert sum("tau2-bench" in row["source"] for row in _rows(TUNED_FILES[0])) >= 22
@@ -301,6 +311,24 @@ def test_scores_hold_when_each_template_counts_once(capsys) -> None:  # type: ig
     assert s["precision"] >= 0.9 and s["recall"] >= 0.9
 
 
+def errors_report() -> str:
+    """Every set's figures and its false alarms (FP) and misses (FN), with the rules that fired."""
+    out: list[str] = []
+    for name, rows in splits().items():
+        s = scores(rows)
+        out.append(f"{name}: n={s['n']} generic={s['generic']} precision={s['precision']:.3f} recall={s['recall']:.3f}")
+        for row in rows:
+            result = lint_message(row["message"])
+            if result.generic != (row["label"] == "generic"):
+                kind = "FP" if result.generic else "FN"
+                out.append(f"  {kind} {result.rule_ids} {row['message'][:200]!r}")
+    return "\n".join(out) + "\n"
+
+
 if __name__ == "__main__":
-    target = Path(sys.argv[1] if len(sys.argv) > 1 else DOCS)
-    target.write_text(render(target.read_text(encoding="utf-8")), encoding="utf-8")
+    if sys.argv[1:] == ["--errors"]:
+        # the reporting mode: reading it makes every set a tuning set (see the module docstring)
+        sys.stdout.write(errors_report())
+    else:
+        target = Path(sys.argv[1] if len(sys.argv) > 1 else DOCS)
+        target.write_text(render(target.read_text(encoding="utf-8")), encoding="utf-8")

@@ -417,3 +417,493 @@ def test_session_14_principles(text: str, generic: bool) -> None:
 )
 def test_session_14_round_2_principles(text: str, generic: bool) -> None:
     assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # issue 13's kinds, each on texts written for this test
+        # a message that names the bad argument or value is not generic
+        ("TypeError: create_event() got an unexpected keyword argument 'duration_min'", False),
+        ("NameError: name 'np' is not defined", False),
+        ("ReferenceError: lodash is not defined", False),
+        ("Invalid promo code: 'SPRING25'", False),
+        ("Invalid coupon code: XMAS2020", False),
+        # an OS error with its errno name and the operation (and the path it failed on) is not generic
+        ("EACCES: permission denied, mkdir '/usr/lib/node_modules/pkg'", False),
+        ("OSError: [Errno 30] Read-only file system: '/usr/share/out.txt'", False),
+        ("cat: notes/: Is a directory", False),
+        # ... without the path or address it failed on, it is
+        ("EACCES: permission denied", True),
+        # a JSON wrapper with an empty `error` is judged by its real message (response, message, nested JSON, repr)
+        ('{"error": "", "response": "Missing required parameter \'city\'. Example: city=Paris"}', False),
+        ('{"error": "", "message": "Station id 99999 not found. Use list_stations to get valid ids."}', False),
+        ('{"error": "", "response": "{\\"message\\": \\"symbol \'APPL\' not found; did you mean AAPL?\\"}"}', False),
+        ('{"error": "", "response": "{\'status\': \'fail\', \'message\': \'date must be in YYYY-MM-DD format\'}"}', False),
+        ('{"error": "", "response": "{\'status\': \'fail\', \'message\': \'Something went wrong\'}"}', True),
+        ('{"error": "", "response": "{\\"message\\": \\"Internal Server Error\\"}"}', True),
+        # RFC 9457 problem details with only a bare title are generic; a detail that explains makes them not
+        ('{"type": "https://example.com/probs/invalid", "title": "Unprocessable Entity", "status": 422}', True),
+        ('{"title": "Forbidden", "status": 403}', True),
+        ('{"title": "Forbidden", "status": 403, "detail": "Your plan does not include exports; upgrade to Pro to use /exports."}', False),
+        # bare "does not exist" / "... required" without the path or the remedy are generic
+        ("The file does not exist.", True),
+        ("Directory does not exist", True),
+        ("Authentication required.", True),
+        ("Login required", True),
+        ("File '/tmp/a.txt' does not exist", False),
+        ("Authentication required: set GITHUB_TOKEN in the environment.", False),
+        # an HTML error page is generic
+        ("<html><body><h1>403 Forbidden</h1></body></html>", True),
+        ("<html>\n<head><title>404 Not Found</title></head>\n<body>\n<center><h1>404 Not Found</h1></center>\n</body>\n</html>", True),
+    ],
+)
+def test_issue_13_kinds(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # an entity the caller named (user, branch, container, package...) is looked up like an id: with its value
+        # shown the rejection explains itself; an enumeration the tool defines still needs the allowed values
+        ("usermod: invalid user: ‘ghost_7’", False),
+        ("Unknown branch: 'mian'", False),
+        ("Invalid mode: turbo", True),
+        # a published grammar (version, specifier, IP address, host name, regex) is a standard form
+        ("Invalid version: 'one.two'", False),
+        ("Invalid specifier: '=>2.0'", False),
+        ("Invalid IP address: '300.1.1.1'", False),
+        ("invalid regular expression: '(abc'", False),
+        ("Invalid version", True),
+        # one token holding colons after a colon is the value
+        ("No such object: redis:latestt", False),
+        ("Unresolvable: urn:example:missing", False),
+        # "possible values:" lists the expected form
+        ("invalid value 'fast' for '--speed <SPEED>'\n  [possible values: slow, medium]", False),
+        # a bare number after an exception class is a bare key
+        ("KeyError: 0", True),
+        ("IndexError: 7", True),
+        # runtime internals by family: not iterable, numeric overflow, a type clash between an expression's types
+        ("TypeError: 12 is not iterable", True),
+        ("OverflowError: Python int too large to convert to C long", True),
+        ("Main.java:3: error: incompatible types: boolean cannot be converted to String", True),
+        ("InvalidOperationError: cannot compare string with numeric type (f64)", True),
+        ("java.lang.OutOfMemoryError: Java heap space", True),
+        # a frame in anonymous or native code is a frame
+        ("SyntaxError: Unexpected token } in JSON at position 9\n    at JSON.parse (<anonymous>)", True),
+        # a number that labels the error is a code, and a support reference is no value
+        ("error: Error -5 while decompressing data: incomplete or truncated stream", True),
+        ("An error occurred while processing your request. Reference #97.1a2b.1700000000.cd", True),
+        # an input's name and a line number heading a syntax error is only a position
+        ("(standard_in) 5: syntax error", True),
+        ("<stdin>:3: parse error", True),
+        ("bash: syntax error near unexpected token `done'", False),
+        # connection failures by family are transient and need retry guidance
+        ("ERROR 2013 (HY000): Lost connection to server during query", True),
+        ("upstream connect error or disconnect/reset before headers. reset reason: connection failure", True),
+        ("fetch: empty reply from server api.example.test", True),
+        ("Error: getaddrinfo EAI_AGAIN api.example.test", True),
+        ("Lost connection to the database; retry in 5 seconds.", False),
+        # "timeout" naming a setting is no event: a rejected setting is a validation message
+        ("IllegalArgumentException: timeout value is negative; it must be >= 0", False),
+        # a whole message that is one snake_case code is a bare code; after a label it is the value
+        ("invalid_grant", True),
+        ("no such table: order_lines", False),
+        # a JSON key naming what was needed is the expected form
+        ('{"ok": false, "error": "missing_scope", "needed": "files:write", "provided": "files:read"}', False),
+        # exit statuses alone are bare codes
+        ("Error: Process completed with exit code 2.", True),
+        ("Exit code: 1", True),
+        ("SystemExit: 3", True),
+        # a wrapped failure whose cause is a lookup that missed, with its value, is explained
+        ('Error: failed to create service: namespaces "prodd" not found', False),
+        # after "X failed:" the colon introduces the cause
+        ("Navigation to 'htp://example' failed: invalid URL scheme 'htp'.", False),
+        ("Navigation failed", True),
+        # a named list that is empty is a state of the caller's input; the runtime's own container is internals
+        ("Recipient list is empty. Add at least one address in 'to'.", False),
+        ("IndexError: pop from an empty deque", True),
+        # a mismatch between two named things is a state; a bare "does not match" is not
+        ("Loyalty number does not match the passenger name.", False),
+        # a numeric kind rejected without its value, or a requirement named only by its kind, names nothing
+        ("Invalid length", True),
+        ("Invalid length: -4", False),
+        ("Required field missing", True),
+        ("An API key is required", False),
+        # a time on the wrong side of now, and a program's refusal with its object, are states
+        ("Cannot book a flight departing in the past", False),
+        ("fatal: refusing to merge unrelated histories", False),
+        # an errno text after the path a wrapped failure happened on is its cause; a bare denial is not
+        ("Could not open /srv/app/state.db: permission denied", False),
+        ("Error getting quota for bucket b1: access denied", True),
+        # a requirement's subject may be two words; a pronoun's capability names nothing
+        ("The title field is required.", False),
+        ("You are not allowed to do that.", True),
+        ("Exporting to XLSX is not supported.", False),
+        # a validation body that maps each field to its messages names the field by its key
+        ("{'title': ['Missing data for required field.']}", False),
+        ('{"errors": ["Missing data for required field."]}', True),
+        # a name in a language's grammar (an operator, a keyword) with its value is like a schema name
+        ("MongoServerError: Unknown operator: $matchh", False),
+        # a browser's resolver failure is transient; a shell's script line is only a position
+        ("page.goto: net::ERR_NAME_NOT_RESOLVED at https://shop.example.test/", True),
+        ("sh: 4: Syntax error: end of file unexpected", True),
+        ('sh: 4: Syntax error: "fi" unexpected', False),
+        # two imperative verbs share their object, and a file name is an object
+        ("State file is not valid JSON at line 3; fix or delete state.json.", False),
+        # a token mixing letters and digits is a value, never words: a request id adds nothing to "went wrong"
+        ("Something went wrong. Request ID: 9e1b77c4-02aa-4c1e-8d2f-5a6b7c8d9e0f", True),
+        # how often it was tried is not why it failed; "Retry 2/5" reports, it does not instruct
+        ("Job 4410 failed after 5 attempts", True),
+        ("Retry 2/5 failed", True),
+        ("Job 4410 failed after 5 attempts: the input bucket 'raw-2026' is empty", False),
+        # raising an exception is a failure report; a bare number is a code
+        ("Handler send_invoice raised an exception", True),
+        ("Err: -2", True),
+        # a server error returned on a target is no cause; a client error on it says what was wrong
+        ("GET https://api.example.test/v1/items/7 returned 500", True),
+        ("Failed to fetch https://docs.example.test/guide - status code 404", False),
+        # the state a thing is in, named, is what went wrong; a vague cause after "because" is not
+        ("This Invoice's amount could not be changed because it has a status of paid.", False),
+        ("Could not save the draft because of previous errors.", True),
+        # a runtime message followed by what to do has a way forward
+        ("Worker died while running step 3 (out of memory: 7.9 GB used); lower the batch size.", False),
+        # JavaScript's property access on undefined/null is internals, however the access is phrased
+        ("TypeError: Cannot set properties of null (setting 'innerHTML')", True),
+        ("TypeError: Cannot destructure property 'name' of 'undefined' as it is undefined.", True),
+        # a module-qualified exception class is a label: with only a parser's position besides, nothing is named
+        ("simplejson.errors.JSONDecodeError: Extra data: line 2 column 1 (char 9)", True),
+        # a lookup that missed is judged by whether it names the value, wherever it sits (after a class or program)
+        ("System.IO.FileNotFoundException: Could not find file '/srv/app/settings.json'.", False),
+        ("npm: Couldn't find package \"lodahs\" on the registry.", False),
+        ("Gem::MissingSpecError: Couldn't find the requested gem.", True),
+        # an apostrophe inside a word opens no quote ("Couldn't ... with 'id'=7" quotes 'id', not "t find ... ")
+        ("ActiveRecord::RecordNotFound: Couldn't find Invoice with 'id'=77", False),
+        # a null reference and an uninitialised member, in any runtime's words, are internals
+        ("System.NullReferenceException: Object reference not set to an instance of an object.", True),
+        ("kotlin.UninitializedPropertyAccessException: lateinit property repo has not been initialized", True),
+        # a source location written file(line) is a leak of the program's internals
+        ("sync error: some files could not be transferred (code 23) at io.c(811) [sender=3.2.7]", True),
+        # connection loss by family; exit statuses however written
+        ("ERROR 2006 (HY000): MySQL server has gone away", True),
+        ("ERROR: (gcloud.compute.scp) [/usr/bin/scp] exited with return code [1].", True),
+        ("collect2: error: ld returned 1 exit status", True),
+        # a command-line option and a diagnostic's indented detail line name their subject
+        ("ld: cannot find -lcrypto", False),
+        ("error: cannot find symbol\n  symbol:   method sizee()\n  location: class Cart", False),
+        # a link "for more info" is boilerplate; a named standard is the expected form
+        ("Invalid token. See https://docs.example.test/errors#401 for more info.", True),
+        ("Country 'UK' is not a valid ISO 3166-1 alpha-2 code.", False),
+        # a response's bare status, however introduced
+        ("Exception: Response status code is 409", True),
+        # a membership the caller lacks, named, is a state
+        ("You are not subscribed to this API.", False),
+        # an exception's class, qualified or not, is a label, never a value
+        ("binascii.Error: Incorrect padding", True),
+        ("csv.Error: line contains NUL", True),
+        ("calendar: ValueError: day is out of range for month", True),
+        # all the words before the first value describe the target; only what follows can be the cause
+        ("Could not open file or uri for loading private key from server.pem", True),
+        # allocation failures and array shapes that do not fit are internals; an unknown host is a resolver failure
+        ("numpy.core._exceptions._ArrayMemoryError: Unable to allocate 8.00 GiB for an array", True),
+        ("ValueError: operands could not be broadcast together with shapes (2,3) (4,)", True),
+        ("ping: unknown host db.internal.test", True),
+        # the value may come before the schema noun it is rejected as; a name's format is still a format
+        ("openssl: Error: 'sha512x' is an invalid command.", False),
+        ("fatal: 'a..b' is not a valid branch name", True),
+        # a named defect does not save a parse error whose only value is a position
+        ("json.decoder.JSONDecodeError: Unterminated string starting at: line 2 column 4 (char 11)", True),
+        # a value's sign, said of it, is a state
+        ("IllegalArgumentException: timeout value is negative", False),
+        # a program's label of its own retrying is no retry guidance
+        ("bash: fork: retry: Resource temporarily unavailable", True),
+        # an internal-error label after an exception class is the program's own fault
+        ("engine.InternalException: INTERNAL Error: Attempted to access index 9 within vector of size 9", True),
+        # an unbound local is internals; an extra argument named (in parentheses) is the caller's value
+        ("UnboundLocalError: cannot access local variable 'total' where it is not associated with a value", True),
+        ("Error: Got unexpected extra argument (deploy)", False),
+        # a value quoted GNU's way before "not a valid identifier" is rejected by name
+        ("bash: declare: `9lives': not a valid identifier", False),
+        # a data type named as the expected form is not vacuous
+        ("items\n  Input should be a valid list [type=list_type, input_value='x,y', input_type=str]", False),
+        # a JSON array of error objects is read by its fields; asking to quote a reference to support is boilerplate
+        ('[{"message": "An unexpected error occurred. Please include this ErrorId if you contact support: 88-12 (-3)", "errorCode": "UNKNOWN_EXCEPTION"}]', True),
+        ('[{"message": "No such column \'Naem\' on entity \'Account\'.", "errorCode": "INVALID_FIELD"}]', False),
+        # after a kind's colon, the token right before "not found" is the value looked up
+        ("Requested resource not found: Queue: billing-events not found", False),
+        # a log level in brackets opens no JSON, so a long message after it is no truncated blob
+        ("[ERROR] Failed to execute goal on project shop: Could not resolve dependencies for project com.acme:shop:jar:2.0: "
+         "Could not find artifact com.acme:util:jar:7.7 in central (https://repo.maven.apache.org/maven2)", False),
+        # Ruby's one-place heading is a diagnostic position; the message names the undefined name
+        ("app.rb:7:in `<main>': undefined local variable or method `totl' for main:Object (NameError)", False),
+        # a cause that points at errors reported elsewhere is none
+        ("Execution of build.pl aborted due to compilation errors.", True),
+        # a type clash in R's words is internals; a name the build file defines is a schema name
+        ("Error in y * 2 : non-numeric argument to binary operator", True),
+        ("ninja: error: unknown target 'tset'", False),
+        # "to <verb>" after a failure or an attempt reports; it does not instruct
+        ("Failed to call tool", True),
+        ("I hit an error while trying to use the tool. This was the error: ", True),
+        ("Unknown unit 'parsec'; to use it, add it to units.toml first.", False),
+        # a lookup that missed is judged by LS104 wherever it sits, behind a protocol error too
+        ("MCP error -32601: Tool not found: git_logg", False),
+        # a JSON body's numeric bound beside the request states the limit
+        ('{"error": "insufficient_stock", "sku": "MUG-L", "available": 1, "requested": 4}', False),
+        ('{"error": "insufficient_stock"}', True),
+        # a transient failure that names the call to make instead has a way forward
+        ("Timed out after 60 s waiting for the export; it is still running. Poll get_export(export_id='e-9') instead.", False),
+        # after a lookup's label, a code-shaped token is the value, not a bare code
+        ("sqlite3.OperationalError: no such function: STRFTIMEX", False),
+        ("SSL: CERTIFICATE_VERIFY_FAILED", True),
+        # the standard streams are no operand the caller named; any other operand before an errno text is
+        ("xz: stdin: unexpected end of input", True),
+        ("wc: drafts: Is a directory", False),
+        # a runtime's own exception whose message names nothing the caller passed is internals, whatever its wording:
+        # its numbers, shapes and builtin type names are the program's
+        ("IndexError: index 7 is out of bounds for axis 1 with size 4", True),
+        ("ValueError: too many values to unpack (expected 2, got 5)", True),
+        ("TypeError: can't multiply sequence by non-int of type 'float'", True),
+        ("System.Threading.Tasks.TaskCanceledException: A task was canceled.", True),
+        ("panic: runtime error: slice bounds out of range [:9] with capacity 4", True),
+        # ... but not when it names a value, an address, a state of a named setting, or gives an instruction
+        ("ValueError: time data '31/02' does not match format '%d/%m'", False),
+        ("ValueError: 192.168.0.1/16 has host bits set", False),
+        ("ValueError: retries value is negative", False),
+        ("RuntimeError: event loop already closed; create a new one with asyncio.new_event_loop()", False),
+        # argument-validation classes and assertions carry an author's message
+        ("java.lang.IllegalArgumentException: port value is negative", False),
+        ("AssertionError: expected 3 rows, got 2", False),
+        # Go's type clash and an idle connection closed by the server
+        ("json: cannot unmarshal bool into Go value of type int", True),
+        ("http: server closed idle connection", True),
+        # an English compound is no value; a cast between types is a type clash; Java's unknown host is a resolver failure
+        ("IndexError: positional indexer is out-of-bounds", True),
+        ("java.lang.ClassCastException: class java.lang.Long cannot be cast to class java.lang.String", True),
+        ("java.net.UnknownHostException: db.internal.test", True),
+        # "exception in/while ..." reports a failure
+        ("Exception in thread poller-3", True),
+        ("Exception in thread poller-3: queue 'jobs' does not exist; create it with make_queue('jobs').", False),
+        # a state said of no named thing, in a word or three, is vague; said of a named thing it is a state
+        ("Expired", True),
+        ("Already exists", True),
+        ("Action blocked", True),
+        ("Coupon expired", False),
+        ("Insufficient balance", False),
+        # "due to N previous errors" points elsewhere; a short parenthetical after the target still describes it
+        ('error: could not compile `shop` (lib "shop") due to 5 previous errors', True),
+        # a parser's rejected character, shown, is rule 11's token; bc's runtime "divide by zero" is internals
+        ("(standard_in) 3: illegal character: ~", False),
+        ("Runtime error (func=(main), adr=9): Divide by zero", True),
+        # a cast named with its types is a type clash
+        ("InvalidOperationError: cannot cast Struct type to Int64", True),
+        # "aborting" reports a failure; a remote end that hung up is a dropped connection
+        ("error: aborting due to 4 previous errors", True),
+        ("fatal: the remote end hung up unexpectedly", True),
+        # an exception's class and its module are no value ("sqlite3" in sqlite3.OperationalError); NA is no code
+        ("sqlite3.OperationalError: disk I/O error", True),
+        ("ValueError: Cannot mask with non-boolean array containing NA / NaN values", True),
+        # a parser's account of where it stopped may be long and still show nothing
+        ("tomli.TOMLDecodeError: Key name found without value. Reached end of line. (line 4 column 9 char 31)", True),
+        # a chain of failure reports whose last link is only an exit status has no cause
+        ("Error response from daemon: OCI runtime create failed: unable to start container process: exit status 1", True),
+        # "Expecting property name ..." names the expected token (rule 11)
+        ("JSONDecodeError: Expecting property name enclosed in double quotes: line 3 column 1 (char 12)", False),
+        # a named defect marks a parse error; with only a position it shows nothing; a missing bracket is named
+        ("re.error: unterminated character set at position 7", True),
+        ("missing ], unterminated character set at position 2", False),
+        # Rust's unwrap of an absent value is internals; a version comparison in a runtime error is a state
+        ("PanicException: called `Option::unwrap()` on a `None` value", True),
+        ("java.lang.UnsupportedClassVersionError: Tool has been compiled by a more recent version of the Java Runtime", False),
+        # Go's file:line:col heading is a compiler diagnostic, not a stack frame
+        ("./cmd/main.go:12:3: undefined: fmtt", False),
+        # a framework's default body (timestamp, status, error, path): the path is the endpoint, not a value
+        ('{"timestamp": "2026-01-01T00:00:00Z", "status": 500, "error": "Internal Server Error", "path": "/api/book"}', True),
+        # protocol fields are no value: JSON-RPC's version
+        ('{"jsonrpc": "2.0", "error": {"code": -32601, "message": "Method not found"}, "id": 3}', True),
+        ('{"jsonrpc": "2.0", "error": {"code": -32601, "message": "Method not found: tools/cal"}, "id": 3}', False),
+    ],
+)
+def test_session_15_principles(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)
+
+
+def test_a_position_only_parse_error_says_so() -> None:
+    finding = lint_message("(standard_in) 5: syntax error").findings[0]
+    assert finding.rule_id == "LS106"
+    assert "where the parser stopped" in finding.evidence and "(standard_in) 5:" in finding.evidence
+
+
+def test_a_runtime_exception_without_a_caller_value_says_so() -> None:
+    finding = lint_message("IndexError: index 7 is out of bounds for axis 1 with size 4").findings[0]
+    assert finding.rule_id == "LS102"
+    assert "'IndexError'" in finding.evidence and "names no value the caller passed" in finding.evidence
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # a builtin exception class does not make its message the runtime's: a tool written in Python raises ValueError
+        # with its own sentence naming the caller's things, or a precondition on the input (rule 18); CPython's own
+        # messages are lower case, and a library's capitalised account of its internals stays internals
+        ("ValueError: Workspace Marketing already has an owner", False),
+        ("IndexError: Cannot pop from an empty heap", False),
+        ("ValueError: hour must be in 0..23", True),
+        ("ValueError: Cannot reindex on an axis with duplicate labels", True),
+        # a requirement said of a named thing is rule 19's; a type the runtime requires ('an integer') is internals
+        ("TypeError: Locale tag is required with a region style.", False),
+        ("TypeError: %x format: an integer is required, not float", True),
+        # a rejected value shown after its label, and an argument named before what it expected, are the caller's
+        ("RangeError: Invalid offset value: -4", False),
+        ("RangeError: Invalid string length", True),
+        ("TypeError: salt: expected bytes, but got 'int'", False),
+    ],
+)
+def test_set_w_runtime_class_with_tool_wording(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # a body's id that is a code word (Heroku's "id": "not_found") is the error's kind, not the value looked up
+        ('{"id":"not_found","message":"Could not find that dyno."}', True),
+        ('{"id":"not_found","message":"The dyno you requested could not be found."}', True),
+        ('{"id":"not_found","message":"Could not find dyno \'web.3\'."}', False),
+    ],
+)
+def test_set_w_code_word_id_is_no_value(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # a connection refused with its endpoint between the noun and its fate is a connect failure (rule 6): an
+        # operator's question is no way forward, a retry instruction is
+        ("The connection to host db.internal:5432 was refused. Is the database running?", True),
+        ("The connection to the server db.internal:5432 was refused; retry in 30 seconds.", False),
+    ],
+)
+def test_set_w_connection_refused_to_a_named_server(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # a failure on a named target with no cause (rule 8): "cannot <verb> <target>" and nothing after it reports a
+        # failure as "could not" does; a later line that reports the failure again restates it, it is no cause
+        ('cannot read "orders.parquet"', True),
+        ("cannot read 'orders.parquet': file is truncated", False),
+        ("error: patch failed: notes.txt:3\nerror: notes.txt: patch does not apply", True),
+        ("error: patch failed: notes.txt:3: context lines no longer match the file", False),
+    ],
+)
+def test_set_w_failure_on_a_named_target_without_cause(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # an errno text with its operand is instructive (rule 12), also with GNU tar's operation between them; the
+        # standard input is no operand
+        ("tar: drafts: Cannot stat: No such file or directory", False),
+        ("tar: -: Cannot stat: No such file or directory", True),
+    ],
+)
+def test_set_w_operand_operation_errno(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # a wrapper's cause that is a lookup that missed, with its value after its own label, explains the failure
+        ("Failed to fill #email: No element found for selector: #email", False),
+        ("Failed to fill field: no element found for that selector", True),
+    ],
+)
+def test_set_w_wrapped_lookup_with_labelled_value(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # the C library's type names beneath the runtime (time_t, ssize_t) are the runtime's, no value the caller passed
+        ("OverflowError: date value out of range for platform time_t", True),
+        ("ValueError: bad size_t value 'abc'", False),
+    ],
+)
+def test_set_w_c_type_names_are_the_runtimes(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # a GraphQL error's "path" (beside "extensions" or "locations") is where the error surfaced in the response,
+        # not the input field: a not-found there still needs the value looked up; a pointer elsewhere names the field
+        ('{"errors":[{"message":"Project not found","path":["project"],"extensions":{"code":"NOT_FOUND"}}],"data":null}', True),
+        ('{"errors":[{"message":"Project not found: prj-123","path":["project"],"extensions":{"code":"NOT_FOUND"}}]}', False),
+        ('{"errors":[{"message":"is required","path":"/name"}]}', False),
+    ],
+)
+def test_set_w_graphql_path_is_no_field_pointer(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # a tagged union's tags (".tag") and their chain in "error_summary" are codes: a body of codes only is a bare
+        # code (rule 7); a human message beside them is read
+        ('{"error_summary": "to/conflict/file/..", "error": {".tag": "to", "to": {".tag": "conflict"}}}', True),
+        ('{"error_summary": "path/not_found/..", "error": {".tag": "path"}, "user_message": {"text": "The file /Reports/q3.xlsx was not found."}}', False),
+    ],
+)
+def test_set_w_tagged_union_codes(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # a hedged diagnosis ("perhaps your account identifier is invalid") after a failure on a shown route is its
+        # likely cause, not a rejection without the expected form; a hedge that names nothing is no cause
+        ("Could not route to /accounts/7f3c9a11/members, perhaps your account identifier is invalid?", False),
+        ("Could not route to that URL, perhaps something is wrong?", True),
+    ],
+)
+def test_set_w_hedged_diagnosis(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # expat's exception class marks a parse error as JSONDecodeError does: with only a position it shows nothing
+        ("ExpatError: unbound prefix: line 2, column 0", True),
+        ("ExpatError: undefined entity '&nbsp;': line 1, column 3", False),
+    ],
+)
+def test_set_w_expat_is_a_parser(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # a bare authentication requirement (authentication's generic credential, and nothing more) has no remedy;
+        # said for a named resource, or with what to do, it does (labelling rules 15 and 19)
+        ('{"message": "Missing Authorization Header"}', True),
+        ("Authentication token is required", True),
+        ("Missing authentication credentials for the Billing resource.", False),
+        ("Missing Authentication Token. Pass your key in the x-api-key header.", False),
+        ("An API key is required", False),
+    ],
+)
+def test_set_w_bare_authentication_requirement(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)

@@ -26,6 +26,7 @@ from loopscope.analyses.lint.text import (
     INJECTION_RE,
     NUMBER_RE,
     MessageView,
+    _instructs,
     find_specifics,
 )
 
@@ -50,7 +51,7 @@ HTTP_REASONS = (
 )
 BARE_STATUS_RE = re.compile(
     rf"^(?:(?:http(?: error)?|status|status code|error|code)\s*)?(?:[1-5]\d\d\s*:?\s*(?:{HTTP_REASONS}|i'm a teapot)?|(?:{HTTP_REASONS}))$|"
-    rf"^(?:request failed with )?status code [1-5]\d\d$|^(?:http )?[1-5]\d\d\s+(?:{HTTP_REASONS})$|"
+    rf"^(?:request failed with |response )?status code (?:is |was |of )?[1-5]\d\d$|^(?:http )?[1-5]\d\d\s+(?:{HTTP_REASONS})$|"
     # a bare error code: "error code: 1020", "SSL: CERTIFICATE_VERIFY_FAILED"
     r"^(?:error |status )?code:?\s*[\w\-]+$|^(?:[\w ]{1,20}:\s*)?(?-i:[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)$",
     re.IGNORECASE,
@@ -79,7 +80,20 @@ INVALID_RE = re.compile(
 # enough, because the schema lists the valid names and an id is looked up, not formatted.
 NAMED_SCHEMA_OR_ID_RE = re.compile(
     r"\b(?:tool|function|method|parameter|param|argument|arg|field|property|key|option|flag|command|column|table|"
-    r"endpoint|id|ids|identifier|name|ref|reference|object name|symbol|ticker|code|slug|handle|username|sku)s?\b[^.\n]{0,30}?(?:'[^']+'|\"[^\"]+\"|`[^`]+`|:\s*\S+)",
+    r"endpoint|id|ids|identifier|name|ref|reference|object name|symbol|ticker|code|slug|handle|username|sku|"
+    # a name in a language's or a tool's grammar: its valid names are in the documentation the model read
+    r"operator|keyword|directive|variable|attribute|setting|subcommand|builtin|macro|"
+    # a name the build or task file defines: "unknown target 'instal'", "No such task: lnt"
+    r"target|task|recipe|script|stage|job|"
+    # an entity the caller named and the system looks up (a user, a branch, a container...): like an id, its
+    # valid values are found by a lookup, not learnt from a format (labelling rules 3 and 16)
+    r"user|group|owner|account|host|branch|tag|commit|revision|repository|repo|container|image|volume|pod|namespace|"
+    r"bucket|project|package|module|workspace|channel|organi[sz]ation|org|team|member|device|instance|cluster)s?\b"
+    r"[^.\n]{0,30}?(?:'[^']+'|\"[^\"]+\"|`[^`]+`|‘[^’]+’|“[^”]+”|:\s*\S+)|"
+    # the value first: "'sha999' is an invalid command", "\"x\" is not a valid tool name"
+    r"(?:'[^']+'|\"[^\"]+\"|`[^`']+'|`[^`]+`|‘[^’]+’)(?::| is) (?:an? )?(?:invalid|unknown|unrecognized|not an? (?:valid|known)) "
+    r"(?:tool|function|method|parameter|argument|field|property|key|option|flag|command|column|table|name|id|"
+    r"identifier|user|branch|package|operator|keyword|variable|setting|subcommand)s?\b(?! names?\b)",
     re.IGNORECASE,
 )
 # A short statement of a specific state of a named thing is clear ("Your card was declined.", "Customer
@@ -96,39 +110,65 @@ STATE_RE = re.compile(
     # a classification ("File is not a zip file"), a capability ("Operation MatMult is not supported"), a
     # comparison that says which way to change ("INSERT has more expressions than target columns") or a fact
     # with its agent ("The last commit was not made by aider"): each says what is wrong, not only that it is
-    r"(?:is|are) not an? (?!valid\b|proper\b|correct\b|well)\w+|(?:is|are) not (?:supported|allowed|permitted)|(?:more|fewer|less) \w+(?: \w+)? than|"
+    r"(?:is|are) not an? (?!valid\b|proper\b|correct\b|well)\w+|"
+    # a capability of a named thing; "You are not allowed to do that" names none
+    r"(?<!\byou )(?<!\bit )(?<!\bthat )(?:is|are) not (?:supported|allowed|permitted)|(?:more|fewer|less) \w+(?: \w+)? than|"
     # a comparison between two named quantities ("Balance is less than budget limit") or an operation bounded by a
     # named limit ("Cannot fill gas above the tank capacity"): each says which way to change
     r"\b(?:less|more|greater|fewer|lower|higher|smaller|larger|bigger|shorter|longer|later|earlier|older|newer) than (?:the |its |your )?[a-z_]\w*|"
     r"(?:cannot|can't|can ?not) \w+(?: \w+)? (?:above|below|beyond|over|past|more than|less than|outside) (?:the |its |your )?\w+|"
     r"(?:was|were|is|are) not \w+ by|nothing to \w+|"
+    # a mismatch between two named things ("Loyalty number does not match the passenger name"); a bare "does not
+    # match" says only that something is wrong
+    r"does(?: not|n't) match (?:the |its |your |any |an? )?[a-z_]\w*|"
     # the operand an operation needs is absent: "No previous running command to interact with", "No changes to save"
     r"^no (?!permissions?\b|access\b|rights?\b|authori\w+|credentials?\b)(?:\w+ ){1,3}to (?!access\b)\w+|"
     # what is wrong with the input of an operation: "Cannot calculate mean of an empty list" (not an empty response)
     r"(?:of|on|from|with|to|in|for) (?:an? |the )?empty (?!response|reply|result|body|output|answer)\w+|(?:working tree|index) (?:is )?clean|"
     # the absence of a named thing in a named place ("no previous page in the history"), a named defect
     # ("parentheses () not balanced", "unterminated string")
-    r"no (?:\w+ ){1,2}in (?:the |this )?\w+|not balanced|unbalanced|unterminated|unmatched|unclosed)\b",
+    r"no (?:\w+ ){1,2}in (?:the |this )?\w+|not balanced|unbalanced|unterminated|unmatched|unclosed|"
+    # a time on the wrong side of now: "Cannot book a flight departing in the past", "date is in the future"
+    r"in the (?:past|future)|"
+    # a version comparison: "compiled by a more recent version of the Java Runtime"
+    r"\b(?:more|less) recent (?:version|release)\b|"
+    # a value's sign, said of it: "timeout value is negative"
+    r"(?:is|are|was|were) (?:negative|non-positive|zero)\b|"
+    # a membership the caller lacks, with what it is in: "You are not subscribed to this API", "not a member of #ops"
+    r"not (?:subscribed|enrolled|registered|a member) (?:to|in|of|for|with) (?:the |this |that |your )?\w+|"
+    # the state it is in, named: "because it has a status of succeeded", "is in state 'draft'"
+    r"(?:has|with|in) (?:a |the )?(?:status|state) (?:of )?['\"`]?[a-z_]+|"
+    # a program's refusal with what it refuses ("refusing to merge unrelated histories"): a policy, stated
+    r"refus(?:e|es|ed|ing) to \w+ \w+)\b",
     re.IGNORECASE,
 )
 # "Failed to read content of existing file: /x": says what failed, on what, but not why or what to do.
 FAILURE_CLAUSE_RE = re.compile(
-    # "Error calling tool 'x'", "Exception while reading resource 'y'": an error in the middle of an operation
-    r"^(?:failed|unable|could ?n[o']t|(?:error|exception)(?: occurred)?(?: while| during| when| in)?(?= \w+ing\b))(?: to)? (\w+)\b[^:\n]*?(?::\s*|\s+-\s+|\s+)?"
+    # "Error calling tool 'x'", "Exception while reading resource 'y'": an error in the middle of an operation;
+    # "cannot open \"x.csv\"" with nothing after its target reports a failure as "could not" does
+    r"^(?:failed|unable|could ?n[o']t|can(?:no|')t(?= \w+ \S+\s*$)|(?:error|exception)(?: occurred)?(?: while| during| when| in)?(?= \w+ing\b))(?: to)? (\w+)\b[^:\n]*?(?::\s*|\s+-\s+|\s+)?"
     r"(?P<rest>.*)$",
     re.IGNORECASE | re.DOTALL,
 )
 
+# The C library's texts for the errnos a file operation meets (strerror): with the path they failed on, a cause.
+ERRNO_TEXTS = (
+    "no such file or directory|permission denied|file exists|not a directory|is a directory|directory not empty|"
+    "no space left on device|read-only file system|operation not permitted"
+)
 # A runtime message that names what the caller got wrong: the argument to drop or add, the name its code used,
 # the module it imported, the file an OS call failed on (errno name and path). The fix is evident.
 NAMES_CALLER_VALUE_RE = re.compile(
     r"unexpected keyword argument '[^']+'|missing \d+ required (?:positional |keyword-only )?arguments?: '|"
-    r"\bname '[^']+' is not defined|^\s*\w+ is not defined\s*$|no module named '[^']+'|cannot find module '[^']+'|"
+    r"unexpected (?:extra )?arguments? \(?['\"]?[^\s)'\"]+|"
+    r"\bname '[^']+' is not defined|^\s*(?:[A-Z]\w*Error:\s*)?[\w$]+ is not defined\s*$|no module named '[^']+'|cannot find module '[^']+'|"
     r"\[Errno \d+\] [^:\n]+: '[^']+'|^\s*E[A-Z]{2,}: [^,\n]+, \w+ '[^']+'|"
     r"does not match format '[^']+'|"
     # an OS error's text after the path it failed on: "stat /nonexistent: no such file or directory"
-    r"(?:^|\s)(?:/[\w.\-]+)+/?: (?:no such file or directory|permission denied|file exists|not a directory|is a directory|"
-    r"directory not empty|no space left on device|read-only file system|operation not permitted)\b",
+    rf"(?:^|\s)(?:/[\w.\-]+)+/?: (?:{ERRNO_TEXTS})\b|"
+    # a relative path operand before its errno text: "cat: src/: Is a directory", "rm: build/out: Permission denied",
+    # maybe with the operation between them as GNU tar writes it ("tar: notes: Cannot stat: No such file or directory")
+    rf"^[\w.\-]+: (?!(?:stdin|stdout|stderr|-):)(?:\.{{0,2}}/)?[\w.\-][\w.\-/]*: (?:Cannot \w+: )?(?:{ERRNO_TEXTS})\b",
     re.IGNORECASE | re.MULTILINE,
 )
 # "invalid integer: ten" names its expected form: scalar types have one obvious spelling.
@@ -139,6 +179,11 @@ SELF_DESCRIBING_RE = re.compile(
     r"\binvalid (?:count|size|length|limit|offset|index|port|amount|quantity)(?: value)?\b|\binvalid literal for\b",
     re.IGNORECASE,
 )
+# The numeric kinds of SELF_DESCRIBING_RE: "Invalid count value: -1" explains itself once the value is shown;
+# "Invalid length" alone shows nothing (labelling rule 4)
+NUMERIC_KIND_RE = re.compile(
+    r"invalid (?:count|size|length|limit|offset|index|port|amount|quantity)(?: value)?", re.IGNORECASE
+)
 # Kinds of value with one standard form: rejecting a named one ("Invalid URL \"htps://x\"") says enough.
 # Registries the model knows (IANA time zones, URL schemes, encodings) count too: "unknown url type: 'x'",
 # "Invalid timezone: 'No time zone found with key X'", "invalid input syntax for type json".
@@ -146,7 +191,12 @@ STANDARD_FORM_RE = re.compile(
     r"\b(?:invalid|unknown|unsupported|not an?|not a valid|not valid|invalid input syntax for(?: type)?)\s+"
     r"(?:url|uri|email(?: address)?|uuid|json|url (?:type|scheme)|(?:url |uri )?(?:protocol|scheme)|time ?zone|encoding|charset|locale|"
     r"(?:hash|digest) (?:type|algorithm|function)|iso ?format(?: string)?|iso[ -]?8601(?: date| datetime| string)?|"
-    r"(?:big|small|tiny)?int(?:eger)?|numeric|decimal|real|double precision|float\d*|bool(?:ean)?)\b",
+    r"(?:big|small|tiny)?int(?:eger)?|numeric|decimal|real|double precision|float\d*|bool(?:ean)?|"
+    # published grammars: a version (PEP 440, semver) and its specifiers, an IP address, a host name, a regular
+    # expression, a MIME type, a CIDR block, a port number
+    r"(?:semver |semantic )?version(?: (?:string|number|specifier|constraint|range))?|(?:version )?specifier|"
+    r"requirement(?: specifier)?|ip(?:v[46])?(?: address)?|host ?name|domain name|regex|regular expression|"
+    r"(?:mime|media|content) type|cidr(?: block| notation)?|port(?: number)?)\b",
     re.IGNORECASE,
 )
 
@@ -160,10 +210,28 @@ EXCEPTION_LINE_RE = re.compile(r"^\s*(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Excepti
 # Runtime messages written for the programmer, not the caller (Python, JavaScript, JSON decoders).
 RUNTIME_MESSAGE_RE = re.compile(
     r"object has no attribute|'?NoneType'?|index (?:\d+ )?out of range|division by zero|can only concatenate|"
-    r"(?:dictionary|list|deque|set|heap|queue|stack) is empty|from empty (?:list|deque|dict|set)|"
+    # the runtime's own container ("pop from empty list", "dictionary is empty"), not a named one ("Recipient list
+    # is empty", a state of the caller's input)
+    r"(?<![\w,] )(?<!\w)(?:dictionary|list|deque|set|heap|queue|stack) is empty|from (?:an )?empty (?:list|deque|dict|set)|"
     r"codec can't (?:decode|encode)|not supported between instances of|"
-    r"unsupported operand type|object is not (?:subscriptable|callable|iterable)|is not a function|"
-    r"cannot read propert(?:y|ies) of (?:undefined|null)|undefined is not|maximum recursion depth|"
+    r"unsupported operand type|is not (?:subscriptable|callable|iterable)\b|is not a function|"
+    # numeric overflow in a conversion ("int too large to convert to float"): the program's number types
+    r"\btoo (?:large|big|small) to convert\b|\bout of memory\b|\bheap space\b|\b(?:cannot|unable to|failed to) allocate\b|"
+    # arrays whose shapes do not fit: "operands could not be broadcast together with shapes (3,) (4,)"
+    r"\bbroadcast together\b|\bnon-numeric argument to (?:binary|unary|mathematical) (?:operator|function)\b|"
+    r"\bcannot unmarshal \w+ into Go value of type\b|\bcannot be cast to\b|\bunable to cast object of type\b|"
+    r"\bcannot cast\b(?=[^\n]{0,30}\btype\b)|\bdivided? by zero\b|"
+    # Rust's unwrap of an absent value: "called `Option::unwrap()` on a `None` value"
+    r"\bcalled `?(?:Option|Result)::(?:unwrap|expect)(?:_err)?\(\)`? on an? `?(?:None|Err)\b|"
+    # a null reference and an uninitialised member, in any runtime's words
+    r"\bobject reference not set to an instance\b|\b(?:has|have) not been initiali[sz]ed\b|"
+    r"\blocal variable '?\w+'? (?:referenced before assignment|where it is not associated)|\bcannot access local variable\b|"
+    # a type clash between the types of an expression ("incompatible types: String cannot be converted to int",
+    # "cannot compare string with numeric type (i64)"): the program's types, not the caller's domain (rule 20)
+    r"\bincompatible types\b|\b(?:cannot|can't|can not) (?:compare|add|subtract|multiply|divide|concatenate|combine)"
+    r" (?:an? )?(?:str|string|int|integer|float|numeric|number|bool|boolean|null|date|datetime|list|array|object)"
+    r"(?: type)? (?:with|and|to) |"
+    r"cannot (?:read|set|destructure) propert(?:y|ies)\b[^\n]{0,40}?\bof '?(?:undefined|null)\b|undefined is not|maximum recursion depth|"
     r"is not JSON serializable|invalid syntax|can't compare|"
     r"unexpected token .{1,3} in JSON|expecting value\b|unexpected end of (?:JSON )?input|"
     r"unhashable type|null ?pointer|<[\w.]+ object at 0x[0-9a-f]+>|segmentation fault|stack overflow|exceeded \d+ redirects|<class '[\w.]+'>|"
@@ -182,8 +250,11 @@ RUNTIME_MESSAGE_RE = re.compile(
 
 STACK_RE = re.compile(
     r"Traceback \(most recent call last\)|^\s*File \"[^\"]+\", line \d+|^\s*at [\w$.<>]+ \(?[^\s()]+:\d+(?::\d+)?\)?|"
+    r"^\s*at [\w$.<>]+ \((?:<anonymous>|native)\)\s*$|"
     r"^\s*at [\w$.]+\([\w$]+\.(?:java|kt|scala):\d+\)|\b[\w\-/\\]+\.(?:py|js|mjs|ts|tsx|java|go|rb|cs|php|rs|kt|scala|cpp|c)"
-    r":\d+|goroutine \d+ \[|panicked at",
+    r":\d+|goroutine \d+ \[|panicked at|"
+    # a source location written file(line): "at main.c(1338)", MSVC's "app.cpp(12)"
+    r"\b[\w\-/\\]+\.(?:c|cc|cpp|h|hpp|cs|java|go|rs)\(\d+\)",
     re.MULTILINE,
 )
 STACK_KEYS = frozenset({"stack", "stacktrace", "stack_trace", "traceback", "backtrace", "exception_stack"})
@@ -194,19 +265,27 @@ HTML_BLOCK_TAG_RE = re.compile(r"</?(?:h[1-6]|p|pre|center|hr|div|table|ul|li|br
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0e-\x1f\x7f\ufffd]")
 
 TRANSIENT_RE = re.compile(
-    r"\b429\b|\b50[234]\b|\b529\b|(?<!set a )(?<!set the )(?<![a-z])rate.?limit(?:ed|ing|s)?(?![a-z])|too many requests|throttl|overloaded|timed? ?out\b|\btimeout\b|"
-    r"deadline exceeded|connection (?:reset|refused|aborted|closed|issue|error)|econn(?:reset|refused|aborted)|"
+    r"\b429\b|\b50[234]\b|\b529\b|(?<!set a )(?<!set the )(?<![a-z])rate.?limit(?:ed|ing|s)?(?![a-z])|too many requests|throttl|overloaded|timed ?out\b|time out\b|"
+    # "timeout" as the name of a setting ("timeout value is negative", "timeout parameter") is no event
+    r"\btimeout\b(?!\s*(?:value|values|param\w*|setting|option|field|arg\w*|must|should|=|:\s*-?\d))|"
+    r"deadline exceeded|connection (?:reset|refused|aborted|closed|issue|error|failure|failed|lost|dropped)|"
+    # the connection's endpoint between its noun and its fate: "The connection to the server db:5432 was refused"
+    r"\bconnection to (?:the )?(?:server |host )?\S{1,80} (?:was|has been) (?:refused|reset|closed|lost|dropped)\b|"
+    r"lost (?:the )?connection|connect error|disconnect(?:ed)?\b|empty reply from (?:the )?server|econn(?:reset|refused|aborted)|"
+    r"server has gone away|"
     r"etimedout|socket hang up|broken pipe|service (?:temporarily )?unavailable|temporarily unavailable|"
     r"\b(?:site|server|host|service|backend|upstream|endpoint|api|gateway) (?:is )?(?:temporarily )?"
     r"(?:unavailable|down|unreachable)\b|\bunreachable\b|"
     r"(?:failed|unable|could ?n[o']t|can(?:no|')t) (?:to )?connect|couldn't connect|"
-    r"name or service not known|temporary failure in name resolution|could not resolve host|\benotfound\b|"
-    r"(?:remote end|peer|server) closed (?:the )?connection|remote ?disconnected|unexpected eof|eof occurred|"
+    r"name or service not known|temporary failure in name resolution|could not resolve host|\benotfound\b|\beai_again\b|name[_ ]not[_ ]resolved|unknown ?host(?:exception)?\b|"
+    r"(?:remote end|peer|server) closed (?:the |an? )?(?:idle )?connection|remote ?disconnected|unexpected eof|eof occurred|"
+    r"(?:remote end|peer|server) hung up|"
     r"bad gateway|gateway time-?out|(?:database|table|resource) is locked|lock contention|deadlock",
     re.IGNORECASE,
 )
 RETRY_GUIDANCE_RE = re.compile(
-    r"retry|try again (?:later|in|after)|please try again later|wait\b|resets? at|backoff|"
+    # "retry" is guidance unless it is a program's label of its own retrying ("bash: fork: retry: Resource ...")
+    r"retry(?!:)|try again (?:later|in|after)|please try again later|wait\b|resets? at|backoff|"
     r"(?:call|run|send)\b[^.\n]{0,40}\bagain\b|"
     r"is_retri?able|retry_after",
     re.IGNORECASE,
@@ -244,25 +323,40 @@ def _luhn(digits: str) -> bool:
 EXCEPTION_CLASS_TOKEN_RE = re.compile(r"\b(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)\b")
 
 
+# A token that mixes letters and digits is a value (an id, a hash, a version), never a word: "7f3a9c2e" is no "f a c e"
+_MIXED_TOKEN_RE = re.compile(r"[^\s\d]*\d[^\s]*")
+
+
 def _content_words(view: MessageView) -> list[str]:
-    body = EXCEPTION_CLASS_TOKEN_RE.sub(" ", view.body)
+    body = _MIXED_TOKEN_RE.sub(" ", EXCEPTION_CLASS_TOKEN_RE.sub(" ", view.body))
     return [w for w in _WORD_RE.findall(body.lower()) if w not in GENERIC_WORDS]
 
 
 # What happened on the wire, as opposed to a word such as "timeout" used as the name of a setting or program.
 _TRANSIENT_EVENT_RE = re.compile(
     r"\b(?:429|50[234]|529)\b|timed? out\b|connection (?:reset|refused|aborted|closed)|econn\w+|"
+    r"\bconnection to (?:the )?(?:server |host )?\S{1,80} (?:was|has been) (?:refused|reset|closed|lost|dropped)\b|"
     # a rate limit that was hit, not a setting called "rate limit" ("must be provided together to set a rate limit")
     r"rate.?limit(?:ed|ing)?\b(?! ?(?:window|count|setting|config\w*|polic\w+|value|field|param\w*))(?!\s+(?:must|should|is required))|"
-    r"too many requests|unavailable|overloaded|name or service not known|name resolution|resolve host|enotfound|"
+    r"too many requests|unavailable|overloaded|name or service not known|name resolution|resolve host|enotfound|eai_again|name[_ ]not[_ ]resolved|unknown ?host(?:exception)?\b|"
+    r"lost (?:the )?connection|connect error|connection (?:failure|failed|lost|dropped)|disconnect(?:ed)?\b|empty reply from|"
+    r"server has gone away|"
     r"timeout (?:\d+\s*m?s )?exceeded|timeout expired|\w*timeout(?:error|exception)|request timeout|unreachable|"
-    r"closed (?:the )?connection|remote ?disconnected|unexpected eof|"
+    r"closed (?:the |an? )?(?:idle )?connection|remote ?disconnected|unexpected eof|hung up|"
     r"\b(?:is|are|went) down\b",
     re.IGNORECASE,
 )
 
 
 def _transient_named(view: MessageView) -> bool:
+    # several rules ask; the answer is a function of the view, so it is computed once per message
+    cached = view.__dict__.get("_transient_named")
+    if cached is None:
+        cached = view.__dict__["_transient_named"] = _transient_named_uncached(view)
+    return cached
+
+
+def _transient_named_uncached(view: MessageView) -> bool:
     if not (TRANSIENT_RE.search(view.prose) or (view.obj is not None and _status(view) in {429, 502, 503, 504, 529})):
         return False
     # A rejected input ("timeout: invalid time interval 'abc'") is a validation error whatever words it uses.
@@ -285,6 +379,10 @@ def _status(view: MessageView) -> int | None:
     return None
 
 
+# a whole message that is one snake_case code or one number ("Err: -1" after its prefix)
+SNAKE_CODE_RE = re.compile(r"[a-z]+(?:_[a-z]+)+|-?\d{1,6}")
+
+
 def check_bare_status(view: MessageView, ctx: Context) -> bool:
     body = view.body
     if not body:
@@ -293,6 +391,11 @@ def check_bare_status(view: MessageView, ctx: Context) -> bool:
     label = re.match(r"^[\w .\-]{1,30}:\s+(?=\S)", body)
     # a process's bare exit status ("exit status 1") is a code too: which command, and why?
     bare = BARE_STATUS_RE.match(body) or (label and BARE_STATUS_RE.match(body[label.end():])) or EXIT_CODE_RE.fullmatch(body)
+    # the whole message is one machine code in snake_case ("invalid_grant", "channel_not_found"); after a label
+    # the same shape is the value ("no such table: order_items")
+    bare = bare or SNAKE_CODE_RE.fullmatch(body)
+    if bare and re.search(r"\b(?:no such|unknown|not found|invalid|unsupported|unrecogni[sz]ed)\b[^:\n]*:\s*\S+$", body, re.I):
+        bare = None  # "no such function: DATE_TRUNC": after a lookup's label the code-shaped token is the value
     return bool(bare) and (bool(NUMBER_RE.search(body)) or not view.has_remedy)
 
 
@@ -319,10 +422,15 @@ def check_bare_exception(view: MessageView, ctx: Context) -> bool:
     received = runtime is not None and runtime.group(0).startswith("<class")
     if received and constraint and constraint.start() < runtime.start() and QUOTED_RE.search(view.body[: constraint.start()]):
         runtime = None
+    # a runtime message followed by what to do ("out of memory ...; reduce the batch size") has a way forward
+    if runtime and view.has_next_step and _instructs(view.body[runtime.end():]):
+        runtime = None
     if runtime and not (constraint and ": " in view.body[constraint.end() : runtime.start()]):
         return True
-    if INTERNAL_ERROR_RE.match(view.body):
+    if INTERNAL_ERROR_RE.match(re.sub(r"^(?:(?:[A-Za-z_]\w*\.)*\w*(?:Error|Exception):\s*)+", "", view.body)):
         return True  # "internal error: gqlClient is required ...": the server's own fault, nothing for the caller
+    if _runtime_class_without_caller_value(view):
+        return True
     if view.has_remedy and not EXCEPTION_LINE_RE.search(view.prose):
         return False
     head = view.body.split("\n", 1)[0].strip()
@@ -332,7 +440,10 @@ def check_bare_exception(view: MessageView, ctx: Context) -> bool:
         # "KeyError: 'x'": the exception names a key or value, not what was wrong with the request
         # (a quoted sentence, "'No time zone found with key X'", is a message, judged as one).
         quoted_words = [m.group(0) for m in QUOTED_RE.finditer(tail) if " " not in m.group(0).strip()]
-        bare = len(_WORD_RE.findall(QUOTED_RE.sub(" ", tail))) <= 1 and (quoted_words or not tail.strip())
+        # "KeyError: 0", "IndexError: 3": a bare number is a key as much as a quoted word is
+        bare = len(_WORD_RE.findall(QUOTED_RE.sub(" ", tail))) <= 1 and (
+            quoted_words or not tail.strip() or bool(re.fullmatch(r"\s*-?\d+\s*", tail))
+        )
         # ... unless the class itself says what went wrong ("UnknownTimeZoneError: 'Mars/Olympus'"): a class
         # named only by the runtime's generic words (KeyError, LookupError, RuntimeError) says nothing
         if bare and (not tail.strip() or not _domain_class(EXCEPTION_NAME_RE.match(head).group(0))):
@@ -347,11 +458,83 @@ def check_bare_exception(view: MessageView, ctx: Context) -> bool:
     return False
 
 
+# The runtime's own exception classes (Python's builtins, JavaScript's, .NET's System.*, Java's java.lang.*, Go's
+# runtime panic), heading the message, maybe behind a program's label ("sklearn: ValueError: ...").
+RUNTIME_CLASS_HEAD_RE = re.compile(
+    # (not AssertionError, whose message a test author wrote, nor the argument-validation classes of Java and .NET)
+    r"^(?:[\w.\-]+: )?(?:(?:builtins\.)?(?:Value|Type|Index|Key|Attribute|Runtime|ZeroDivision|Overflow|Recursion|"
+    r"NotImplemented|UnboundLocal|Memory|Buffer|Lookup|Arithmetic|EOF|Unicode\w*|System|Range|Reference)Error|StopIteration|"
+    r"System\.(?:[A-Z]\w*\.)*(?!\w*Argument)[A-Z]\w*Exception|java\.lang\.(?!\w*Argument)[A-Z]\w*(?:Exception|Error)|"
+    r"panic: runtime error)(?::\s*|\s*$)"
+)
+
+
+def _runtime_class_without_caller_value(view: MessageView) -> bool:
+    """A runtime exception whose message names nothing the caller passed: its numbers, shapes and sizes are the
+    program's ("index 5 is out of bounds for axis 0 with size 3", "not enough values to unpack (expected 3, got 2)")."""
+    m = RUNTIME_CLASS_HEAD_RE.match(view.body)
+    # what the program expected ("expected 3, got 2") is its own contract, not a remedy; an instruction is one
+    if m is None or _instructs(view.body) or NAMES_CALLER_VALUE_RE.search(view.body):
+        return False
+    tail = view.body[m.end():]
+    if _tool_wording(m.group(0), tail):
+        return False
+    if re.search(
+        r"\b(?:is|are|was|were) (?:negative|non-positive|zero)\b|\bdoes(?: not|n't) match (?:the )?[a-z]\w*|"
+        r"\b(?:more|less) recent\b|\b(?:newer|older) than\b",
+        tail,
+    ):
+        return False  # "timeout value is negative", "length of values (3) does not match length of index (4)": said of named things
+    if re.search(r"\d+(?:[.:]\d+){2,}|\d/\d", tail):
+        return False  # an address or a version it was given ("10.0.0.1/24 has host bits set")
+    # numbers, shapes and the runtime's own type names ('float', 'NoneType') are the program's, not the caller's
+    values = [
+        v for v in find_specifics(tail)
+        if not re.fullmatch(r"[\d.,:;x\-\[\]() ]+", v) and not BUILTIN_TYPE_RE.fullmatch(v.strip("'\"`"))
+        and not re.fullmatch(r"[a-z]+(?:-[a-z]+)+", v)  # an English compound ("zero-size", "out-of-bounds")
+    ]
+    return not values
+
+
+# Python's builtin classes that no JavaScript runtime raises. CPython words its own messages in lower case ("list index
+# out of range", "month must be in 1..12"); a capitalised sentence that names a thing by its proper name ("User Alice
+# already in the users list") is a tool's own message raised with the builtin class, and one that states a
+# precondition on the caller's input ("Cannot choose from an empty sequence") is rule 18's.
+_PYTHON_ONLY_CLASS_RE = re.compile(
+    r"^(?:[\w.\-]+: )?(?:builtins\.)?(?:Value|Index|Key|Attribute|Runtime|ZeroDivision|Overflow|Recursion|NotImplemented|"
+    r"UnboundLocal|Memory|Buffer|Lookup|Arithmetic|EOF|Unicode\w*|System)Error\b"
+)
+
+
+def _tool_wording(head: str, tail: str) -> bool:
+    """Whether a builtin exception's message is the program's own account of what the caller gave, not the runtime's
+    internals: after a Python-only class, a capitalised sentence naming a thing by its proper name or stating a
+    precondition on the input ("Cannot choose from an empty sequence"); a requirement said of a named thing ("Currency code
+    is required", not "a real number is required"); a rejected value shown after its label ("Invalid count value:
+    -1"); an argument named before what it expected ("key: expected bytes or bytearray")."""
+    if _PYTHON_ONLY_CLASS_RE.match(head) and re.match(r"[A-Z][a-z]", tail):
+        if re.search(r"\s[A-Z][a-z]+\b", tail) or re.match(r"Cannot \w+ [\w ]{0,30}?\ban? empty \w+", tail):
+            return True
+    if re.search(r"(?:^|[.;:]\s+)(?!(?:an?|the|it|this)\s)[A-Za-z][\w ]{0,40}? (?:is|are) required\b", tail):
+        return True
+    if re.search(r"\binvalid [a-z][\w ]{0,30}?: ?\S", tail, re.IGNORECASE):
+        return True
+    return bool(re.match(r"[a-z_]\w*: expected\b", tail))
+
+
+# the runtime's own type names, Python's and the C library's beneath it ("out of range for platform time_t")
+BUILTIN_TYPE_RE = re.compile(
+    r"int|float|str|bytes|bool|list|dict|tuple|set|frozenset|NoneType|object|complex|type|function|"
+    r"(?:Py_)?s?size_t|time_t|off_t|u?int(?:8|16|32|64)_t|u?intptr_t|ptrdiff_t"
+)
+
+
 # The words of the runtime's own exception classes: KeyError, IndexError, LookupError, RuntimeError, OSError...
 _RUNTIME_CLASS_WORDS = frozenset(
     "key index attribute value type lookup runtime assertion os io environment reference range syntax name not "
     "implemented unicode decode encode overflow zero division memory recursion stop iteration base exception error "
-    "internal client server http request response api service generic unknown fatal system".split()
+    "internal client server http request response api service generic unknown fatal system exit keyboard interrupt "
+    "cancelled canceled".split()
 )
 
 
@@ -374,6 +557,8 @@ OPERATION_LABEL_RE = re.compile(r"^[A-Za-z_][\w.\-]*:\s+(?=[A-Za-z])")
 def check_not_found_unnamed(view: MessageView, ctx: Context) -> bool:
     if not view.english or not NOT_FOUND_RE.search(view.body) or view.has_remedy:
         return False
+    if NAMES_CALLER_VALUE_RE.search(view.body):
+        return False  # "ls: notes: No such file or directory": the operand before the errno text is what was missing
     label = OPERATION_LABEL_RE.match(view.body)
     if label and not find_specifics(view.body[label.end():]):
         return True
@@ -390,6 +575,8 @@ def check_invalid_without_expected(view: MessageView, ctx: Context) -> bool:
         return False
     if NAMES_CALLER_VALUE_RE.search(view.body):
         return False  # "EISDIR: illegal operation on a directory, unlink '/tmp'": errno, operation and path
+    if re.search(r"\b(?:perhaps|maybe|possibly|probably|likely)\b[^.;\n]{0,60}?\b(?:is|are) (?:invalid|wrong|incorrect)\b", view.body, re.I):
+        return False  # "Could not route to /zones/..., perhaps your object identifier is invalid?": a diagnosis, no rejection
     # the value of a standard form must be given, quoted or after a colon ("unknown url type: ftp2"), not just any
     # name ("Invalid JSON argument used with github for create_issue" does not show the JSON)
     form = STANDARD_FORM_RE.search(view.body)
@@ -403,6 +590,9 @@ def check_invalid_without_expected(view: MessageView, ctx: Context) -> bool:
     # "Unknown resource: 'data://users/42'": the value is an address (URI, path), looked up like an id, not a
     # value of an enumeration; naming it is enough
     if re.search(r"\bunknown\b", view.body, re.IGNORECASE) and re.search(r"\b[a-z][\w+.\-]*://\S", view.body, re.IGNORECASE):
+        return False
+    # a parser's rejected character or token, shown (rule 11): "illegal character: ^", "unexpected token '}'"
+    if re.search(r"\b(?:character|char|token)s?\b:?\s*(?:['\"`‘][^'\"`’\n]{1,20}['\"`’]|[^\s\w](?=\s|$))", view.body, re.I):
         return False
     # a rejection that says why ("Invalid code: this code has been revoked", "hunk for path 'x' is empty")
     if STATE_RE.search(view.body):
@@ -422,7 +612,12 @@ SYNTAX_REPORT_RE = re.compile(
 # A compiler's or linter's diagnostic heads with the source position it is about ("a.c:1:20: error: ...",
 # rustc's " --> b.rs:1:12"): one location in the code the model wrote, pointing at the fix; not a stack of frames.
 DIAGNOSTIC_LOCATION_RE = re.compile(
-    r"^[\w.\-/\\]+:\d+(?::\d+)?: (?:fatal )?(?:error|warning|note)\b|^\s*--> [\w.\-/\\]+:\d+(?::\d+)?\s*$",
+    r"^[\w.\-/\\]+:\d+(?::\d+)?: (?:fatal )?(?:error|warning|note)\b|^\s*--> [\w.\-/\\]+:\d+(?::\d+)?\s*$|"
+    # Go's compiler gives file, line and column and no severity: "./main.go:5:2: undefined: x"
+    r"^\.{0,2}/?[\w.\-/\\]+\.\w{1,5}:\d+:\d+: (?=\S)|"
+    # Ruby heads its message with the one place it happened: "main.rb:3:in `<main>': undefined ..." (later
+    # "from x.rb:2:in ..." lines are still frames)
+    r"^[\w.\-/\\]+\.rb:\d+:in `[^'\n]+': (?=\S)",
     re.MULTILINE,
 )
 
@@ -441,7 +636,9 @@ def check_html_or_blob(view: MessageView, ctx: Context) -> bool:
     if text and len(_CONTROL_RE.findall(text)) > max(2, len(text) // 20):
         return True
     stripped = text.rstrip()
-    if len(stripped) >= 200 and (stripped.endswith(("...", "…")) or (stripped[0] in "{[" and view.obj is None and stripped[-1] not in "}]")):
+    # a cut-off JSON document; "[ERROR] Failed to ..." opens with a log level, not with JSON
+    json_like = re.match(r"\s*(?:\{\s*[\"'}]|\[\s*[\"{\[\d\-\]])", stripped) is not None
+    if len(stripped) >= 200 and (stripped.endswith(("...", "…")) or (json_like and view.obj is None and stripped[-1] not in "}]")):
         return True
     return False
 
@@ -458,7 +655,7 @@ def check_transient_no_guidance(view: MessageView, ctx: Context) -> bool:
         return False
     if RETRY_GUIDANCE_RE.search(view.prose) or view.json_keys & {"is_retriable", "retry_after", "retry_after_seconds", "retryable"}:
         return False
-    if IMPERATIVE_RE.search(view.body) or RECOVERY_RE.search(view.body):
+    if _instructs(view.body) or RECOVERY_RE.search(view.body):
         return False  # "... or have a connection issue. Try a different URL or approach.": a way forward
     return True
 
@@ -492,37 +689,69 @@ INTERNAL_NOT_READY_RE = re.compile(
 
 # Where in an input a parser stopped: "line 1, column 8", "at position 4", "(char 5)".
 POSITION_RE = re.compile(
-    r"\b(?:(?:at )?line \d+\s*[,:]?\s*)?(?:column|col|char|character|position|pos|offset) \d+\b(?:\s*\(char \d+\))?",
+    r"\b(?:(?:at )?line \d+\s*[,:]?\s*)?(?:column|col|char|character|position|pos|offset) \d+\b(?:\s*\(char \d+\))?|"
+    # an input's name and a line number heading the message: "(standard_in) 2: syntax error", "<stdin>:3: parse error"
+    r"^\s*(?:\([\w.\-]+\)|<[\w.\-]+>|-|stdin|standard[ _]input)(?: |:)\d+(?::\d+)?:(?=\s)|"
+    # a shell's script line: "sh: 1: Syntax error: ...", "bash: line 3: syntax error ..."
+    r"^\s*(?:[\w.\-/]*sh): (?:line )?\d+:(?=\s)",
+    re.IGNORECASE | re.MULTILINE,
+)
+PARSE_RE = re.compile(
+    r"\b(?:pars(?:e|er|ing)|syntax|token|tag|literal|delimiter|decod\w+|unterminated|unbalanced|unmatched|unclosed)\b|"
+    r"(?:Decode|Parse|Parser|Syntax|Scanner|Expat)Error\b",
     re.IGNORECASE,
 )
-PARSE_RE = re.compile(r"\b(?:pars(?:e|er|ing)|syntax|token|tag|literal|delimiter|decod\w+)\b", re.IGNORECASE)
 
 
 def _only_a_position(view: MessageView) -> bool:
     """A parser's message whose only value is where it stopped: the model cannot see that input (labelling rule 11)."""
     if not PARSE_RE.search(view.body) or not POSITION_RE.search(view.body):
         return False
-    return not find_specifics(POSITION_RE.sub(" ", view.body))
+    # the exception's class ("json.decoder.JSONDecodeError") is a label, not a value
+    return not find_specifics(EXCEPTION_CLASS_TOKEN_RE.sub(" ", POSITION_RE.sub(" ", view.body)))
+
+
+_STATE_FILLER = frozenset("exists exist is are was were be been action".split())
+# the state words that say nothing of what is in the state ("Insufficient Balance" names the balance)
+_BARE_STATE_WORDS = frozenset(
+    "already expired blocked locked disabled suspended closed cancelled canceled archived deleted declined revoked "
+    "in progress use read only empty is are was were".split()
+)
 
 
 def check_vague(view: MessageView, ctx: Context) -> bool:
     if view.english and INTERNAL_NOT_READY_RE.match(view.body) and not view.has_remedy and not _transient_named(view):
         return True
-    specific = view.specifics and not _only_a_position(view)
-    if not view.english or specific or view.has_remedy or STATE_RE.search(view.body) or _retry_guided(view):
+    position_only = _only_a_position(view)
+    specific = view.specifics and not position_only
+    # a parser's defect ("Unterminated string", "nothing to repeat") is no state when a position is all it shows
+    state = None if position_only else STATE_RE.search(view.body)
+    # "Expired", "Already exists", "Action blocked": a state of no named thing, in a word or three
+    if (
+        state
+        and len(_WORD_RE.findall(view.body)) <= 3
+        and set(_WORD_RE.findall(state.group(0).lower())) <= _BARE_STATE_WORDS
+        and not [w for w in _WORD_RE.findall(STATE_RE.sub(" ", view.body).lower()) if w not in GENERIC_WORDS | _STATE_FILLER]
+    ):
+        state = None
+    if not view.english or specific or view.has_remedy or state or _retry_guided(view):
         return False
-    if SELF_DESCRIBING_RE.search(view.body):
-        return False  # "not a valid key, value dictionary" names the expected form
-    # Long prose usually explains itself; the rule targets short statements with nothing to act on.
-    return 0 < len(_content_words(view)) <= 8
+    self_describing = SELF_DESCRIBING_RE.search(view.body)
+    if self_describing and not NUMERIC_KIND_RE.fullmatch(self_describing.group(0)):
+        return False  # "not a valid key, value dictionary" names the expected form; "Invalid length" names no value
+    if NAMES_CALLER_VALUE_RE.search(view.body):
+        return False  # "ReferenceError: lodash is not defined": the name the caller's code used
+    # Long prose usually explains itself; the rule targets short statements with nothing to act on. A parser's
+    # account of where it stopped is longer and still shows nothing (labelling rule 11).
+    return 0 < len(_content_words(view)) <= (20 if position_only else 8)
 
 
 # "Background process history lookup failed for PID 4242", "Path resolution failed", "Command '[...]' returned
 # non-zero exit status 1": the failure and its target, no cause.
 FAILED_AFTER_RE = re.compile(
-    r"^(?P<what>[^\n]{1,120}?) (?:failed|was unsuccessful|returned non-zero exit status \d+|"
+    r"^(?P<what>[^\n]{1,120}?) (?:failed|was unsuccessful|returned non-zero exit status \d+|returned \d+ exit status|"
     r"returned (?:no (?:results?|data|output|response)|nothing|an empty (?:result|response))|"
-    r"(?:exited|failed) with (?:exit )?(?:code|status) \d+)\b(?: (?:for|on|with|at|in))?(?P<rest>.*)$",
+    r"(?:exited|failed|completed|finished|terminated) with (?:exit |return )?(?:code|status) \[?\d+\]?)(?!\w)(?: (?:for|on|with|at|in))?(?P<rest>.*)$",
     re.IGNORECASE | re.DOTALL,
 )
 
@@ -538,6 +767,10 @@ TYPED_CONVERSION_RE = re.compile(
 def check_failure_without_cause(view: MessageView, ctx: Context) -> bool:
     if not view.english or view.has_remedy:
         return False
+    # a chain of failure reports whose last link is only an exit status ("... failed: ...: exit status 1")
+    head, sep, last = view.body.rpartition(": ")
+    if sep and EXIT_CODE_RE.fullmatch(last.strip(" .")) and FAILURE_REPORT_RE.search(head) and not _transient_named(view):
+        return True
     before = FAILURE_CLAUSE_RE.match(view.body)
     m = before or FAILED_AFTER_RE.match(view.body)
     if m is None and not _transient_named(view):
@@ -558,18 +791,32 @@ def check_failure_without_cause(view: MessageView, ctx: Context) -> bool:
     # "UNIQUE constraint failed: users.email": the thing that failed is a named rule, which is the cause
     if not before and re.search(r"\b(?:constraint|assertion|precondition)\b", m.group("what"), re.IGNORECASE):
         return False
-    rest = m.group("rest")
+    rest = ELSEWHERE_RE.sub(" ", m.group("rest"))  # "due to 2 previous errors" points elsewhere: no cause
+    if not before and "\n" in rest.strip():
+        # "patch failed: a.txt:1\nerror: a.txt: patch does not apply": a later line that reports the failure again
+        # restates it, as a later sentence does after "Could not ..."
+        first, *later = rest.split("\n")
+        rest = "\n".join([first, *(x for x in later if not FAILURE_REPORT_RE.search(x))])
+    if ": " in rest and re.fullmatch(rf"(?:{ERRNO_TEXTS})", rest.rsplit(": ", 1)[1].strip(" ."), re.IGNORECASE) and (
+        PATH_RE.search(rest) or QUOTED_RE.search(rest)
+    ):
+        return False  # "Could not open /var/db.sqlite: permission denied": the errno text on its path is the cause
     if before and ": " in rest and _uninformative_cause(rest.split(": ", 1)[1]):
         return True  # "Error getting database size: Authentication required.", "...: command terminated with exit code 127"
     if before and ": " in rest:
         # "unable to open database '/tmp': unable to open database file": a cause that only repeats the failure
         target, cause = rest.rsplit(": ", 1)
+        whole = rest.split(": ", 1)[1]  # the cause may hold its own label's colon: "No element found for selector: #x"
+        if any(NOT_FOUND_RE.search(c) and find_specifics(c) for c in (cause, whole)):
+            return False  # '...: namespaces "staging" not found': a lookup that missed, with its value, is the cause
         said = set(_content_words_of(view.body[: m.start("rest")] + " " + target))
         balanced = target.count("(") == target.count(")")
         words = _content_words_of(QUOTED_RE.sub(" ", cause))
         if balanced and words and not [w for w in words if w not in said]:
             return True
-    if re.search(r"\b[1-5]\d\d\b|(?-i:\bE[A-Z]{3,}\b)|\b(?:because|due to|since|caused by)\b", EXIT_CODE_RE.sub(" ", rest), re.IGNORECASE):
+    # a client-error status on the named target says what was wrong with it (404: it does not exist); a server
+    # error (500) is the server's fault and says nothing the caller can act on
+    if re.search(r"\b4\d\d\b|(?-i:\bE[A-Z]{3,}\b)|\b(?:because|due to|since|caused by)\b", EXIT_CODE_RE.sub(" ", rest), re.IGNORECASE):
         return False
     if before and ": " in rest and _value_only(rest.rsplit(": ", 1)[1]):
         # "failed to resolve git reference: refs/heads/x": after the colon comes the target (a value), no cause;
@@ -582,7 +829,7 @@ def check_failure_without_cause(view: MessageView, ctx: Context) -> bool:
         # "Failed to parse manifest 'app.yaml'": the words before the first value describe the target
         # (the object of the verb); only what follows the target can be the cause
         first = min((m.end() for regex in (PATH_RE, URL_RE, QUOTED_RE, IDENT_RE, NUMBER_RE) for m in [regex.search(rest)] if m), default=0)
-        if first and len(_WORD_RE.findall(rest[:first])) <= 6:
+        if first:
             rest = rest[first:]
     # "for user bob", "with name Alice": a value introduced by the attribute it was looked up by is the target
     for attribute in ATTRIBUTE_VALUE_RE.finditer(view.body):
@@ -590,15 +837,22 @@ def check_failure_without_cause(view: MessageView, ctx: Context) -> bool:
         rest = re.sub(rf"\b(?:{'|'.join(_ATTRIBUTE_NAMES)})\s+{re.escape(value)}\b", " ", rest) if value else rest
     for regex in (PATH_RE, URL_RE, QUOTED_RE, IDENT_RE, NUMBER_RE):
         rest = regex.sub(" ", rest)
-    return len(_content_words_of(rest)) <= (0 if before else 1)
+    # a short parenthetical after the target still describes it: "could not compile `app` (bin "app")"
+    rest = re.sub(r"\(\s*(?:\w+\s*){0,2}\)", " ", rest)
+    # after "X failed:" the colon introduces the cause, so one word there is already one ("... failed: invalid
+    # URL scheme 'htp'"); after "X failed for ..." one noun naming the target ("for PID 4242") is still the target
+    after_colon = not before and re.match(r"\s*[:;]", m.group("rest")) is not None
+    return len(_content_words_of(rest)) <= (0 if before or after_colon else 1)
 
 
 # A failure reported anywhere in a sentence: "Booking BK-1 could not be updated", "Error processing request for
 # user 42", "Payment for order 7781 was not successful", "Tool execution error in get_weather".
 FAILURE_REPORT_RE = re.compile(
     r"\b(?:failed|failure|fail(?:s|ing)?|error(?:ed)?|could ?n[o']t (?:be )?\w+|unable to \w+|(?:was|were) (?:not |un)successful|"
+    r"(?:raised|threw|thrown) an? (?:exception|error)|returned (?:an? )?(?:error|status)?:? ?5\d\d|abort(?:ed|ing)|"
+    r"exception(?= (?:in|while|during|when|occurred)\b)|"
     r"can(?:no|')t (?:process|complete|perform|handle|execute|fulfil+) |did not succeed|went wrong|unexpected(?:ly)? (?:error|problem|issue|failure|happened)|something unexpected|"
-    r"(?:could|can) not be (?:performed|completed|processed|done))\b",
+    r"(?:could|can) not be (?:performed|completed|processed|done)|(?:does|did) not apply)\b",
     re.IGNORECASE,
 )
 # "syntax error", "decode error", "validation error": the kind of error names what went wrong; other rules judge
@@ -620,6 +874,12 @@ _STANDARD_TARGET_RE = re.compile(
 _CAUSE_SEPARATOR_RE = re.compile(r":\s+|\s+-+\s+|;\s+|\b(?:because|due to|since|caused by|as a result of)\b", re.IGNORECASE)
 
 
+ELSEWHERE_RE = re.compile(
+    r"\b(?:due to|because of|caused by|see) (?:the |some )?(?:\d+ )?(?:previous|above|earlier|prior|other|\w+ion)? ?errors?\b",
+    re.IGNORECASE,
+)
+
+
 def _failure_reported_without_cause(view: MessageView) -> bool:
     """The text reports that something failed, and on what, but nothing says why or what to do.
 
@@ -632,6 +892,8 @@ def _failure_reported_without_cause(view: MessageView) -> bool:
         return False
     if NAMES_CALLER_VALUE_RE.search(body) or ERRNO_RE.match(body) or re.search(r"\b(?:constraint|assertion)\b", body, re.I):
         return False
+    if NOT_FOUND_RE.search(body) or re.search(r"\b(?:could ?n[o']t|can(?:no|')t|unable to) (?:find|locate)\b", body, re.I):
+        return False  # "Couldn't find package 'x'": a lookup that missed, judged as not-found (LS104) wherever it sits
     if re.search(r"(?-i:\bE[A-Z]{3,}\b)", body):
         return False  # an errno name is a cause
     if _CAUSE_KIND_RE.search(body) or _STANDARD_TARGET_RE.search(body):
@@ -642,7 +904,8 @@ def _failure_reported_without_cause(view: MessageView) -> bool:
         return False  # "a.go:3:1: error: undefined: x": "error" is the diagnostic's severity, not a report
     head = body[: report.end()]
     said = set(_content_words_of(_without_values(head)))
-    tail = body[report.end() :]
+    # a cause that points at errors reported elsewhere says nothing: "due to compilation errors", "see previous errors"
+    tail = ELSEWHERE_RE.sub(" ", body[report.end() :])
     sep = _CAUSE_SEPARATOR_RE.search(tail)
     cause = tail[sep.end() :] if sep else ""
     # the other sentences may give the cause; a sentence that reports a failure again does not
@@ -672,7 +935,9 @@ _ATTRIBUTE_NAMES = ("name", "id", "key", "email", "title", "slug", "code", "user
 
 
 # "exit code 127", "exit status 2": a process's exit status, not an HTTP status
-EXIT_CODE_RE = re.compile(r"\bexit(?:ed)? (?:with )?(?:code|status) -?\d+\b", re.IGNORECASE)
+EXIT_CODE_RE = re.compile(
+    r"\bexit(?:ed)? (?:with )?(?:return |exit )?(?:code|status):? \[?-?\d+\b\]?|\breturned -?\d+ exit status\b", re.IGNORECASE
+)
 # Words a cause can consist of without saying anything: "Authentication required", "command terminated with
 # exit code 127", "access denied" (which credential, which permission, why did the command fail?)
 _EMPTY_CAUSE_WORDS = frozenset(
@@ -704,7 +969,13 @@ def _value_only(text: str) -> bool:
 
 
 def _content_words_of(text: str) -> list[str]:
-    return [w for w in _WORD_RE.findall(text.lower()) if w not in GENERIC_WORDS and w not in _TARGET_WORDS]
+    return [
+        w for w in _WORD_RE.findall(text.lower()) if w not in GENERIC_WORDS and w not in _TARGET_WORDS and w not in _ATTEMPT_WORDS
+    ]
+
+
+# How often it was tried is not why it failed: "Task 91 failed after 3 attempts", "Retry 3/3 failed"
+_ATTEMPT_WORDS = frozenset("after attempts attempt retries retry retried tries tried times".split())
 
 
 # Words that name the kind of target of a failure, not its cause ("file", "directory", "content").

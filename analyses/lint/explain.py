@@ -71,6 +71,13 @@ def evidence(rule_id: str, view: MessageView, ctx: c.Context) -> str:
         shown = _q(" ".join(words)) if words else "no text at all"
         return f"only generic words ({shown}); looked for a value, a field or a next step: none"
     if rule_id == "LS102":
+        head = c.RUNTIME_CLASS_HEAD_RE.match(body)
+        if head and not c.RUNTIME_MESSAGE_RE.search(body) and c._runtime_class_without_caller_value(view):
+            return (
+                f"{_q(head.group(0).rstrip(': '))} is the runtime's own exception and the message names no value the "
+                "caller passed (its numbers, sizes and types are the program's); looked for a value, a path or a "
+                "next step: none"
+            )
         hit = _first(c.RUNTIME_MESSAGE_RE, body) or _first(c.EXCEPTION_NAME_RE, body.split("\n", 1)[0].strip())
         hit = hit or _first(c.EXCEPTION_LINE_RE, view.prose) or "an exception name"
         return f"{_q(hit)} is a runtime/exception message written for the programmer"
@@ -87,6 +94,12 @@ def evidence(rule_id: str, view: MessageView, ctx: c.Context) -> str:
         hit = _first(c.INVALID_RE, body) or "invalid"
         return f"{_q(hit)}; looked for the expected format, the allowed values or an example: none"
     if rule_id == "LS106":
+        if c._only_a_position(view):
+            where = _first(c.POSITION_RE, body) or "a position"
+            return (
+                f"the only value is where the parser stopped ({_q(where.strip())}), in input the model cannot see; "
+                "looked for the token at fault or what was expected there: none"
+            )
         words = [w for w in _WORD_RE.findall(body.lower()) if w not in GENERIC_WORDS]
         return (
             f"a short statement ({_q(' '.join(words) or body)}); looked for a value, a field, a limit or a next "

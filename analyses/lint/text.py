@@ -39,10 +39,13 @@ from typing import Any
 
 # Prefixes that carry no information: "Error:", "ERROR:", "fatal:", "<error>…</error>".
 _PREFIX_RE = re.compile(
-    r"^\s*(?:(?:error|err|fatal|exception|warning|fehler|erreur)\s*(?:\[\w+\])?\s*[:\-]\s*)+",
+    r"^\s*(?:(?:error|err|fatal|exception|warning|fehler|erreur)\s*(?:\[\w+\])?\s*(?::|-(?!\d))\s*|npm (?:ERR!|error)\s+|"
+    r"\[(?:error|err|fatal)\]\s+)+",
     re.IGNORECASE,
 )
 _ERROR_TAG_RE = re.compile(r"</?error>", re.IGNORECASE)
+# apt's and dpkg's one-letter severity: "E: Unable to locate package x", "W: ..."
+_LETTER_PREFIX_RE = re.compile(r"^\s*(?-i:[EW]):\s+")
 # Wrapper prefixes that name the error class or the plumbing, not the failing value: botocore's
 # "An error occurred (NoSuchBucket) when calling the ListObjectsV2 operation: ", ToolBench's
 # "Function executing from my_tools.x.api import f error...\n".
@@ -60,6 +63,10 @@ BOILERPLATE_ADVICE_RE = re.compile(
     r"(?:please )?check the logs?(?: for (?:more )?details)?|"
     r"(?:please )?(?:check|verify|review) (?:your|the) (?:input|request|parameters|arguments|data)(?: and try again)?|"
     r"please contact (?:support|the administrator)|for further information visit \S+|"
+    # asking to quote a reference to support: "Please include this ErrorId if you contact support: 1234"
+    r"(?:please )?(?:include|quote|provide|mention) (?:this|the) [\w ]{0,20}?(?:id|reference|number|code)\b[^.\n]{0,40}|"
+    # a link "for more info" is the same for every error of the API: "Go to https://... for more info."
+    r"(?:please )?(?:go to|visit|see|refer to|check|read) \S+ for (?:more|further|additional) (?:info(?:rmation)?|details)\.?|"
     # "retry with a properly formatted JSON argument" restates the rejection; it names no fix
     r"(?:please )?(?:retry|try again) with (?:a |an )?(?:properly formatted|valid|correct|proper) [\w ]{0,30}?(?=[.!]|$)|"
     # "Please pass a valid API key", "Provide a correct value": asks for a valid one without saying what valid is
@@ -69,7 +76,10 @@ BOILERPLATE_ADVICE_RE = re.compile(
 )
 
 QUOTED_RE = re.compile(
-    r"'[^'\n]{1,200}'|\"[^\"\n]{1,200}\"|`[^`\n]{1,200}`|«[^»\n]{1,200}»|»[^«\n]{1,200}«|“[^”\n]{1,200}”|‘[^’\n]{1,200}’"
+    # GNU's older quoting, `like this' ("syntax error near unexpected token `fi'"), before the plain forms
+    # a quote does not open inside a word: the apostrophe of "Couldn't" or "card's" is no quote (a literal's
+    # prefix, as in b'ab', is)
+    r"`[^`'\n]{1,200}'(?![\w'])|(?:(?<![A-Za-z])|(?<=\b[bruBRU]))'[^'\n]{1,200}'|\"[^\"\n]{1,200}\"|`[^`\n]{1,200}`|«[^»\n]{1,200}»|»[^«\n]{1,200}«|“[^”\n]{1,200}”|‘[^’\n]{1,200}’"
 )
 URL_RE = re.compile(r"\b[a-z][a-z0-9+.\-]*://[^\s'\"<>)\]]+", re.IGNORECASE)
 EMAIL_RE = re.compile(r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}\b")
@@ -91,12 +101,14 @@ CONSTRAINT_RE = re.compile(
     r"equal|precede|follow)|can only|may only|only \w+|needs? to|has to|have to|"
     r"at least|at most|no more than|no longer than|up to \d+|between \S+ and|"
     r"(?:maximum|minimum|max|min)(?: allowed)? (?:is|of|length|size|value|number|\d)|limit(?:ed)? (?:is|to|of)|"
-    r"requires? (?:a|an|the|\w+_\w+|`)|expected|expects?|expecting (?!value\b|property name\b|',' delimiter\b)|one of|"
-    r"valid (?:values|options|types|formats?|ids?|\w+ (?:are|is))|(?:valid|allowed|accepted|supported|available)\b[\w ]{0,30}(?=:)|"
+    r"requires? (?:a|an|the|\w+_\w+|`)|expected|expects?|expecting (?!value\b)|one of|"
+    r"valid (?:values|options|types|formats?|ids?|\w+ (?:are|is))|(?:valid|allowed|accepted|supported|available|possible|permitted)\b[\w ]{0,30}(?=:)|"
     r"allowed (?:values|types|are|is)|accepted (?:values|formats?)|supported (?:values|formats?|types)|are supported|is supported|"
     r"(?:before|prior to) (?:calling|using|activating|sending|creating|running|you)|\w+ first\b|"
     r"(?:is|are) (?:an? )?\w+, not (?:an? )?\w+|"
     r"format(?:ted)? (?:is|as|like)|in the format|e\.g\.|for example|such as|looks? like)\b|"
+    # a named standard is the expected form: "not a valid ISO 4217 code", "an E.164 number", "RFC 3339"
+    r"(?-i:\b(?:ISO[ -]?\d{3,5}|RFC ?\d{3,5}|E\.164|IANA|POSIX|IEEE[ -]?\d{3,5}))\b|"
     # a usage line or a list of options states the expected form: "Usage: goto <line>", "Options: a, b, c"
     r"(?:^|\n|[.;]\s+)(?:usage|options|choices|candidates|alternatives)\s*:\s*\S",
     re.IGNORECASE,
@@ -105,8 +117,10 @@ CONSTRAINT_RE = re.compile(
 NEXT_STEP_RE = re.compile(
     # a single verb is an instruction where a clause starts ("Invalid date format. Use YYYY-MM-DD.", "...; call
     # x first", "please provide"), not mid-noun-phrase ("Invalid Add File Line", "the Use case", "Set failed")
-    r"(?:^|[.!?;:,\n(]\s*|\b(?:please|then|or|and|to|first|instead)\s+)"
-    r"(?:use|try (?!again\b)\w+|call|retry|re-?run|provide|specify|pass|set|add|remove|change|check (?!the logs?)\w+|"
+    # ("to" only when no failure or attempt precedes it: "Failed to call tool", "trying to use" report, not instruct)
+    r"(?:^|[.!?;:,\n(]\s*|\b(?:please|then|or|and|(?<!failed )(?<!unable )(?<!trying )(?<!attempting )(?<!attempted )"
+    r"(?<!tried )(?<!failure )to|first|instead)\s+)"
+    r"(?:use|try (?!again\b)\w+|call|retry(?!\s*#?\d)|re-?run|provide|specify|pass|set|add|remove|change|check (?!the logs?)\w+|"
     r"verify|ensure|convert|reduce|wait|ask|choose|select|include)\b|"
     r"\b(?:make sure|instead|did you mean|perhaps you meant|you (?:can|may|should|need|must)|consider|suggest\w*|hint|"
     r"resets? at|retry[_ ]after|after \d+ ?(?:s|ms|sec\w*|min\w*))\b",
@@ -114,14 +128,17 @@ NEXT_STEP_RE = re.compile(
 )
 # "should be a valid date or datetime" restates the rejection; it names no form (seed 002's blind case).
 VACUOUS_CONSTRAINT_RE = re.compile(
-    r"\b(?:must|should) be (?:an? )?valid (?!integer|int|number|float|boolean|bool|url|uri|email|uuid|json)\w+"
+    # a data type named is the expected form: "should be a valid list" is not vacuous
+    r"\b(?:must|should) be (?:an? )?valid (?!integer|int|number|float|boolean|bool|url|uri|email|uuid|json|list|dict|"
+    r"dictionary|string|str|array|object|tuple|set|mapping)\w+"
     r"(?: or (?:an? )?\w+)?(?=[\s,.;:]|$)",
     re.IGNORECASE,
 )
 # "X is required" says what to add only when X names something: "url is required", "An API key is required",
 # "Parameter `old_str` is required"; "Authentication required" and "Arguments are required" do not.
 REQUIRED_RE = re.compile(
-    r"([\w`'\".\-\[\]]+)\s+(?:is |are )?(?:required|missing)\b(?!\.\w)|"
+    # the subject may be two words: "The name field is required" names "name"; "Required field missing" names nothing
+    r"((?:[\w`'\".\-\[\]]+ )?[\w`'\".\-\[\]]+)\s+(?:is |are )?(?:required|missing)\b(?!\.\w)|"
     r"\bno ((?:[\w`'\".\-\[\]]+ ){0,2}[\w`'\".\-\[\]]+) (?:was |were )?(?:provided|given|specified|supplied|passed)\b",
     re.IGNORECASE,
 )
@@ -132,7 +149,8 @@ IMPERATIVE_VERBS = (
     "submit|log ?in|sign ?in|authenticate|install|update|upgrade|enable|disable|cancel|finali[sz]e|confirm|review|"
     "rename|move|restart|look ?up|replace|escape|quote|wrap|retry|fix|correct|define|import|declare|close|save|go|"
     "switch|omit|append|prepend|encode|decode|upload|download|refresh|reconnect|resubmit|modify|edit|fetch|reserve|"
-    "activate|deactivate|register|subscribe|search|list|query|book|limit|format|drop|view"
+    "activate|deactivate|register|subscribe|search|list|query|book|limit|format|drop|view|raise|lower|commit|stash|pull|"
+    "push|merge|rebase|login|grant|allow|contact|free|clear|poll"
 )
 # What follows an imperative verb: an object or a place ("Start the engine", "Call finalize_invoice",
 # "Provide only a file name"), so a noun at the start of a sentence ("Request aborted", "List index out of
@@ -141,10 +159,14 @@ _OBJECT = (
     r"(?:(?:the|a|an|your|it|its|them|this|that|these|those|only|all|any|each|every|one|another|more|less|fewer|some|"
     r"with|to|for|from|in|into|on|at|by|first|again|up|out|back|down|sure|you|valid|correct|different|new)\b|"
     # a whole word only: "Search index not loaded" is a noun phrase, not "Search in..."
-    r"[A-Za-z]+_\w+|[A-Za-z]+\(|[`'\"<])"
+    r"[A-Za-z]+_\w+|[A-Za-z]+\(|[`'\"<]|"
+    # a file name: "delete memory.json", "Read config.yaml first"
+    r"[\w\-]+\.[A-Za-z]{1,5}\b)"
 )
 IMPERATIVE_RE = re.compile(
-    rf"(?:(?:^|[.!?;\n]\s*|:\s+|\bthen\s+)(?:{IMPERATIVE_VERBS})\s+{_OBJECT}|\bplease\s+(?:{IMPERATIVE_VERBS})\b)",
+    # two verbs joined by "or"/"and" share the object: "fix or delete memory.json", "commit and push the branch"
+    rf"(?:(?:^|[.!?;\n]\s*|:\s+|\bthen\s+)(?:{IMPERATIVE_VERBS})(?:,? (?:or|and) (?:{IMPERATIVE_VERBS}))?\s+{_OBJECT}|"
+    rf"\bplease\s+(?:{IMPERATIVE_VERBS})\b)",
     re.IGNORECASE,
 )
 # JSON keys that carry a remedy in a structured error body.
@@ -152,7 +174,7 @@ REMEDY_KEYS = frozenset(
     {
         "hint", "hints", "suggestion", "suggestions", "next_operation", "next_step", "next_steps", "remedy", "fix",
         "expected", "valid_values", "allowed_values", "retry_after", "retry_after_seconds", "retry_after_ms",
-        "invalid_fields", "errors", "param", "field", "fields", "help", "retriesremaining", "retries_remaining",
+        "invalid_fields", "errors", "param", "field", "fields", "help", "retriesremaining", "retries_remaining", "loc",
     }
 )
 
@@ -171,6 +193,10 @@ GENERIC_WORDS = frozenset(
 )
 # "no such table: users": a short value after the last colon names what was looked up.
 _TAIL_VALUE_RE = re.compile(r"\w[^:\n]*:\s+([^:\n]{1,60}?)\s*\.?\s*$", re.MULTILINE)
+# "Table: orders not found": after a kind's colon, the token right before "not found" is the value looked up
+_LOOKED_UP_RE = re.compile(r"\w:\s+([^\s:]+) (?:was )?(?:not found|does(?: not|n't) exist)\b", re.IGNORECASE)
+# one token that holds colons itself is still the value: "No such object: nginx:latest", "Unresolvable: urn:x"
+_COLON_TOKEN_RE = re.compile(r"[^\s:]+(?::[^\s:]+)+")
 # "merge: nope - not something we can merge": an operand between a program's colon and its explanation
 _OPERAND_RE = re.compile(
     r"^[\w.\-]+: (\S{1,40}) - \w|"
@@ -180,9 +206,11 @@ _OPERAND_RE = re.compile(
 )
 # JSON keys whose values classify the error or trace the request; they are not about the failing value.
 _META_KEYS = frozenset(
-    {"type", "code", "error_code", "error", "name", "status", "request_id", "trace_id", "correlation_id",
+    {"type", "code", "error_code", "errorcode", "error", "name", "status", "request_id", "trace_id", "correlation_id",
      "documentation_url", "doc_url", "deprecated_type", "object", "traceid", "requestid", "instance", "statuscode",
-     "status_code", "success", "ok", "cod", "http_status", "httpstatus", "http_code"}
+     "status_code", "success", "ok", "cod", "http_status", "httpstatus", "http_code",
+     # the protocol and schema a body is written in ("jsonrpc": "2.0", Kubernetes' "apiVersion": "v1", "kind": "Status")
+     "jsonrpc", "apiversion", "api_version", "kind", "reason"}
 )
 
 # Text that reads like an instruction to the model, planted in a tool result (LS111). Its "imperatives"
@@ -257,15 +285,38 @@ _FIELD_POINTER_KEYS = frozenset(
 )
 
 
+# A JSON key that names what the call needed or expected: Slack's "needed": "chat:write", "required_scopes": [...],
+# "expected_format": "YYYY-MM-DD". A non-empty text or list there is the expected form.
+NEEDED_KEY_RE = re.compile(r"^(?:needed|required|expected|missing)(?:[_\-]\w+)?$|^\w+[_\-](?:needed|required|expected)$", re.I)
+
+
+# A JSON key that states a bound with a number: "available": 2 beside "requested": 5, "max_results": 100.
+LIMIT_KEY_RE = re.compile(r"^(?:available|remaining|allowed|capacity|quota|limit|max(?:imum)?|min(?:imum)?)(?:[_\-]\w+)?$", re.I)
+
+
+def _field_pointers(item: dict[str, Any]) -> set[str]:
+    """The keys of an error item that point at the input field it is about. A GraphQL error's "path" (beside its
+    "locations" or "extensions", the spec's shape) is where in the response the error surfaced, the query's own
+    field ("path": ["issue"]), not an input the caller gave."""
+    keys = {str(k).lower() for k in item} & _FIELD_POINTER_KEYS
+    if {str(k).lower() for k in item} & {"locations", "extensions"}:
+        keys.discard("path")
+    return keys
+
+
 def _remedy_field(obj: dict[str, Any]) -> bool:
     for key, value in obj.items():
         name = str(key).lower()
+        if LIMIT_KEY_RE.match(name) and isinstance(value, (int, float)) and not isinstance(value, bool):
+            return True
+        if NEEDED_KEY_RE.match(name) and isinstance(value, (str, list)) and value and not isinstance(value, bool):
+            return True
         if name not in REMEDY_KEYS or value in (None, "", [], {}):
             continue
         if name in _STRUCTURED_ONLY_KEYS and not isinstance(value, (list, dict)):
             continue
         if name in _STRUCTURED_ONLY_KEYS and isinstance(value, list) and not any(
-            isinstance(item, dict) and {str(k).lower() for k in item} & _FIELD_POINTER_KEYS for item in value
+            isinstance(item, dict) and _field_pointers(item) for item in value
         ):
             continue  # "errors": [{"code": ..., "title": "Invalid access token"}] is the error list, not field errors
         return True
@@ -295,16 +346,34 @@ def parse_object(text: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+# Words joined by underscores, no digit: a code's spelling ("not_found", "rate_limited"), not an identifier's value
+_CODE_WORD_RE = re.compile(r"[a-z]+(?:_[a-z]+)+|[A-Z]+(?:_[A-Z]+)+")
+# A tagged union's tags (Dropbox's API: ".tag": "malformed_path") and their chain in "error_summary"
+_TAG_PATH_RE = re.compile(r"[a-z][a-z_]*(?:/[a-z][a-z_]*)*/?\.{0,2}")
+_STATUS_KEYS = frozenset({"status", "statuscode", "status_code", "http_status"})
+_REQUEST_KEYS = frozenset({"path", "timestamp", "method", "endpoint", "url", "uri", "time"})
+
+
 def _strings(value: Any, out: list[str], keys: set[str], objs: list[dict[str, Any]], depth: int = 0) -> None:
     """Collect the prose a model reads from a JSON body: non-empty strings, nested bodies opened."""
     if depth > 8:
         return
     if isinstance(value, dict):
         objs.append(value)
+        # a framework's default error body (timestamp, status, error, path: Spring Boot's, Nest's) describes the
+        # request in its other fields ("path": "/api/orders"): the endpoint called, not a failing value
+        lowered = {str(k).lower() for k in value}
+        has_status = bool(lowered & _STATUS_KEYS) and "timestamp" in lowered
         for k, v in value.items():
             keys.add(str(k).lower())
             if str(k).lower() in _META_KEYS and isinstance(v, str) and " " not in v.strip():
                 continue  # an error code or request id classifies the error; it names no failing value
+            if str(k).lower() in {".tag", "error_summary"} and isinstance(v, str) and _TAG_PATH_RE.fullmatch(v.strip()):
+                continue  # a tagged union's tag and its summary, the tags joined ("path/not_found/.."): codes
+            if str(k).lower() == "id" and isinstance(v, str) and _CODE_WORD_RE.fullmatch(v.strip()):
+                continue  # a body's id that is a code word ("id": "not_found", Heroku's) is the error's kind, not a value
+            if has_status and str(k).lower() in _REQUEST_KEYS and isinstance(v, str):
+                continue
             _strings(v, out, keys, objs, depth + 1)
     elif isinstance(value, list):
         for item in value:
@@ -340,6 +409,11 @@ def is_english(text: str) -> bool:
 # "status_code=400", "HTTP 500", "code: 404" classify the failure; they name no value the model passed.
 STATUS_TOKEN_RE = re.compile(
     r"\b(?:status(?:[_ ]?code)?|http|error(?: code)?|code)\s*[=:]?\s*[1-5]\d\d\b|"
+    # a number that labels the error is a code, whatever its range: "Error -3 while ...", "(code 7)", "errno 5"
+    r"\b(?:error|errno|error code|return code)\s*[=:#]?\s*-?\d+\b|\((?:error |exit |return )?code:? -?\d+\)|"
+    # a reference to quote to support names no value the caller passed: "Reference #18.2f3c.17000", "request id: 7f3a"
+    r"\b(?:reference|ref|request[ _-]?id|trace[ _-]?id|correlation[ _-]?id|error[ _-]?id|incident(?: id)?)"
+    r"(?: if you contact support)?\s*[#:=]?\s*#?[\w.\-]*\d[\w.\-]*(?: \(-?\d+\))?|"
     # "404 Project Not Found", "400 Bad request - ...": a status that leads a reason phrase
     r"^\s*[1-5]\d\d(?=\s+[^\n]*\b(?:not found|bad request|unauthori[sz]ed|forbidden|conflict|not allowed|gone|"
     r"unprocessable|too many requests|internal server error|unavailable|error)\b)",
@@ -373,9 +447,9 @@ _ACRONYMS = frozenset(
     """
     ID IDS URL URLS URI API APIS UUID JSON XML HTML HTTP HTTPS SQL CSV TSV PDF PNG JPG JPEG GIF SVG MCP AWS GCP SSL TLS
     SSH DNS TCP UDP IP CPU GPU RAM OS UI CLI SDK JWT OTP PIN SMS CORS REST RPC GRPC GET POST PUT PATCH DELETE HEAD
-    ERROR ERR FATAL WARN INFO DEBUG TRACE OK EOF NULL NONE NAN TRUE FALSE ASCII UTF LLM AI ISO UTC GMT DB VM KB MB GB
+    ERROR ERR FATAL WARN INFO DEBUG TRACE OK EOF NULL NONE NAN NA TRUE FALSE ASCII UTF LLM AI ISO UTC GMT DB VM KB MB GB
     TB ACL RBAC IAM OAUTH SAML SSO MFA TOTP CSRF XSS DOM CSS JS TS YAML TOML INI ENV PATH HOME USER TODO SHA MD RSA PEM
-    FTP SMTP IMAP ZIP TAR GZ CRLF LF AM PM FAQ URN UTF EPERM EINTR EIO ENXIO EBADF EBUSY EXDEV EPIPE EROFS EDOM EFBIG
+    FTP SMTP IMAP ZIP TAR GZ CRLF LF AM PM FAQ URN UTF NUL BOM EPERM EINTR EIO ENXIO EBADF EBUSY EXDEV EPIPE EROFS EDOM EFBIG
     GATEWAY SERVER
     """.split()
 )
@@ -395,11 +469,40 @@ def _code_values(text: str) -> list[str]:
     ]
 
 
+# A command-line option the caller passed is a value: "ld: cannot find -lssl", "unknown option --hostt".
+FLAG_RE = re.compile(r"(?<!\S)--?[A-Za-z][\w\-]*(?:=\S+)?")
+# A diagnostic's indented detail line names its subject: "  symbol:   variable countt", "  location: class Main".
+DETAIL_LINE_RE = re.compile(r"^[ \t]{2,}[A-Za-z][\w ]{0,20}:[ \t]+(\S[^\n]{0,80})$", re.MULTILINE)
+
+
+# An exception's class, qualified or not ("ValueError", "binascii.Error", "csv.Error"), is a label, never a value.
+EXCEPTION_CLASS_RE = re.compile(r"(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*)?(?:Error|Exception|Warning)|(?:[A-Za-z_]\w*\.)+error")
+
+
+_STREAMS = frozenset({"stdin", "stdout", "stderr", "-", "(standard input)"})
+
+
+# a class name ("OSError", "sqlite3.OperationalError", "binascii.Error"), never the bare word ("Error 403")
+_EXCEPTION_CLASS_TOKEN_RE = re.compile(
+    r"\b(?:(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Warning)|(?:[A-Za-z_]\w*\.)+(?:[Ee]rror|Exception|Warning))\b"
+)
+
+
 def find_specifics(text: str) -> list[str]:
     """Concrete values the text names (quoted values, ids, numbers, paths, URLs, upper-case codes)."""
+    # the class and its module ("sqlite3.OperationalError") are removed before the text is read for values
+    text = _EXCEPTION_CLASS_TOKEN_RE.sub("exception", text)
+    return [value for value in _find_specifics(text) if not EXCEPTION_CLASS_RE.fullmatch(value)]
+
+
+def _find_specifics(text: str) -> list[str]:
     found: list[str] = []
     text = STATUS_TOKEN_RE.sub(" ", text)
-    found.extend(a or b for a, b in _OPERAND_RE.findall(text))
+    found.extend(FLAG_RE.findall(text))
+    # a character named after "character": "illegal character: ^", "unexpected character '}'"
+    found.extend(m.group(2) for m in re.finditer(r"\bcharacter:?\s*(['\"`]?)([^\s\w])\1(?=\s|$)", text, re.I))
+    # the standard streams are no operand the caller named ("gzip: stdin: unexpected end of file")
+    found.extend(v for a, b in _OPERAND_RE.findall(text) if (v := a or b).lower() not in _STREAMS)
     found.extend(_code_values(text))
     found.extend(KEBAB_RE.findall(text))
     found.extend(CALL_RE.findall(text))
@@ -409,20 +512,28 @@ def find_specifics(text: str) -> list[str]:
             found.append(value)
     for regex in (QUOTED_RE, URL_RE, EMAIL_RE, ISO_DATE_RE, PATH_RE, IDENT_RE, NUMBER_RE):
         found.extend(m.group(0) for m in regex.finditer(text) if not ERROR_CODE_RE.fullmatch(m.group(0)))
-    for m in _TAIL_VALUE_RE.finditer(text):
-        words = _WORD_RE.findall(m.group(1).lower())
-        head = set(_WORD_RE.findall(m.group(0)[: m.start(1) - m.start(0)].lower()))
+    found.extend(m.group(1) for m in _LOOKED_UP_RE.finditer(text) if m.group(1).lower() not in GENERIC_WORDS | _EN_WORDS)
+    tails = [(m.group(1), m.group(0)[: m.start(1) - m.start(0)]) for m in _TAIL_VALUE_RE.finditer(text)]
+    for line in text.split("\n"):
+        head, sep, token = line.rpartition(": ")
+        token = token.strip().rstrip(".")
+        if sep and head[:1].isalnum() and _COLON_TOKEN_RE.fullmatch(token):
+            tails.append((token, head))
+    for value, head_text in tails:
+        words = _WORD_RE.findall(value.lower())
+        head = set(_WORD_RE.findall(head_text.lower()))
         # "GitHub API Error: GitHub API error" repeats its prefix: a formatter's default, not a value.
         # a block on its own line after the colon is shown text ("...near line 42:\n    return total")
-        one_token = len(m.group(1).split()) == 1 or "\n" in m.group(0)[: m.start(1) - m.start(0)]
+        one_token = len(value.split()) == 1 or "\n" in head_text
         if one_token and 0 < len(words) <= 3 and any(w not in GENERIC_WORDS for w in words) and not set(words) <= head:
-            found.append(m.group(1))
+            found.append(value)
     return found
 
 
 def strip_boilerplate(text: str) -> str:
     """The text without leading "Error:" prefixes, ``<error>`` tags and boilerplate advice."""
     body = _ERROR_TAG_RE.sub(" ", text)
+    body = _LETTER_PREFIX_RE.sub("", body)
     body = _PREFIX_RE.sub("", body)
     body = _WRAPPER_PREFIX_RE.sub("", body)
     body = _PREFIX_RE.sub("", body)
@@ -466,14 +577,35 @@ _KIND_WORDS = frozenset(
 
 # "Missing authentication credentials for the Greeting resource" (not "missing field": which one?)
 # A missing bracket or separator is named too: "missing } near end of file", "missing ) after argument list".
-MISSING_RE = re.compile(r"\bmissing ([\w`'\"\-\[\]]+(?: [\w`'\"\-\[\]]+)?|[{}()\[\];,<>](?=\s|$))", re.IGNORECASE)
+MISSING_RE = re.compile(r"\bmissing ([\w`'\"\-\[\]]+(?: [\w`'\"\-\[\]]+)?|[{}()\[\];,<>](?=[\s,.;:]|$))", re.IGNORECASE)
+
+
+_AUTH_STEP_WORDS = frozenset("login log sign signin auth authn authz authenticated credentials session".split())
+
+
+_AUTH_WORDS = frozenset("authentication authorization auth authn authz".split())
+_CREDENTIAL_KIND_WORDS = frozenset("token tokens header headers credential credentials".split())
+
+
+_REQUIREMENT_WORDS = ("requir", "missing", "provided", "given", "specified", "supplied", "passed")
 
 
 def _named_requirement(body: str) -> bool:
+    low = body.lower()
+    if not any(w in low for w in _REQUIREMENT_WORDS):
+        return False  # neither regex can match: skip scanning every position
     for m in [*REQUIRED_RE.finditer(body), *MISSING_RE.finditer(body)]:
         subject = next(g for g in m.groups() if g)
         words = _WORD_RE.findall(subject.lower())
-        kinds = _KIND_WORDS if m.re is MISSING_RE else frozenset()
+        # "Login required", "Sign-in required": an authentication step named only generically, like "Authentication
+        # required" (labelling rules 5 and 19); "An API key is required" names which credential
+        # "Required field missing", "value is required": which one? ("An API key is required" names a credential)
+        kinds = _KIND_WORDS if m.re is MISSING_RE else (_KIND_WORDS - {"key", "keys"}) | _AUTH_STEP_WORDS
+        bare = not re.match(r"\s*\w", body[m.end() :].split(".", 1)[0])  # nothing after it in its sentence
+        if bare and set(words) & _AUTH_WORDS and set(words) <= _AUTH_WORDS | _AUTH_STEP_WORDS | _CREDENTIAL_KIND_WORDS:
+            # "Missing Authentication Token" and no more: authentication's generic credential, neither which one, for
+            # what ("... for the Greeting resource" says that), nor how to get it
+            continue
         if subject[:1] in "`'\"{}()[];,<>" or any(w not in GENERIC_WORDS and w not in _EN_WORDS and w not in kinds for w in words):
             return True
     return False
@@ -497,9 +629,40 @@ def _instructs(body: str) -> bool:
     return False
 
 
+def _field_keys(objs: list[dict[str, Any]]) -> list[str]:
+    """Keys that name fields: a validation body maps each field to its messages (``{'name': ['Missing data for
+    required field.']}``, Rails' and marshmallow's shape), so the key is the field at fault."""
+    found: list[str] = []
+    for obj in objs:
+        if obj and all(
+            isinstance(v, list) and v and all(isinstance(x, str) for x in v) and str(k).lower() not in _PROSE_KEYS
+            for k, v in obj.items()
+        ):
+            found.extend(str(k) for k in obj)
+    return found
+
+
+# Keys whose list holds the messages themselves, not one field's messages.
+_PROSE_KEYS = frozenset({"errors", "error", "messages", "message", "detail", "details", "warnings", "non_field_errors"})
+
+
+def _parse_error_list(text: str) -> dict[str, Any] | None:
+    """A JSON array of error objects (``[{"message": ..., "errorCode": ...}]``) read as one body holding them."""
+    stripped = text.strip()
+    if not (stripped.startswith("[") and stripped.endswith("]")):
+        return None
+    try:
+        value = json.loads(stripped)
+    except ValueError:
+        return None
+    if isinstance(value, list) and value and all(isinstance(item, dict) for item in value):
+        return {"errors": value}
+    return None
+
+
 def read_message(text: str) -> MessageView:
     """Parse ``text`` into the view every rule reads."""
-    obj = parse_object(text)
+    obj = parse_object(text) or _parse_error_list(text)
     if obj is None and "{" in text:
         m = _EMBEDDED_OBJECT_RE.match(text.strip())
         if m is not None and len(_WORD_RE.findall(m.group(1))) <= 6:
@@ -523,7 +686,8 @@ def read_message(text: str) -> MessageView:
         json_keys=frozenset(keys),
         objs=objs,
     )
-    view.specifics = find_specifics(body)
+    # the detail lines are read from the text as written: their indentation is what marks them
+    view.specifics = find_specifics(body) + _field_keys(objs) + (DETAIL_LINE_RE.findall(text) if obj is None else [])
     view.has_constraint = bool(CONSTRAINT_RE.search(VACUOUS_CONSTRAINT_RE.sub(" ", body))) or _named_requirement(body)
     view.has_next_step = bool(NEXT_STEP_RE.search(body) or _instructs(body))
     return view
