@@ -907,3 +907,22 @@ def test_set_w_expat_is_a_parser(text: str, generic: bool) -> None:
 )
 def test_set_w_bare_authentication_requirement(text: str, generic: bool) -> None:
     assert lint_message(text).generic is generic, lint_message(text)
+
+
+# The rewrite of a lookup that missed names what was looked up, in the message's own noun: the head of
+# the clause before "not found", or the object of "could not find"; the generic "record" otherwise.
+@pytest.mark.parametrize(
+    ("text", "thing"),
+    [
+        ("Error: Customer not found with the given email and phone", "customer"),
+        ("The invoice you requested could not be found.", "invoice"),
+        ("Could not find that workspace.", "workspace"),
+        ("Cannot find the shipment.", "shipment"),
+        ("Warehouse was not found", "warehouse"),
+        ("Not found", "record"),
+        ("Error: not found", "record"),
+    ],
+)
+def test_not_found_rewrite_names_what_was_looked_up(text: str, thing: str) -> None:
+    finding = next(f for f in lint_message(text).findings if f.rule_id == "LS104")
+    assert finding.suggestion.startswith(f"\"No {thing} '<{thing} id>'."), finding.suggestion

@@ -58,6 +58,38 @@ def _subject(view: MessageView, default: str = "value") -> str:
     return " ".join(nouns[:2]) if nouns else default
 
 
+# What a lookup that missed was looking for: the head of the clause before "not found" ("Patient
+# not found with provided name" -> patient), or the object of "could not find" ("Couldn't find that
+# app" -> app).
+_MISSED_BEFORE_RE = re.compile(
+    r"([^\W\d_][^.:;!?\n]*?)\s+(?:was |is |were |are |could |can |does |do )?(?:not|n't|never) (?:be )?(?:found|exists?)\b",
+    re.IGNORECASE,
+)
+_MISSED_AFTER_RE = re.compile(
+    r"\b(?:could ?n[o']t|cannot|can't|unable to|did ?n[o']t|failed to) (?:find|locate) "
+    r"(?:the |that |this |a |an |any |your )?([^\W\d_]+)",
+    re.IGNORECASE,
+)
+
+
+def _looked_up(view: MessageView) -> str | None:
+    """The noun a lookup that missed was looking for, from the message's own words (None when unsure)."""
+    text = QUOTED_RE.sub(" ", view.body)
+    m = _MISSED_AFTER_RE.search(text)
+    if m:
+        word = m.group(1).lower()
+        return word if word not in _STOP and word not in GENERIC_WORDS else None
+    m = _MISSED_BEFORE_RE.search(text)
+    if not m:
+        return None
+    for word in _WORD_RE.findall(m.group(1).rsplit(": ", 1)[-1]):
+        low = word.lower()
+        if low in _STOP or low in {"error", "requested", "specified", "given", "provided"}:
+            continue
+        return low if len(low) >= 3 else None
+    return None
+
+
 def _first(regex: re.Pattern[str], text: str) -> str | None:
     m = regex.search(text)
     return m.group(0) if m else None
@@ -170,7 +202,7 @@ def suggestion(rule_id: str, view: MessageView, default: str) -> str:
         head = f"{status} " if status is not None else ""
         return f"\"{head}{body or 'error'}: <what was wrong with the request>; <what to change>.\""
     if rule_id == "LS104":
-        thing = _subject(view, "record")
+        thing = _looked_up(view) or _subject(view, "record")
         return f"\"No {thing} '<{thing} id>'. <what a valid one looks like>; use <lookup tool> to find one.\""
     if rule_id == "LS105":
         return f"\"{body}; expected <format or allowed values>, e.g. <example>.\""
