@@ -34,7 +34,7 @@ from loopscope.analyses.model import ERROR_CLASSES
 from loopscope.analyses.rows import fetch_dicts as _rows
 from loopscope.analyses.rows import class_dict, json_object
 from loopscope.analyses.selection import Selection
-from loopscope.analyses.store.relations import conversation_relations, relations
+from loopscope.analyses.store.relations import ConversationRelations, conversation_relations, relations
 
 UNRECOVERED_CLASSES = tuple(c for c in ERROR_CLASSES if c != "recovered")
 
@@ -100,6 +100,28 @@ WHERE {_PREVIOUS_ATTEMPT_CONDITION.format(
     step="$step", ts="$ts", seq="$seq",
 )}
 ORDER BY q.first_ts, q.first_seq, t.step, t.ts, t.seq
+"""
+
+# The same for several conversations at once ({errors}: their rows of errors_v,
+# store.relations.conversation_set_relations): one row per conversation that has an
+# unrecovered error, numbered on the same ordering key.
+FIRST_UNRECOVERED_EACH_SQL = f"""
+SELECT e.*
+FROM {{errors}} e
+WHERE e.error_class <> 'recovered'
+QUALIFY row_number() OVER (PARTITION BY e.conversation_id ORDER BY {_ORDER_KEY}) = 1
+"""
+# The previous attempts at each of those errors (f), by conversation, each in conversation order.
+PREVIOUS_ATTEMPTS_EACH_SQL = """
+SELECT
+    f.conversation_id AS error_conversation_id,
+    t.prompt_id, t.step, t.tool_call_id, t.tool_name, t.ts, t.outcome, t.is_error,
+    t.attempts, t.latency_ms, t.error_type, t.error_message, t.is_replay
+FROM ({firsts}) f
+JOIN {tool_calls} t ON t.conversation_id = f.conversation_id
+JOIN {prompts} q ON q.conversation_id = t.conversation_id AND q.prompt_id = t.prompt_id
+WHERE {previous_attempt}
+ORDER BY f.conversation_id, q.first_ts, q.first_seq, t.step, t.ts, t.seq
 """
 
 # First unrecovered error per conversation among the selected prompts, then
@@ -381,7 +403,11 @@ def first_unrecovered(con: duckdb.DuckDBPyConnection, conversation_id: str) -> U
     rows = _rows(con.execute(sql, {"conversation_id": conversation_id}))
     if not rows:
         return None
-    e = rows[0]
+    return unrecovered_error(rows[0], previous_attempts(con, rows[0]))
+
+
+def unrecovered_error(e: dict[str, Any], attempts: list[Attempt]) -> UnrecoveredError:
+    """An ``UnrecoveredError`` from its ``errors_v`` row and its previous attempts."""
     return UnrecoveredError(
         conversation_id=e["conversation_id"],
         prompt_id=e["prompt_id"],
@@ -400,10 +426,30 @@ def first_unrecovered(con: duckdb.DuckDBPyConnection, conversation_id: str) -> U
         latency_ms=e["latency_ms"],
         input_shape=json_object(e["input_shape"]),
         seq=e["seq"],
-        previous_attempts=previous_attempts(con, e),
+        previous_attempts=attempts,
         resolved_later=bool(e["resolved_later"]),
         resolved_in_prompt=e["resolved_in_prompt"],
     )
+
+
+def first_unrecovered_each(
+    con: duckdb.DuckDBPyConnection, rel: ConversationRelations
+) -> dict[str, UnrecoveredError]:
+    """``first_unrecovered`` of several conversations at once, from their relations
+    (``store.relations.conversation_set_relations``): two queries, whatever their number.
+
+    The conversations without an unrecovered error are not in the result.
+    """
+    firsts = FIRST_UNRECOVERED_EACH_SQL.format(errors=rel.errors)
+    rows = _rows(con.execute(firsts))
+    if not rows:
+        return {}
+    attempts: dict[str, list[Attempt]] = {}
+    sql = PREVIOUS_ATTEMPTS_EACH_SQL.format(firsts=firsts, tool_calls=rel.tool_calls, prompts=rel.prompts,
+                                            previous_attempt=_PREVIOUS_ATTEMPT_OF_ROW)
+    for r in _rows(con.execute(sql)):
+        attempts.setdefault(r.pop("error_conversation_id"), []).append(Attempt(**r))
+    return {e["conversation_id"]: unrecovered_error(e, attempts.get(e["conversation_id"], [])) for e in rows}
 
 
 def first_unrecovered_all(
