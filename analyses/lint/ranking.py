@@ -42,22 +42,35 @@ from loopscope.analyses.store.relations import relations
 # an error message), grouped by everything the ranking tells apart, down to
 # the conversation: one row per distinct (tool, text, type, outcome, class,
 # conversation) with its count, far fewer rows than calls. {errors} / {prompts}:
-# the relations store.relations picks. Parameters: the Selection's, tool, tool, twice.
+# the relations store.relations picks; {sel_e} / {sel_t} join the selected
+# prompts to the errors e and the calls t, or are empty when every prompt is
+# selected (every record's prompt is in {prompts}: the join would keep them all).
+# The silent errors are read in two parts (with an error message; without one,
+# with a failed outcome) so each condition filters the scan itself, before the
+# other columns are read. Parameters: the Selection's, tool, tool, then (for
+# each part of the silent errors) the Selection's, tool, tool.
 CALL_GROUPS_SQL = """
 CREATE TEMP TABLE {groups} AS
 WITH calls AS (
     SELECT e.tool_name, e.conversation_id, e.error_message, e.error_type, e.outcome, true AS is_error, e.error_class
     FROM {errors} e
-    JOIN {prompts} p USING (conversation_id, prompt_id)
-    WHERE ({where}) AND (CAST(? AS VARCHAR) IS NULL OR e.tool_name = ?)
+    {sel_e}
+    WHERE (CAST(? AS VARCHAR) IS NULL OR e.tool_name = ?)
     UNION ALL
     SELECT t.tool_name, t.conversation_id, t.error_message, t.error_type, t.outcome, false AS is_error,
            CAST(NULL AS VARCHAR) AS error_class
     FROM {tool_calls_v} t
-    JOIN {prompts} p USING (conversation_id, prompt_id)
-    WHERE NOT t.is_replay AND NOT t.is_error
-      AND (t.error_message IS NOT NULL OR t.outcome IN ('transient_fail', 'permanent_fail'))
-      AND ({where}) AND (CAST(? AS VARCHAR) IS NULL OR t.tool_name = ?)
+    {sel_t}
+    WHERE NOT t.is_replay AND NOT t.is_error AND t.error_message IS NOT NULL
+      AND (CAST(? AS VARCHAR) IS NULL OR t.tool_name = ?)
+    UNION ALL
+    SELECT t.tool_name, t.conversation_id, t.error_message, t.error_type, t.outcome, false AS is_error,
+           CAST(NULL AS VARCHAR) AS error_class
+    FROM {tool_calls_v} t
+    {sel_t}
+    WHERE NOT t.is_replay AND NOT t.is_error AND t.error_message IS NULL
+      AND t.outcome IN ('transient_fail', 'permanent_fail')
+      AND (CAST(? AS VARCHAR) IS NULL OR t.tool_name = ?)
 )
 SELECT tool_name, is_error, coalesce(error_message, error_type, '') AS message, error_type, outcome, error_class,
        conversation_id, count(*) AS n
@@ -65,6 +78,7 @@ FROM calls
 GROUP BY tool_name, is_error, coalesce(error_message, error_type, ''), error_type, outcome, error_class,
          conversation_id
 """
+_SEL_JOIN = "JOIN {prompts} p ON p.conversation_id = {a}.conversation_id AND p.prompt_id = {a}.prompt_id AND ({where})"
 
 # Distinct (tool, message) pairs: the texts to turn into templates (in Python, once each).
 DISTINCT_MESSAGES_SQL = "SELECT DISTINCT tool_name, message FROM {groups}"
@@ -200,10 +214,12 @@ def rank_templates(
     n = next(_COUNTER)
     groups, table = f"_lint_calls_{n}", f"_lint_templates_{n}"
     try:
+        sel_e, sel_t = ("", "") if where == "TRUE" else (
+            _SEL_JOIN.format(prompts=rel.prompts, a=a, where=where) for a in ("e", "t"))
         con.execute(
-            CALL_GROUPS_SQL.format(groups=groups, errors=rel.errors, prompts=rel.prompts, where=where,
-                                   tool_calls_v=rel.tool_calls),
-            [*params, tool, tool, *params, tool, tool],
+            CALL_GROUPS_SQL.format(groups=groups, errors=rel.errors, tool_calls_v=rel.tool_calls, sel_e=sel_e,
+                                   sel_t=sel_t),
+            [*params, tool, tool] * 3,
         )
         pairs = con.execute(DISTINCT_MESSAGES_SQL.format(groups=groups)).fetchall()
         if not pairs:
