@@ -52,12 +52,15 @@ SELECT
     count(*) FILTER (WHERE e.resolved_later) AS resolved_later_errors,
     count(DISTINCT e.conversation_id || chr(0) || e.prompt_id) AS prompts
 FROM {errors} e
-JOIN {prompts} p USING (conversation_id, prompt_id)
+{sel_join}
 WHERE {where}
 GROUP BY key
 ORDER BY errors DESC, key
 """
 _BREAKDOWN_GROUPS = {"tool": "e.tool_name", "agent": "p.agent"}
+# The errors' prompts p: for the agent, or for a selection; per tool over every
+# prompt no join is needed (every error's prompt is in {prompts}).
+_BREAKDOWN_JOIN = "JOIN {prompts} p USING (conversation_id, prompt_id)"
 
 # Ordering key of a record inside its conversation, as a comparable struct.
 _ORDER_KEY = "(e.prompt_first_ts, e.prompt_first_seq, e.step, e.ts, e.seq)"
@@ -441,8 +444,8 @@ def class_breakdown(con: duckdb.DuckDBPyConnection, selection: Selection, by: st
         raise ValueError(f"by must be one of {sorted(_BREAKDOWN_GROUPS)}, not {by!r}")
     where, params = selection.where("p")
     rel = relations(con)
-    sql = ERROR_CLASS_BREAKDOWN_SQL.format(group=_BREAKDOWN_GROUPS[by], where=where, errors=rel.errors,
-                                           prompts=rel.prompts)
+    join = "" if by == "tool" and where == "TRUE" else _BREAKDOWN_JOIN.format(prompts=rel.prompts)
+    sql = ERROR_CLASS_BREAKDOWN_SQL.format(group=_BREAKDOWN_GROUPS[by], where=where, errors=rel.errors, sel_join=join)
     return [ClassBreakdown(**r) for r in _rows(con.execute(sql, params))]
 
 
