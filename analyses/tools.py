@@ -115,15 +115,18 @@ calls AS (
     FROM tool_calls t
     {sel_join_t}
     LEFT JOIN repeat_facts r ON r.seq = t.seq
-    WHERE (SELECT names FROM wanted) IS NULL OR list_contains((SELECT names FROM wanted), t.tool_name)
+    {wanted_t}
 ),
 errs AS (
     SELECT e.tool_name, e.error_class, e.resolved_later, coalesce(e.error_message, e.error_type, '') AS message
     FROM error_facts e
     {sel_join_e}
-    WHERE (SELECT names FROM wanted) IS NULL OR list_contains((SELECT names FROM wanted), e.tool_name)
+    {wanted_e}
 ),"""
 _SEL_JOIN = "SEMI JOIN sel ON sel.conversation_id = {a}.conversation_id AND sel.prompt_id = {a}.prompt_id"
+# {wanted_t} / {wanted_e}: the tool filter on t / e, or nothing for every tool (a
+# condition per call less: at 10M calls about 0.1 s of CPU).
+_WANTED = "WHERE list_contains((SELECT names FROM wanted), {a}.tool_name)"
 
 # One row per tool from ``calls`` and ``errs``; {templates} is the temporary
 # table of the masked texts (message, template). Parameters: the selection's,
@@ -295,6 +298,8 @@ def tool_health(
     wanted = list(tools) if tools is not None else None
     joins = {"sel_join_t": "" if where == "TRUE" else _SEL_JOIN.format(a="t"),
              "sel_join_e": "" if where == "TRUE" else _SEL_JOIN.format(a="e")}
+    filters = {"wanted_t": "" if wanted is None else _WANTED.format(a="t"),
+               "wanted_e": "" if wanted is None else _WANTED.format(a="e")}
     texts_sql = (ERROR_TEXTS_FACTS_SQL.format(where=where, **joins) if fast
                  else ERROR_TEXTS_SQL.format(prompts="prompts_v", where=where))
     texts = [row[0] for row in con.execute(texts_sql, [*params, wanted, wanted]).fetchall()]
@@ -304,7 +309,7 @@ def tool_health(
         # one round trip for every text (executemany inserts row by row); masked once per distinct text
         con.execute(FILL_TEMPLATES_SQL.format(templates=table), [texts, [template_of(text) for text in texts]])
         if fast:
-            query = TOOL_HEALTH_SQL.format(where=where, templates=table, **joins)
+            query = TOOL_HEALTH_SQL.format(where=where, templates=table, **joins, **filters)
             rows = con.execute(query, [*params, wanted, limit]).fetchall()
         else:
             query = TOOL_HEALTH_VIEWS_SQL.format(where=where, templates=table)
