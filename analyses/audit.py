@@ -216,7 +216,7 @@ def audit(
             per agent is always there.
         timelines: also ``timelines``: the timeline of every conversation the lists name
             (``triage.timelines``; what the HTML page links each row to). At most a few
-            times ``limit`` conversations, one small query each.
+            times ``limit`` conversations, read together in one set of queries.
     """
     with errors_computed_once(con):
         report = _audit(con, selection, limit=limit, alpha=alpha, by=by)
