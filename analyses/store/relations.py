@@ -201,7 +201,8 @@ _SET_RECORDS_SQL = """
 CREATE TEMP TABLE {name} AS
 SELECT * FROM {table}
 WHERE seq IN (SELECT unnest((
-    SELECT list(seq) FROM {table} WHERE list_contains($conversation_ids::VARCHAR[], conversation_id)
+    SELECT list(seq) FROM {table}
+    WHERE conversation_id IN (SELECT unnest($conversation_ids::VARCHAR[]))  -- a hash join, whatever their number
 )))
 """
 _SET_COUNTER = itertools.count()
