@@ -84,22 +84,30 @@ def _mean_calls(fig: Figures) -> float | None:
     return round(fig.tool_calls / fig.prompts, 3) if fig.prompts else None
 
 
-# Protocol violations of the selected prompts' conversations, per kind.
-PROTOCOL_VIOLATIONS_BY_KIND_SQL = """
-SELECT v.kind, count(*) AS violations, count(DISTINCT v.conversation_id) AS conversations
+# Protocol violations of the selected prompts' conversations, computed once
+# into a temporary table for the two queries below (the id collisions among
+# them number the calls whose id repeats: a pass over the records).
+SELECTED_VIOLATIONS_TABLE = "_ls_audit_violations"
+SELECTED_VIOLATIONS_SQL = """
+CREATE OR REPLACE TEMP TABLE """ + SELECTED_VIOLATIONS_TABLE + """ AS
+SELECT v.source_id, v.conversation_id, v.prompt_id, v.tool_call_id, v.kind, v.detail
 FROM {violations} v
 WHERE v.conversation_id IS NULL
    OR v.conversation_id IN (SELECT p.conversation_id FROM {prompts} p WHERE {where})
+"""
+DROP_SELECTED_VIOLATIONS_SQL = "DROP TABLE IF EXISTS " + SELECTED_VIOLATIONS_TABLE
+# Per kind.
+PROTOCOL_VIOLATIONS_BY_KIND_SQL = """
+SELECT v.kind, count(*) AS violations, count(DISTINCT v.conversation_id) AS conversations
+FROM """ + SELECTED_VIOLATIONS_TABLE + """ v
 GROUP BY v.kind
 ORDER BY violations DESC, v.kind
 """
 # The violations themselves, first ones by conversation.
 PROTOCOL_VIOLATIONS_SQL = """
 SELECT v.conversation_id, v.prompt_id, v.tool_call_id, v.kind, v.detail, s.path
-FROM {violations} v
+FROM """ + SELECTED_VIOLATIONS_TABLE + """ v
 LEFT JOIN sources s USING (source_id)
-WHERE v.conversation_id IS NULL
-   OR v.conversation_id IN (SELECT p.conversation_id FROM {prompts} p WHERE {where})
 ORDER BY v.conversation_id NULLS LAST, v.prompt_id NULLS LAST, v.tool_call_id NULLS LAST, v.kind,
          v.detail NULLS LAST, s.path NULLS LAST  -- every column: the same order on every engine and run
 LIMIT ?
@@ -208,7 +216,7 @@ def audit(
             per agent is always there.
         timelines: also ``timelines``: the timeline of every conversation the lists name
             (``triage.timelines``; what the HTML page links each row to). At most a few
-            times ``limit`` conversations, one small query each.
+            times ``limit`` conversations, read together in one set of queries.
     """
     with errors_computed_once(con):
         report = _audit(con, selection, limit=limit, alpha=alpha, by=by)
@@ -268,10 +276,12 @@ def _audit(con: duckdb.DuckDBPyConnection, selection: Selection, *, limit: int, 
     dups = incidents.duplicate_executions_page(con, selection, limit)
     unrecovered_total, unrecovered = recovery.triage_first(con, selection, limit=limit)
     kept = relations(con).violations
-    violations_by_kind = _rows(con.execute(
-        PROTOCOL_VIOLATIONS_BY_KIND_SQL.format(prompts=prompts, where=where, violations=kept), params))
-    violations = _rows(con.execute(
-        PROTOCOL_VIOLATIONS_SQL.format(prompts=prompts, where=where, violations=kept), [*params, limit]))
+    con.execute(SELECTED_VIOLATIONS_SQL.format(prompts=prompts, where=where, violations=kept), params)
+    try:
+        violations_by_kind = _rows(con.execute(PROTOCOL_VIOLATIONS_BY_KIND_SQL))
+        violations = _rows(con.execute(PROTOCOL_VIOLATIONS_SQL, [limit]))
+    finally:
+        con.execute(DROP_SELECTED_VIOLATIONS_SQL)
     reviewed = {r[0] for r in con.execute(REVIEWED_CONVERSATIONS_SQL.format(prompts=prompts, where=where), params).fetchall()}
     reviews = agreement(con, conversation_ids=reviewed)
 

@@ -34,7 +34,7 @@ from loopscope.analyses.model import ERROR_CLASSES
 from loopscope.analyses.rows import fetch_dicts as _rows
 from loopscope.analyses.rows import class_dict, json_object
 from loopscope.analyses.selection import Selection
-from loopscope.analyses.store.relations import conversation_relations, relations
+from loopscope.analyses.store.relations import ConversationRelations, conversation_relations, relations
 
 UNRECOVERED_CLASSES = tuple(c for c in ERROR_CLASSES if c != "recovered")
 
@@ -52,12 +52,15 @@ SELECT
     count(*) FILTER (WHERE e.resolved_later) AS resolved_later_errors,
     count(DISTINCT e.conversation_id || chr(0) || e.prompt_id) AS prompts
 FROM {errors} e
-JOIN {prompts} p USING (conversation_id, prompt_id)
+{sel_join}
 WHERE {where}
 GROUP BY key
 ORDER BY errors DESC, key
 """
 _BREAKDOWN_GROUPS = {"tool": "e.tool_name", "agent": "p.agent"}
+# The errors' prompts p: for the agent, or for a selection; per tool over every
+# prompt no join is needed (every error's prompt is in {prompts}).
+_BREAKDOWN_JOIN = "JOIN {prompts} p USING (conversation_id, prompt_id)"
 
 # Ordering key of a record inside its conversation, as a comparable struct.
 _ORDER_KEY = "(e.prompt_first_ts, e.prompt_first_seq, e.step, e.ts, e.seq)"
@@ -100,6 +103,28 @@ WHERE {_PREVIOUS_ATTEMPT_CONDITION.format(
     step="$step", ts="$ts", seq="$seq",
 )}
 ORDER BY q.first_ts, q.first_seq, t.step, t.ts, t.seq
+"""
+
+# The same for several conversations at once ({errors}: their rows of errors_v,
+# store.relations.conversation_set_relations): one row per conversation that has an
+# unrecovered error, numbered on the same ordering key.
+FIRST_UNRECOVERED_EACH_SQL = f"""
+SELECT e.*
+FROM {{errors}} e
+WHERE e.error_class <> 'recovered'
+QUALIFY row_number() OVER (PARTITION BY e.conversation_id ORDER BY {_ORDER_KEY}) = 1
+"""
+# The previous attempts at each of those errors (f), by conversation, each in conversation order.
+PREVIOUS_ATTEMPTS_EACH_SQL = """
+SELECT
+    f.conversation_id AS error_conversation_id,
+    t.prompt_id, t.step, t.tool_call_id, t.tool_name, t.ts, t.outcome, t.is_error,
+    t.attempts, t.latency_ms, t.error_type, t.error_message, t.is_replay
+FROM ({firsts}) f
+JOIN {tool_calls} t ON t.conversation_id = f.conversation_id
+JOIN {prompts} q ON q.conversation_id = t.conversation_id AND q.prompt_id = t.prompt_id
+WHERE {previous_attempt}
+ORDER BY f.conversation_id, q.first_ts, q.first_seq, t.step, t.ts, t.seq
 """
 
 # First unrecovered error per conversation among the selected prompts, then
@@ -178,28 +203,98 @@ ORDER BY f.conversation_last_ts DESC, f.conversation_id
 COUNT_FIRST_UNRECOVERED_SQL = _FIRSTS_CTES + """
 SELECT count(*) FROM firsts
 """
-# The order starts with n_unrecovered, so a row whose n_unrecovered is below
-# the ``limit``-th largest cannot be among the first ``limit``: previous
-# attempts (a join with the records) are counted only for the rows at or above
-# that cut. Parameters: the firsts' (as above), the limit twice.
-TRIAGE_FIRST_SQL = _FIRSTS_CTES + """,
+# The order starts with n_unrecovered, so a conversation whose number of
+# unrecovered errors is below the ``limit``-th largest cannot be among the first
+# ``limit``: the errors are counted per conversation first (one grouping), and
+# only the conversations at or above that cut get their first unrecovered
+# error (a window over their errors only), their figures (their prompts only)
+# and their previous attempts (a join with their records only). The same rows
+# as FIRST_UNRECOVERED_ALL_SQL's firsts in the triage order. {sel_join} joins
+# the selected prompts to the errors e, or is empty when every prompt is
+# selected (every error's prompt is in {prompts}). Parameters: the Selection's,
+# the limit twice.
+TRIAGE_FIRST_SQL = """
+WITH sel AS NOT MATERIALIZED (
+    SELECT p.conversation_id, p.prompt_id, p.first_ts, p.last_ts FROM {prompts} p WHERE {where}
+),
+unrec AS NOT MATERIALIZED (
+    SELECT e.conversation_id, e.seq, e.prompt_first_ts, e.prompt_first_seq, e.step, e.ts
+    FROM {errors} e
+    {sel_join}
+    WHERE e.error_class <> 'recovered'
+),
+counts AS (
+    SELECT conversation_id, count(*) AS n_unrecovered FROM unrec GROUP BY conversation_id
+),
 cutoff AS (
     SELECT min(n_unrecovered) AS n_unrecovered
-    FROM (SELECT n_unrecovered FROM firsts ORDER BY n_unrecovered DESC LIMIT ?) top
+    FROM (SELECT n_unrecovered FROM counts ORDER BY n_unrecovered DESC LIMIT ?) top
 ),
 cut AS (
-    SELECT f.* FROM firsts f WHERE f.n_unrecovered >= (SELECT n_unrecovered FROM cutoff)
+    SELECT c.* FROM counts c WHERE c.n_unrecovered >= (SELECT n_unrecovered FROM cutoff)
+),
+first_keys AS (
+    SELECT conversation_id, seq, n_unrecovered FROM (
+        SELECT u.conversation_id, u.seq, c.n_unrecovered,
+               row_number() OVER (
+                   PARTITION BY u.conversation_id
+                   ORDER BY u.prompt_first_ts, u.prompt_first_seq, u.step, u.ts, u.seq
+               ) AS rn
+        FROM unrec u
+        JOIN cut c ON c.conversation_id = u.conversation_id
+    ) numbered
+    WHERE rn = 1
+),
+convs AS (
+    SELECT s.conversation_id, max(s.last_ts) AS last_ts, min(s.first_ts) AS first_ts, count(*) AS prompts
+    FROM sel s
+    JOIN cut c ON c.conversation_id = s.conversation_id
+    GROUP BY s.conversation_id
+),
+firsts AS (
+    SELECT
+        e.conversation_id, e.prompt_id, e.step, e.tool_call_id, e.tool_name, e.error_class, e.error_type,
+        e.error_message, e.exit_reason, e.agent, e.ts, e.seq, e.args_fingerprint, e.prompt_first_ts,
+        e.prompt_first_seq, e.resolved_later, e.resolved_in_prompt, k.n_unrecovered,
+        c.prompts, c.first_ts AS conversation_first_ts, c.last_ts AS conversation_last_ts
+    FROM first_keys k
+    JOIN {errors} e ON e.seq = k.seq
+    JOIN convs c ON c.conversation_id = k.conversation_id
+),
+cut_calls AS (
+    -- found by seq, a list a narrow scan makes: the wide columns are then read only
+    -- in the row groups that hold these calls
+    SELECT t.conversation_id, t.prompt_id, t.tool_name, t.args_fingerprint, t.error_message, t.step, t.ts, t.seq
+    FROM tool_calls t
+    WHERE t.seq IN (SELECT unnest((
+        SELECT list(s.seq) FROM tool_calls s WHERE s.conversation_id IN (SELECT conversation_id FROM cut)
+    )))
+),
+cut_prompts AS (
+    SELECT q.conversation_id, q.prompt_id, q.first_ts, q.first_seq
+    FROM {prompts} q
+    JOIN cut c ON c.conversation_id = q.conversation_id
+),
+attempts AS (
+    SELECT f.conversation_id, count(*) AS n
+    FROM firsts f
+    JOIN cut_calls t ON t.conversation_id = f.conversation_id
+    JOIN cut_prompts q ON q.conversation_id = t.conversation_id AND q.prompt_id = t.prompt_id
+    WHERE {previous_attempt}
+    GROUP BY f.conversation_id
 ),
 counted AS (
-    SELECT f.*, """ + _PREVIOUS_ATTEMPTS_COUNT + """ AS previous_attempts
-    FROM cut f
+    SELECT f.*, coalesce(a.n, 0) AS previous_attempts
+    FROM firsts f
+    LEFT JOIN attempts a ON a.conversation_id = f.conversation_id
 )
 SELECT""" + _UNRECOVERED_ROW_COLUMNS.replace("f.", "c.") + """, c.previous_attempts,
-    (SELECT count(*) FROM firsts) AS total
+    (SELECT count(*) FROM counts) AS total
 FROM counted c
 ORDER BY c.n_unrecovered DESC, c.previous_attempts DESC, c.conversation_last_ts DESC, c.conversation_id
 LIMIT ?
 """
+_SEL_JOIN_ERRORS = "JOIN sel ON sel.conversation_id = e.conversation_id AND sel.prompt_id = e.prompt_id"
 
 
 # The condition for the rows f of FIRST_UNRECOVERED_ALL_SQL.
@@ -349,8 +444,8 @@ def class_breakdown(con: duckdb.DuckDBPyConnection, selection: Selection, by: st
         raise ValueError(f"by must be one of {sorted(_BREAKDOWN_GROUPS)}, not {by!r}")
     where, params = selection.where("p")
     rel = relations(con)
-    sql = ERROR_CLASS_BREAKDOWN_SQL.format(group=_BREAKDOWN_GROUPS[by], where=where, errors=rel.errors,
-                                           prompts=rel.prompts)
+    join = "" if by == "tool" and where == "TRUE" else _BREAKDOWN_JOIN.format(prompts=rel.prompts)
+    sql = ERROR_CLASS_BREAKDOWN_SQL.format(group=_BREAKDOWN_GROUPS[by], where=where, errors=rel.errors, sel_join=join)
     return [ClassBreakdown(**r) for r in _rows(con.execute(sql, params))]
 
 
@@ -381,7 +476,11 @@ def first_unrecovered(con: duckdb.DuckDBPyConnection, conversation_id: str) -> U
     rows = _rows(con.execute(sql, {"conversation_id": conversation_id}))
     if not rows:
         return None
-    e = rows[0]
+    return unrecovered_error(rows[0], previous_attempts(con, rows[0]))
+
+
+def unrecovered_error(e: dict[str, Any], attempts: list[Attempt]) -> UnrecoveredError:
+    """An ``UnrecoveredError`` from its ``errors_v`` row and its previous attempts."""
     return UnrecoveredError(
         conversation_id=e["conversation_id"],
         prompt_id=e["prompt_id"],
@@ -400,10 +499,30 @@ def first_unrecovered(con: duckdb.DuckDBPyConnection, conversation_id: str) -> U
         latency_ms=e["latency_ms"],
         input_shape=json_object(e["input_shape"]),
         seq=e["seq"],
-        previous_attempts=previous_attempts(con, e),
+        previous_attempts=attempts,
         resolved_later=bool(e["resolved_later"]),
         resolved_in_prompt=e["resolved_in_prompt"],
     )
+
+
+def first_unrecovered_each(
+    con: duckdb.DuckDBPyConnection, rel: ConversationRelations
+) -> dict[str, UnrecoveredError]:
+    """``first_unrecovered`` of several conversations at once, from their relations
+    (``store.relations.conversation_set_relations``): two queries, whatever their number.
+
+    The conversations without an unrecovered error are not in the result.
+    """
+    firsts = FIRST_UNRECOVERED_EACH_SQL.format(errors=rel.errors)
+    rows = _rows(con.execute(firsts))
+    if not rows:
+        return {}
+    attempts: dict[str, list[Attempt]] = {}
+    sql = PREVIOUS_ATTEMPTS_EACH_SQL.format(firsts=firsts, tool_calls=rel.tool_calls, prompts=rel.prompts,
+                                            previous_attempt=_PREVIOUS_ATTEMPT_OF_ROW)
+    for r in _rows(con.execute(sql)):
+        attempts.setdefault(r.pop("error_conversation_id"), []).append(Attempt(**r))
+    return {e["conversation_id"]: unrecovered_error(e, attempts.get(e["conversation_id"], [])) for e in rows}
 
 
 def first_unrecovered_all(
@@ -496,8 +615,12 @@ def triage_first(con: duckdb.DuckDBPyConnection, selection: Selection, *, limit:
     call, then newest conversation (last record), then id; ordered and cut in
     the query, so only ``limit`` rows reach Python.
     """
-    params = _firsts_params(selection, (), (), False) + [limit, limit]
-    rows = _rows(con.execute(_firsts_sql(con, TRIAGE_FIRST_SQL, selection), params))
+    where, params = selection.where("p")
+    rel = relations(con)
+    sql = TRIAGE_FIRST_SQL.format(prompts=rel.prompts, errors=rel.errors, where=where,
+                                  sel_join="" if where == "TRUE" else _SEL_JOIN_ERRORS,
+                                  previous_attempt=_PREVIOUS_ATTEMPT_OF_ROW)
+    rows = _rows(con.execute(sql, [*params, limit, limit]))
     total = int(rows[0].pop("total")) if rows else 0
     for r in rows[1:]:
         r.pop("total")

@@ -28,7 +28,7 @@ from loopscope.analyses.errors import UnknownConversation
 from loopscope.analyses.rows import fetch_dicts as _rows
 from loopscope.analyses.rows import class_dict, json_object
 from loopscope.analyses.selection import Selection
-from loopscope.analyses.store.relations import conversation_relations
+from loopscope.analyses.store.relations import conversation_relations, conversation_set_relations
 from loopscope.collectors.history import without_error_label
 
 CONVERSATION_EXISTS_SQL = "SELECT count(*) FROM prompts_v WHERE conversation_id = ?"
@@ -65,6 +65,19 @@ LEFT JOIN (
 ) e ON e.seq = t.seq
 WHERE t.conversation_id = $conversation_id
 ORDER BY t.prompt_id, t.step, t.ts, t.seq
+"""
+
+# The same for several conversations at once ({tool_calls} / {errors} / {prompts}: their rows,
+# store.relations.conversation_set_relations), by conversation, each in the orders above.
+CONVERSATIONS_TOOL_CALLS_SQL = """
+SELECT t.*, e.error_class, e.resolved_in_prompt
+FROM {tool_calls} t
+LEFT JOIN (SELECT seq, error_class, resolved_in_prompt FROM {errors}) e ON e.seq = t.seq
+ORDER BY t.conversation_id, t.prompt_id, t.step, t.ts, t.seq
+"""
+CONVERSATIONS_PROMPTS_SQL = """
+SELECT * FROM {prompts}
+ORDER BY conversation_id, first_ts, first_seq, prompt_id
 """
 
 _CANDIDATE_LIMIT = 20_000
@@ -327,14 +340,22 @@ def conversation_prompts(
     con: duckdb.DuckDBPyConnection, conversation_id: str, first: recovery.UnrecoveredError | None
 ) -> list[PromptEntry]:
     """One conversation's prompts with their tool calls by step (the timeline); ``first`` marks its first unrecovered error."""
-    first_key = (first.prompt_id, first.seq) if first is not None else None
-    calls_by_prompt: dict[str, list[dict[str, Any]]] = {}
     one = conversation_relations(con)
     calls_sql = CONVERSATION_TOOL_CALLS_SQL.format(tool_calls=one.tool_calls, errors=one.errors)
-    for row in _rows(con.execute(calls_sql, {"conversation_id": conversation_id})):
+    calls = _rows(con.execute(calls_sql, {"conversation_id": conversation_id}))
+    return _prompt_entries(_rows(con.execute(CONVERSATION_PROMPTS_SQL, [conversation_id])), calls, first)
+
+
+def _prompt_entries(
+    prompt_rows: list[dict[str, Any]], call_rows: list[dict[str, Any]], first: recovery.UnrecoveredError | None
+) -> list[PromptEntry]:
+    """One conversation's prompt entries from its ``prompts_v`` rows and its calls (with their error class), both in order."""
+    first_key = (first.prompt_id, first.seq) if first is not None else None
+    calls_by_prompt: dict[str, list[dict[str, Any]]] = {}
+    for row in call_rows:
         calls_by_prompt.setdefault(row["prompt_id"], []).append(row)
     prompts = []
-    for p in _rows(con.execute(CONVERSATION_PROMPTS_SQL, [conversation_id])):
+    for p in prompt_rows:
         steps: dict[int, list[ToolCallEntry]] = {}
         for row in calls_by_prompt.get(p["prompt_id"], []):
             entry = _call_entry(row, first_key)
@@ -353,19 +374,47 @@ def conversation_prompts(
     return prompts
 
 
+def _timeline(first: recovery.UnrecoveredError | None, prompts: list[PromptEntry]) -> dict[str, Any]:
+    return {
+        "first_unrecovered": first.to_dict() if first is not None else None,
+        "prompts": [p.to_dict() for p in prompts],
+    }
+
+
 def timelines(con: duckdb.DuckDBPyConnection, conversation_ids: list[str]) -> dict[str, dict[str, Any]]:
     """The timeline of each conversation (its prompts and first unrecovered error), as plain data, in the given order.
 
     What a report that lists conversations embeds so every listed one can be read in place
-    (the audit's HTML page); the incident analyses of ``triage`` are left out.
+    (the audit's HTML page); the incident analyses of ``triage`` are left out. The same data
+    as ``triage`` gives for each (``timelines_one_by_one``), from one set of queries for all
+    of them (``store.relations.conversation_set_relations``), not one set per conversation.
     """
+    ids = list(dict.fromkeys(conversation_ids))
+    if not ids:
+        return {}
+    if not getattr(con, "materialises_facts", True):  # a ClickHouse store: no temporary tables there
+        return timelines_one_by_one(con, ids)
+    with conversation_set_relations(con, ids) as rel:
+        firsts = recovery.first_unrecovered_each(con, rel)
+        calls: dict[str, list[dict[str, Any]]] = {}
+        for row in _rows(con.execute(CONVERSATIONS_TOOL_CALLS_SQL.format(tool_calls=rel.tool_calls, errors=rel.errors))):
+            calls.setdefault(row["conversation_id"], []).append(row)
+        prompts: dict[str, list[dict[str, Any]]] = {}
+        for row in _rows(con.execute(CONVERSATIONS_PROMPTS_SQL.format(prompts=rel.prompts))):
+            prompts.setdefault(row["conversation_id"], []).append(row)
+    out: dict[str, dict[str, Any]] = {}
+    for cid in ids:
+        first = firsts.get(cid)
+        out[cid] = _timeline(first, _prompt_entries(prompts.get(cid, []), calls.get(cid, []), first))
+    return out
+
+
+def timelines_one_by_one(con: duckdb.DuckDBPyConnection, conversation_ids: list[str]) -> dict[str, dict[str, Any]]:
+    """``timelines`` with one set of queries per conversation (``triage``'s own; any store)."""
     out: dict[str, dict[str, Any]] = {}
     for cid in dict.fromkeys(conversation_ids):
         first = recovery.first_unrecovered(con, cid)
-        out[cid] = {
-            "first_unrecovered": first.to_dict() if first is not None else None,
-            "prompts": [p.to_dict() for p in conversation_prompts(con, cid, first)],
-        }
+        out[cid] = _timeline(first, conversation_prompts(con, cid, first))
     return out
 
 

@@ -23,6 +23,7 @@ command by command, interleaved with this one::
     python benchmarks/analysis_bench.py --sizes 1m
     python benchmarks/analysis_bench.py --sizes 1m,10m --baseline /work/venv-base/bin/loopscope
     python benchmarks/analysis_bench.py --sizes 10m --no-load    # reuse the cached store and load time
+    python benchmarks/analysis_bench.py --sizes 10m --no-load --baseline OLD/bin/loopscope --baseline-same-store
 
 The store is built once per size and generator version under ``--dir``
 (default ``$XDG_CACHE_HOME/loopscope-bench`` or ``~/.cache/loopscope-bench``);
@@ -191,6 +192,9 @@ def main() -> None:
                         help="the loopscope executable to measure (default: the one on PATH)")
     parser.add_argument("--baseline", help="another loopscope executable, timed command by command in the same run")
     parser.add_argument("--no-load", action="store_true", help="reuse the cached store and its recorded load time")
+    parser.add_argument("--baseline-same-store", action="store_true",
+                        help="the baseline reads this version's store instead of one it loads itself "
+                             "(when both have the same store schema: saves a second load of 10M records)")
     parser.add_argument("--only", help="comma-separated command names to run (substring match)")
     args = parser.parse_args()
 
@@ -206,7 +210,9 @@ def main() -> None:
         print(f"\n{n:,} records: load {load_note}; triage of {triage_id}", flush=True)
         load_cpu = _recorded_cpu(folder)
         base_db = db
-        if args.baseline:
+        if args.baseline and args.baseline_same_store:
+            print("  baseline reads the same store", flush=True)
+        elif args.baseline:
             # the baseline reads a store it loaded itself (its own schema and facts)
             base_db, _, base_note = _build_store(args.baseline, files, folder, not args.no_load, "baseline")
             print(f"  baseline load {base_note}", flush=True)

@@ -42,22 +42,26 @@ from loopscope.analyses.store.relations import relations
 # an error message), grouped by everything the ranking tells apart, down to
 # the conversation: one row per distinct (tool, text, type, outcome, class,
 # conversation) with its count, far fewer rows than calls. {errors} / {prompts}:
-# the relations store.relations picks. Parameters: the Selection's, tool, tool, twice.
+# the relations store.relations picks; {sel_e} / {sel_t} join the selected
+# prompts to the errors e and the calls t, or are empty when every prompt is
+# selected (every record's prompt is in {prompts}: the join would keep them all);
+# {sel} is then the CTE of the selected prompts, else empty. Parameters: the
+# Selection's, then tool four times.
 CALL_GROUPS_SQL = """
 CREATE TEMP TABLE {groups} AS
-WITH calls AS (
+WITH {sel}calls AS (
     SELECT e.tool_name, e.conversation_id, e.error_message, e.error_type, e.outcome, true AS is_error, e.error_class
     FROM {errors} e
-    JOIN {prompts} p USING (conversation_id, prompt_id)
-    WHERE ({where}) AND (CAST(? AS VARCHAR) IS NULL OR e.tool_name = ?)
+    {sel_e}
+    WHERE (CAST(? AS VARCHAR) IS NULL OR e.tool_name = ?)
     UNION ALL
     SELECT t.tool_name, t.conversation_id, t.error_message, t.error_type, t.outcome, false AS is_error,
            CAST(NULL AS VARCHAR) AS error_class
     FROM {tool_calls_v} t
-    JOIN {prompts} p USING (conversation_id, prompt_id)
+    {sel_t}
     WHERE NOT t.is_replay AND NOT t.is_error
       AND (t.error_message IS NOT NULL OR t.outcome IN ('transient_fail', 'permanent_fail'))
-      AND ({where}) AND (CAST(? AS VARCHAR) IS NULL OR t.tool_name = ?)
+      AND (CAST(? AS VARCHAR) IS NULL OR t.tool_name = ?)
 )
 SELECT tool_name, is_error, coalesce(error_message, error_type, '') AS message, error_type, outcome, error_class,
        conversation_id, count(*) AS n
@@ -65,18 +69,34 @@ FROM calls
 GROUP BY tool_name, is_error, coalesce(error_message, error_type, ''), error_type, outcome, error_class,
          conversation_id
 """
+_SEL = "sel AS (SELECT p.conversation_id, p.prompt_id FROM {prompts} p WHERE {where}),\n"
+_SEL_JOIN = "SEMI JOIN sel ON sel.conversation_id = {a}.conversation_id AND sel.prompt_id = {a}.prompt_id"
 
 # Distinct (tool, message) pairs: the texts to turn into templates (in Python, once each).
 DISTINCT_MESSAGES_SQL = "SELECT DISTINCT tool_name, message FROM {groups}"
 
 # One row per (tool, template, kind): counts, classes and the most common
 # message, error type and outcome (ties go to the smallest text, so the example
-# is the same on every run). Parameter: min_count.
+# is the same on every run). The groups are first summed over their
+# conversations (``g``: a few rows per distinct text), and every figure but
+# the conversations is summed from those; the conversations are counted once,
+# over the groups themselves (a group per text and conversation).
+# Parameter: min_count.
 TEMPLATE_IMPACT_SQL = """
 WITH g AS (
-    SELECT c.*, m.template
+    SELECT c.tool_name, c.is_error, c.message, c.error_type, c.outcome, c.error_class, m.template, c.n
+    FROM (
+        SELECT tool_name, is_error, message, error_type, outcome, error_class, sum(n) AS n
+        FROM {groups}
+        GROUP BY tool_name, is_error, message, error_type, outcome, error_class
+    ) c
+    JOIN {table} m ON m.tool_name = c.tool_name AND m.message = c.message
+),
+conversations AS (
+    SELECT c.tool_name, m.template, c.is_error, count(DISTINCT c.conversation_id) AS conversations
     FROM {groups} c
     JOIN {table} m ON m.tool_name = c.tool_name AND m.message = c.message
+    GROUP BY c.tool_name, m.template, c.is_error
 ),
 totals AS (
     SELECT
@@ -86,7 +106,6 @@ totals AS (
         coalesce(sum(n) FILTER (WHERE error_class = 'open'), 0) AS open,
         coalesce(sum(n) FILTER (WHERE error_class = 'aborted'), 0) AS aborted,
         coalesce(sum(n) FILTER (WHERE error_class = 'gave_up'), 0) AS gave_up,
-        count(DISTINCT conversation_id) AS conversations,
         count(DISTINCT message) AS variants
     FROM g
     GROUP BY tool_name, template, is_error
@@ -116,8 +135,9 @@ example_outcome AS (
 )
 SELECT
     t.tool_name, t.template, t.is_error, t.occurrences, t.recovered, t.open, t.aborted, t.gave_up,
-    t.conversations, t.variants, x.example, y.error_type, o.outcome
+    v.conversations, t.variants, x.example, y.error_type, o.outcome
 FROM totals t
+JOIN conversations v USING (tool_name, template, is_error)
 JOIN example x USING (tool_name, template, is_error)
 LEFT JOIN example_type y USING (tool_name, template, is_error)
 JOIN example_outcome o USING (tool_name, template, is_error)
@@ -200,10 +220,12 @@ def rank_templates(
     n = next(_COUNTER)
     groups, table = f"_lint_calls_{n}", f"_lint_templates_{n}"
     try:
+        sel, sel_e, sel_t = ("", "", "") if where == "TRUE" else (
+            _SEL.format(prompts=rel.prompts, where=where), _SEL_JOIN.format(a="e"), _SEL_JOIN.format(a="t"))
         con.execute(
-            CALL_GROUPS_SQL.format(groups=groups, errors=rel.errors, prompts=rel.prompts, where=where,
-                                   tool_calls_v=rel.tool_calls),
-            [*params, tool, tool, *params, tool, tool],
+            CALL_GROUPS_SQL.format(groups=groups, errors=rel.errors, tool_calls_v=rel.tool_calls, sel=sel, sel_e=sel_e,
+                                   sel_t=sel_t),
+            [*params, tool, tool, tool, tool],
         )
         pairs = con.execute(DISTINCT_MESSAGES_SQL.format(groups=groups)).fetchall()
         if not pairs:

@@ -14,14 +14,16 @@ same rows (tests/test_metrics_property.py checks it on random stores).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import itertools
+import re
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import NamedTuple
 
 import duckdb
 
 from loopscope.analyses.model import (
-    ERRORS_QUERY, ID_COLLISIONS_VIEW_SQL, PROTOCOL_VIOLATIONS_VIEW_SQL, TOOL_CALLS_QUERY,
+    ERRORS_QUERY, ID_COLLISIONS_VIEW_SQL, PROMPTS_VIEW_SQL, PROTOCOL_VIOLATIONS_VIEW_SQL, TOOL_CALLS_QUERY,
 )
 from loopscope.analyses.store.facts import FACTS_TOOL_CALLS_TEMPLATE, LOOP_FACT_TABLES, ensure_facts
 
@@ -185,3 +187,64 @@ def conversation_relations(con: duckdb.DuckDBPyConnection) -> ConversationRelati
     calls = "(" + TOOL_CALLS_QUERY.format(tool_calls=_ONE_CALLS) + ")"
     errors = "(" + ERRORS_QUERY.format(prompts=prompts, tool_calls_v=calls) + ")"
     return ConversationRelations(calls, prompts, errors)
+
+
+# Several conversations at once (the audit page's timelines): their records are
+# copied into temporary tables and the views' rows computed over those copies,
+# with the same queries as for one conversation. The copy finds the records'
+# seqs first (a scan of two narrow columns), as a list, then reads the whole
+# rows of those seqs (unique per record): a constant list lets the scan skip
+# the row groups outside it, where a join with the ids (or with the seqs as a
+# subquery) decompresses every column of every row group a listed
+# conversation touches (at 10M records, 0.04 s of CPU against 0.1-0.4 s).
+_SET_RECORDS_SQL = """
+CREATE TEMP TABLE {name} AS
+SELECT * FROM {table}
+WHERE seq IN (SELECT unnest((
+    SELECT list(seq) FROM {table}
+    WHERE conversation_id IN (SELECT unnest($conversation_ids::VARCHAR[]))  -- a hash join, whatever their number
+)))
+"""
+_SET_COUNTER = itertools.count()
+
+
+def _records_replaced(view_sql: str, tables: dict[str, str]) -> str:
+    """A view's query (without its CREATE line) reading other relations than the record tables."""
+    head, text = view_sql.split(" AS\n", 1)
+    if not head.strip().startswith("CREATE OR REPLACE VIEW"):
+        raise AssertionError(f"not a view's SQL: {head!r}")
+    for table, name in tables.items():
+        pattern = r"\bFROM " + table + r"\b"
+        if len(re.findall(pattern, text)) != 2:  # prompts_v reads each table twice: change this with the view
+            raise AssertionError(f"expected twice in the view's SQL: FROM {table}")
+        text = re.sub(pattern, "FROM " + name, text)
+    return text
+
+
+@contextmanager
+def conversation_set_relations(
+    con: duckdb.DuckDBPyConnection, conversation_ids: Sequence[str]
+) -> Iterator[ConversationRelations]:
+    """Several conversations' rows of the views, computed from their records only, as temporary tables.
+
+    The tables hold ``tool_calls_v``'s, ``prompts_v``'s (every column) and
+    ``errors_v``'s rows of these conversations (the same rows the views give
+    for them, as ``conversation_relations`` does for one); they are dropped on
+    the way out. DuckDB stores only.
+    """
+    n = next(_SET_COUNTER)
+    names = {k: f"_ls_set_{k}_{n}" for k in ("calls", "exits", "tool_calls_v", "prompts", "errors")}
+    ids = {"conversation_ids": list(conversation_ids)}
+    try:
+        con.execute(_SET_RECORDS_SQL.format(name=names["calls"], table="tool_calls"), ids)
+        con.execute(_SET_RECORDS_SQL.format(name=names["exits"], table="loop_exits"), ids)
+        con.execute(f"CREATE TEMP TABLE {names['tool_calls_v']} AS "
+                    + TOOL_CALLS_QUERY.format(tool_calls=names["calls"]))
+        con.execute(f"CREATE TEMP TABLE {names['prompts']} AS "
+                    + _records_replaced(PROMPTS_VIEW_SQL, {"tool_calls": names["calls"], "loop_exits": names["exits"]}))
+        con.execute(f"CREATE TEMP TABLE {names['errors']} AS "
+                    + ERRORS_QUERY.format(prompts=names["prompts"], tool_calls_v=names["tool_calls_v"]))
+        yield ConversationRelations(names["tool_calls_v"], names["prompts"], names["errors"])
+    finally:
+        for name in reversed(names.values()):
+            con.execute(f"DROP TABLE IF EXISTS {name}")
