@@ -99,7 +99,7 @@ def tool_call_counts_by(
     where, params = selection.where("p")
     table = "prompt_facts" if ensure_facts(con) else "prompts_v"
     time_unit = _time_unit(by)
-    if time_unit is not None:
+    if time_unit is not None and table == "prompt_facts":  # DuckDB's facts (a ClickHouse store reads the views)
         key_params: list[object] = []
         sql = _time_grouped(TOOL_CALL_COUNTS_SQL, *time_unit, table=table, where=where)
     else:
