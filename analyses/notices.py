@@ -61,12 +61,29 @@ SELECT count(*) FILTER (WHERE p.first_ts < TIMESTAMP '{SYNTHETIC_BEFORE}'), coun
 FROM {{prompts}} p
 WHERE {{where}}
 """
+# Whether the loads reported any violation of a kind at all (a few rows, usually none): the
+# queries above join every record of the selection to its prompt, so they run only when it did.
+ANY_FILE_VIOLATION_SQL = "SELECT 1 FROM protocol_violations WHERE kind = ? LIMIT 1"
 # The rows of id_collisions_v, counted without looking up each one's first call.
 ID_COLLISIONS_SQL = """
 SELECT count(*), count(DISTINCT c.conversation_id)
 FROM {tool_calls_v} c
 JOIN {prompts} p USING (conversation_id, prompt_id)
 WHERE c.is_id_collision AND {where}
+"""
+# The same counts from the facts (store.facts): only a call whose id repeats in its conversation
+# can collide, and ``repeat_facts`` numbers exactly those (about 2% of the calls), so the
+# collisions are its rows flagged so; their prompt ids come from the records by ``seq`` (unique).
+# Every call's prompt is in ``prompt_facts`` (its ids are NOT NULL), so with no condition on the
+# prompts the join with them is left out.
+FACTS_ID_COLLISIONS_SQL = """
+SELECT count(*), count(DISTINCT c.conversation_id)
+FROM tool_calls c SEMI JOIN (SELECT seq FROM repeat_facts WHERE is_id_collision) r ON r.seq = c.seq
+JOIN prompt_facts p USING (conversation_id, prompt_id)
+WHERE {where}
+"""
+FACTS_ALL_ID_COLLISIONS_SQL = """
+SELECT count(*), count(DISTINCT conversation_id) FROM repeat_facts WHERE is_id_collision
 """
 AGENTS_SQL = "SELECT DISTINCT agent FROM prompts_v ORDER BY agent LIMIT 20"
 TAGS_SQL = """
@@ -98,7 +115,7 @@ def notices(con: duckdb.DuckDBPyConnection, selection: Selection | None = None) 
     where, params = (selection or Selection()).where("p")
     prompts = relations(con).prompts
     found: list[Notice] = []
-    for path, detail in con.execute(UNFLAGGED_SQL.format(where=where, prompts=prompts), params).fetchall():
+    for path, detail in _file_violations(con, "unflagged_error_text", UNFLAGGED_SQL, where, prompts, params):
         count = _leading_count(detail)
         found.append(
             Notice(
@@ -110,7 +127,7 @@ def notices(con: duckdb.DuckDBPyConnection, selection: Selection | None = None) 
                 count,
             )
         )
-    for path, detail in con.execute(NO_TOOL_CALLS_SQL.format(where=where, prompts=prompts), params).fetchall():
+    for path, detail in _file_violations(con, "no_tool_calls", NO_TOOL_CALLS_SQL, where, prompts, params):
         count = _leading_count(detail)
         found.append(
             Notice(
@@ -134,9 +151,7 @@ def notices(con: duckdb.DuckDBPyConnection, selection: Selection | None = None) 
                 int(synthetic),
             )
         )
-    calls = relations(con).tool_calls
-    collisions, conversations = con.execute(
-        ID_COLLISIONS_SQL.format(where=where, prompts=prompts, tool_calls_v=calls), params).fetchone() or (0, 0)
+    collisions, conversations = _id_collisions(con, where, params)
     if collisions:
         found.append(
             Notice(
@@ -148,6 +163,30 @@ def notices(con: duckdb.DuckDBPyConnection, selection: Selection | None = None) 
             )
         )
     return found
+
+
+def _file_violations(
+    con: duckdb.DuckDBPyConnection, kind: str, sql: str, where: str, prompts: str, params: list[object]
+) -> list[tuple[str, str]]:
+    """The files with a violation of ``kind`` among the selection's: ``sql`` runs only if the store has one."""
+    if not con.execute(ANY_FILE_VIOLATION_SQL, [kind]).fetchall():
+        return []
+    return con.execute(sql.format(where=where, prompts=prompts), params).fetchall()
+
+
+def _id_collisions(con: duckdb.DuckDBPyConnection, where: str, params: list[object]) -> tuple[int, int]:
+    """How many of the selection's calls are id collisions, and in how many conversations."""
+    from loopscope.analyses.store.relations import FACTS, relations
+
+    rel = relations(con)
+    if rel.prompts != FACTS.prompts:  # the views: no facts to read
+        sql = ID_COLLISIONS_SQL.format(where=where, prompts=rel.prompts, tool_calls_v=rel.tool_calls)
+    elif where == "TRUE" and not params:
+        sql = FACTS_ALL_ID_COLLISIONS_SQL
+    else:
+        sql = FACTS_ID_COLLISIONS_SQL.format(where=where)
+    row = con.execute(sql, params).fetchone()
+    return (int(row[0]), int(row[1])) if row else (0, 0)
 
 
 def _leading_count(detail: str) -> int:
