@@ -16,7 +16,7 @@ import duckdb
 
 from loopscope.analyses.store.facts import ensure_facts
 from loopscope.analyses.metrics import (
-    FACTS_METRICS_SQL, Metrics, _row_to_metrics, compute_metrics, group_key, metrics_by,
+    FACTS_METRICS_SQL, Metrics, row_to_metrics, compute_metrics, group_key, metrics_by,
 )
 from loopscope.analyses.notices import NO_TIMESTAMP, SYNTHETIC_BEFORE
 from loopscope.analyses.selection import GroupBy, Selection, parse_iso_week
@@ -83,7 +83,7 @@ def figures_by(con: duckdb.DuckDBPyConnection, selection: Selection, by: str | G
     if time_unit is not None and ensure_facts(con):
         where, params = selection.where("p")
         sql = _time_grouped(FACTS_METRICS_SQL, *time_unit, where=where)
-        return sorted(((str(row[0]), _row_to_metrics(row, True)) for row in con.execute(sql, params).fetchall()),
+        return sorted(((str(row[0]), row_to_metrics(row, True)) for row in con.execute(sql, params).fetchall()),
                       key=lambda kv: kv[0])
     return sorted(((str(m.group), m) for m in metrics_by(con, selection, by)), key=lambda kv: kv[0])
 

@@ -283,7 +283,8 @@ def _int(value: object) -> int:
     return int(value or 0)  # type: ignore[call-overload]
 
 
-def _row_to_metrics(row: tuple[object, ...], grouped: bool) -> Metrics:
+def row_to_metrics(row: tuple[object, ...], grouped: bool) -> Metrics:
+    """One row of ``FACTS_METRICS_SQL`` (its group first when ``grouped``) as Metrics; shared with cohorts."""
     # The counts only: the rates are the Metrics properties (one definition each).
     grp, prompts, open_p, calls, med, p99, errors, recovered, resolved_later, replays, open_e, aborted_e, gave_up_e = row
     return Metrics(
@@ -329,7 +330,7 @@ def metrics_by(
     template = FACTS_METRICS_SQL if source == "auto" and ensure_facts(con) else METRICS_SQL
     query = template.format(group_key=key_sql, where=where)
     rows = con.execute(query, [*key_params, *params]).fetchall()  # the group key comes before WHERE
-    result = [_row_to_metrics(row, by is not None) for row in rows]
+    result = [row_to_metrics(row, by is not None) for row in rows]
     if by is None and not result:
         return [EMPTY]
     return result
