@@ -7,6 +7,7 @@ Corrective sets (2 in W47): 9 errors / 8 recovered, 35 tool calls / 1 replay, 19
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -127,3 +128,18 @@ def test_compare_bad_spec_fails_before_loading(tmp_path: Path) -> None:
     res = runner.invoke(app, ["compare", str(tmp_path / "missing.jsonl"), "--db", ":memory:",
                               "--a", "colour:red", "--b", "tag:mode=blind"])
     assert res.exit_code == 1 and "is not a cohort term" in " ".join(res.output.split())
+
+
+@pytest.mark.parametrize("width", [72, 80, 100])
+def test_compare_table_keeps_every_figure_name_whole(db: Path, width: int) -> None:
+    # One vocabulary: the terminal table names each figure exactly as JSON does. At 100 columns
+    # rich used to cut them ("median_tool_calls_pe…", "conversation_recover…").
+    names = [m["metric"] for m in json.loads(runner.invoke(
+        app, ["compare", "--db", str(db), "--a", "tag:mode=blind", "--b", "tag:mode=corrective", "--format", "json"]
+    ).stdout)["metrics"]]
+    res = runner.invoke(app, ["compare", "--db", str(db), "--a", "tag:mode=blind", "--b", "tag:mode=corrective"],
+                        env={"COLUMNS": str(width)})
+    assert res.exit_code == 0, res.output
+    first_cells = [re.split(r"[│┃]", line.strip("│ "))[0].strip() for line in res.stdout.splitlines() if "│" in line]
+    assert [c for c in first_cells if c] == names
+    assert "…" not in res.stdout
