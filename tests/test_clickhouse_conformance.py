@@ -769,8 +769,9 @@ def test_span_tree_edge_cases_identical(tmp_path: Path, ch_url: str) -> None:
     A parent never exported (an open prompt named after it), tool spans with no parent (one
     open prompt per trace), a root that is no agent span (it stands in for one: exit from the
     model's finish reason, tokens summed, tags from it), an agent span in error with no tool
-    call (a prompt of 0 calls, exit ``error``). The one difference is documented
-    (store/clickhouse_spans.py, 3): error text is not redacted in SQL.
+    call (a prompt of 0 calls, exit ``error``). Error text is redacted and capped as the file
+    reader does it (store/clickhouse_spans.py, 3): a key in an exception message, a Bearer
+    token and a password in a long status message, a secret cut by the pre-cut.
     """
     tool, agent = "gen_ai.operation.name", "gen_ai.operation.name"
     spans = [
@@ -788,6 +789,12 @@ def test_span_tree_edge_cases_identical(tmp_path: Path, ch_url: str) -> None:
         _span("4", "c", None, "invoke_workflow w", 50, 80, {agent: "invoke_workflow", "gen_ai.conversation.id": "c4"}),
         _span("4", "a", "c", "invoke_agent helper", 51, 79, {agent: "invoke_agent"}, status=2,
               exception=("Timeout", "model timed out")),
+        _span("5", "c", None, "invoke_agent a", 100, 200, {agent: "invoke_agent", "gen_ai.conversation.id": "c5"}, status=2,
+              exception=("AuthError", "upstream said: password=hunter2! " + "x" * 2500 + " sk-" + "a1" * 12)),
+        _span("5", "a", "c", "execute_tool fetch", 101, 110, {tool: "execute_tool", "gen_ai.tool.name": "fetch"}, status=2,
+              exception=("HTTPError", "401 for Authorization: Bearer abc.def-123456 at https://bob:s3cret@api.example.com/v1")),
+        _span("5", "b", "c", "execute_tool fetch", 111, 120, {tool: "execute_tool", "gen_ai.tool.name": "fetch"}, status=2,
+              exception=("HTTPError", "y" * 7990 + " api_key=ABCDEFGHIJKLMNOP " + "z" * 100)),
     ]
     otlp = tmp_path / "edge-cases.jsonl"
     otlp.write_text(json.dumps({"resourceSpans": [{"resource": {"attributes": []}, "scopeSpans": [
@@ -800,13 +807,21 @@ def test_span_tree_edge_cases_identical(tmp_path: Path, ch_url: str) -> None:
     con = connect_clickhouse(ch_url)
     try:
         want, got = _facts(duck, SPAN_CALLS_SQL), _facts(con, SPAN_CALLS_SQL)
-        assert len(want) == 5
-        redacted = [i for i, w in enumerate(want) if w[8] and "[REDACTED]" in w[8]]
-        assert [got[i][8] for i in redacted] == ["no such key: token=abc123"]
-        assert [g[:8] + g[9:] for g in got] == [w[:8] + w[9:] for w in want]
-        for sql in (SPAN_EXITS_SQL, PROMPTS_SQL, "SELECT conversation_id, prompt_id, tags FROM tool_calls ORDER BY ts"):
+        assert len(want) == 7
+        texts = [w[8] for w in want if w[8]]
+        assert "no such key: token=[REDACTED]" in texts
+        assert "401 for Authorization: Bearer [REDACTED] at https://bob:[REDACTED]@api.example.com/v1" in texts
+        assert sum(t.endswith("... [truncated]") and len(t) == 2000 for t in texts) == 1  # cut past 8,000: no key left
+        assert got == want
+        for sql in (SPAN_EXITS_SQL, PROMPTS_SQL, "SELECT conversation_id, prompt_id, tags FROM tool_calls ORDER BY ts",
+                    "SELECT prompt_id, error_type, error_message FROM loop_exits ORDER BY ts"):
             assert _facts(con, sql) == _facts(duck, sql), sql
+        long_exit = [r[2] for r in _facts(duck, "SELECT prompt_id, error_type, error_message FROM loop_exits ORDER BY ts")
+                     if r[2] and "hunter2" not in r[2] and "password=[REDACTED]" in r[2]]
+        assert len(long_exit) == 1 and len(long_exit[0]) == 2000
         assert {r[3] for r in _facts(con, SPAN_EXITS_SQL)} == {"max_tokens", "error"}
+        assert not [t for t in (r[0] for r in con.execute("SELECT error_message FROM tool_calls").fetchall()) if t and (
+            "hunter2" in t or "s3cret" in t or "abc.def-123456" in t or "abc123" in t)]
     finally:
         con.close()
         duck.close()

@@ -186,7 +186,8 @@ def _drop_derived(con: Any, present: dict[str, str]) -> None:
     for name in (*OLD_VIEWS, *LOG_VIEWS, "tool_calls", "loop_exits", *reversed(clickhouse_spans.VIEWS)):
         if name in present:
             con.command(f"DROP {'VIEW' if present[name] in ('View', 'MaterializedView') else 'TABLE'} IF EXISTS {name}")
-    for name in (*LOG_TABLES, *clickhouse_spans.SNAPSHOT_TABLES, clickhouse_spans.STATE_TABLE):
+    for name in (*LOG_TABLES, *clickhouse_spans.SNAPSHOT_TABLES, clickhouse_spans.STATE_TABLE,
+                 clickhouse_spans.CLEANED_TABLE):
         con.command(f"DROP TABLE IF EXISTS {name}")
 
 

@@ -49,9 +49,12 @@ Simplifications, where SQL does not follow the Python (docs/clickhouse.md lists 
    ``traceloop.entity.input``), not of its canonical JSON; ``input_shape`` is
    read only from ``loopscope.tool.input_shape``. Two calls with the same
    arguments written in another key order are not the same call here.
-3. Error text is capped at 2,000 characters but not redacted (the redaction's
-   patterns need look-arounds, which ClickHouse's RE2 lacks): it is the text the
-   instrumentation already stored in ClickHouse.
+3. Error text is cleaned in Python, as the file reader cleans it: the views cut it
+   to ``clean_error_text``'s pre-cut (4x the cap) and, after the spans' rows are
+   kept, each distinct text is redacted and capped by ``clean_error_text``
+   itself (the redaction's patterns need look-arounds, which ClickHouse's RE2
+   lacks); only the texts that change are written back. Not a simplification
+   any more: the same text as the file reader.
 4. Tags (``loopscope.tag.*``) are read from the prompt's root span only.
 5. Parent chains longer than ``MAX_DEPTH`` are cut there (the span reached is
    taken as the root); a cycle of parent ids stops at the span itself.
@@ -84,12 +87,11 @@ from loopscope.analyses.ingest.otlp.aliases import (
     TOOL_NAME_KEYS,
     TOOL_OPERATIONS,
 )
-from loopscope.collectors.redact import MAX_ERROR_CHARS
+from loopscope.collectors.redact import MAX_ERROR_CHARS, clean_error_text
 
 MAX_DEPTH = 32
 """Parent levels walked up from a span (agent frameworks nest a handful)."""
 STATUS_ERROR_VALUES = ("STATUS_CODE_ERROR", "Error")
-TRUNCATED = "... [truncated]"
 
 VIEWS = ("otel_span_nodes_v", "otel_span_prompts_v", "tool_calls_from_otel_traces", "loop_exits_from_otel_traces")
 
@@ -137,10 +139,13 @@ def is_error(t: str = "") -> str:
             f"OR has({t}`Events.Name`, 'exception'))")
 
 
-def _cap(expr: str) -> str:
-    keep = MAX_ERROR_CHARS - len(TRUNCATED)
-    return (f"if(lengthUTF8({expr}) > {MAX_ERROR_CHARS}, concat(substringUTF8({expr}, 1, {keep}), {_q(TRUNCATED)}), "
-            f"{expr})")
+PRE_CUT_CHARS = 4 * MAX_ERROR_CHARS
+"""``clean_error_text`` cuts longer text to this before redacting it (then caps it at ``MAX_ERROR_CHARS``)."""
+
+
+def _pre_cut(expr: str) -> str:
+    # the rest of clean_error_text (redaction, the cap) runs in Python: _clean_error_text
+    return f"substringUTF8({expr}, 1, {PRE_CUT_CHARS})"
 
 
 def _exception(key: str, t: str = "") -> str:
@@ -366,7 +371,7 @@ SELECT
     CAST((t.end_ns - t.start_ns) / 1e6 AS Nullable(Float64)) AS latency_ms,
     CAST(if({error}, if(t.a['error.type'] != '', nullIf(t.a['error.type'], '_OTHER'),
                          nullIf({_exception('exception.type', 't.')}, '_OTHER')), NULL) AS Nullable(String)) AS error_type,
-    CAST(if({error}, {_cap(message)}, NULL) AS Nullable(String)) AS error_message,
+    CAST(if({error}, {_pre_cut(message)}, NULL) AS Nullable(String)) AS error_message,
     CAST(t.a['loopscope.tool.replayed'] = 'true' AS Bool) AS replayed,
     CAST(NULL AS Nullable(String)) AS extra
 FROM grouped t
@@ -399,7 +404,7 @@ SELECT
                   if(p.n_llm_output_tokens > 0, p.llm_output_tokens, NULL)) AS Nullable(Int64)) AS output_tokens,
     CAST(p.root_duration_ns / 1e6 AS Nullable(Float64)) AS duration_ms,
     CAST(if(exit_reason = 'error' AND p.agent_failed, p.failed.1, NULL) AS Nullable(String)) AS error_type,
-    CAST(if(exit_reason = 'error' AND p.agent_failed, {_cap('p.failed.2')}, NULL) AS Nullable(String)) AS error_message,
+    CAST(if(exit_reason = 'error' AND p.agent_failed, {_pre_cut('p.failed.2')}, NULL) AS Nullable(String)) AS error_message,
     CAST(NULL AS Nullable(String)) AS extra
 FROM otel_span_prompts_v p
 -- prompts whose chain of parents broke (the agent span never exported) stay open: no exit
@@ -426,6 +431,64 @@ def create_span_views(con: Any, tables: tuple[str, str], *, exclude_logged: bool
     con.command(STATE_SQL)
 
 
+CLEANED_TABLE = "otel_span_error_text"
+CLEANED_TABLE_SQL = f"CREATE TABLE IF NOT EXISTS {CLEANED_TABLE} (original String, cleaned String) ENGINE = Memory"
+DISTINCT_ERROR_TEXT_SQL = f"""
+SELECT DISTINCT assumeNotNull(error_message) FROM (
+    SELECT error_message FROM {SNAPSHOT_TABLES[0]} WHERE error_message IS NOT NULL
+    UNION ALL
+    SELECT error_message FROM {SNAPSHOT_TABLES[1]} WHERE error_message IS NOT NULL
+)
+"""
+INSERT_CLEANED_SQL = (f"INSERT INTO {CLEANED_TABLE} SELECT tupleElement(x, 1), tupleElement(x, 2) "
+                      "FROM (SELECT arrayJoin(arrayZip({original:Array(String)}, {cleaned:Array(String)})) AS x)")
+CLEANED_BATCH_CHARS = 4_000_000
+"""Texts bound per INSERT into the cleaned-text table (a bound parameter travels in the query)."""
+# Each table's rows again, their error text swapped for the cleaned one (``transform`` keeps the
+# text when it is not in the list); written to a staging copy first, then back.
+REWRITE_SQL = """
+INSERT INTO {staging} SELECT * REPLACE (
+    if(error_message IS NULL, NULL,
+       transform(assumeNotNull(error_message), (SELECT groupArray(original) FROM {cleaned_table}),
+                 (SELECT groupArray(cleaned) FROM {cleaned_table}), assumeNotNull(error_message))) AS error_message)
+FROM {table}
+"""
+
+
+def _clean_error_text(con: Any) -> int:
+    """Redact and cap the kept spans' error text with the file reader's ``clean_error_text``; return the texts changed.
+
+    Each distinct text is cleaned once in Python (rows in proportion to distinct texts, not
+    calls); the rows are rewritten only when a text changed (a secret, or more than
+    ``MAX_ERROR_CHARS`` characters).
+    """
+    changed = [(text, cleaned) for (text,) in con.execute_native(DISTINCT_ERROR_TEXT_SQL).fetchall()
+               if (cleaned := clean_error_text(text)) != text]
+    if not changed:
+        return 0
+    con.command(CLEANED_TABLE_SQL)
+    con.command(f"TRUNCATE TABLE {CLEANED_TABLE}")
+    batch: list[tuple[str, str]] = []
+    size = 0
+    for pair in [*changed, None]:
+        if pair is not None:
+            batch.append(pair)
+            size += len(pair[0]) + len(pair[1])
+        if batch and (pair is None or size >= CLEANED_BATCH_CHARS):
+            con.execute_native(INSERT_CLEANED_SQL, {"original": [o for o, _ in batch], "cleaned": [c for _, c in batch]})
+            batch, size = [], 0
+    for table in SNAPSHOT_TABLES:
+        staging = f"{table}_cleaning"
+        con.command(f"DROP TABLE IF EXISTS {staging}")
+        con.command(f"CREATE TABLE {staging} AS {table}")
+        con.command(REWRITE_SQL.format(staging=staging, table=table, cleaned_table=CLEANED_TABLE))
+        con.command(f"TRUNCATE TABLE {table}")
+        con.command(f"INSERT INTO {table} SELECT * FROM {staging}")
+        con.command(f"DROP TABLE {staging}")
+    con.command(f"TRUNCATE TABLE {CLEANED_TABLE}")
+    return len(changed)
+
+
 def refresh_spans(con: Any, *, with_logs: bool) -> bool:
     """Derive the span records again when ``otel_traces`` (or the log records that stand in for traces) changed.
 
@@ -447,6 +510,7 @@ def refresh_spans(con: Any, *, with_logs: bool) -> bool:
     for table, view in zip(SNAPSHOT_TABLES, ("tool_calls_from_otel_traces", "loop_exits_from_otel_traces")):
         con.command(f"TRUNCATE TABLE {table}")
         con.command(f"INSERT INTO {table} SELECT * FROM {view}")
+    _clean_error_text(con)
     con.command(f"TRUNCATE TABLE {STATE_TABLE}")
     con.execute_native(f"INSERT INTO {STATE_TABLE} VALUES ({{state:String}})", {"state": current})
     return True
