@@ -157,6 +157,15 @@ LEFT JOIN calls c USING (conversation_id, prompt_id)
 LEFT JOIN exits x USING (conversation_id, prompt_id)
 """
 
+ERROR_CLASS_SQL = """CASE
+            WHEN p.normal_exit AND p.max_ok_step > t.step THEN 'recovered'
+            WHEN p.is_open THEN 'open'
+            WHEN NOT p.normal_exit THEN 'aborted'
+            ELSE 'gave_up'
+        END"""
+"""An error's class (the spec's ``error_class``), over its call ``t`` and its prompt ``p`` (a
+``prompts_v`` row): written once, read by ``errors_v`` on both engines (store/clickhouse.py)."""
+
 # resolved_in_prompt: per unrecovered (conversation, tool, prompt), the first
 # later prompt with a successful, non-replay call of that tool; computed once
 # per such key by a grouped join (not a lateral lookup per error row).
@@ -167,12 +176,7 @@ ERRORS_QUERY = """
 WITH classed AS (
     SELECT
         t.*,
-        CASE
-            WHEN p.normal_exit AND p.max_ok_step > t.step THEN 'recovered'
-            WHEN p.is_open THEN 'open'
-            WHEN NOT p.normal_exit THEN 'aborted'
-            ELSE 'gave_up'
-        END AS error_class,
+        """ + ERROR_CLASS_SQL + """ AS error_class,
         p.first_ts AS prompt_first_ts,
         p.first_seq AS prompt_first_seq,
         p.exit_reason

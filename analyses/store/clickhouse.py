@@ -48,6 +48,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from loopscope.analyses.errors import DatabaseError, LoopscopeError
+from loopscope.analyses.model import ERROR_CLASS_SQL
 from loopscope.analyses.store.clickhouse_sql import SETTINGS, bind, translate
 
 __all__ = [
@@ -125,12 +126,7 @@ CREATE OR REPLACE VIEW errors_v AS
 WITH classed AS (
     SELECT
         t.*,
-        CASE
-            WHEN p.normal_exit AND p.max_ok_step > t.step THEN 'recovered'
-            WHEN p.is_open THEN 'open'
-            WHEN NOT p.normal_exit THEN 'aborted'
-            ELSE 'gave_up'
-        END AS error_class,
+        """ + ERROR_CLASS_SQL + """ AS error_class,
         p.first_ts AS prompt_first_ts,
         p.first_seq AS prompt_first_seq,
         p.exit_reason
