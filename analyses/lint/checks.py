@@ -485,6 +485,8 @@ def _runtime_class_without_caller_value(view: MessageView) -> bool:
         tail,
     ):
         return False  # "timeout value is negative", "length of values (3) does not match length of index (4)": said of named things
+    if UNCLOSED_CONSTRUCT_RE.search(tail) and not POSITION_RE.search(tail):
+        return False  # "No closing quotation": a construct of the caller's own input left open, which it can close
     if re.search(r"\d+(?:[.:]\d+){2,}|\d/\d", tail):
         return False  # an address or a version it was given ("10.0.0.1/24 has host bits set")
     # numbers, shapes and the runtime's own type names ('float', 'NoneType') are the program's, not the caller's
@@ -696,6 +698,11 @@ POSITION_RE = re.compile(
     r"^\s*(?:[\w.\-/]*sh): (?:line )?\d+:(?=\s)",
     re.IGNORECASE | re.MULTILINE,
 )
+# A closing token of the caller's own input named as missing: "No closing quotation", "'[' was never closed"; like
+# "missing )", it says what to add (labelling rule 11)
+UNCLOSED_CONSTRUCT_RE = re.compile(
+    r"\bno closing (?:quot\w+|quotes?|bracket|brace|paren\w*|tag|delimiter)\b|\bwas never closed\b", re.IGNORECASE
+)
 PARSE_RE = re.compile(
     r"\b(?:pars(?:e|er|ing)|syntax|token|tag|literal|delimiter|decod\w+|unterminated|unbalanced|unmatched|unclosed)\b|"
     r"(?:Decode|Parse|Parser|Syntax|Scanner|Expat)Error\b",
@@ -724,8 +731,9 @@ def check_vague(view: MessageView, ctx: Context) -> bool:
         return True
     position_only = _only_a_position(view)
     specific = view.specifics and not position_only
-    # a parser's defect ("Unterminated string", "nothing to repeat") is no state when a position is all it shows
-    state = None if position_only else STATE_RE.search(view.body)
+    # a parser's defect ("Unterminated string", "nothing to repeat") is no state when a position is all it shows;
+    # without one, a closing token named as missing ("No closing quotation") is what "missing )" is: what to add
+    state = None if position_only else STATE_RE.search(view.body) or UNCLOSED_CONSTRUCT_RE.search(view.body)
     # "Expired", "Already exists", "Action blocked": a state of no named thing, in a word or three
     if (
         state
