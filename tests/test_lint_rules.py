@@ -948,3 +948,20 @@ def test_not_found_rewrite_names_what_was_looked_up(text: str, thing: str) -> No
 )
 def test_linttune2_unclosed_construct(text: str, generic: bool) -> None:
     assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # an attribute the caller's code named on a value is its own name, as an undefined name or a module's missing
+        # attribute is (rule 1): the fix (rename, convert) is evident
+        ("AttributeError: 'list' object has no attribute 'lenght'", False),
+        ("'dict' object has no attribute 'iteritems'", False),
+        # a None value (which variable?) and a dunder the syntax implied (x[0] = 1 on a tuple) stay internals (rule 2)
+        ("AttributeError: 'NoneType' object has no attribute 'items'", True),
+        ("'frozenset' object has no attribute '__setitem__'", True),
+        ("TypeError: 'int' object is not subscriptable", True),
+    ],
+)
+def test_linttune2_attribute_the_caller_named(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)

@@ -209,7 +209,9 @@ EXCEPTION_NAME_RE = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|
 EXCEPTION_LINE_RE = re.compile(r"^\s*(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?:\(.*\))?\s*$", re.MULTILINE)
 # Runtime messages written for the programmer, not the caller (Python, JavaScript, JSON decoders).
 RUNTIME_MESSAGE_RE = re.compile(
-    r"object has no attribute|'?NoneType'?|index (?:\d+ )?out of range|division by zero|can only concatenate|"
+    # an attribute the caller's code named on a value ("'str' object has no attribute 'startwith'") is its own name,
+    # as an undefined name is (rule 1); a None value and a dunder the syntax implied ('__setitem__') are internals
+    r"object has no attribute(?! '(?!__)[A-Za-z_]\w*')|'?NoneType'?|index (?:\d+ )?out of range|division by zero|can only concatenate|"
     # the runtime's own container ("pop from empty list", "dictionary is empty"), not a named one ("Recipient list
     # is empty", a state of the caller's input)
     r"(?<![\w,] )(?<!\w)(?:dictionary|list|deque|set|heap|queue|stack) is empty|from (?:an )?empty (?:list|deque|dict|set)|"
@@ -242,7 +244,7 @@ RUNTIME_MESSAGE_RE = re.compile(
     # Python's object model ("'float' object cannot be interpreted as an integer", "expected str instance, int
     # found", "dictionary update sequence element #0") and jq's typed evaluation ("Cannot iterate over null",
     # 'string ("x") and number (1) cannot be added'): the program's types, not the caller's domain
-    r"'\w+' object (?:is not|has no|cannot|does not)\b|\bexpected \w+ instance\b|\bsequence (?:item|element) #?\d+\b|"
+    r"'\w+' object (?:is not|has no(?! attribute '(?!__)[A-Za-z_]\w*')|cannot|does not)\b|\bexpected \w+ instance\b|\bsequence (?:item|element) #?\d+\b|"
     r"\bcannot (?:iterate over|index) (?:null|number|string|boolean|array|object)\b|"
     r"\b(?:null|number|string|boolean|array|object) \([^)\n]*\) and (?:null|number|string|boolean|array|object) \([^)\n]*\) cannot be \w+|\bbuffer of \d+ bytes?\b|\bbuffer (?:overflow|too small)\b",
     re.IGNORECASE,
