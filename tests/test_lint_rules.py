@@ -965,3 +965,19 @@ def test_linttune2_unclosed_construct(text: str, generic: bool) -> None:
 )
 def test_linttune2_attribute_the_caller_named(text: str, generic: bool) -> None:
     assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # a credential said to be incorrect is rejected as "Invalid API key" is: an authentication gap, which needs a
+        # next step (labelling rule 15); a value the caller passed said to be incorrect is a state of it
+        ("The API key is incorrect.", True),
+        ("Your client secret was incorrect", True),
+        ("The API key is incorrect. Create a new key under Settings > API and send it in the X-Api-Key header.", False),
+        ("The billing postcode is incorrect for this card.", False),
+        ("Your card's expiry month is incorrect.", False),
+    ],
+)
+def test_linttune2_incorrect_credential(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)

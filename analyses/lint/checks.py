@@ -103,7 +103,9 @@ STATE_RE = re.compile(
     # a negated participle is the failed outcome ("The repository was not deleted"), not a state of the thing
     # "incorrect" is a state when said of a named thing ("Your card's security code is incorrect"); "Incorrect
     # padding" names a defect of an input it does not name
-    r"\b(?:already|(?:is|are|was|were) incorrect|(?<!not )(?:declined|expired|blocked|locked|disabled|suspended|closed|cancell?ed|archived|"
+    # ... but a credential said to be incorrect ("Your API key is incorrect", "AuthToken was incorrect") is rejected, as
+    # "Invalid API key" is: an authentication gap, not a state (labelling rule 15)
+    r"\b(?:already|(?<!key )(?<!keys )(?<!token )(?<!tokens )(?<!password )(?<!secret )(?<!credentials )(?:is|are|was|were) incorrect|(?<!not )(?:declined|expired|blocked|locked|disabled|suspended|closed|cancell?ed|archived|"
     r"deleted)|not in|outside|no more|not enough|in progress|(?:the )?user (?:denied|rejected|declined|cancell?ed)|"
     r"(?:denied|rejected|cancell?ed) by the user|insufficient (?:\w+ ){0,2}(?:balance|funds|credit)|is not (?:active|enabled|"
     r"verified|pending|delivered|finali[sz]ed|open)|(?:has|have|includes?|contains?) no|does not have|is empty|read-only|in use|revoked|"
