@@ -981,3 +981,19 @@ def test_linttune2_attribute_the_caller_named(text: str, generic: bool) -> None:
 )
 def test_linttune2_incorrect_credential(text: str, generic: bool) -> None:
     assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # a wrapper's data field that holds no message, status or error is the data the call returned, not the message:
+        # the body is judged by its other fields (labelling rule 9)
+        ('{"error": "Request error...", "response": "{\'page\': {\'head\': {\'charset\': \'utf-8\'}, \'body\': {\'class\': \'err-box\'}}, \'items\': []}"}', True),
+        ('{"error": "Sync error", "data": {"items": [], "cursor": "c_81xz", "region": "eu-west-1"}}', True),
+        # a data field that holds a message is read (an empty error defers to it), and a message beside data is judged
+        ('{"error": "", "response": "{\'message\': \'Ticket TCK-2291 is already closed; reopen it with reopen_ticket first.\'}"}', False),
+        ('{"error": "Station ABX-4 is offline since 09:10 UTC", "data": {"readings": []}}', False),
+    ],
+)
+def test_linttune2_wrapper_payload_is_data(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)

@@ -354,6 +354,35 @@ _STATUS_KEYS = frozenset({"status", "statuscode", "status_code", "http_status"})
 _REQUEST_KEYS = frozenset({"path", "timestamp", "method", "endpoint", "url", "uri", "time"})
 
 
+# A wrapper's data field ("response", "data", "result"...) holds what the call returned; when nothing in it is keyed as
+# a message, a status or an error ("{'feed': {'html': {'lang': 'en'}}, 'entries': []}"), it is a payload, not the
+# message: its values are the page's data, not what went wrong with the call (the message is in the other fields)
+_DATA_KEYS = frozenset({"response", "data", "result", "results", "body", "payload", "output", "content"})
+_MESSAGE_KEYS = frozenset(
+    {"error", "errors", "message", "messages", "msg", "detail", "details", "description", "reason", "title", "status",
+     "statuscode", "status_code", "code", "hint", "suggestion", "suggestions", "error_description", "error_message",
+     "errormessage", "fault", "exception", "warning", "warnings"}
+)
+
+
+def _payload_without_message(value: Any, depth: int = 0) -> bool:
+    """An object (or a list of them) in which no key, however deep, names a message, a status or an error."""
+    if depth > 8:
+        return False
+    if isinstance(value, dict):
+        return all(str(k).lower() not in _MESSAGE_KEYS and _payload_without_message(v, depth + 1) for k, v in value.items())
+    if isinstance(value, list):
+        return all(_payload_without_message(item, depth + 1) for item in value)
+    return True
+
+
+def _as_payload(value: Any) -> Any:
+    """A wrapper's data field as the object it holds: itself, or the JSON / Python-repr object a string spells."""
+    if isinstance(value, str):
+        return parse_object(value)
+    return value if isinstance(value, (dict, list)) else None
+
+
 def _strings(value: Any, out: list[str], keys: set[str], objs: list[dict[str, Any]], depth: int = 0) -> None:
     """Collect the prose a model reads from a JSON body: non-empty strings, nested bodies opened."""
     if depth > 8:
@@ -374,6 +403,10 @@ def _strings(value: Any, out: list[str], keys: set[str], objs: list[dict[str, An
                 continue  # a body's id that is a code word ("id": "not_found", Heroku's) is the error's kind, not a value
             if has_status and str(k).lower() in _REQUEST_KEYS and isinstance(v, str):
                 continue
+            if str(k).lower() in _DATA_KEYS and len(value) > 1:
+                payload = _as_payload(v)
+                if payload and _payload_without_message(payload):
+                    continue  # the data a wrapper returned beside its message is not the message
             _strings(v, out, keys, objs, depth + 1)
     elif isinstance(value, list):
         for item in value:
