@@ -997,3 +997,22 @@ def test_linttune2_incorrect_credential(text: str, generic: bool) -> None:
 )
 def test_linttune2_wrapper_payload_is_data(text: str, generic: bool) -> None:
     assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # a verb that heads a failure report names what failed, not what to do ("Upload to S3 failed" was already so):
+        # rule 8, a failure without cause
+        ("Call failed", True),
+        ("Retry failed.", True),
+        ("Call to the geocoding API failed", True),
+        ("Select failed", True),
+        # the same verbs instruct where their sentence reports no failure, or after another word
+        ("Call geocode_address first, then retry", False),
+        ("Retry failed after 3 attempts. Wait 60 seconds and call again.", False),
+        ("Invalid date. Use YYYY-MM-DD.", False),
+    ],
+)
+def test_linttune2_failure_report_is_no_next_step(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)

@@ -662,6 +662,21 @@ def _instructs(body: str) -> bool:
     return False
 
 
+def _next_step(body: str) -> bool:
+    """A next step that is not the head of a failure report: "Call failed", "Retry failed" and "Select failed" report
+    what failed, as "Upload to S3 failed" does; "Call x first" and "...; retry after 30 s" are instructions."""
+    for m in NEXT_STEP_RE.finditer(body):
+        start = max(body.rfind(c, 0, m.start()) for c in ".!?;\n") + 1
+        word = re.match(r"[^\w]*(\w+)", body[m.start() :])
+        if word is None or body[start : m.start() + word.start(1)].strip():
+            return True  # not the first word of its sentence: "please call", "Invalid date. Use YYYY-MM-DD"
+        end = re.search(r"[.!?;\n]", body[m.end() :])
+        sentence = body[start : m.end() + (end.start() if end else len(body))]
+        if not _REPORTS_FAILURE_RE.search(sentence):
+            return True
+    return False
+
+
 def _field_keys(objs: list[dict[str, Any]]) -> list[str]:
     """Keys that name fields: a validation body maps each field to its messages (``{'name': ['Missing data for
     required field.']}``, Rails' and marshmallow's shape), so the key is the field at fault."""
@@ -722,5 +737,5 @@ def read_message(text: str) -> MessageView:
     # the detail lines are read from the text as written: their indentation is what marks them
     view.specifics = find_specifics(body) + _field_keys(objs) + (DETAIL_LINE_RE.findall(text) if obj is None else [])
     view.has_constraint = bool(CONSTRAINT_RE.search(VACUOUS_CONSTRAINT_RE.sub(" ", body))) or _named_requirement(body)
-    view.has_next_step = bool(NEXT_STEP_RE.search(body) or _instructs(body))
+    view.has_next_step = _next_step(body) or _instructs(body)
     return view
