@@ -1016,3 +1016,21 @@ def test_linttune2_wrapper_payload_is_data(text: str, generic: bool) -> None:
 )
 def test_linttune2_failure_report_is_no_next_step(text: str, generic: bool) -> None:
     assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # a negated outcome of the operation is its failure, not a state of the thing ("could not be cancelled" is no
+        # "cancelled"): without a cause it is rule 8, as "Booking BK-1234 could not be updated" is
+        ("Reservation could not be cancelled.", True),
+        ("Invoice 8812 was not deleted.", True),
+        ("The attachments were not uploaded", True),
+        # with its cause, or as a fact with its agent, or as the state itself, it is not
+        ("Invoice 8812 was not deleted because it has already been paid.", False),
+        ("The last change was not made by this session", False),
+        ("Reservation RX-7 is already cancelled.", False),
+    ],
+)
+def test_linttune2_negated_outcome_is_a_failure(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)

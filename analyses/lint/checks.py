@@ -105,8 +105,8 @@ STATE_RE = re.compile(
     # padding" names a defect of an input it does not name
     # ... but a credential said to be incorrect ("Your API key is incorrect", "AuthToken was incorrect") is rejected, as
     # "Invalid API key" is: an authentication gap, not a state (labelling rule 15)
-    r"\b(?:already|(?<!key )(?<!keys )(?<!token )(?<!tokens )(?<!password )(?<!secret )(?<!credentials )(?:is|are|was|were) incorrect|(?<!not )(?:declined|expired|blocked|locked|disabled|suspended|closed|cancell?ed|archived|"
-    r"deleted)|not in|outside|no more|not enough|in progress|(?:the )?user (?:denied|rejected|declined|cancell?ed)|"
+    r"\b(?:already|(?<!key )(?<!keys )(?<!token )(?<!tokens )(?<!password )(?<!secret )(?<!credentials )(?:is|are|was|were) incorrect|(?<!not )(?<!not be )(?<!n't be )(?<!not been )(?:declined|expired|blocked|"
+    r"locked|disabled|suspended|closed|cancell?ed|archived|deleted)|not in|outside|no more|not enough|in progress|(?:the )?user (?:denied|rejected|declined|cancell?ed)|"
     r"(?:denied|rejected|cancell?ed) by the user|insufficient (?:\w+ ){0,2}(?:balance|funds|credit)|is not (?:active|enabled|"
     r"verified|pending|delivered|finali[sz]ed|open)|(?:has|have|includes?|contains?) no|does not have|is empty|read-only|in use|revoked|"
     # a classification ("File is not a zip file"), a capability ("Operation MatMult is not supported"), a
@@ -863,6 +863,8 @@ FAILURE_REPORT_RE = re.compile(
     r"\b(?:failed|failure|fail(?:s|ing)?|error(?:ed)?|could ?n[o']t (?:be )?\w+|unable to \w+|(?:was|were) (?:not |un)successful|"
     r"(?:raised|threw|thrown) an? (?:exception|error)|returned (?:an? )?(?:error|status)?:? ?5\d\d|abort(?:ed|ing)|"
     r"exception(?= (?:in|while|during|when|occurred)\b)|"
+    # a negated outcome of the operation is its failure: "Order 552 was not deleted", "The files were not saved"
+    r"(?:was|were)(?: not|n't) (?!found\b|made by\b)(?:\w+ed|sent|paid|built|run|done|written|taken)\b|"
     r"can(?:no|')t (?:process|complete|perform|handle|execute|fulfil+) |did not succeed|went wrong|unexpected(?:ly)? (?:error|problem|issue|failure|happened)|something unexpected|"
     r"(?:could|can) not be (?:performed|completed|processed|done)|(?:does|did) not apply)\b",
     re.IGNORECASE,
