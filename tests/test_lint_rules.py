@@ -1034,3 +1034,18 @@ def test_linttune2_failure_report_is_no_next_step(text: str, generic: bool) -> N
 )
 def test_linttune2_negated_outcome_is_a_failure(text: str, generic: bool) -> None:
     assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # a state the named thing has left ("no longer available") is a state of it, as "no more" and "already" are
+        # (rule 15): the model passed the value and learns it cannot be used
+        ("The selected time slot is no longer available.", False),
+        ("This promo code is no longer valid", False),
+        # said of nothing named it stays vague
+        ("No longer available", True),
+    ],
+)
+def test_linttune2_no_longer_is_a_state(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)

@@ -106,7 +106,7 @@ STATE_RE = re.compile(
     # ... but a credential said to be incorrect ("Your API key is incorrect", "AuthToken was incorrect") is rejected, as
     # "Invalid API key" is: an authentication gap, not a state (labelling rule 15)
     r"\b(?:already|(?<!key )(?<!keys )(?<!token )(?<!tokens )(?<!password )(?<!secret )(?<!credentials )(?:is|are|was|were) incorrect|(?<!not )(?<!not be )(?<!n't be )(?<!not been )(?:declined|expired|blocked|"
-    r"locked|disabled|suspended|closed|cancell?ed|archived|deleted)|not in|outside|no more|not enough|in progress|(?:the )?user (?:denied|rejected|declined|cancell?ed)|"
+    r"locked|disabled|suspended|closed|cancell?ed|archived|deleted)|not in|outside|no (?:more|longer)|not enough|in progress|(?:the )?user (?:denied|rejected|declined|cancell?ed)|"
     r"(?:denied|rejected|cancell?ed) by the user|insufficient (?:\w+ ){0,2}(?:balance|funds|credit)|is not (?:active|enabled|"
     r"verified|pending|delivered|finali[sz]ed|open)|(?:has|have|includes?|contains?) no|does not have|is empty|read-only|in use|revoked|"
     # a classification ("File is not a zip file"), a capability ("Operation MatMult is not supported"), a
@@ -722,11 +722,11 @@ def _only_a_position(view: MessageView) -> bool:
     return not find_specifics(EXCEPTION_CLASS_TOKEN_RE.sub(" ", POSITION_RE.sub(" ", view.body)))
 
 
-_STATE_FILLER = frozenset("exists exist is are was were be been action".split())
+_STATE_FILLER = frozenset("exists exist is are was were be been action available valid active".split())
 # the state words that say nothing of what is in the state ("Insufficient Balance" names the balance)
 _BARE_STATE_WORDS = frozenset(
     "already expired blocked locked disabled suspended closed cancelled canceled archived deleted declined revoked "
-    "in progress use read only empty is are was were".split()
+    "in progress use read only empty is are was were no longer more".split()
 )
 
 
