@@ -1049,3 +1049,27 @@ def test_linttune2_negated_outcome_is_a_failure(text: str, generic: bool) -> Non
 )
 def test_linttune2_no_longer_is_a_state(text: str, generic: bool) -> None:
     assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # a state said of a named subject in one copular sentence is what went wrong with the thing the call named
+        # (rule 15), whatever the state's word: no list of states can be complete
+        ("Wallet is frozen.", False),
+        ("The concert is sold out", False),
+        ("Printer is offline.", False),
+        ("Headset is not paired.", False),
+        ("Warehouse 7 is at capacity.", False),
+        # a predicate that only judges the input, a runtime's object, an absence, an authentication gap, or a subject
+        # that names nothing the call passed stays generic
+        ("Coupon is invalid.", True),
+        ("Title is too long.", True),
+        ("Object is not iterable", True),
+        ("No driver is currently assigned.", True),
+        ("Customer is not logged in.", True),
+        ("Request is malformed.", True),
+    ],
+)
+def test_linttune2_copular_state_of_a_named_thing(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)

@@ -730,6 +730,46 @@ _BARE_STATE_WORDS = frozenset(
 )
 
 
+# A state said of a named subject in one copular sentence: "Account is frozen.", "The event is sold out", "Device is not
+# paired". The predicate says how the thing the call named stands, which is what went wrong (labelling rule 15), unless
+# it only judges the input (invalid, wrong, missing, too long), reports a failure or a fault of the runtime's own objects.
+COPULAR_STATE_RE = re.compile(
+    r"^(?:the |your |this |that |my |our )?(?P<subject>[A-Za-z][\w'\-]*(?: [\w'\-]+){0,3}?) "
+    r"(?:is|are|was|were|has been|have been)(?: currently| already| now| still)? "
+    r"(?P<predicate>(?:not |no longer )?[a-z][\w\-]*(?: [a-z][\w\-]*){0,2})[.!]?$",
+    re.IGNORECASE,
+)
+_JUDGEMENT_RE = re.compile(
+    r"\b(?:invalid|incorrect|wrong|bad|missing|unknown|required|null|none|nil|undefined|malformed|corrupt\w*|broken|"
+    r"unsupported|unavailable|busy|down|unreachable|too|denied|forbidden|unauthori[sz]ed|allowed|permitted|valid|"
+    r"found|defined|exceeded|failed|failing|out of range|out of bounds|iterable|callable|subscriptable|serializable|"
+    r"readable|writable|possible|available|ready|initiali[sz]ed|set|specified|provided|supported|recogni[sz]ed|"
+    r"implemented|error|problem|issue|a problem|"
+    # an authentication gap ("User is not logged in") needs its next step (rule 15), a state does not
+    r"logged|signed|authenticated|authori[sz]ed)\b",
+    re.IGNORECASE,
+)
+# subjects that name no thing the call passed: the call itself, its parts in general, the plumbing
+_UNNAMED_SUBJECTS = frozenset(
+    "it this that something request operation input inputs value values data response result results server service "
+    "api system parameter parameters argument arguments field fields key object connection socket stream pipe network "
+    "there action call process".split()
+)
+
+
+def _copular_state(body: str) -> re.Match[str] | None:
+    m = COPULAR_STATE_RE.match(body.strip())
+    if m is None:
+        return None
+    subject = _WORD_RE.findall(m.group("subject").lower())
+    # "No user is logged in": a subject that is an absence names nothing
+    if not subject or subject[0] in {"no", "none", "nothing", "nobody"} or subject[-1] in _UNNAMED_SUBJECTS:
+        return None
+    if all(w in GENERIC_WORDS for w in subject):
+        return None
+    return None if _JUDGEMENT_RE.search(m.group("predicate")) else m
+
+
 def check_vague(view: MessageView, ctx: Context) -> bool:
     if view.english and INTERNAL_NOT_READY_RE.match(view.body) and not view.has_remedy and not _transient_named(view):
         return True
@@ -737,7 +777,9 @@ def check_vague(view: MessageView, ctx: Context) -> bool:
     specific = view.specifics and not position_only
     # a parser's defect ("Unterminated string", "nothing to repeat") is no state when a position is all it shows;
     # without one, a closing token named as missing ("No closing quotation") is what "missing )" is: what to add
-    state = None if position_only else STATE_RE.search(view.body) or UNCLOSED_CONSTRUCT_RE.search(view.body)
+    state = None if position_only else (
+        STATE_RE.search(view.body) or UNCLOSED_CONSTRUCT_RE.search(view.body) or _copular_state(view.body)
+    )
     # "Expired", "Already exists", "Action blocked": a state of no named thing, in a word or three
     if (
         state
