@@ -1073,3 +1073,19 @@ def test_linttune2_no_longer_is_a_state(text: str, generic: bool) -> None:
 )
 def test_linttune2_copular_state_of_a_named_thing(text: str, generic: bool) -> None:
     assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # the target of a failure is read whole: a URL's host is not a value of its own, so the rest of the URL is no
+        # cause (rule 8)
+        ("Failed to fetch page https://example.com/pricing", True),
+        ("Unable to download https://example.org/report", True),
+        ("Failed to fetch https://docs.example.org/guide/start: certificate has expired", False),
+        # a web framework's route lookup that missed names the route (rule 3)
+        ("Cannot POST /v2/invoicez", False),
+    ],
+)
+def test_linttune2_failure_target_read_whole(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)

@@ -840,6 +840,8 @@ def check_failure_without_cause(view: MessageView, ctx: Context) -> bool:
             m = before = FAILURE_CLAUSE_RE.match("\n".join(kept)) or before
     if before and before.group(1).lower() in {"find", "locate"}:
         return False  # "Could not find user 'bob'": a lookup that missed, judged as not-found (LS104)
+    if before and re.fullmatch(r"GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS", before.group(1)) and before.group("rest").startswith("/"):
+        return False  # "Cannot GET /api/v1/userz": a web framework's route lookup that missed, with the route named
     if TYPED_CONVERSION_RE.search(view.body) and (QUOTED_RE.search(view.body) or re.search(r"\[[^\]]+\]", view.body)):
         return False  # "conversion from `str` to `i64` failed ... values: ["x"]": the types and the value are the cause
     # "UNIQUE constraint failed: users.email": the thing that failed is a named rule, which is the cause
@@ -882,9 +884,10 @@ def check_failure_without_cause(view: MessageView, ctx: Context) -> bool:
     if before:
         # "Failed to parse manifest 'app.yaml'": the words before the first value describe the target
         # (the object of the verb); only what follows the target can be the cause
-        first = min((m.end() for regex in (PATH_RE, URL_RE, QUOTED_RE, IDENT_RE, NUMBER_RE) for m in [regex.search(rest)] if m), default=0)
-        if first:
-            rest = rest[first:]
+        # the first value is read whole: a URL's host ("example.com" in https://example.com/docs) is not a value of its own
+        found = [(m.start(), -m.end()) for regex in (PATH_RE, URL_RE, QUOTED_RE, IDENT_RE, NUMBER_RE) for m in [regex.search(rest)] if m]
+        if found:
+            rest = rest[-min(found)[1]:]
     # "for user bob", "with name Alice": a value introduced by the attribute it was looked up by is the target
     for attribute in ATTRIBUTE_VALUE_RE.finditer(view.body):
         value = attribute.group(1) or ""
