@@ -993,6 +993,8 @@ def test_linttune2_incorrect_credential(text: str, generic: bool) -> None:
         # a data field that holds a message is read (an empty error defers to it), and a message beside data is judged
         ('{"error": "", "response": "{\'message\': \'Ticket TCK-2291 is already closed; reopen it with reopen_ticket first.\'}"}', False),
         ('{"error": "Station ABX-4 is offline since 09:10 UTC", "data": {"readings": []}}', False),
+        # an MCP result's content items carry the message in "text": they are no payload
+        ('{"isError": true, "result": {"content": [{"type": "text", "text": "EACCES: permission denied, open \'/srv/notes.md\'"}]}}', False),
     ],
 )
 def test_linttune2_wrapper_payload_is_data(text: str, generic: bool) -> None:

@@ -357,11 +357,11 @@ _REQUEST_KEYS = frozenset({"path", "timestamp", "method", "endpoint", "url", "ur
 # A wrapper's data field ("response", "data", "result"...) holds what the call returned; when nothing in it is keyed as
 # a message, a status or an error ("{'feed': {'html': {'lang': 'en'}}, 'entries': []}"), it is a payload, not the
 # message: its values are the page's data, not what went wrong with the call (the message is in the other fields)
-_DATA_KEYS = frozenset({"response", "data", "result", "results", "body", "payload", "output", "content"})
+_DATA_KEYS = frozenset({"response", "data", "result", "results", "body", "payload", "output"})
 _MESSAGE_KEYS = frozenset(
     {"error", "errors", "message", "messages", "msg", "detail", "details", "description", "reason", "title", "status",
      "statuscode", "status_code", "code", "hint", "suggestion", "suggestions", "error_description", "error_message",
-     "errormessage", "fault", "exception", "warning", "warnings"}
+     "errormessage", "fault", "exception", "warning", "warnings", "text", "content"}
 )
 
 
