@@ -1091,3 +1091,21 @@ def test_linttune2_copular_state_of_a_named_thing(text: str, generic: bool) -> N
 )
 def test_linttune2_failure_target_read_whole(text: str, generic: bool) -> None:
     assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # a lack of permission or access is a denial, not a state of a named thing: without which permission or what to
+        # do it is rule 21's bare denial, as "Permission denied on resource project X" is
+        ("The caller does not have permission", True),
+        ('{"error": {"code": 403, "message": "The principal does not have permission", "status": "PERMISSION_DENIED"}}', True),
+        ("Service account has no access.", True),
+        # naming which permission (the action, or its id) says what is missing; a lack of anything else is a state
+        ("Member m_42 does not have permission to merge into main", False),
+        ("The key does not have the required permission files.write on drive 'Reports'.", False),
+        ("Customer C-7 does not have a default payment method.", False),
+    ],
+)
+def test_linttune2_lack_of_permission_is_a_denial(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)

@@ -108,7 +108,8 @@ STATE_RE = re.compile(
     r"\b(?:already|(?<!key )(?<!keys )(?<!token )(?<!tokens )(?<!password )(?<!secret )(?<!credentials )(?:is|are|was|were) incorrect|(?<!not )(?<!not be )(?<!n't be )(?<!not been )(?:declined|expired|blocked|"
     r"locked|disabled|suspended|closed|cancell?ed|archived|deleted)|not in|outside|no (?:more|longer)|not enough|in progress|(?:the )?user (?:denied|rejected|declined|cancell?ed)|"
     r"(?:denied|rejected|cancell?ed) by the user|insufficient (?:\w+ ){0,2}(?:balance|funds|credit)|is not (?:active|enabled|"
-    r"verified|pending|delivered|finali[sz]ed|open)|(?:has|have|includes?|contains?) no|does not have|is empty|read-only|in use|revoked|"
+    r"verified|pending|delivered|finali[sz]ed|open)|(?:has|have|includes?|contains?) no(?! (?:permissions?|access|rights?|privileges?|scopes?)\b)|does not have(?! (?:the )?(?:required |necessary |sufficient |enough )?(?:access\b|scopes?\b|"
+    r"(?:permissions?|rights?|privileges?)\b(?! to (?!the |this |that |your |its |an? )\w)))|is empty|read-only|in use|revoked|"
     # a classification ("File is not a zip file"), a capability ("Operation MatMult is not supported"), a
     # comparison that says which way to change ("INSERT has more expressions than target columns") or a fact
     # with its agent ("The last commit was not made by aider"): each says what is wrong, not only that it is
