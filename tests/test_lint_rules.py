@@ -1109,3 +1109,19 @@ def test_linttune2_failure_target_read_whole(text: str, generic: bool) -> None:
 )
 def test_linttune2_lack_of_permission_is_a_denial(text: str, generic: bool) -> None:
     assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # an HTTP client's rendering of a server error on the URL it called is the server's fault on the target, not a
+        # cause (rules 13 and 22), inside a wrapper and inside its exception's repr
+        ("Geocoding failed: 500 Server Error: Internal Server Error for url: https://geo.example.com/v1/lookup", True),
+        ("Tool call failed: HTTPError('500 Server Error: Internal Server Error for url: https://geo.example.com/v1/lookup')", True),
+        # with a cause or a way forward beside it, it is not
+        ("Geocoding failed because the provider is in maintenance: 500 Server Error: Internal Server Error for url: https://geo.example.com/v1/lookup", False),
+        ("Geocoding failed: 500 Server Error: Internal Server Error for url: https://geo.example.com/v1/lookup. Retry in 5 minutes.", False),
+    ],
+)
+def test_linttune2_server_error_rendering_is_no_cause(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)

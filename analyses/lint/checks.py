@@ -819,9 +819,23 @@ TYPED_CONVERSION_RE = re.compile(
 )
 
 
+# An HTTP client's rendering of a server error on the URL it called (requests': "500 Server Error: Internal Server Error
+# for url: https://..."), maybe inside its exception's repr: the server's fault on the target, no cause (rule 22)
+SERVER_ERROR_RENDERING_RE = re.compile(
+    r"(?:\b\w*Error\(['\"])?\b5\d\d Server Error: [^\n]*? for url: \S+?(?:['\"]\))?(?=[.;]?(?:\s|$))", re.IGNORECASE
+)
+
+
 def check_failure_without_cause(view: MessageView, ctx: Context) -> bool:
     if not view.english or view.has_remedy:
         return False
+    if SERVER_ERROR_RENDERING_RE.search(view.body) and not _transient_named(view):
+        # what follows the failure, once the server's error on the URL is taken out, must give the cause
+        left = SERVER_ERROR_RENDERING_RE.sub(" ", view.body)
+        report = FAILURE_REPORT_RE.search(left)
+        after = left[report.end():] if report else left
+        if not [w for w in _content_words_of(_without_values(after)) if w not in _OPERATION_WORDS]:
+            return True
     # a chain of failure reports whose last link is only an exit status ("... failed: ...: exit status 1")
     head, sep, last = view.body.rpartition(": ")
     if sep and EXIT_CODE_RE.fullmatch(last.strip(" .")) and FAILURE_REPORT_RE.search(head) and not _transient_named(view):
