@@ -1125,3 +1125,17 @@ def test_linttune2_lack_of_permission_is_a_denial(text: str, generic: bool) -> N
 )
 def test_linttune2_server_error_rendering_is_no_cause(text: str, generic: bool) -> None:
     assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # the errno number a runtime writes after the errno text ("(os error 13)", Rust's io::Error) belongs to the
+        # errno: with the path it failed on the text is a cause (rule 12), without it it is not
+        ("could not rename cache/tmp to cache/final: Permission denied (os error 13)", False),
+        ("error: could not read /var/lib/app/state.db: Permission denied (os error 13)", False),
+        ("Failed to create directory: Permission denied (os error 13)", True),
+    ],
+)
+def test_linttune2_os_error_number_belongs_to_the_errno(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)

@@ -154,6 +154,8 @@ FAILURE_CLAUSE_RE = re.compile(
     re.IGNORECASE | re.DOTALL,
 )
 
+# Rust's io::Error and others write the errno's number after its text: "Permission denied (os error 13)".
+OS_ERROR_NUMBER_RE = re.compile(r"\s*\((?:os error|errno:?) \d+\)", re.IGNORECASE)
 # The C library's texts for the errnos a file operation meets (strerror): with the path they failed on, a cause.
 ERRNO_TEXTS = (
     "no such file or directory|permission denied|file exists|not a directory|is a directory|directory not empty|"
@@ -863,6 +865,9 @@ def check_failure_without_cause(view: MessageView, ctx: Context) -> bool:
     if not before and re.search(r"\b(?:constraint|assertion|precondition)\b", m.group("what"), re.IGNORECASE):
         return False
     rest = ELSEWHERE_RE.sub(" ", m.group("rest"))  # "due to 2 previous errors" points elsewhere: no cause
+    # the runtime's errno number after its text ("Permission denied (os error 13)", Rust's io::Error) belongs to the
+    # errno, as "[Errno 13]" does: the text is read as the errno text it is
+    rest = OS_ERROR_NUMBER_RE.sub("", rest)
     if not before and "\n" in rest.strip():
         # "patch failed: a.txt:1\nerror: a.txt: patch does not apply": a later line that reports the failure again
         # restates it, as a later sentence does after "Could not ..."
