@@ -1139,3 +1139,21 @@ def test_linttune2_server_error_rendering_is_no_cause(text: str, generic: bool) 
 )
 def test_linttune2_os_error_number_belongs_to_the_errno(text: str, generic: bool) -> None:
     assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # a capitalised sentence stating a constraint on the input after a builtin class is the tool's rule for the
+        # caller ("must" is a remedy, issue 13), not the runtime's account of its own state
+        ("ValueError: Deposit must be a positive amount", False),
+        ("ValueError: The attendee list cannot be empty.", False),
+        ("ValueError: Check-out must be after check-in.", False),
+        # CPython's own lower-case wording, a restated rejection and the runtime's capitalised states stay internals
+        ("ValueError: month must be in 1..12", True),
+        ("ValueError: Input should be a valid date", True),
+        ("RuntimeError: This event loop is already running", True),
+    ],
+)
+def test_linttune2_tool_constraint_under_builtin_class(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)

@@ -524,6 +524,13 @@ def _tool_wording(head: str, tail: str) -> bool:
     if _PYTHON_ONLY_CLASS_RE.match(head) and re.match(r"[A-Z][a-z]", tail):
         if re.search(r"\s[A-Z][a-z]+\b", tail) or re.match(r"Cannot \w+ [\w ]{0,30}?\ban? empty \w+", tail):
             return True
+        # a capitalised sentence that states a constraint on the input ("Amount must be positive", "Passenger name
+        # cannot be empty") is the tool's rule for the caller, not the runtime's account of its own state
+        # (a state is not enough: the runtime capitalises some of its own, "This event loop is already running")
+        if CONSTRAINT_RE.search(VACUOUS_CONSTRAINT_RE.sub(" ", tail)) and not re.search(
+            r"\b(?:expected|expects?|expecting)\b", tail, re.I
+        ):
+            return True
     if re.search(r"(?:^|[.;:]\s+)(?!(?:an?|the|it|this)\s)[A-Za-z][\w ]{0,40}? (?:is|are) required\b", tail):
         return True
     if re.search(r"\binvalid [a-z][\w ]{0,30}?: ?\S", tail, re.IGNORECASE):
