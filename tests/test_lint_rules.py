@@ -1157,3 +1157,19 @@ def test_linttune2_os_error_number_belongs_to_the_errno(text: str, generic: bool
 )
 def test_linttune2_tool_constraint_under_builtin_class(text: str, generic: bool) -> None:
     assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # a value introduced by the attribute it was looked up by is the caller's, a number too, whatever class
+        # carries it (rule 3: a lookup that names its value)
+        ("LookupError: no task with id 77", False),
+        ("KeyError: no order with id 4512", False),
+        # a bare number is still the program's ("KeyError: 0", "index 5 is out of bounds")
+        ("KeyError: 0", True),
+        ("IndexError: index 5 is out of bounds for axis 0 with size 3", True),
+    ],
+)
+def test_linttune2_value_by_its_attribute_under_builtin_class(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)

@@ -496,6 +496,9 @@ def _runtime_class_without_caller_value(view: MessageView) -> bool:
         return False  # "No closing quotation": a construct of the caller's own input left open, which it can close
     if re.search(r"\d+(?:[.:]\d+){2,}|\d/\d", tail):
         return False  # an address or a version it was given ("10.0.0.1/24 has host bits set")
+    # a value introduced by the attribute it was looked up by is the caller's, a number too ("no task with id 77")
+    if any((a.group(1) or "").lower() not in GENERIC_WORDS for a in ATTRIBUTE_VALUE_RE.finditer(tail) if a.group(1)):
+        return False
     # numbers, shapes and the runtime's own type names ('float', 'NoneType') are the program's, not the caller's
     values = [
         v for v in find_specifics(tail)
