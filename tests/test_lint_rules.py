@@ -1173,3 +1173,18 @@ def test_linttune2_tool_constraint_under_builtin_class(text: str, generic: bool)
 )
 def test_linttune2_value_by_its_attribute_under_builtin_class(text: str, generic: bool) -> None:
     assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # "No X provided" names a requirement only when X is a noun phrase: across a verb and a determiner ("No account
+        # matches the given criteria") it is a lookup that names neither the value nor how to find one (rule 3)
+        ("No customer matches the given filters.", True),
+        ("No invoice fits the specified range", True),
+        ("No API token provided", False),
+        ("No destination path was given.", False),
+    ],
+)
+def test_linttune2_named_requirement_is_a_noun_phrase(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)

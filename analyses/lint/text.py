@@ -139,7 +139,9 @@ VACUOUS_CONSTRAINT_RE = re.compile(
 REQUIRED_RE = re.compile(
     # the subject may be two words: "The name field is required" names "name"; "Required field missing" names nothing
     r"((?:[\w`'\".\-\[\]]+ )?[\w`'\".\-\[\]]+)\s+(?:is |are )?(?:required|missing)\b(?!\.\w)|"
-    r"\bno ((?:[\w`'\".\-\[\]]+ ){0,2}[\w`'\".\-\[\]]+) (?:was |were )?(?:provided|given|specified|supplied|passed)\b",
+    # ... a noun phrase, so no determiner inside it: "No account matches the given criteria" names no requirement
+    r"\bno ((?:(?!(?:the|a|an|your|this|that|its|their)\b)[\w`'\".\-\[\]]+ ){0,2}"
+    r"(?!(?:the|a|an|your|this|that|its|their)\b)[\w`'\".\-\[\]]+) (?:was |were )?(?:provided|given|specified|supplied|passed)\b",
     re.IGNORECASE,
 )
 # A sentence that starts with a verb in the imperative is an instruction to the caller.
