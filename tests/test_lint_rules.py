@@ -1188,3 +1188,18 @@ def test_linttune2_value_by_its_attribute_under_builtin_class(text: str, generic
 )
 def test_linttune2_named_requirement_is_a_noun_phrase(text: str, generic: bool) -> None:
     assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # a named thing's policy said as a verb is a capability, as "is not supported" is (rule 5)
+        ("Basic membership does not allow checked bags.", False),
+        ("The free plan doesn't support CSV exports", False),
+        # said of nothing named, or of a pronoun, it is not
+        ("It does not allow that", True),
+        ("The server does not support this", True),
+    ],
+)
+def test_linttune2_policy_said_as_a_verb(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)

@@ -115,7 +115,9 @@ STATE_RE = re.compile(
     # with its agent ("The last commit was not made by aider"): each says what is wrong, not only that it is
     r"(?:is|are) not an? (?!valid\b|proper\b|correct\b|well)\w+|"
     # a capability of a named thing; "You are not allowed to do that" names none
-    r"(?<!\byou )(?<!\bit )(?<!\bthat )(?:is|are) not (?:supported|allowed|permitted)|(?:more|fewer|less) \w+(?: \w+)? than|"
+    r"(?<!\byou )(?<!\bit )(?<!\bthat )(?:is|are) not (?:supported|allowed|permitted)|"
+    # ... and its policy, said as a verb: "Membership level does not allow free bags", "This plan doesn't support exports"
+    r"(?<!\byou )(?<!\bit )(?<!\bthat )(?<!\bthis )does(?: not|n't) (?:allow|permit|support|accept) (?:an? |the )?(?!(?:this|that|it|them|these|those)\b)[a-z]\w*|(?:more|fewer|less) \w+(?: \w+)? than|"
     # a comparison between two named quantities ("Balance is less than budget limit") or an operation bounded by a
     # named limit ("Cannot fill gas above the tank capacity"): each says which way to change
     r"\b(?:less|more|greater|fewer|lower|higher|smaller|larger|bigger|shorter|longer|later|earlier|older|newer) than (?:the |its |your )?[a-z_]\w*|"
