@@ -1203,3 +1203,18 @@ def test_linttune2_named_requirement_is_a_noun_phrase(text: str, generic: bool) 
 )
 def test_linttune2_policy_said_as_a_verb(text: str, generic: bool) -> None:
     assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # an errno with its path is the cause of the failure it follows, wherever the path sits (rule 12): the quoted
+        # path after the errno text is not "a target after the colon and no cause"
+        ("Error loading config: [Errno 21] Is a directory: 'conf'", False),
+        ("Could not save report: [Errno 13] Permission denied: '/srv/reports/q3.pdf'", False),
+        # without its path an errno text is no cause
+        ("Could not save report: [Errno 13] Permission denied", True),
+    ],
+)
+def test_linttune2_errno_with_path_is_the_cause(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)

@@ -854,6 +854,8 @@ def check_failure_without_cause(view: MessageView, ctx: Context) -> bool:
     head, sep, last = view.body.rpartition(": ")
     if sep and EXIT_CODE_RE.fullmatch(last.strip(" .")) and FAILURE_REPORT_RE.search(head) and not _transient_named(view):
         return True
+    if NAMES_CALLER_VALUE_RE.search(view.body) and not RUNTIME_MESSAGE_RE.search(view.body):
+        return False  # "Error reading file: [Errno 21] Is a directory: 'src'": an errno with its path is the cause (rule 12)
     before = FAILURE_CLAUSE_RE.match(view.body)
     m = before or FAILED_AFTER_RE.match(view.body)
     if m is None and not _transient_named(view):
