@@ -1218,3 +1218,17 @@ def test_linttune2_policy_said_as_a_verb(text: str, generic: bool) -> None:
 )
 def test_linttune2_errno_with_path_is_the_cause(text: str, generic: bool) -> None:
     assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # an errno text after a failure whose target names no path is no cause (rule 12), and an English compound with
+        # a common prefix ("post-processing", "mid-upload") is a word, not a value that would name the path
+        ("Failed to load file for post-processing: Permission denied", True),
+        ("Could not write chunk during mid-upload: No space left on device", True),
+        ("Failed to load config/manifest.json for post-processing: Permission denied", False),
+    ],
+)
+def test_linttune2_errno_text_without_its_path(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)

@@ -891,6 +891,10 @@ def check_failure_without_cause(view: MessageView, ctx: Context) -> bool:
         PATH_RE.search(rest) or QUOTED_RE.search(rest)
     ):
         return False  # "Could not open /var/db.sqlite: permission denied": the errno text on its path is the cause
+    if ": " in rest and re.fullmatch(rf"(?:{ERRNO_TEXTS})", rest.rsplit(": ", 1)[1].strip(" ."), re.IGNORECASE) and not find_specifics(
+        rest.rsplit(": ", 1)[0]
+    ):
+        return True  # "Failed to read file for post-processing: Is a directory": an errno text without its path (rule 12)
     if before and ": " in rest and _uninformative_cause(rest.split(": ", 1)[1]):
         return True  # "Error getting database size: Authentication required.", "...: command terminated with exit code 127"
     if before and ": " in rest:

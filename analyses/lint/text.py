@@ -459,7 +459,7 @@ STATUS_TOKEN_RE = re.compile(
 # kebab-case names ("feature-x", "left-pad") are values; English compounds ("non-pending", "read-only") are not.
 KEBAB_RE = re.compile(
     r"\b(?!(?:non|re|pre|co|self|read|write|built|well|multi|sub|anti|un|in|out|over|under|long|short|high|low|"
-    r"real|one|two|third|end|user|server|client|e)-)[a-z][a-z0-9]*(?:-[a-z0-9]+)+\b"
+    r"real|one|two|third|end|user|server|client|e|post|mid|semi|cross|auto)-)[a-z][a-z0-9]*(?:-[a-z0-9]+)+\b"
 )
 
 
