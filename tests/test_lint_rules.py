@@ -1232,3 +1232,41 @@ def test_linttune2_errno_with_path_is_the_cause(text: str, generic: bool) -> Non
 )
 def test_linttune2_errno_text_without_its_path(text: str, generic: bool) -> None:
     assert lint_message(text).generic is generic, lint_message(text)
+
+
+def test_linttune2_principles_through_the_cli(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The session's principles as a user meets them: `loopscope lint check --messages FILE --format json`."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from loopscope.cli.app import app
+
+    expected = {
+        "ValueError: No closing quotation": False,
+        "AttributeError: 'list' object has no attribute 'lenght'": False,
+        "Your client secret was incorrect": True,
+        '{"error": "Sync error", "data": {"items": [], "cursor": "c_81xz"}}': True,
+        "Call failed": True,
+        "Invoice 8812 was not deleted.": True,
+        "The selected time slot is no longer available.": False,
+        "Wallet is frozen.": False,
+        "Failed to fetch page https://example.com/pricing": True,
+        "The caller does not have permission": True,
+        "Tool call failed: HTTPError('500 Server Error: Internal Server Error for url: https://geo.example.com/v1/lookup')": True,
+        "could not rename cache/tmp to cache/final: Permission denied (os error 13)": False,
+        "ValueError: Deposit must be a positive amount": False,
+        "LookupError: no task with id 77": False,
+        "No customer matches the given filters.": True,
+        "Basic membership does not allow checked bags.": False,
+        "Error loading config: [Errno 21] Is a directory: 'conf'": False,
+        "Failed to load file for post-processing: Permission denied": True,
+        "AttributeError: 'NoneType' object has no attribute 'items'": True,  # LS102, severity error: exit 3
+    }
+    path = tmp_path / "errors.json"
+    path.write_text(json.dumps(list(expected)), encoding="utf-8")
+    result = CliRunner().invoke(app, ["lint", "check", "--messages", str(path), "--format", "json"])
+    assert result.exit_code == 3, result.output  # an error-severity finding gates CI
+    assert "Traceback" not in result.output
+    got = {item["message"]: item["generic"] for item in json.loads(result.stdout)}
+    assert got == expected
