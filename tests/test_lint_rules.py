@@ -1270,3 +1270,18 @@ def test_linttune2_principles_through_the_cli(tmp_path) -> None:  # type: ignore
     assert "Traceback" not in result.output
     got = {item["message"]: item["generic"] for item in json.loads(result.stdout)}
     assert got == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # "please check the connection / your network settings" fits every failure to connect and names nothing: it is
+        # boilerplate, as "check the logs" is, and no way forward
+        ("Error connecting to the vector store, please check the connection.", True),
+        ("Could not connect to the broker. Please check your network settings.", True),
+        # a check that names what to look at is one
+        ("Could not connect to the broker at mq.internal:5672. Check that broker_url points at a running broker.", False),
+    ],
+)
+def test_linttune2_check_the_connection_is_boilerplate(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)

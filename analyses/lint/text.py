@@ -62,6 +62,9 @@ BOILERPLATE_ADVICE_RE = re.compile(
     r"(?:please )?try again(?: later)?|sorry(?: about that)?!?|"
     r"(?:please )?check the logs?(?: for (?:more )?details)?|"
     r"(?:please )?(?:check|verify|review) (?:your|the) (?:input|request|parameters|arguments|data)(?: and try again)?|"
+    # "please check the connection / your network settings": the same for every failure to connect, naming nothing
+    r"(?:please )?(?:check|verify|review) (?:your|the) (?:(?:internet |network )?connection|network(?: settings)?|"
+    r"configuration|config|settings|setup)(?: and try again)?(?=[.!,;]|$)|"
     r"please contact (?:support|the administrator)|for further information visit \S+|"
     # asking to quote a reference to support: "Please include this ErrorId if you contact support: 1234"
     r"(?:please )?(?:include|quote|provide|mention) (?:this|the) [\w ]{0,20}?(?:id|reference|number|code)\b[^.\n]{0,40}|"
