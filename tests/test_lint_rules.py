@@ -1285,3 +1285,18 @@ def test_linttune2_principles_through_the_cli(tmp_path) -> None:  # type: ignore
 )
 def test_linttune2_check_the_connection_is_boilerplate(text: str, generic: bool) -> None:
     assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # a sign the operation cannot take, said of its input, is a precondition on the input (rule 18), as "of an
+        # empty list" is
+        ("Square root of a negative number is undefined", False),
+        ("Cannot take the logarithm of a non-positive value", False),
+        # a bare "undefined" names nothing
+        ("Result is undefined", True),
+    ],
+)
+def test_linttune2_sign_of_the_input_is_a_precondition(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)

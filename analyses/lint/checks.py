@@ -129,7 +129,9 @@ STATE_RE = re.compile(
     # the operand an operation needs is absent: "No previous running command to interact with", "No changes to save"
     r"^no (?!permissions?\b|access\b|rights?\b|authori\w+|credentials?\b)(?:\w+ ){1,3}to (?!access\b)\w+|"
     # what is wrong with the input of an operation: "Cannot calculate mean of an empty list" (not an empty response)
-    r"(?:of|on|from|with|to|in|for) (?:an? |the )?empty (?!response|reply|result|body|output|answer)\w+|(?:working tree|index) (?:is )?clean|"
+    r"(?:of|on|from|with|to|in|for) (?:an? |the )?empty (?!response|reply|result|body|output|answer)\w+|"
+    # ... or a sign the operation cannot take: "Square root of a negative number is undefined", "log of a non-positive"
+    r"(?:of|on|from|with|to|for) (?:an? |the )?(?:negative|non-positive|non-negative|non-integer|non-numeric) \w+|(?:working tree|index) (?:is )?clean|"
     # the absence of a named thing in a named place ("no previous page in the history"), a named defect
     # ("parentheses () not balanced", "unterminated string")
     r"no (?:\w+ ){1,2}in (?:the |this )?\w+|not balanced|unbalanced|unterminated|unmatched|unclosed|"
