@@ -1300,3 +1300,18 @@ def test_linttune2_check_the_connection_is_boilerplate(text: str, generic: bool)
 )
 def test_linttune2_sign_of_the_input_is_a_precondition(text: str, generic: bool) -> None:
     assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # a client-error status is a cause only on a named target (rule 22); on none it is only a status (rule 13),
+        # and a reason phrase is the status in words (all of RFC 9110's, and RFC 2616's older names)
+        ("Export failed with status code 413 and error: Request Entity Too Large", True),
+        ("Sync failed with status code 401 and error: Unauthorized", True),
+        ("Request Entity Too Large", True),
+        ("Download of invoices/2026-03.pdf failed with status code 404", False),
+    ],
+)
+def test_linttune2_client_status_needs_a_named_target(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 from loopscope.analyses.lint.text import (
+    STATUS_TOKEN_RE,
     VACUOUS_CONSTRAINT_RE,
     ATTRIBUTE_VALUE_RE,
     CONSTRAINT_RE,
@@ -47,7 +48,11 @@ HTTP_REASONS = (
     "bad request|unauthori[sz]ed|payment required|forbidden|not found|method not allowed|not acceptable|"
     "request timeout|conflict|gone|precondition failed|payload too large|unsupported media type|"
     "unprocessable (?:entity|content)|too many requests|internal server error|not implemented|bad gateway|"
-    "service (?:temporarily )?unavailable|gateway time-?out"
+    "service (?:temporarily )?unavailable|gateway time-?out|"
+    # the rest of RFC 9110's reason phrases, and RFC 2616's older names for two of them
+    "request entity too large|(?:request-)?uri too long|range not satisfiable|expectation failed|misdirected request|"
+    "length required|proxy authentication required|upgrade required|precondition required|"
+    "request header fields too large|unavailable for legal reasons|http version not supported|insufficient storage"
 )
 BARE_STATUS_RE = re.compile(
     rf"^(?:(?:http(?: error)?|status|status code|error|code)\s*)?(?:[1-5]\d\d\s*:?\s*(?:{HTTP_REASONS}|i'm a teapot)?|(?:{HTTP_REASONS}))$|"
@@ -912,7 +917,9 @@ def check_failure_without_cause(view: MessageView, ctx: Context) -> bool:
             return True
     # a client-error status on the named target says what was wrong with it (404: it does not exist); a server
     # error (500) is the server's fault and says nothing the caller can act on
-    if re.search(r"\b4\d\d\b|(?-i:\bE[A-Z]{3,}\b)|\b(?:because|due to|since|caused by)\b", EXIT_CODE_RE.sub(" ", rest), re.IGNORECASE):
+    # ("Upload failed with status code 413" names no target: the status is then only a status, rule 13)
+    cause = re.search(r"\b4\d\d\b|(?-i:\bE[A-Z]{3,}\b)|\b(?:because|due to|since|caused by)\b", EXIT_CODE_RE.sub(" ", rest), re.IGNORECASE)
+    if cause and (not re.fullmatch(r"4\d\d", cause.group(0)) or find_specifics(STATUS_TOKEN_RE.sub(" ", view.body))):
         return False
     if before and ": " in rest and _value_only(rest.rsplit(": ", 1)[1]):
         # "failed to resolve git reference: refs/heads/x": after the colon comes the target (a value), no cause;
@@ -939,6 +946,8 @@ def check_failure_without_cause(view: MessageView, ctx: Context) -> bool:
     # after "X failed:" the colon introduces the cause, so one word there is already one ("... failed: invalid
     # URL scheme 'htp'"); after "X failed for ..." one noun naming the target ("for PID 4242") is still the target
     after_colon = not before and re.match(r"\s*[:;]", m.group("rest")) is not None
+    # a status's reason phrase is the status in words ("... status code 413 and error: Request Entity Too Large")
+    rest = re.sub(rf"\b(?:{HTTP_REASONS})\b", " ", rest, flags=re.IGNORECASE)
     return len(_content_words_of(rest)) <= (0 if before or after_colon else 1)
 
 
