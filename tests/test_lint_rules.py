@@ -1315,3 +1315,17 @@ def test_linttune2_sign_of_the_input_is_a_precondition(text: str, generic: bool)
 )
 def test_linttune2_client_status_needs_a_named_target(text: str, generic: bool) -> None:
     assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # a cause that reports the same failure again, by another component, restates it (rule 21)
+        ("Failed to fetch the signing key with message: KeyVaultClient failed to fetch a key from the configured vault.", True),
+        ("Failed to load plugin: loader failed to load plugin from disk", True),
+        # with a reason or the value, it is a cause
+        ("Failed to fetch the signing key: vault could not fetch secret keys/signing because the lease expired", False),
+    ],
+)
+def test_linttune2_cause_that_restates_the_failure(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)

@@ -902,6 +902,16 @@ def check_failure_without_cause(view: MessageView, ctx: Context) -> bool:
         rest.rsplit(": ", 1)[0]
     ):
         return True  # "Failed to read file for post-processing: Is a directory": an errno text without its path (rule 12)
+    if before and ": " in rest:
+        # "Failed to retrieve the token with message: DefaultAzureCredential failed to retrieve a token from the included
+        # credentials": a cause that reports the same failure again, by another component, restates it (rule 21)
+        cause = rest.rsplit(": ", 1)[1]
+        again = re.search(rf"\b(?:failed to|could not|couldn't|unable to|cannot|can't) {re.escape(before.group(1))}\b(?P<tail>.*)$", cause, re.I)
+        if again and not (
+            find_specifics(again.group("tail")) or STATE_RE.search(cause) or NOT_FOUND_RE.search(cause) or _transient_named(view)
+            or re.search(r"\b(?:because|due to|since|caused by|[45]\d\d)\b|(?-i:\bE[A-Z]{3,}\b)", cause, re.I)
+        ):
+            return True
     if before and ": " in rest and _uninformative_cause(rest.split(": ", 1)[1]):
         return True  # "Error getting database size: Authentication required.", "...: command terminated with exit code 127"
     if before and ": " in rest:
