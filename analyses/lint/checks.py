@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 from loopscope.analyses.lint.text import (
+    STATUS_TOKEN_RE,
     VACUOUS_CONSTRAINT_RE,
     ATTRIBUTE_VALUE_RE,
     CONSTRAINT_RE,
@@ -47,7 +48,11 @@ HTTP_REASONS = (
     "bad request|unauthori[sz]ed|payment required|forbidden|not found|method not allowed|not acceptable|"
     "request timeout|conflict|gone|precondition failed|payload too large|unsupported media type|"
     "unprocessable (?:entity|content)|too many requests|internal server error|not implemented|bad gateway|"
-    "service (?:temporarily )?unavailable|gateway time-?out"
+    "service (?:temporarily )?unavailable|gateway time-?out|"
+    # the rest of RFC 9110's reason phrases, and RFC 2616's older names for two of them
+    "request entity too large|(?:request-)?uri too long|range not satisfiable|expectation failed|misdirected request|"
+    "length required|proxy authentication required|upgrade required|precondition required|"
+    "request header fields too large|unavailable for legal reasons|http version not supported|insufficient storage"
 )
 BARE_STATUS_RE = re.compile(
     rf"^(?:(?:http(?: error)?|status|status code|error|code)\s*)?(?:[1-5]\d\d\s*:?\s*(?:{HTTP_REASONS}|i'm a teapot)?|(?:{HTTP_REASONS}))$|"
@@ -103,16 +108,21 @@ STATE_RE = re.compile(
     # a negated participle is the failed outcome ("The repository was not deleted"), not a state of the thing
     # "incorrect" is a state when said of a named thing ("Your card's security code is incorrect"); "Incorrect
     # padding" names a defect of an input it does not name
-    r"\b(?:already|(?:is|are|was|were) incorrect|(?<!not )(?:declined|expired|blocked|locked|disabled|suspended|closed|cancell?ed|archived|"
-    r"deleted)|not in|outside|no more|not enough|in progress|(?:the )?user (?:denied|rejected|declined|cancell?ed)|"
+    # ... but a credential said to be incorrect ("Your API key is incorrect", "AuthToken was incorrect") is rejected, as
+    # "Invalid API key" is: an authentication gap, not a state (labelling rule 15)
+    r"\b(?:already|(?<!key )(?<!keys )(?<!token )(?<!tokens )(?<!password )(?<!secret )(?<!credentials )(?:is|are|was|were) incorrect|(?<!not )(?<!not be )(?<!n't be )(?<!not been )(?:declined|expired|blocked|"
+    r"locked|disabled|suspended|closed|cancell?ed|archived|deleted)|not in|outside|no (?:more|longer)|not enough|in progress|(?:the )?user (?:denied|rejected|declined|cancell?ed)|"
     r"(?:denied|rejected|cancell?ed) by the user|insufficient (?:\w+ ){0,2}(?:balance|funds|credit)|is not (?:active|enabled|"
-    r"verified|pending|delivered|finali[sz]ed|open)|(?:has|have|includes?|contains?) no|does not have|is empty|read-only|in use|revoked|"
+    r"verified|pending|delivered|finali[sz]ed|open)|(?:has|have|includes?|contains?) no(?! (?:permissions?|access|rights?|privileges?|scopes?)\b)|does not have(?! (?:the )?(?:required |necessary |sufficient |enough )?(?:access\b|scopes?\b|"
+    r"(?:permissions?|rights?|privileges?)\b(?! to (?!the |this |that |your |its |an? )\w)))|is empty|read-only|in use|revoked|"
     # a classification ("File is not a zip file"), a capability ("Operation MatMult is not supported"), a
     # comparison that says which way to change ("INSERT has more expressions than target columns") or a fact
     # with its agent ("The last commit was not made by aider"): each says what is wrong, not only that it is
     r"(?:is|are) not an? (?!valid\b|proper\b|correct\b|well)\w+|"
     # a capability of a named thing; "You are not allowed to do that" names none
-    r"(?<!\byou )(?<!\bit )(?<!\bthat )(?:is|are) not (?:supported|allowed|permitted)|(?:more|fewer|less) \w+(?: \w+)? than|"
+    r"(?<!\byou )(?<!\bit )(?<!\bthat )(?:is|are) not (?:supported|allowed|permitted)|"
+    # ... and its policy, said as a verb: "Membership level does not allow free bags", "This plan doesn't support exports"
+    r"(?<!\byou )(?<!\bit )(?<!\bthat )(?<!\bthis )does(?: not|n't) (?:allow|permit|support|accept) (?:an? |the )?(?!(?:this|that|it|them|these|those)\b)[a-z]\w*|(?:more|fewer|less) \w+(?: \w+)? than|"
     # a comparison between two named quantities ("Balance is less than budget limit") or an operation bounded by a
     # named limit ("Cannot fill gas above the tank capacity"): each says which way to change
     r"\b(?:less|more|greater|fewer|lower|higher|smaller|larger|bigger|shorter|longer|later|earlier|older|newer) than (?:the |its |your )?[a-z_]\w*|"
@@ -124,7 +134,9 @@ STATE_RE = re.compile(
     # the operand an operation needs is absent: "No previous running command to interact with", "No changes to save"
     r"^no (?!permissions?\b|access\b|rights?\b|authori\w+|credentials?\b)(?:\w+ ){1,3}to (?!access\b)\w+|"
     # what is wrong with the input of an operation: "Cannot calculate mean of an empty list" (not an empty response)
-    r"(?:of|on|from|with|to|in|for) (?:an? |the )?empty (?!response|reply|result|body|output|answer)\w+|(?:working tree|index) (?:is )?clean|"
+    r"(?:of|on|from|with|to|in|for) (?:an? |the )?empty (?!response|reply|result|body|output|answer)\w+|"
+    # ... or a sign the operation cannot take: "Square root of a negative number is undefined", "log of a non-positive"
+    r"(?:of|on|from|with|to|for) (?:an? |the )?(?:negative|non-positive|non-negative|non-integer|non-numeric) \w+|(?:working tree|index) (?:is )?clean|"
     # the absence of a named thing in a named place ("no previous page in the history"), a named defect
     # ("parentheses () not balanced", "unterminated string")
     r"no (?:\w+ ){1,2}in (?:the |this )?\w+|not balanced|unbalanced|unterminated|unmatched|unclosed|"
@@ -151,6 +163,8 @@ FAILURE_CLAUSE_RE = re.compile(
     re.IGNORECASE | re.DOTALL,
 )
 
+# Rust's io::Error and others write the errno's number after its text: "Permission denied (os error 13)".
+OS_ERROR_NUMBER_RE = re.compile(r"\s*\((?:os error|errno:?) \d+\)", re.IGNORECASE)
 # The C library's texts for the errnos a file operation meets (strerror): with the path they failed on, a cause.
 ERRNO_TEXTS = (
     "no such file or directory|permission denied|file exists|not a directory|is a directory|directory not empty|"
@@ -209,7 +223,9 @@ EXCEPTION_NAME_RE = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|
 EXCEPTION_LINE_RE = re.compile(r"^\s*(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?:\(.*\))?\s*$", re.MULTILINE)
 # Runtime messages written for the programmer, not the caller (Python, JavaScript, JSON decoders).
 RUNTIME_MESSAGE_RE = re.compile(
-    r"object has no attribute|'?NoneType'?|index (?:\d+ )?out of range|division by zero|can only concatenate|"
+    # an attribute the caller's code named on a value ("'str' object has no attribute 'startwith'") is its own name,
+    # as an undefined name is (rule 1); a None value and a dunder the syntax implied ('__setitem__') are internals
+    r"object has no attribute(?! '(?!__)[A-Za-z_]\w*')|'?NoneType'?|index (?:\d+ )?out of range|division by zero|can only concatenate|"
     # the runtime's own container ("pop from empty list", "dictionary is empty"), not a named one ("Recipient list
     # is empty", a state of the caller's input)
     r"(?<![\w,] )(?<!\w)(?:dictionary|list|deque|set|heap|queue|stack) is empty|from (?:an )?empty (?:list|deque|dict|set)|"
@@ -242,7 +258,7 @@ RUNTIME_MESSAGE_RE = re.compile(
     # Python's object model ("'float' object cannot be interpreted as an integer", "expected str instance, int
     # found", "dictionary update sequence element #0") and jq's typed evaluation ("Cannot iterate over null",
     # 'string ("x") and number (1) cannot be added'): the program's types, not the caller's domain
-    r"'\w+' object (?:is not|has no|cannot|does not)\b|\bexpected \w+ instance\b|\bsequence (?:item|element) #?\d+\b|"
+    r"'\w+' object (?:is not|has no(?! attribute '(?!__)[A-Za-z_]\w*')|cannot|does not)\b|\bexpected \w+ instance\b|\bsequence (?:item|element) #?\d+\b|"
     r"\bcannot (?:iterate over|index) (?:null|number|string|boolean|array|object)\b|"
     r"\b(?:null|number|string|boolean|array|object) \([^)\n]*\) and (?:null|number|string|boolean|array|object) \([^)\n]*\) cannot be \w+|\bbuffer of \d+ bytes?\b|\bbuffer (?:overflow|too small)\b",
     re.IGNORECASE,
@@ -485,8 +501,13 @@ def _runtime_class_without_caller_value(view: MessageView) -> bool:
         tail,
     ):
         return False  # "timeout value is negative", "length of values (3) does not match length of index (4)": said of named things
+    if UNCLOSED_CONSTRUCT_RE.search(tail) and not POSITION_RE.search(tail):
+        return False  # "No closing quotation": a construct of the caller's own input left open, which it can close
     if re.search(r"\d+(?:[.:]\d+){2,}|\d/\d", tail):
         return False  # an address or a version it was given ("10.0.0.1/24 has host bits set")
+    # a value introduced by the attribute it was looked up by is the caller's, a number too ("no task with id 77")
+    if any((a.group(1) or "").lower() not in GENERIC_WORDS for a in ATTRIBUTE_VALUE_RE.finditer(tail) if a.group(1)):
+        return False
     # numbers, shapes and the runtime's own type names ('float', 'NoneType') are the program's, not the caller's
     values = [
         v for v in find_specifics(tail)
@@ -514,6 +535,13 @@ def _tool_wording(head: str, tail: str) -> bool:
     -1"); an argument named before what it expected ("key: expected bytes or bytearray")."""
     if _PYTHON_ONLY_CLASS_RE.match(head) and re.match(r"[A-Z][a-z]", tail):
         if re.search(r"\s[A-Z][a-z]+\b", tail) or re.match(r"Cannot \w+ [\w ]{0,30}?\ban? empty \w+", tail):
+            return True
+        # a capitalised sentence that states a constraint on the input ("Amount must be positive", "Passenger name
+        # cannot be empty") is the tool's rule for the caller, not the runtime's account of its own state
+        # (a state is not enough: the runtime capitalises some of its own, "This event loop is already running")
+        if CONSTRAINT_RE.search(VACUOUS_CONSTRAINT_RE.sub(" ", tail)) and not re.search(
+            r"\b(?:expected|expects?|expecting)\b", tail, re.I
+        ):
             return True
     if re.search(r"(?:^|[.;:]\s+)(?!(?:an?|the|it|this)\s)[A-Za-z][\w ]{0,40}? (?:is|are) required\b", tail):
         return True
@@ -696,6 +724,11 @@ POSITION_RE = re.compile(
     r"^\s*(?:[\w.\-/]*sh): (?:line )?\d+:(?=\s)",
     re.IGNORECASE | re.MULTILINE,
 )
+# A closing token of the caller's own input named as missing: "No closing quotation", "'[' was never closed"; like
+# "missing )", it says what to add (labelling rule 11)
+UNCLOSED_CONSTRUCT_RE = re.compile(
+    r"\bno closing (?:quot\w+|quotes?|bracket|brace|paren\w*|tag|delimiter)\b|\bwas never closed\b", re.IGNORECASE
+)
 PARSE_RE = re.compile(
     r"\b(?:pars(?:e|er|ing)|syntax|token|tag|literal|delimiter|decod\w+|unterminated|unbalanced|unmatched|unclosed)\b|"
     r"(?:Decode|Parse|Parser|Syntax|Scanner|Expat)Error\b",
@@ -711,12 +744,52 @@ def _only_a_position(view: MessageView) -> bool:
     return not find_specifics(EXCEPTION_CLASS_TOKEN_RE.sub(" ", POSITION_RE.sub(" ", view.body)))
 
 
-_STATE_FILLER = frozenset("exists exist is are was were be been action".split())
+_STATE_FILLER = frozenset("exists exist is are was were be been action available valid active".split())
 # the state words that say nothing of what is in the state ("Insufficient Balance" names the balance)
 _BARE_STATE_WORDS = frozenset(
     "already expired blocked locked disabled suspended closed cancelled canceled archived deleted declined revoked "
-    "in progress use read only empty is are was were".split()
+    "in progress use read only empty is are was were no longer more".split()
 )
+
+
+# A state said of a named subject in one copular sentence: "Account is frozen.", "The event is sold out", "Device is not
+# paired". The predicate says how the thing the call named stands, which is what went wrong (labelling rule 15), unless
+# it only judges the input (invalid, wrong, missing, too long), reports a failure or a fault of the runtime's own objects.
+COPULAR_STATE_RE = re.compile(
+    r"^(?:the |your |this |that |my |our )?(?P<subject>[A-Za-z][\w'\-]*(?: [\w'\-]+){0,3}?) "
+    r"(?:is|are|was|were|has been|have been)(?: currently| already| now| still)? "
+    r"(?P<predicate>(?:not |no longer )?[a-z][\w\-]*(?: [a-z][\w\-]*){0,2})[.!]?$",
+    re.IGNORECASE,
+)
+_JUDGEMENT_RE = re.compile(
+    r"\b(?:invalid|incorrect|wrong|bad|missing|unknown|required|null|none|nil|undefined|malformed|corrupt\w*|broken|"
+    r"unsupported|unavailable|busy|down|unreachable|too|denied|forbidden|unauthori[sz]ed|allowed|permitted|valid|"
+    r"found|defined|exceeded|failed|failing|out of range|out of bounds|iterable|callable|subscriptable|serializable|"
+    r"readable|writable|possible|available|ready|initiali[sz]ed|set|specified|provided|supported|recogni[sz]ed|"
+    r"implemented|error|problem|issue|a problem|"
+    # an authentication gap ("User is not logged in") needs its next step (rule 15), a state does not
+    r"logged|signed|authenticated|authori[sz]ed)\b",
+    re.IGNORECASE,
+)
+# subjects that name no thing the call passed: the call itself, its parts in general, the plumbing
+_UNNAMED_SUBJECTS = frozenset(
+    "it this that something request operation input inputs value values data response result results server service "
+    "api system parameter parameters argument arguments field fields key object connection socket stream pipe network "
+    "there action call process".split()
+)
+
+
+def _copular_state(body: str) -> re.Match[str] | None:
+    m = COPULAR_STATE_RE.match(body.strip())
+    if m is None:
+        return None
+    subject = _WORD_RE.findall(m.group("subject").lower())
+    # "No user is logged in": a subject that is an absence names nothing
+    if not subject or subject[0] in {"no", "none", "nothing", "nobody"} or subject[-1] in _UNNAMED_SUBJECTS:
+        return None
+    if all(w in GENERIC_WORDS for w in subject):
+        return None
+    return None if _JUDGEMENT_RE.search(m.group("predicate")) else m
 
 
 def check_vague(view: MessageView, ctx: Context) -> bool:
@@ -724,8 +797,11 @@ def check_vague(view: MessageView, ctx: Context) -> bool:
         return True
     position_only = _only_a_position(view)
     specific = view.specifics and not position_only
-    # a parser's defect ("Unterminated string", "nothing to repeat") is no state when a position is all it shows
-    state = None if position_only else STATE_RE.search(view.body)
+    # a parser's defect ("Unterminated string", "nothing to repeat") is no state when a position is all it shows;
+    # without one, a closing token named as missing ("No closing quotation") is what "missing )" is: what to add
+    state = None if position_only else (
+        STATE_RE.search(view.body) or UNCLOSED_CONSTRUCT_RE.search(view.body) or _copular_state(view.body)
+    )
     # "Expired", "Already exists", "Action blocked": a state of no named thing, in a word or three
     if (
         state
@@ -764,13 +840,29 @@ TYPED_CONVERSION_RE = re.compile(
 )
 
 
+# An HTTP client's rendering of a server error on the URL it called (requests': "500 Server Error: Internal Server Error
+# for url: https://..."), maybe inside its exception's repr: the server's fault on the target, no cause (rule 22)
+SERVER_ERROR_RENDERING_RE = re.compile(
+    r"(?:\b\w*Error\(['\"])?\b5\d\d Server Error: [^\n]*? for url: \S+?(?:['\"]\))?(?=[.;]?(?:\s|$))", re.IGNORECASE
+)
+
+
 def check_failure_without_cause(view: MessageView, ctx: Context) -> bool:
     if not view.english or view.has_remedy:
         return False
+    if SERVER_ERROR_RENDERING_RE.search(view.body) and not _transient_named(view):
+        # what follows the failure, once the server's error on the URL is taken out, must give the cause
+        left = SERVER_ERROR_RENDERING_RE.sub(" ", view.body)
+        report = FAILURE_REPORT_RE.search(left)
+        after = left[report.end():] if report else left
+        if not [w for w in _content_words_of(_without_values(after)) if w not in _OPERATION_WORDS]:
+            return True
     # a chain of failure reports whose last link is only an exit status ("... failed: ...: exit status 1")
     head, sep, last = view.body.rpartition(": ")
     if sep and EXIT_CODE_RE.fullmatch(last.strip(" .")) and FAILURE_REPORT_RE.search(head) and not _transient_named(view):
         return True
+    if NAMES_CALLER_VALUE_RE.search(view.body) and not RUNTIME_MESSAGE_RE.search(view.body):
+        return False  # "Error reading file: [Errno 21] Is a directory: 'src'": an errno with its path is the cause (rule 12)
     before = FAILURE_CLAUSE_RE.match(view.body)
     m = before or FAILED_AFTER_RE.match(view.body)
     if m is None and not _transient_named(view):
@@ -786,12 +878,17 @@ def check_failure_without_cause(view: MessageView, ctx: Context) -> bool:
             m = before = FAILURE_CLAUSE_RE.match("\n".join(kept)) or before
     if before and before.group(1).lower() in {"find", "locate"}:
         return False  # "Could not find user 'bob'": a lookup that missed, judged as not-found (LS104)
+    if before and re.fullmatch(r"GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS", before.group(1)) and before.group("rest").startswith("/"):
+        return False  # "Cannot GET /api/v1/userz": a web framework's route lookup that missed, with the route named
     if TYPED_CONVERSION_RE.search(view.body) and (QUOTED_RE.search(view.body) or re.search(r"\[[^\]]+\]", view.body)):
         return False  # "conversion from `str` to `i64` failed ... values: ["x"]": the types and the value are the cause
     # "UNIQUE constraint failed: users.email": the thing that failed is a named rule, which is the cause
     if not before and re.search(r"\b(?:constraint|assertion|precondition)\b", m.group("what"), re.IGNORECASE):
         return False
     rest = ELSEWHERE_RE.sub(" ", m.group("rest"))  # "due to 2 previous errors" points elsewhere: no cause
+    # the runtime's errno number after its text ("Permission denied (os error 13)", Rust's io::Error) belongs to the
+    # errno, as "[Errno 13]" does: the text is read as the errno text it is
+    rest = OS_ERROR_NUMBER_RE.sub("", rest)
     if not before and "\n" in rest.strip():
         # "patch failed: a.txt:1\nerror: a.txt: patch does not apply": a later line that reports the failure again
         # restates it, as a later sentence does after "Could not ..."
@@ -801,6 +898,20 @@ def check_failure_without_cause(view: MessageView, ctx: Context) -> bool:
         PATH_RE.search(rest) or QUOTED_RE.search(rest)
     ):
         return False  # "Could not open /var/db.sqlite: permission denied": the errno text on its path is the cause
+    if ": " in rest and re.fullmatch(rf"(?:{ERRNO_TEXTS})", rest.rsplit(": ", 1)[1].strip(" ."), re.IGNORECASE) and not find_specifics(
+        rest.rsplit(": ", 1)[0]
+    ):
+        return True  # "Failed to read file for post-processing: Is a directory": an errno text without its path (rule 12)
+    if before and ": " in rest:
+        # "Failed to retrieve the token with message: DefaultAzureCredential failed to retrieve a token from the included
+        # credentials": a cause that reports the same failure again, by another component, restates it (rule 21)
+        cause = rest.rsplit(": ", 1)[1]
+        again = re.search(rf"\b(?:failed to|could not|couldn't|unable to|cannot|can't) {re.escape(before.group(1))}\b(?P<tail>.*)$", cause, re.I)
+        if again and not (
+            find_specifics(again.group("tail")) or STATE_RE.search(cause) or NOT_FOUND_RE.search(cause) or _transient_named(view)
+            or re.search(r"\b(?:because|due to|since|caused by|[45]\d\d)\b|(?-i:\bE[A-Z]{3,}\b)", cause, re.I)
+        ):
+            return True
     if before and ": " in rest and _uninformative_cause(rest.split(": ", 1)[1]):
         return True  # "Error getting database size: Authentication required.", "...: command terminated with exit code 127"
     if before and ": " in rest:
@@ -816,7 +927,9 @@ def check_failure_without_cause(view: MessageView, ctx: Context) -> bool:
             return True
     # a client-error status on the named target says what was wrong with it (404: it does not exist); a server
     # error (500) is the server's fault and says nothing the caller can act on
-    if re.search(r"\b4\d\d\b|(?-i:\bE[A-Z]{3,}\b)|\b(?:because|due to|since|caused by)\b", EXIT_CODE_RE.sub(" ", rest), re.IGNORECASE):
+    # ("Upload failed with status code 413" names no target: the status is then only a status, rule 13)
+    cause = re.search(r"\b4\d\d\b|(?-i:\bE[A-Z]{3,}\b)|\b(?:because|due to|since|caused by)\b", EXIT_CODE_RE.sub(" ", rest), re.IGNORECASE)
+    if cause and (not re.fullmatch(r"4\d\d", cause.group(0)) or find_specifics(STATUS_TOKEN_RE.sub(" ", view.body))):
         return False
     if before and ": " in rest and _value_only(rest.rsplit(": ", 1)[1]):
         # "failed to resolve git reference: refs/heads/x": after the colon comes the target (a value), no cause;
@@ -828,9 +941,10 @@ def check_failure_without_cause(view: MessageView, ctx: Context) -> bool:
     if before:
         # "Failed to parse manifest 'app.yaml'": the words before the first value describe the target
         # (the object of the verb); only what follows the target can be the cause
-        first = min((m.end() for regex in (PATH_RE, URL_RE, QUOTED_RE, IDENT_RE, NUMBER_RE) for m in [regex.search(rest)] if m), default=0)
-        if first:
-            rest = rest[first:]
+        # the first value is read whole: a URL's host ("example.com" in https://example.com/docs) is not a value of its own
+        found = [(m.start(), -m.end()) for regex in (PATH_RE, URL_RE, QUOTED_RE, IDENT_RE, NUMBER_RE) for m in [regex.search(rest)] if m]
+        if found:
+            rest = rest[-min(found)[1]:]
     # "for user bob", "with name Alice": a value introduced by the attribute it was looked up by is the target
     for attribute in ATTRIBUTE_VALUE_RE.finditer(view.body):
         value = attribute.group(1) or ""
@@ -842,6 +956,8 @@ def check_failure_without_cause(view: MessageView, ctx: Context) -> bool:
     # after "X failed:" the colon introduces the cause, so one word there is already one ("... failed: invalid
     # URL scheme 'htp'"); after "X failed for ..." one noun naming the target ("for PID 4242") is still the target
     after_colon = not before and re.match(r"\s*[:;]", m.group("rest")) is not None
+    # a status's reason phrase is the status in words ("... status code 413 and error: Request Entity Too Large")
+    rest = re.sub(rf"\b(?:{HTTP_REASONS})\b", " ", rest, flags=re.IGNORECASE)
     return len(_content_words_of(rest)) <= (0 if before or after_colon else 1)
 
 
@@ -851,6 +967,8 @@ FAILURE_REPORT_RE = re.compile(
     r"\b(?:failed|failure|fail(?:s|ing)?|error(?:ed)?|could ?n[o']t (?:be )?\w+|unable to \w+|(?:was|were) (?:not |un)successful|"
     r"(?:raised|threw|thrown) an? (?:exception|error)|returned (?:an? )?(?:error|status)?:? ?5\d\d|abort(?:ed|ing)|"
     r"exception(?= (?:in|while|during|when|occurred)\b)|"
+    # a negated outcome of the operation is its failure: "Order 552 was not deleted", "The files were not saved"
+    r"(?:was|were)(?: not|n't) (?!found\b|made by\b)(?:\w+ed|sent|paid|built|run|done|written|taken)\b|"
     r"can(?:no|')t (?:process|complete|perform|handle|execute|fulfil+) |did not succeed|went wrong|unexpected(?:ly)? (?:error|problem|issue|failure|happened)|something unexpected|"
     r"(?:could|can) not be (?:performed|completed|processed|done)|(?:does|did) not apply)\b",
     re.IGNORECASE,

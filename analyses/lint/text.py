@@ -62,6 +62,9 @@ BOILERPLATE_ADVICE_RE = re.compile(
     r"(?:please )?try again(?: later)?|sorry(?: about that)?!?|"
     r"(?:please )?check the logs?(?: for (?:more )?details)?|"
     r"(?:please )?(?:check|verify|review) (?:your|the) (?:input|request|parameters|arguments|data)(?: and try again)?|"
+    # "please check the connection / your network settings": the same for every failure to connect, naming nothing
+    r"(?:please )?(?:check|verify|review) (?:your|the) (?:(?:internet |network )?connection|network(?: settings)?|"
+    r"configuration|config|settings|setup)(?: and try again)?(?=[.!,;]|$)|"
     r"please contact (?:support|the administrator)|for further information visit \S+|"
     # asking to quote a reference to support: "Please include this ErrorId if you contact support: 1234"
     r"(?:please )?(?:include|quote|provide|mention) (?:this|the) [\w ]{0,20}?(?:id|reference|number|code)\b[^.\n]{0,40}|"
@@ -139,7 +142,9 @@ VACUOUS_CONSTRAINT_RE = re.compile(
 REQUIRED_RE = re.compile(
     # the subject may be two words: "The name field is required" names "name"; "Required field missing" names nothing
     r"((?:[\w`'\".\-\[\]]+ )?[\w`'\".\-\[\]]+)\s+(?:is |are )?(?:required|missing)\b(?!\.\w)|"
-    r"\bno ((?:[\w`'\".\-\[\]]+ ){0,2}[\w`'\".\-\[\]]+) (?:was |were )?(?:provided|given|specified|supplied|passed)\b",
+    # ... a noun phrase, so no determiner inside it: "No account matches the given criteria" names no requirement
+    r"\bno ((?:(?!(?:the|a|an|your|this|that|its|their)\b)[\w`'\".\-\[\]]+ ){0,2}"
+    r"(?!(?:the|a|an|your|this|that|its|their)\b)[\w`'\".\-\[\]]+) (?:was |were )?(?:provided|given|specified|supplied|passed)\b",
     re.IGNORECASE,
 )
 # A sentence that starts with a verb in the imperative is an instruction to the caller.
@@ -354,6 +359,35 @@ _STATUS_KEYS = frozenset({"status", "statuscode", "status_code", "http_status"})
 _REQUEST_KEYS = frozenset({"path", "timestamp", "method", "endpoint", "url", "uri", "time"})
 
 
+# A wrapper's data field ("response", "data", "result"...) holds what the call returned; when nothing in it is keyed as
+# a message, a status or an error ("{'feed': {'html': {'lang': 'en'}}, 'entries': []}"), it is a payload, not the
+# message: its values are the page's data, not what went wrong with the call (the message is in the other fields)
+_DATA_KEYS = frozenset({"response", "data", "result", "results", "body", "payload", "output"})
+_MESSAGE_KEYS = frozenset(
+    {"error", "errors", "message", "messages", "msg", "detail", "details", "description", "reason", "title", "status",
+     "statuscode", "status_code", "code", "hint", "suggestion", "suggestions", "error_description", "error_message",
+     "errormessage", "fault", "exception", "warning", "warnings", "text", "content"}
+)
+
+
+def _payload_without_message(value: Any, depth: int = 0) -> bool:
+    """An object (or a list of them) in which no key, however deep, names a message, a status or an error."""
+    if depth > 8:
+        return False
+    if isinstance(value, dict):
+        return all(str(k).lower() not in _MESSAGE_KEYS and _payload_without_message(v, depth + 1) for k, v in value.items())
+    if isinstance(value, list):
+        return all(_payload_without_message(item, depth + 1) for item in value)
+    return True
+
+
+def _as_payload(value: Any) -> Any:
+    """A wrapper's data field as the object it holds: itself, or the JSON / Python-repr object a string spells."""
+    if isinstance(value, str):
+        return parse_object(value)
+    return value if isinstance(value, (dict, list)) else None
+
+
 def _strings(value: Any, out: list[str], keys: set[str], objs: list[dict[str, Any]], depth: int = 0) -> None:
     """Collect the prose a model reads from a JSON body: non-empty strings, nested bodies opened."""
     if depth > 8:
@@ -374,6 +408,10 @@ def _strings(value: Any, out: list[str], keys: set[str], objs: list[dict[str, An
                 continue  # a body's id that is a code word ("id": "not_found", Heroku's) is the error's kind, not a value
             if has_status and str(k).lower() in _REQUEST_KEYS and isinstance(v, str):
                 continue
+            if str(k).lower() in _DATA_KEYS and len(value) > 1:
+                payload = _as_payload(v)
+                if payload and _payload_without_message(payload):
+                    continue  # the data a wrapper returned beside its message is not the message
             _strings(v, out, keys, objs, depth + 1)
     elif isinstance(value, list):
         for item in value:
@@ -424,7 +462,7 @@ STATUS_TOKEN_RE = re.compile(
 # kebab-case names ("feature-x", "left-pad") are values; English compounds ("non-pending", "read-only") are not.
 KEBAB_RE = re.compile(
     r"\b(?!(?:non|re|pre|co|self|read|write|built|well|multi|sub|anti|un|in|out|over|under|long|short|high|low|"
-    r"real|one|two|third|end|user|server|client|e)-)[a-z][a-z0-9]*(?:-[a-z0-9]+)+\b"
+    r"real|one|two|third|end|user|server|client|e|post|mid|semi|cross|auto)-)[a-z][a-z0-9]*(?:-[a-z0-9]+)+\b"
 )
 
 
@@ -629,6 +667,21 @@ def _instructs(body: str) -> bool:
     return False
 
 
+def _next_step(body: str) -> bool:
+    """A next step that is not the head of a failure report: "Call failed", "Retry failed" and "Select failed" report
+    what failed, as "Upload to S3 failed" does; "Call x first" and "...; retry after 30 s" are instructions."""
+    for m in NEXT_STEP_RE.finditer(body):
+        start = max(body.rfind(c, 0, m.start()) for c in ".!?;\n") + 1
+        word = re.match(r"[^\w]*(\w+)", body[m.start() :])
+        if word is None or body[start : m.start() + word.start(1)].strip():
+            return True  # not the first word of its sentence: "please call", "Invalid date. Use YYYY-MM-DD"
+        end = re.search(r"[.!?;\n]", body[m.end() :])
+        sentence = body[start : m.end() + (end.start() if end else len(body))]
+        if not _REPORTS_FAILURE_RE.search(sentence):
+            return True
+    return False
+
+
 def _field_keys(objs: list[dict[str, Any]]) -> list[str]:
     """Keys that name fields: a validation body maps each field to its messages (``{'name': ['Missing data for
     required field.']}``, Rails' and marshmallow's shape), so the key is the field at fault."""
@@ -689,5 +742,5 @@ def read_message(text: str) -> MessageView:
     # the detail lines are read from the text as written: their indentation is what marks them
     view.specifics = find_specifics(body) + _field_keys(objs) + (DETAIL_LINE_RE.findall(text) if obj is None else [])
     view.has_constraint = bool(CONSTRAINT_RE.search(VACUOUS_CONSTRAINT_RE.sub(" ", body))) or _named_requirement(body)
-    view.has_next_step = bool(NEXT_STEP_RE.search(body) or _instructs(body))
+    view.has_next_step = _next_step(body) or _instructs(body)
     return view
