@@ -23,7 +23,8 @@ Usage::
 
     python benchmarks/lint_learned.py                  # leave-one-set-out, per set and pooled
     python benchmarks/lint_learned.py --errors         # ... and every message one of the three gets wrong
-    python benchmarks/lint_learned.py --history        # ... and the learner with only the data of each first look
+    python benchmarks/lint_learned.py --history        # ... and each first look replayed (slower: git, old rules)
+    python benchmarks/lint_learned.py --curve          # ... and the learning curve
     python benchmarks/lint_learned.py --eval FILE      # train on every fixture set (not FILE), score FILE
     python benchmarks/lint_learned.py --eval FILE --errors
 
@@ -35,6 +36,7 @@ Deterministic (fixed seeds, liblinear) and a few seconds of CPU. Needs scikit-le
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import subprocess
 import sys
@@ -150,8 +152,7 @@ class Row:
 
 
 def held_out_third(message: str) -> bool:
-    import hashlib
-
+    """The SHA-1 third of the first three files (tests/test_lint_accuracy.py's "held-out third")."""
     return int(hashlib.sha1(message.encode("utf-8")).hexdigest(), 16) % 3 == 0
 
 
@@ -169,7 +170,8 @@ def read_rows(path: Path, group: str) -> list[Row]:
 
 def fixture_rows(exclude: Path | None = None) -> list[Row]:
     rows: list[Row] = []
-    for path in sorted(FIXTURES.glob("error_messages*.jsonl")):
+    order = list(SET_NAMES)
+    for path in sorted(FIXTURES.glob("error_messages*.jsonl"), key=lambda p: (order.index(p.name) if p.name in order else len(order), p.name)):
         if exclude is not None and path.resolve() == exclude.resolve():
             continue
         rows += read_rows(path, SET_NAMES.get(path.name, path.stem.removeprefix("error_messages_")))
@@ -428,10 +430,10 @@ def leave_one_set_out(show_errors: bool, history: bool) -> None:
           f"hybrid overrides the rules where p <= {min(b[0] for b in band):.2f}-{max(b[0] for b in band):.2f} "
           f"or p >= {min(b[1] for b in band):.2f}-{max(b[1] for b in band):.2f}")  # fmt: skip
 
-    band = np.array([p >= hi or p <= lo for p, (lo, hi) in zip(proba, (bands[r.group] for r in rows))])
-    right = (proba >= 0.5) == y
-    print(f"the model is confident on {int(band.sum())} of {len(rows)} messages: right on {right[band].mean():.3f} of them "
-          f"(rules* {(rules_v == y)[band].mean():.3f}); elsewhere the model is right on {(model_v == y)[~band].mean():.3f}")  # fmt: skip
+    sure = np.array([p >= hi or p <= lo for p, (lo, hi) in zip(proba, (bands[r.group] for r in rows))])
+    right = (proba >= 0.5) == y  # where the model is confident, p >= 0.5 is its verdict
+    print(f"the model is confident on {int(sure.sum())} of {len(rows)} messages: right on {right[sure].mean():.3f} of them "
+          f"(rules* {(rules_v == y)[sure].mean():.3f}); elsewhere the model is right on {(model_v == y)[~sure].mean():.3f}")  # fmt: skip
 
     # Like with like: the rules' first look at each set against the learner on the same messages.
     third = np.array([r.group in FIRST_THREE and held_out_third(r.message) for r in rows])
@@ -524,6 +526,25 @@ def print_history(rows: list[Row], masks: dict[str, np.ndarray], third: np.ndarr
     print(table(["set", "rules of", "trained on", "n", "generic", "recorded", "rules then", "model", "hybrid"], per_set))
 
 
+def print_curve(fractions: tuple[float, ...] = (0.25, 0.5, 1.0)) -> None:
+    """Leave one set out with the training sets thinned to a fraction of their messages (seeded): does the
+    learner still gain from more data?"""
+    rows = fixture_rows()
+    y = np.array([r.generic for r in rows])
+    groups = list(dict.fromkeys(r.group for r in rows))
+    rng = np.random.default_rng(SEED)
+    keep = rng.random(len(rows))  # one draw per message, so a smaller fraction is a subset of a larger one
+    print("\nLearning curve (leave one set out, training sets thinned at random to a fraction of their messages):")
+    for f in fractions:
+        pred = np.zeros(len(rows), dtype=bool)
+        for g in groups:
+            train = [r for r, k in zip(rows, keep) if r.group != g and k < f]
+            test = [i for i, r in enumerate(rows) if r.group == g]
+            model = Model().fit(train)
+            pred[test] = model.proba([rows[i] for i in test]) >= model.threshold
+        print(f"  {f:.2f} of the training messages (about {int(f * (len(rows) - len(rows) / len(groups)))}): model {pr(counts(y, pred))}")
+
+
 def evaluate(path: Path, show_errors: bool) -> None:
     target = read_rows(path, "eval")
     seen = {r.message for r in target}
@@ -549,12 +570,15 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--eval", type=Path, metavar="FILE", help="train on every fixture set (not FILE) and score FILE")
     parser.add_argument("--errors", action="store_true", help="list the messages the rules, model or hybrid get wrong")
-    parser.add_argument("--history", action="store_true", help="also train only on the sets labelled before each first look")
+    parser.add_argument("--history", action="store_true", help="also replay each first look (its rules from git, a learner on the sets before it)")
+    parser.add_argument("--curve", action="store_true", help="also the learning curve: leave one set out on a fraction of the training messages")
     args = parser.parse_args(argv)
     if args.eval:
         evaluate(args.eval, args.errors)
     else:
         leave_one_set_out(args.errors, args.history)
+        if args.curve:
+            print_curve()
 
 
 if __name__ == "__main__":
