@@ -487,6 +487,7 @@ def print_history(rows: list[Row], masks: dict[str, np.ndarray], third: np.ndarr
     per_set = []
     later = [[0, 0, 0], [0, 0, 0], [0, 0, 0]]  # rules then, model, hybrid on the later first looks
     later_n = [0, 0]
+    paired = [[0, 0], [0, 0]]  # model, hybrid: messages only the rules got right, only it got right
     for name, m in masks.items():
         stage = STAGE[name]
         if name == "held-out third":
@@ -500,6 +501,9 @@ def print_history(rows: list[Row], masks: dict[str, np.ndarray], third: np.ndarr
         rules_then = np.array(old_rules(FIRST_LOOK_RULES[name], [r.message for r in test]))
         hybrid = np.where(v.proba >= model.hi, True, np.where(v.proba <= model.lo, False, rules_then))
         c, cr, ch = counts(yt, v.model), counts(yt, rules_then), counts(yt, hybrid)
+        for k, pred in enumerate((v.model, hybrid)):
+            paired[k][0] += int(np.sum((rules_then == yt) & (pred != yt)))
+            paired[k][1] += int(np.sum((rules_then != yt) & (pred == yt)))
         if STAGE[name] >= LATER:
             for k in range(3):
                 later[0][k] += cr[k]
@@ -524,6 +528,9 @@ def print_history(rows: list[Row], masks: dict[str, np.ndarray], third: np.ndarr
     per_set.append([f"{later_names[0]}..{later_names[-1]}", "", ">= 900", str(later_n[0]), str(later_n[1]), "",
                     *(pr(tuple(c)) for c in later)])  # fmt: skip
     print(table(["set", "rules of", "trained on", "n", "generic", "recorded", "rules then", "model", "hybrid"], per_set))
+    for name, (rules_only, it_only) in zip(("model", "hybrid"), paired):
+        z = (it_only - rules_only) / max(1.0, (it_only + rules_only) ** 0.5)
+        print(f"  paired with the rules then: {rules_only} messages only the rules got right, {it_only} only the {name} (McNemar z = {z:.1f})")
 
 
 def print_curve(fractions: tuple[float, ...] = (0.25, 0.5, 1.0)) -> None:
