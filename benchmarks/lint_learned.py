@@ -14,7 +14,8 @@ the rules were never tuned: on a fixture set it did not train on.
   every fixture set, so on any of them they look nearly perfect and would always win.
 - **rules**: ``loopscope.analyses.lint.lint_message``. On every fixture set the rules were tuned on
   that set, so their figure on a held-out fold is optimistic (a tuning figure); their honest figure
-  is each set's first look, recorded in docs/lint.md and reproduced below.
+  is each set's first look, recorded in docs/lint.md (pooled below; ``--history`` replays each one with
+  the rules of its commit, run from git, and a learner trained only on the sets labelled before it).
 
 The rules' verdict is not a feature of the model: under leave-one-set-out it carries the held-out
 set's labels (the rules were tuned on it), and a learner given it learns to copy it.
