@@ -14,7 +14,7 @@ from dataclasses import replace
 
 import duckdb
 
-from loopscope.analyses.store.facts import ensure_facts
+from loopscope.analyses.store.freshness import facts_ready
 from loopscope.analyses.metrics import (
     FACTS_METRICS_SQL, Metrics, row_to_metrics, compute_metrics, group_key, metrics_by,
 )
@@ -80,7 +80,7 @@ def figures(con: duckdb.DuckDBPyConnection, selection: Selection) -> Figures:
 def figures_by(con: duckdb.DuckDBPyConnection, selection: Selection, by: str | GroupBy) -> list[tuple[str, Figures]]:
     """The figures per ``week`` (ISO, of each prompt's first record), ``day``, ``agent`` or ``tag:KEY``, in key order."""
     time_unit = _time_unit(by)
-    if time_unit is not None and ensure_facts(con):
+    if time_unit is not None and facts_ready(con):
         where, params = selection.where("p")
         sql = _time_grouped(FACTS_METRICS_SQL, *time_unit, where=where)
         return sorted(((str(row[0]), row_to_metrics(row, True)) for row in con.execute(sql, params).fetchall()),
@@ -97,7 +97,7 @@ def tool_call_counts_by(
     records (``store.facts``), else the view ``prompts_v`` (same rows).
     """
     where, params = selection.where("p")
-    table = "prompt_facts" if ensure_facts(con) else "prompts_v"
+    table = "prompt_facts" if facts_ready(con) else "prompts_v"
     time_unit = _time_unit(by)
     if time_unit is not None and table == "prompt_facts":  # DuckDB's facts (a ClickHouse store reads the views)
         key_params: list[object] = []

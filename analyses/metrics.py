@@ -32,7 +32,7 @@ import duckdb
 
 from loopscope.analyses.errors import LoopscopeError
 from loopscope.analyses.notices import NO_TIMESTAMP, SYNTHETIC_BEFORE
-from loopscope.analyses.store.facts import ensure_facts
+from loopscope.analyses.store.freshness import facts_ready
 from loopscope.analyses.selection import GroupBy, Selection, parse_group_by
 
 # Grouping keys over prompts_v (aliased p); only these fixed texts are formatted in.
@@ -327,7 +327,7 @@ def metrics_by(
     """
     key_sql, key_params = group_key(by)
     where, params = (selection or Selection()).where("p")
-    template = FACTS_METRICS_SQL if source == "auto" and ensure_facts(con) else METRICS_SQL
+    template = FACTS_METRICS_SQL if source == "auto" and facts_ready(con) else METRICS_SQL
     query = template.format(group_key=key_sql, where=where)
     rows = con.execute(query, [*key_params, *params]).fetchall()  # the group key comes before WHERE
     result = [row_to_metrics(row, by is not None) for row in rows]
