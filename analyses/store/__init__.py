@@ -67,6 +67,11 @@ LARGEST_TABLE_SQL = """
 SELECT coalesce(max(estimated_size), 0) FROM duckdb_tables() WHERE database_name = current_database()
 """
 ONE_THREAD_SQL = "SET threads = 1"
+# Whether every record in the store comes from the sources $1 (then the PATHs' condition selects every prompt).
+ALL_FROM_SOURCES_SQL = """
+SELECT NOT EXISTS (SELECT 1 FROM tool_calls WHERE source_id IS NULL OR NOT list_contains($1, source_id))
+   AND NOT EXISTS (SELECT 1 FROM loop_exits WHERE source_id IS NULL OR NOT list_contains($1, source_id))
+"""
 DUCKDB_MAGIC = b"DUCK"
 """DuckDB's file format: a checksum (8 bytes), then these 4 bytes."""
 DUCKDB_MAGIC_OFFSET = 8
@@ -302,6 +307,12 @@ def _small_data(con: duckdb.DuckDBPyConnection, paths: Sequence[str | os.PathLik
     return True
 
 
+def _all_from(con: duckdb.DuckDBPyConnection, source_ids: Sequence[int]) -> bool:
+    """Whether every record in the store comes from one of ``source_ids``."""
+    row = con.execute(ALL_FROM_SOURCES_SQL, [list(source_ids)]).fetchone()
+    return bool(row and row[0])
+
+
 @contextmanager
 def open_for_analysis(
     db: str | os.PathLike[str] | None = None,
@@ -328,7 +339,8 @@ def open_for_analysis(
     """
     con = connect(db, read_only=read_only, writes=bool(paths))
     try:
-        if getattr(con, "engine", "duckdb") == "duckdb" and _small_data(con, paths or ()):
+        small = getattr(con, "engine", "duckdb") == "duckdb" and _small_data(con, paths or ())
+        if small:
             con.execute(ONE_THREAD_SQL)
         wanted = selection or Selection()
         summary = None
@@ -344,6 +356,9 @@ def open_for_analysis(
             summary = load_paths(con, list(paths), input_format=input_format, reader_options=reader_options,
                                  progress=progress)
             wanted = dataclasses.replace(wanted, source_ids=summary.source_ids)
+            if small and _all_from(con, summary.source_ids):  # a scan of two small tables
+                # The PATHs are the whole store: every query can leave their condition out (same rows).
+                wanted = dataclasses.replace(wanted, store_sources=frozenset(summary.source_ids))
         if summary is not None and require_records:
             _refuse_when_nothing_was_read(summary)
         from loopscope.analyses.notices import check_selection
