@@ -67,6 +67,7 @@ LARGEST_TABLE_SQL = """
 SELECT coalesce(max(estimated_size), 0) FROM duckdb_tables() WHERE database_name = current_database()
 """
 ONE_THREAD_SQL = "SET threads = 1"
+NO_OPTIMIZER_SQL = "PRAGMA disable_optimizer"
 # Whether every record in the store comes from the sources $1 (then the PATHs' condition selects every prompt).
 ALL_FROM_SOURCES_SQL = """
 SELECT NOT EXISTS (SELECT 1 FROM tool_calls WHERE source_id IS NULL OR NOT list_contains($1, source_id))
@@ -342,6 +343,7 @@ def open_for_analysis(
         small = getattr(con, "engine", "duckdb") == "duckdb" and _small_data(con, paths or ())
         if small:
             con.execute(ONE_THREAD_SQL)
+            con.execute(NO_OPTIMIZER_SQL)
         wanted = selection or Selection()
         summary = None
         if paths and getattr(con, "engine", "duckdb") == "clickhouse":
