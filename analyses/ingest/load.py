@@ -453,7 +453,9 @@ def _unchanged(
         if source is None or source.path != _display(path) or source.bytes_loaded != size:
             return None
         known.append((path, size, source))
-    if not facts_fresh(con):
+    from loopscope.analyses.store.facts import facts_fresh  # imported here: this check's own dependency
+
+    if not facts_fresh(con):  # the per-file path decides what stale facts need
         return None
     ids = list(dict.fromkeys(s.source_id for _p, _size, s in known))
     counted = dict(con.execute(ROWS_PER_SOURCE_SQL, [ids]).fetchall())

@@ -73,12 +73,6 @@ LARGEST_TABLE_SQL = """
 SELECT coalesce(max(estimated_size), 0) FROM duckdb_tables() WHERE database_name = current_database()
 """
 ONE_THREAD_SQL = "SET threads = 1"
-NO_OPTIMIZER_SQL = "PRAGMA disable_optimizer"
-# Whether every record in the store comes from the sources $1 (then the PATHs' condition selects every prompt).
-ALL_FROM_SOURCES_SQL = """
-SELECT NOT EXISTS (SELECT 1 FROM tool_calls WHERE source_id IS NULL OR NOT list_contains($1, source_id))
-   AND NOT EXISTS (SELECT 1 FROM loop_exits WHERE source_id IS NULL OR NOT list_contains($1, source_id))
-"""
 DUCKDB_MAGIC = b"DUCK"
 """DuckDB's file format: a checksum (8 bytes), then these 4 bytes."""
 DUCKDB_MAGIC_OFFSET = 8
@@ -314,6 +308,14 @@ def _small_data(con: duckdb.DuckDBPyConnection, paths: Sequence[str | os.PathLik
         if budget < 0:
             return False
     return True
+
+
+NO_OPTIMIZER_SQL = "PRAGMA disable_optimizer"
+# Whether every record in the store comes from the sources $1 (then the PATHs' condition selects every prompt).
+ALL_FROM_SOURCES_SQL = """
+SELECT NOT EXISTS (SELECT 1 FROM tool_calls WHERE source_id IS NULL OR NOT list_contains($1, source_id))
+   AND NOT EXISTS (SELECT 1 FROM loop_exits WHERE source_id IS NULL OR NOT list_contains($1, source_id))
+"""
 
 
 def _all_from(con: duckdb.DuckDBPyConnection, source_ids: Sequence[int]) -> bool:
