@@ -424,10 +424,10 @@ def _unchanged(
     would find each file's source, check there is nothing after its end in a
     transaction, and rewrite its ``sources`` row unchanged (a dozen statements
     and a commit per file, about 30 ms on sample_logs/). Here: the file's size
-    and head against one read of ``sources``, the rows per source in one query,
-    and the facts' freshness (a stale store takes the per-file path, which
-    rebuilds them). ``last_loaded_at`` keeps the time of the last load that
-    read something. Anything else (gzip, whose offsets count decompressed
+    and head against one read of ``sources`` and the rows per source in one query.
+    Nothing is written: facts that are stale (not built from these records) are
+    left to the first analysis, which brings them up to date (``facts.ensure_facts``),
+    and ``last_loaded_at`` keeps the time of the last load that read something. Anything else (gzip, whose offsets count decompressed
     bytes; another format; a new, grown, rotated, empty or unreadable file)
     takes the per-file path.
     """
@@ -453,10 +453,6 @@ def _unchanged(
         if source is None or source.path != _display(path) or source.bytes_loaded != size:
             return None
         known.append((path, size, source))
-    from loopscope.analyses.store.facts import facts_fresh  # imported here: this check's own dependency
-
-    if not facts_fresh(con):  # the per-file path decides what stale facts need
-        return None
     ids = list(dict.fromkeys(s.source_id for _p, _size, s in known))
     counted = dict(con.execute(ROWS_PER_SOURCE_SQL, [ids]).fetchall())
     total = sum(size for _p, size, _s in known)
