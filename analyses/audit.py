@@ -44,7 +44,7 @@ import duckdb
 from loopscope.analyses import incidents, recovery, stats
 from loopscope.analyses import loops as loop_kinds
 from loopscope.analyses.cohorts import Figures, figures, figures_by
-from loopscope.analyses.metrics import GROUP_KEYS
+from loopscope.analyses.metrics import GROUP_KEYS, TIME_GROUPS, time_grouped
 from loopscope.analyses.compare import compare_figures
 from loopscope.analyses.store.relations import errors_computed_once, relations
 from loopscope.analyses.notices import NO_TIMESTAMP, notices
@@ -115,19 +115,21 @@ LIMIT ?
 # Tool calls per selected prompt per ISO week, as (value, prompts) pairs: the
 # sample of the week-over-week rank test, a few dozen rows per week instead of
 # one per prompt (stats.Counts).
+# {group_key}: the week, named per prompt (metrics.GROUP_KEYS) or, over prompt_facts, truncated
+# and named once per group (metrics.time_grouped).
 TOOL_CALL_COUNTS_BY_WEEK_SQL = """
-SELECT {week} AS week, p.n_tool_calls AS n, count(*) AS prompts
+SELECT {group_key} AS grp, p.n_tool_calls AS n, count(*) AS prompts
 FROM {prompts} p
 WHERE {where}
-GROUP BY week, n
-ORDER BY week, n
+GROUP BY grp, n
+ORDER BY grp, n
 """
-# How many conversations the selection has.
-SELECTED_CONVERSATIONS_SQL = "SELECT count(DISTINCT p.conversation_id) FROM {prompts} p WHERE {where}"
-# The selection's conversations that a reviewer judged (few: a weekly sample).
-REVIEWED_CONVERSATIONS_SQL = """
-SELECT DISTINCT p.conversation_id FROM {prompts} p
-WHERE {where} AND p.conversation_id IN (SELECT conversation_id FROM reviews)
+# How many conversations the selection has, and those a reviewer judged (few: a weekly sample).
+SELECTED_CONVERSATIONS_SQL = """
+SELECT count(DISTINCT p.conversation_id),
+       list(DISTINCT p.conversation_id) FILTER (WHERE p.conversation_id IN (SELECT conversation_id FROM reviews))
+FROM {prompts} p
+WHERE {where}
 """
 # {prompts}: prompt_facts when it matches the records (one row per prompt, the
 # columns of prompts_v, materialised by store.facts), else prompts_v itself;
@@ -156,11 +158,16 @@ def _figures(fig: Figures) -> dict[str, Any]:
 
 def _tool_call_counts_by_week(con: duckdb.DuckDBPyConnection, selection: Selection) -> dict[str, stats.Counts]:
     where, params = selection.where("p")
-    sql = TOOL_CALL_COUNTS_BY_WEEK_SQL.format(week=GROUP_KEYS["week"], prompts=relations(con).prompts, where=where)
+    prompts = relations(con).prompts
+    if prompts == "prompt_facts":  # DuckDB's facts: each week named once (a ClickHouse store reads the views)
+        sql = time_grouped(TOOL_CALL_COUNTS_BY_WEEK_SQL, *TIME_GROUPS["week"], prompts=prompts, where=where)
+    else:
+        sql = TOOL_CALL_COUNTS_BY_WEEK_SQL.format(group_key=GROUP_KEYS["week"], prompts=prompts, where=where)
     pairs: dict[str, list[tuple[float, int]]] = {}
-    for week, n, prompts in con.execute(sql, params).fetchall():
-        pairs.setdefault(str(week), []).append((int(n), int(prompts)))
-    return {week: stats.Counts(tuple(p)) for week, p in pairs.items()}
+    for week, n, count in con.execute(sql, params).fetchall():
+        pairs.setdefault(str(week), []).append((int(n), int(count)))
+    # ascending by value within each week (the named query orders by week only)
+    return {week: stats.Counts(tuple(sorted(p))) for week, p in pairs.items()}
 
 
 def weekly_series(con: duckdb.DuckDBPyConnection, selection: Selection, *, alpha: float = stats.ALPHA) -> list[dict[str, Any]]:
@@ -262,6 +269,7 @@ def _audit(con: duckdb.DuckDBPyConnection, selection: Selection, *, limit: int, 
     overall = figures(con, selection)
     row = con.execute(SELECTED_CONVERSATIONS_SQL.format(prompts=prompts, where=where), params).fetchone()
     conversations = int(row[0]) if row else 0
+    reviewed = set(row[1] or ()) if row else set()
 
     agents = [{"agent": g.pop("group"), **g} for g in group_series(con, selection, GroupBy("agent"), alpha=alpha)]
     groups = None
@@ -282,7 +290,6 @@ def _audit(con: duckdb.DuckDBPyConnection, selection: Selection, *, limit: int, 
         violations = _rows(con.execute(PROTOCOL_VIOLATIONS_SQL, [limit]))
     finally:
         con.execute(DROP_SELECTED_VIOLATIONS_SQL)
-    reviewed = {r[0] for r in con.execute(REVIEWED_CONVERSATIONS_SQL.format(prompts=prompts, where=where), params).fetchall()}
     reviews = agreement(con, conversation_ids=reviewed)
 
     return {

@@ -14,11 +14,8 @@ from dataclasses import replace
 
 import duckdb
 
-from loopscope.analyses.store.facts import ensure_facts
-from loopscope.analyses.metrics import (
-    FACTS_METRICS_SQL, Metrics, row_to_metrics, compute_metrics, group_key, metrics_by,
-)
-from loopscope.analyses.notices import NO_TIMESTAMP, SYNTHETIC_BEFORE
+from loopscope.analyses.store.freshness import facts_ready
+from loopscope.analyses.metrics import Metrics, compute_metrics, group_key, metrics_by, time_grouped, time_unit
 from loopscope.analyses.selection import GroupBy, Selection, parse_iso_week
 
 # The sample for the rank test: tool calls of every selected prompt, per group.
@@ -32,42 +29,6 @@ GROUP BY grp
 ORDER BY grp
 """
 
-# Weeks and days grouped cheaply. metrics.GROUP_KEYS names each prompt's week with
-# strftime, row by row: at 10M records (1.78M prompts) that formatting is most of a
-# weekly query's cost (0.12 of 0.24 s CPU). Truncating the time to the week (Monday,
-# as ISO weeks start) or day costs a fifth of it and gives one value per ISO week
-# (day); the name is then formatted once per group. Undated prompts get a key no
-# truncation gives (1970-01-01 plus 1 us: truncations are midnights) and are named
-# NO_TIMESTAMP; infinite times (stores loaded before the load refused them) keep
-# their value, as strftime names them. Same groups, same names, same figures.
-_UNDATED = f"p.first_ts < TIMESTAMP '{SYNTHETIC_BEFORE}'"  # as metrics.GROUP_KEYS
-_UNDATED_KEY = "TIMESTAMP '1970-01-01 00:00:00.000001'"
-_TRUNCATED_KEY = (
-    f"CASE WHEN {_UNDATED} THEN {_UNDATED_KEY} WHEN NOT isfinite(p.first_ts) THEN p.first_ts "
-    "ELSE date_trunc('{unit}', p.first_ts) END"
-)
-_NAMED_KEY = f"CASE WHEN k.grp = {_UNDATED_KEY} THEN '{NO_TIMESTAMP}' ELSE strftime(k.grp, '{{fmt}}') END"
-TIME_GROUPS = {"week": ("week", "%G-W%V"), "day": ("day", "%Y-%m-%d")}
-"""The groupings by time: their truncation unit and the format of their names (metrics.GROUP_KEYS's)."""
-# {query}: a grouped query whose first column is the truncated key, named grp; {named}: its name.
-NAMED_TIME_GROUPS_SQL = """
-SELECT {named} AS grp, k.* EXCLUDE (grp)
-FROM ({query}) k
-ORDER BY grp
-"""
-
-
-def _time_unit(by: str | GroupBy | None) -> tuple[str, str] | None:
-    kind = by.kind if isinstance(by, GroupBy) else by
-    return TIME_GROUPS.get(kind) if isinstance(kind, str) else None
-
-
-def _time_grouped(query: str, unit: str, fmt: str, **slots: str) -> str:
-    """``query`` (with ``{group_key}`` and ``slots``) grouped by truncated time, its groups then named."""
-    inner = query.format(group_key=_TRUNCATED_KEY.replace("{unit}", unit), **slots)
-    return NAMED_TIME_GROUPS_SQL.format(named=_NAMED_KEY.format(fmt=fmt), query=inner)
-
-
 Figures = Metrics
 """A cohort's figures are the metrics module's result (one vocabulary: the spec's names)."""
 
@@ -79,12 +40,6 @@ def figures(con: duckdb.DuckDBPyConnection, selection: Selection) -> Figures:
 
 def figures_by(con: duckdb.DuckDBPyConnection, selection: Selection, by: str | GroupBy) -> list[tuple[str, Figures]]:
     """The figures per ``week`` (ISO, of each prompt's first record), ``day``, ``agent`` or ``tag:KEY``, in key order."""
-    time_unit = _time_unit(by)
-    if time_unit is not None and ensure_facts(con):
-        where, params = selection.where("p")
-        sql = _time_grouped(FACTS_METRICS_SQL, *time_unit, where=where)
-        return sorted(((str(row[0]), row_to_metrics(row, True)) for row in con.execute(sql, params).fetchall()),
-                      key=lambda kv: kv[0])
     return sorted(((str(m.group), m) for m in metrics_by(con, selection, by)), key=lambda kv: kv[0])
 
 
@@ -97,11 +52,11 @@ def tool_call_counts_by(
     records (``store.facts``), else the view ``prompts_v`` (same rows).
     """
     where, params = selection.where("p")
-    table = "prompt_facts" if ensure_facts(con) else "prompts_v"
-    time_unit = _time_unit(by)
-    if time_unit is not None and table == "prompt_facts":  # DuckDB's facts (a ClickHouse store reads the views)
+    table = "prompt_facts" if facts_ready(con) else "prompts_v"
+    unit = time_unit(by)
+    if unit is not None and table == "prompt_facts":  # DuckDB's facts (a ClickHouse store reads the views)
         key_params: list[object] = []
-        sql = _time_grouped(TOOL_CALL_COUNTS_SQL, *time_unit, table=table, where=where)
+        sql = time_grouped(TOOL_CALL_COUNTS_SQL, *unit, table=table, where=where)
     else:
         key_sql, key_params = group_key(by)
         sql = TOOL_CALL_COUNTS_SQL.format(group_key=key_sql, table=table, where=where)

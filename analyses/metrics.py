@@ -32,7 +32,7 @@ import duckdb
 
 from loopscope.analyses.errors import LoopscopeError
 from loopscope.analyses.notices import NO_TIMESTAMP, SYNTHETIC_BEFORE
-from loopscope.analyses.store.facts import ensure_facts
+from loopscope.analyses.store.freshness import facts_ready
 from loopscope.analyses.selection import GroupBy, Selection, parse_group_by
 
 # Grouping keys over prompts_v (aliased p); only these fixed texts are formatted in.
@@ -45,6 +45,41 @@ GROUP_KEYS = {
     "week": f"CASE WHEN {_UNDATED} THEN '{NO_TIMESTAMP}' ELSE strftime(p.first_ts, '%G-W%V') END",
     "agent": "p.agent",
 }
+
+# Weeks and days grouped cheaply. GROUP_KEYS names each prompt's week with
+# strftime, row by row: at 10M records (1.78M prompts) that formatting is most of a
+# weekly query's cost (0.12 of 0.24 s CPU). Truncating the time to the week (Monday,
+# as ISO weeks start) or day costs a fifth of it and gives one value per ISO week
+# (day); the name is then formatted once per group. Undated prompts get a key no
+# truncation gives (1970-01-01 plus 1 us: truncations are midnights) and are named
+# NO_TIMESTAMP; infinite times (stores loaded before the load refused them) keep
+# their value, as strftime names them. Same groups, same names, same figures.
+_UNDATED_KEY = "TIMESTAMP '1970-01-01 00:00:00.000001'"
+_TRUNCATED_KEY = (
+    f"CASE WHEN {_UNDATED} THEN {_UNDATED_KEY} WHEN NOT isfinite(p.first_ts) THEN p.first_ts "
+    "ELSE date_trunc('{unit}', p.first_ts) END"
+)
+_NAMED_KEY = f"CASE WHEN k.grp = {_UNDATED_KEY} THEN '{NO_TIMESTAMP}' ELSE strftime(k.grp, '{{fmt}}') END"
+TIME_GROUPS = {"week": ("week", "%G-W%V"), "day": ("day", "%Y-%m-%d")}
+"""The groupings by time: their truncation unit and the format of their names (metrics.GROUP_KEYS's)."""
+# {query}: a grouped query whose first column is the truncated key, named grp; {named}: its name.
+NAMED_TIME_GROUPS_SQL = """
+SELECT {named} AS grp, k.* EXCLUDE (grp)
+FROM ({query}) k
+ORDER BY grp
+"""
+
+
+def time_unit(by: str | GroupBy | None) -> tuple[str, str] | None:
+    kind = by.kind if isinstance(by, GroupBy) else by
+    return TIME_GROUPS.get(kind) if isinstance(kind, str) else None
+
+
+def time_grouped(query: str, unit: str, fmt: str, **slots: str) -> str:
+    """``query`` (with ``{group_key}`` and ``slots``) grouped by truncated time, its groups then named."""
+    inner = query.format(group_key=_TRUNCATED_KEY.replace("{unit}", unit), **slots)
+    return NAMED_TIME_GROUPS_SQL.format(named=_NAMED_KEY.format(fmt=fmt), query=inner)
+
 
 # Over prompt_facts (the views materialised per prompt by store.facts).
 FACTS_METRICS_SQL = """
@@ -327,8 +362,12 @@ def metrics_by(
     """
     key_sql, key_params = group_key(by)
     where, params = (selection or Selection()).where("p")
-    template = FACTS_METRICS_SQL if source == "auto" and ensure_facts(con) else METRICS_SQL
-    query = template.format(group_key=key_sql, where=where)
+    template = FACTS_METRICS_SQL if source == "auto" and facts_ready(con) else METRICS_SQL
+    unit = time_unit(by)
+    if unit is not None and template is FACTS_METRICS_SQL:  # each week (day) named once, not per prompt
+        query, key_params = time_grouped(template, *unit, where=where), []
+    else:
+        query = template.format(group_key=key_sql, where=where)
     rows = con.execute(query, [*key_params, *params]).fetchall()  # the group key comes before WHERE
     result = [row_to_metrics(row, by is not None) for row in rows]
     if by is None and not result:

@@ -52,7 +52,7 @@ from loopscope.analyses.errors import LoopscopeError
 from loopscope.analyses.lint.templates import template_of
 from loopscope.analyses.metrics import ERROR_CLASSES_KEY, QUANTILE_DECIMALS, TOOL_KEYS, Rates
 from loopscope.analyses.selection import Selection
-from loopscope.analyses.store.facts import ensure_facts
+from loopscope.analyses.store.freshness import facts_ready
 
 # The texts to mask: the distinct error texts (what the model saw) of the
 # selected prompts' calls with is_error (replays' too: a superset costs a few
@@ -294,7 +294,7 @@ def tool_health(
     if limit is not None and limit < 1:
         raise LoopscopeError(f"limit {limit} must be at least 1", hint="for example --limit 20")
     where, params = (selection or Selection()).where("p")
-    fast = source == "auto" and ensure_facts(con)
+    fast = source == "auto" and facts_ready(con)
     wanted = list(tools) if tools is not None else None
     joins = {"sel_join_t": "" if where == "TRUE" else _SEL_JOIN.format(a="t"),
              "sel_join_e": "" if where == "TRUE" else _SEL_JOIN.format(a="e")}

@@ -25,7 +25,7 @@ ratio candidate / baseline is printed. On a loaded machine trust the ratios more
 same run (the "baseline" columns): Typer's pydantic coercion instead of cli/coercion.py,
 rich.markdown/rich.traceback imported eagerly, the whole collector imported with its package, an
 empty store built by replaying the migration chain and the expected columns by building a store
-in memory, every command built by Typer, DuckDB's default threads on small data. Everything else
+in memory, every command built by Typer, DuckDB's default threads and optimizer on small data. Everything else
 (others' work merged since) is the same on both sides.
 
 Python's bytecode cache is on (``PYTHONDONTWRITEBYTECODE`` is dropped from the environment, so

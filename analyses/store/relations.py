@@ -26,6 +26,7 @@ from loopscope.analyses.model import (
     ERRORS_QUERY, ID_COLLISIONS_VIEW_SQL, PROMPTS_VIEW_SQL, PROTOCOL_VIOLATIONS_VIEW_SQL, TOOL_CALLS_QUERY,
 )
 from loopscope.analyses.store.facts import FACTS_TOOL_CALLS_TEMPLATE, LOOP_FACT_TABLES, ensure_facts
+from loopscope.analyses.store.freshness import checked_once
 
 FACTS_TOOL_CALLS = "(" + FACTS_TOOL_CALLS_TEMPLATE.replace("{scope}", "TRUE") + ")"
 """``tool_calls_v``'s rows: the records joined by ``seq`` to the few that ``repeat_facts`` numbers."""
@@ -136,6 +137,9 @@ def relations(con: duckdb.DuckDBPyConnection) -> Relations:
 def errors_computed_once(con: duckdb.DuckDBPyConnection) -> Iterator[Relations]:
     """Compute the errors once, into a temporary table, for the several analyses of one report.
 
+    The facts' freshness is checked once too: inside the block ``freshness.facts_ready`` answers
+    without a query (the metrics, cohorts and tools modules ask it).
+
     The audit reads the errors (with their classes) in several sections; each
     would compute them again from the views. With fresh facts they are a table
     already (``error_facts``) and nothing is computed. Otherwise, inside this block
@@ -147,20 +151,22 @@ def errors_computed_once(con: duckdb.DuckDBPyConnection) -> Iterator[Relations]:
         yield _SHARED[id(con)]
         return
     rel = relations(con)
-    if rel.errors == FACTS_ERRORS:  # already a table
-        _SHARED[id(con)] = rel
+    # The facts were just checked (and rebuilt if stale): the block's analyses ask no more (freshness).
+    with checked_once(con, rel is FACTS):
+        if rel.errors == FACTS_ERRORS:  # already a table
+            _SHARED[id(con)] = rel
+            try:
+                yield rel
+            finally:
+                del _SHARED[id(con)]
+            return
+        con.execute(SHARE_ERRORS_SQL.format(errors=rel.errors))
+        _SHARED[id(con)] = shared = rel._replace(errors=SHARED_ERRORS_TABLE)
         try:
-            yield rel
+            yield shared
         finally:
             del _SHARED[id(con)]
-        return
-    con.execute(SHARE_ERRORS_SQL.format(errors=rel.errors))
-    _SHARED[id(con)] = shared = rel._replace(errors=SHARED_ERRORS_TABLE)
-    try:
-        yield shared
-    finally:
-        del _SHARED[id(con)]
-        con.execute(DROP_SHARED_ERRORS_SQL)
+            con.execute(DROP_SHARED_ERRORS_SQL)
 
 
 class ConversationRelations(NamedTuple):
