@@ -63,12 +63,6 @@ SMALL_STORE_ROWS = 122_880
 """DuckDB's row group: a table this small is scanned by one task, so more threads only cost."""
 SMALL_LOAD_BYTES = 4 << 20
 """PATHs of at most this many bytes (some 6,000 records) load into a small store."""
-TINY_STORE_ROWS = 4096
-TINY_LOAD_BYTES = 1 << 20
-"""A store of at most TINY_STORE_ROWS rows per table, with PATHs of at most TINY_LOAD_BYTES (some 1,500
-records), runs DuckDB without its optimizer: on sample_logs/ (154 records) planning is a third of the
-audit's query time and the plans gain nothing; from some 10,000 rows a triage pays for the missing
-filter pushdown (docs/performance.md, measured 2026-11-27)."""
 LARGEST_TABLE_SQL = """
 SELECT coalesce(max(estimated_size), 0) FROM duckdb_tables() WHERE database_name = current_database()
 """
@@ -283,20 +277,22 @@ def _bytes_within(path: Path, budget: int) -> int:
     return total
 
 
-def _small_data(con: duckdb.DuckDBPyConnection, paths: Sequence[str | os.PathLike[str]],
-                rows: int | None = None, load_bytes: int | None = None) -> bool:
+def _small_data(con: duckdb.DuckDBPyConnection, paths: Sequence[str | os.PathLike[str]]) -> bool:
     """The store holds less than a row group per table and PATHs add at most ``SMALL_LOAD_BYTES``.
 
     Such a run (``sample_logs/``, a day of one agent) is a few hundred small queries' fixed
     costs: DuckDB's second thread only adds its scheduling (about 14% of the CPU of a load and
     an audit of sample_logs/, issue 14). Unknown sizes (a glob, a path that does not exist)
-    count as large. ``rows`` and ``load_bytes`` replace the limits (``TINY_STORE_ROWS`` and
-    ``TINY_LOAD_BYTES``: tiny data, run without the optimizer).
+    count as large.
+
+    DuckDB's optimizer stays on whatever the size: turning it off on tiny data saved some 30 ms of
+    planning on sample_logs/ (2026-11-27), but every test runs on tiny data and would then no longer
+    run the plans users' data gets.
     """
     row = con.execute(LARGEST_TABLE_SQL).fetchone()
-    if not row or row[0] > (SMALL_STORE_ROWS if rows is None else rows):
+    if not row or row[0] > SMALL_STORE_ROWS:
         return False
-    budget = SMALL_LOAD_BYTES if load_bytes is None else load_bytes
+    budget = SMALL_LOAD_BYTES
     for item in paths:
         path = Path(item).expanduser()
         try:
@@ -310,7 +306,6 @@ def _small_data(con: duckdb.DuckDBPyConnection, paths: Sequence[str | os.PathLik
     return True
 
 
-NO_OPTIMIZER_SQL = "PRAGMA disable_optimizer"
 # Whether every record in the store comes from the sources $1 (then the PATHs' condition selects every prompt).
 ALL_FROM_SOURCES_SQL = """
 SELECT NOT EXISTS (SELECT 1 FROM tool_calls WHERE source_id IS NULL OR NOT list_contains($1, source_id))
@@ -353,8 +348,6 @@ def open_for_analysis(
         small = getattr(con, "engine", "duckdb") == "duckdb" and _small_data(con, paths or ())
         if small:
             con.execute(ONE_THREAD_SQL)
-            if _small_data(con, paths or (), TINY_STORE_ROWS, TINY_LOAD_BYTES):
-                con.execute(NO_OPTIMIZER_SQL)
         wanted = selection or Selection()
         summary = None
         if paths and getattr(con, "engine", "duckdb") == "clickhouse":
