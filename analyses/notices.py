@@ -85,6 +85,20 @@ WHERE {where}
 FACTS_ALL_ID_COLLISIONS_SQL = """
 SELECT count(*), count(DISTINCT conversation_id) FROM repeat_facts WHERE is_id_collision
 """
+# Whether any notice can have something to say, from the records alone (no facts needed): a
+# file violation of a noticed kind; a record dated before SYNTHETIC_BEFORE (a prompt's first_ts is
+# its earliest record's); a tool_call_id used in one conversation by calls of more than one
+# (tool, fingerprint), which an id collision needs (grouped by hash: a shared hash only merges
+# groups, so it can only find more). When none holds, every notice is empty.
+NOTICE_CANDIDATES_SQL = f"""
+SELECT EXISTS (SELECT 1 FROM protocol_violations WHERE kind IN ('unflagged_error_text', 'no_tool_calls'))
+    OR EXISTS (SELECT 1 FROM tool_calls WHERE ts < TIMESTAMP '{SYNTHETIC_BEFORE}')
+    OR EXISTS (SELECT 1 FROM loop_exits WHERE ts < TIMESTAMP '{SYNTHETIC_BEFORE}')
+    OR EXISTS (
+        SELECT 1 FROM tool_calls GROUP BY hash(conversation_id, tool_call_id)
+        HAVING count(DISTINCT struct_pack(n := tool_name, f := args_fingerprint)) > 1
+    )
+"""
 AGENTS_SQL = "SELECT DISTINCT agent FROM prompts_v ORDER BY agent LIMIT 20"
 TAGS_SQL = """
 SELECT DISTINCT k || '=' || (tags->>k) AS tag
@@ -108,9 +122,23 @@ class Notice:
         return asdict(self)
 
 
-def notices(con: duckdb.DuckDBPyConnection, selection: Selection | None = None) -> list[Notice]:
-    """The notices of the prompts ``selection`` picks (all prompts when None)."""
+def notices(
+    con: duckdb.DuckDBPyConnection, selection: Selection | None = None, *, build_facts: bool = True
+) -> list[Notice]:
+    """The notices of the prompts ``selection`` picks (all prompts when None).
+
+    ``build_facts=False`` (``load``, which leaves the facts to the first analysis): when the
+    facts are not up to date, a cheap look at the records (``NOTICE_CANDIDATES_SQL``) first;
+    only if a notice can have something to say are the facts brought up to date. The same
+    notices either way.
+    """
+    from loopscope.analyses.store.facts import facts_fresh
     from loopscope.analyses.store.relations import relations
+
+    if not build_facts and getattr(con, "materialises_facts", True) and not facts_fresh(con):
+        row = con.execute(NOTICE_CANDIDATES_SQL).fetchone()
+        if not (row and row[0]):
+            return []
 
     where, params = (selection or Selection()).where("p")
     prompts = relations(con).prompts

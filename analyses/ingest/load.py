@@ -40,7 +40,7 @@ from loopscope.analyses.ingest import records as sql
 from loopscope.analyses.errors import LoopscopeError
 from loopscope.analyses.store import transaction
 from loopscope.collectors.redact import clean_error_text
-from loopscope.analyses.store.facts import facts_fresh, refresh_facts
+from loopscope.analyses.store.facts import INVALIDATE_FACTS_SQL
 from loopscope.analyses.ingest.files import (
     HEAD_BYTES,
     OverlongLine,
@@ -278,10 +278,6 @@ def _load_files(
         progress(0, total)
     summary = LoadSummary()
     ids: list[int] = []
-    # Facts fresh now can be brought up to date for the conversations this load touches only.
-    seq_row = con.execute(sql.MAX_SEQ_SQL).fetchone()
-    seq_before = int(seq_row[0]) if seq_row else 0
-    was_fresh = facts_fresh(con)
     for path in files:
 
         def tick(n: int, _base: int = done) -> None:
@@ -306,12 +302,8 @@ def _load_files(
         if result.source_id is not None and result.source_id not in ids:
             ids.append(result.source_id)
     summary.source_ids = tuple(ids)
-    replaced = any(d.status == "replaced" for d in summary.details)
-    if replaced or any(d.loaded for d in summary.details) or not facts_fresh(con):
-        with transaction(con):
-            # A replaced source deleted records: their conversations are not
-            # among the new records' ones, so only a full rebuild is right.
-            refresh_facts(con, since_seq=seq_before if was_fresh and not replaced else None)
+    # The facts (store.facts) are not built here: the first analysis brings them up to date,
+    # for the conversations the new records touch only when it can (docs/loading.md, fifth pass).
     return summary
 
 
@@ -503,6 +495,9 @@ def _load_reader_file(con: duckdb.DuckDBPyConnection, path: Path, fmt: str, opti
     if at_path:
         source_id = at_path[0][0]
         _execute_each(con, DELETE_SOURCE_ROWS_SQL, [source_id])
+        # Records the facts may have seen are gone (and their seqs may be given again):
+        # the next analysis rebuilds the facts rather than refreshing the new records' conversations.
+        con.execute(INVALIDATE_FACTS_SQL)
         result.status = "replaced"
     else:
         source_id = _new_source(con, path, fmt, digest, None)

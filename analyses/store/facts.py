@@ -1,25 +1,35 @@
-"""Per-prompt facts materialised from the records, for fast metrics.
+"""Per-prompt facts materialised from the records, for fast metrics: a cache the analyses bring up to date.
 
 ``prompts_v`` / ``tool_calls_v`` / ``errors_v`` define replays, prompts and
 error classes once (``model``); computing them means windows and joins over
 every record, seconds at 10M records. ``refresh_facts`` stores their per-prompt
 result in ``prompt_facts`` (one row per prompt: the prompt's columns plus its
 replay, error and recovered-error counts, and ``max_ok_step``, so the error
-classes can be computed from it: ``store.relations``), and the load calls it after every
-load. It computes those rows with one query of groupings instead of the
-views' windows (about 25% faster); ``VIEWS_FACTS_SQL`` computes them from the
-views, and tests/test_metrics_property.py checks both give the same rows.
-``facts_fresh`` says whether the table still matches the records (same
-row counts and highest ``seq``); the metrics read ``prompt_facts`` only then,
-and fall back to the views otherwise (e.g. a read-only database changed by
-something other than the loader).
+classes can be computed from it: ``store.relations``), with ``repeat_facts``,
+``error_facts`` and the loop tables beside it. It computes those rows with one
+query of groupings instead of the views' windows (about 25% faster);
+``VIEWS_FACTS_SQL`` computes them from the views, and
+tests/test_metrics_property.py checks both give the same rows.
+
+When they are built. The load writes records only; the facts are a cache that
+the first analysis after a load brings up to date (``ensure_facts``, called by
+``store.relations`` and every analysis that reads a facts table), so a user who
+loads many files one after the other pays for the facts once. The state row
+(``prompt_facts_state``) records what the facts were built from: the number of
+records of each kind and the highest ``seq``. ``facts_fresh`` says whether the
+table still matches the records; the analyses read the facts only then, and
+fall back to the views otherwise (a read-only store that nobody brought up to
+date). A load that deletes records (a replaced source) and a change of the
+scratchpad tools clear the state (``INVALIDATE_FACTS_SQL``): the next analysis
+rebuilds.
 
 Incremental refresh. Everything a prompt's facts depend on lies inside its
 conversation (prompts are keyed by conversation and prompt id, replays by
-conversation and tool_call id), so after a load that added records to a few
-conversations only those conversations' facts are recomputed: the records are
-filtered by a bound list of conversation ids before any grouping. A load that
-touches many conversations rebuilds all.
+conversation and tool_call id), so when every record the facts saw is still
+there (as many records with ``seq`` up to the saved highest as were saved) and
+only records were added after it, only the conversations of those added
+records are recomputed: the records are filtered by a bound list of
+conversation ids before any grouping. Many touched conversations rebuild all.
 """
 
 from __future__ import annotations
@@ -440,6 +450,14 @@ SELECT (SELECT count(*) FROM tool_calls), (SELECT count(*) FROM loop_exits),
 """
 SAVE_STATE_SQL = "INSERT INTO prompt_facts_state VALUES (?, ?, ?, current_timestamp)"
 STATE_SAVED_SQL = "SELECT tool_calls, loop_exits, max_seq FROM prompt_facts_state"
+# The records now against a saved state's highest seq ($1): those up to it, of each kind (the facts
+# saw them all when the counts are the saved ones), and how many came after it.
+STATE_SINCE_SQL = """
+SELECT (SELECT count(*) FROM tool_calls WHERE seq <= $1), (SELECT count(*) FROM loop_exits WHERE seq <= $1),
+       (SELECT count(*) FROM tool_calls WHERE seq > $1) + (SELECT count(*) FROM loop_exits WHERE seq > $1)
+"""
+INVALIDATE_FACTS_SQL = "DELETE FROM prompt_facts_state"
+"""Forget what the facts were built from (records deleted, scratchpad tools changed): the next analysis rebuilds."""
 
 
 def _state(con: duckdb.DuckDBPyConnection) -> tuple[int, int, int]:
@@ -485,25 +503,71 @@ def _run_each(con: duckdb.DuckDBPyConnection, script: str, params: list[object] 
             con.execute(statement, params if params and "$1" in statement else None)
 
 
-def facts_fresh(con: duckdb.DuckDBPyConnection) -> bool:
-    """Whether ``prompt_facts`` was built from the records now in the store."""
+def _saved_state(con: duckdb.DuckDBPyConnection) -> tuple[int, int, int] | None:
     try:
         saved = con.execute(STATE_SAVED_SQL).fetchall()
     except duckdb.CatalogException:
-        return False  # a database from before the facts table
-    return len(saved) == 1 and tuple(int(x) for x in saved[0]) == _state(con)
+        return None  # a database from before the facts table
+    return tuple(int(x) for x in saved[0]) if len(saved) == 1 else None  # type: ignore[return-value]
+
+
+def facts_behind(con: duckdb.DuckDBPyConnection) -> tuple[bool, int | None]:
+    """How the facts stand against the records: ``(fresh, since_seq)``.
+
+    ``fresh``: built from exactly the records now in the store. Otherwise
+    ``since_seq`` is the saved highest ``seq`` when every record the facts saw
+    is still there and the others came after it (``refresh_facts`` can then
+    recompute the conversations of those only), else None (rebuild).
+    """
+    saved = _saved_state(con)
+    if saved is None:
+        return False, None
+    n_calls, n_exits, max_seq = saved
+    row = con.execute(STATE_SINCE_SQL, [max_seq]).fetchone()
+    seen_calls, seen_exits, added = (int(x) for x in row) if row else (-1, -1, -1)
+    if (seen_calls, seen_exits) != (n_calls, n_exits):
+        return False, None  # records the facts saw are gone (or others took their seqs)
+    return added == 0, max_seq
+
+
+def facts_fresh(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether ``prompt_facts`` was built from the records now in the store."""
+    return facts_behind(con)[0]
 
 
 def ensure_facts(con: duckdb.DuckDBPyConnection) -> bool:
-    """Make ``prompt_facts`` fresh if it is not and the store is writable; return whether it is fresh."""
+    """Bring the facts up to date if they are not and the store is writable; return whether they are fresh.
+
+    The first analysis after a load pays here: the conversations the new
+    records touch (``refresh_facts(since_seq=...)``), or a rebuild. One
+    transaction (the caller's, if one is open), so an interrupted refresh
+    leaves the facts as they were.
+    """
     if not getattr(con, "materialises_facts", True):
         return False  # a ClickHouse store (store/clickhouse.py): the metrics run on the views
-    if facts_fresh(con):
+    fresh, since_seq = facts_behind(con)
+    if fresh:
         return True
     try:
-        refresh_facts(con)
+        con.execute("BEGIN TRANSACTION")
+    except duckdb.TransactionException:
+        own = False  # inside the caller's transaction
+    except (duckdb.InvalidInputException, duckdb.PermissionException):
+        return False
+    else:
+        own = True
+    try:
+        refresh_facts(con, since_seq=since_seq)
     except (duckdb.InvalidInputException, duckdb.PermissionException, duckdb.TransactionException):
+        if own:
+            con.execute("ROLLBACK")
         return False  # read-only: the caller reads the views instead
+    except BaseException:
+        if own:
+            con.execute("ROLLBACK")
+        raise
+    if own:
+        con.execute("COMMIT")
     return True
 
 
@@ -511,7 +575,7 @@ def set_scratchpad_tools(con: duckdb.DuckDBPyConnection, names: list[str]) -> bo
     """Make ``names`` the store's scratchpad tools (a success of theirs never recovers an error).
 
     Every command reads the same set from the store. The per-prompt facts are
-    rebuilt when the set changes. Returns whether it changed.
+    rebuilt by the next analysis when the set changes. Returns whether it changed.
     """
     from loopscope.analyses.model import CLEAR_SCRATCHPAD_TOOLS_SQL, SCRATCHPAD_DEFAULTS_SQL, scratchpad_tools
     from loopscope.analyses.store.transaction import transaction
@@ -522,5 +586,5 @@ def set_scratchpad_tools(con: duckdb.DuckDBPyConnection, names: list[str]) -> bo
     with transaction(con):
         con.execute(CLEAR_SCRATCHPAD_TOOLS_SQL)
         con.execute(SCRATCHPAD_DEFAULTS_SQL, [wanted])
-        refresh_facts(con)
+        con.execute(INVALIDATE_FACTS_SQL)
     return True
