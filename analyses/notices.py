@@ -85,19 +85,19 @@ WHERE {where}
 FACTS_ALL_ID_COLLISIONS_SQL = """
 SELECT count(*), count(DISTINCT conversation_id) FROM repeat_facts WHERE is_id_collision
 """
-# Whether any notice can have something to say, from the records alone (no facts needed): a
-# file violation of a noticed kind; a record dated before SYNTHETIC_BEFORE (a prompt's first_ts is
-# its earliest record's); a tool_call_id used in one conversation by calls of more than one
-# (tool, fingerprint), which an id collision needs (grouped by hash: a shared hash only merges
-# groups, so it can only find more). When none holds, every notice is empty.
+# Before any facts are built (``load``), which notices can have something to say, from the records
+# alone: a file violation of a noticed kind; a record dated before SYNTHETIC_BEFORE (a prompt's
+# first_ts is its earliest record's). When neither holds, those notices are empty, and the id
+# collisions are counted straight from id_collisions_v (its windows run over the calls whose id
+# repeats only), as many as the facts give (tests/test_load_facts.py).
 NOTICE_CANDIDATES_SQL = f"""
 SELECT EXISTS (SELECT 1 FROM protocol_violations WHERE kind IN ('unflagged_error_text', 'no_tool_calls'))
     OR EXISTS (SELECT 1 FROM tool_calls WHERE ts < TIMESTAMP '{SYNTHETIC_BEFORE}')
     OR EXISTS (SELECT 1 FROM loop_exits WHERE ts < TIMESTAMP '{SYNTHETIC_BEFORE}')
-    OR EXISTS (
-        SELECT 1 FROM tool_calls GROUP BY hash(conversation_id, tool_call_id)
-        HAVING count(DISTINCT struct_pack(n := tool_name, f := args_fingerprint)) > 1
-    )
+"""
+# {where}: a Selection condition over the prompt's ids only (p.conversation_id, p.prompt_id).
+RECORDS_ID_COLLISIONS_SQL = """
+SELECT count(*), count(DISTINCT p.conversation_id) FROM id_collisions_v p WHERE {where}
 """
 AGENTS_SQL = "SELECT DISTINCT agent FROM prompts_v ORDER BY agent LIMIT 20"
 TAGS_SQL = """
@@ -128,17 +128,23 @@ def notices(
     """The notices of the prompts ``selection`` picks (all prompts when None).
 
     ``build_facts=False`` (``load``, which leaves the facts to the first analysis): when the
-    facts are not up to date, a cheap look at the records (``NOTICE_CANDIDATES_SQL``) first;
-    only if a notice can have something to say are the facts brought up to date. The same
-    notices either way.
+    facts are not up to date and the selection picks by ids and files only, a cheap look at the
+    records first (``NOTICE_CANDIDATES_SQL``): when no file violation or undated record can make
+    a notice, the id collisions are counted from the records and no facts are built; otherwise
+    the facts are brought up to date as for any analysis. The same notices either way.
     """
     from loopscope.analyses.store.facts import facts_fresh
     from loopscope.analyses.store.relations import relations
 
-    if not build_facts and getattr(con, "materialises_facts", True) and not facts_fresh(con):
+    chosen = selection or Selection()
+    if (not build_facts and getattr(con, "materialises_facts", True) and _ids_only(chosen)
+            and not facts_fresh(con)):
         row = con.execute(NOTICE_CANDIDATES_SQL).fetchone()
         if not (row and row[0]):
-            return []
+            where, params = chosen.where("p")
+            collisions, conversations = con.execute(RECORDS_ID_COLLISIONS_SQL.format(where=where), params).fetchone() \
+                or (0, 0)
+            return [_id_collisions_notice(int(collisions), int(conversations))] if collisions else []
 
     where, params = (selection or Selection()).where("p")
     prompts = relations(con).prompts
@@ -181,16 +187,23 @@ def notices(
         )
     collisions, conversations = _id_collisions(con, where, params)
     if collisions:
-        found.append(
-            Notice(
-                "id_collisions",
-                f"{collisions} tool call(s) in {conversations} conversation(s) reuse the tool_call_id of a different "
-                "earlier call (another tool or other arguments): counted as new calls, not replays",
-                "the harness reuses ids; loopscope audit lists them as reused_tool_call_id protocol violations",
-                int(collisions),
-            )
-        )
+        found.append(_id_collisions_notice(collisions, conversations))
     return found
+
+
+def _id_collisions_notice(collisions: int, conversations: int) -> Notice:
+    return Notice(
+        "id_collisions",
+        f"{collisions} tool call(s) in {conversations} conversation(s) reuse the tool_call_id of a different "
+        "earlier call (another tool or other arguments): counted as new calls, not replays",
+        "the harness reuses ids; loopscope audit lists them as reused_tool_call_id protocol violations",
+        int(collisions),
+    )
+
+
+def _ids_only(selection: Selection) -> bool:
+    """The selection picks prompts by their ids and files only (``load``'s): its condition reads no other column."""
+    return not (selection.since or selection.until or selection.agents or selection.tags or selection.untagged)
 
 
 def _file_violations(

@@ -242,7 +242,7 @@ def load_paths(
     ignored: list[Path] = []
     files = expand_paths(list(paths), ignored)
     # DuckDB would use up to 80% of RAM before spilling to disk; a load keeps
-    # its working set (and the facts rebuild) under LOAD_MEMORY_LIMIT instead.
+    # its working set under LOAD_MEMORY_LIMIT instead.
     con.execute(SET_MEMORY_LIMIT_SQL)
     no_vacuum = _try(con, NO_VACUUM_SQL)  # (a setting older DuckDB versions lack)
     try:

@@ -38,7 +38,7 @@ import re
 
 import duckdb
 
-# The meaning of every column, straight from the normative views. The load
+# The meaning of every column, straight from the normative views. The refresh
 # computes the same rows with _REFRESH_TEMPLATE below (no windows over all
 # calls); tests/test_metrics_property.py checks the two agree on random stores.
 _VIEWS_TEMPLATE = """
@@ -93,7 +93,7 @@ exits AS NOT MATERIALIZED (
 ),
 rep AS (
     -- the calls whose id is used more than once in their conversation, numbered
-    -- once by the load (repeat_facts, refreshed before this query for the same scope)
+    -- once by the refresh (repeat_facts, refreshed before this query for the same scope)
     SELECT c.conversation_id, c.prompt_id, c.tool_name, c.step, c.is_error, c.replayed, r.is_replay
     FROM calls c JOIN repeat_facts r ON r.seq = c.seq
 ),
@@ -205,7 +205,7 @@ DROP TABLE _ls_prompt_facts;
 DELETE FROM prompt_facts_state;
 """
 
-# Per-call replay facts, kept at load time (``repeat_facts``): one row per
+# Per-call replay facts, kept with the others (``repeat_facts``): one row per
 # tool_call whose (conversation_id, tool_call_id) is used more than once
 # (about 1% of the records), numbered exactly as ``model.TOOL_CALLS_QUERY``
 # numbers them. Every other call is a replay exactly when it is flagged
@@ -244,7 +244,7 @@ WHERE {scope}
 """
 # Per-error facts (``error_facts``): ``errors_v``'s rows (every non-replay
 # error with its class, resolved_later and resolved_in_prompt), computed once
-# at load from ``prompt_facts`` and ``repeat_facts``; the analyses that list,
+# by the refresh from ``prompt_facts`` and ``repeat_facts``; the analyses that list,
 # count or group errors (unrecovered, triage first, lint, class breakdowns)
 # read this table (a tenth of the calls) instead of the records.
 # The successes that may resolve an error later (``ok``) are narrowed (by a
@@ -269,7 +269,7 @@ _ERRORS_OK_CTE = """ok AS (
 
 # ``classed`` keeps the columns the other parts of the query read, not every
 # column of every error (it is read twice, so DuckDB materialises it: at 10M
-# records 820,000 wide rows, which spilled under the load's memory cap); the
+# records 820,000 wide rows, which spilled under a 1.5 GiB memory cap); the
 # errors' own columns join back by ``seq`` (unique) at the end, from a scan
 # that reads the error rows only. Same columns in the same order, same rows.
 _CLASSED_ALL = """    SELECT
@@ -322,7 +322,7 @@ REPLACE_SOME_ERRORS_SQL = (
 # The loops of every prompt (retry loops, no-progress loops, A-B-A-B cycles:
 # incidents.py and loops.py define them, per prompt, from its records only)
 # and its duplicate executions (incidents.py),
-# kept by the load so the audit and triage read a few rows instead of
+# kept in the store so the audit and triage read a few rows instead of
 # grouping and windowing every record.
 LOOP_FACT_TABLES = ("retry_loop_facts", "no_progress_facts", "cycle_facts", "duplicate_facts")
 
@@ -453,8 +453,9 @@ STATE_SAVED_SQL = "SELECT tool_calls, loop_exits, max_seq FROM prompt_facts_stat
 # The records now against a saved state's highest seq ($1): those up to it, of each kind (the facts
 # saw them all when the counts are the saved ones), and how many came after it.
 STATE_SINCE_SQL = """
-SELECT (SELECT count(*) FROM tool_calls WHERE seq <= $1), (SELECT count(*) FROM loop_exits WHERE seq <= $1),
-       (SELECT count(*) FROM tool_calls WHERE seq > $1) + (SELECT count(*) FROM loop_exits WHERE seq > $1)
+SELECT c.seen, x.seen, c.added + x.added
+FROM (SELECT count(*) FILTER (WHERE seq <= $1) AS seen, count(*) FILTER (WHERE seq > $1) AS added FROM tool_calls) c,
+     (SELECT count(*) FILTER (WHERE seq <= $1) AS seen, count(*) FILTER (WHERE seq > $1) AS added FROM loop_exits) x
 """
 INVALIDATE_FACTS_SQL = "DELETE FROM prompt_facts_state"
 """Forget what the facts were built from (records deleted, scratchpad tools changed): the next analysis rebuilds."""
