@@ -418,3 +418,18 @@ def test_load_notices_without_facts_equal_those_with_them(tmp_path: Path) -> Non
         with_facts = json.loads(runner.invoke(app, ["audit", "--db", str(db), "--format", "json"]).stdout)["notices"]
         assert from_load == with_facts
     assert {"no_timestamps", "unflagged_error_text", "id_collisions"} <= kinds  # notices with something to say
+
+
+def test_a_store_from_a_newer_loopscope_gets_no_facts_written(tmp_path: Path) -> None:
+    """A store a newer loopscope wrote is read as it is (store.connect): the first analysis after the load
+    computes from the views and writes nothing, not even the facts' cache."""
+    db = tmp_path / "t.duckdb"
+    assert runner.invoke(app, ["load", "--db", str(db), str(SAMPLE_LOGS)]).exit_code == 0
+    expected = metrics("--db", ":memory:", str(SAMPLE_LOGS))
+    con = duckdb.connect(str(db))
+    con.execute("INSERT INTO _loopscope_migrations (name) VALUES ('m999_from_the_future')")
+    con.close()
+    result = runner.invoke(app, ["metrics", "--db", str(db), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == expected
+    assert _state(db) == (False, 0)

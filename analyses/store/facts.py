@@ -457,6 +457,7 @@ SELECT c.seen, x.seen, c.added + x.added
 FROM (SELECT count(*) FILTER (WHERE seq <= $1) AS seen, count(*) FILTER (WHERE seq > $1) AS added FROM tool_calls) c,
      (SELECT count(*) FILTER (WHERE seq <= $1) AS seen, count(*) FILTER (WHERE seq > $1) AS added FROM loop_exits) x
 """
+READ_AS_IS_SQL = "SELECT getvariable('loopscope_read_as_is')"
 INVALIDATE_FACTS_SQL = "DELETE FROM prompt_facts_state"
 """Forget what the facts were built from (records deleted, scratchpad tools changed): the next analysis rebuilds."""
 
@@ -553,6 +554,9 @@ def ensure_facts(con: duckdb.DuckDBPyConnection) -> bool:
     fresh, since_seq = facts_behind(con)
     if fresh:
         return True
+    row = con.execute(READ_AS_IS_SQL).fetchone()
+    if row and row[0]:
+        return False  # a store written by a newer loopscope (store.connect): read as it is, never written
     try:
         con.execute("BEGIN TRANSACTION")
     except duckdb.TransactionException:
