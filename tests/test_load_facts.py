@@ -433,3 +433,22 @@ def test_a_store_from_a_newer_loopscope_gets_no_facts_written(tmp_path: Path) ->
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout) == expected
     assert _state(db) == (False, 0)
+
+
+def test_the_analysis_after_a_load_in_one_process_keeps_the_stores_memory_limit(tmp_path: Path) -> None:
+    """A load caps DuckDB's memory, then gives the connection back the limit store.connect set (a RESET gave
+    DuckDB's default, 80% of memory, to the analysis and its facts that follow in the same process)."""
+    from loopscope.analyses.ingest import load_paths
+    from loopscope.analyses.metrics import compute_metrics
+    from loopscope.analyses.store import connect
+
+    con = connect(str(tmp_path / "t.duckdb"))
+    try:
+        before = con.execute("SELECT current_setting('memory_limit')").fetchone()
+        load_paths(con, [SAMPLE_LOGS])
+        assert con.execute("SELECT current_setting('memory_limit')").fetchone() == before
+        compute_metrics(con)  # builds the facts under their own cap, then the same limit again
+        assert facts_fresh(con)
+        assert con.execute("SELECT current_setting('memory_limit')").fetchone() == before
+    finally:
+        con.close()

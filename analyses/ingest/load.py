@@ -69,6 +69,7 @@ LOAD_MEMORY_LIMIT = "1536MB"
 """DuckDB's memory cap during a load: the load's peak stays under 2 GiB (the target at 10M records) with Python and the read on top."""
 SET_MEMORY_LIMIT_SQL = f"SET memory_limit = '{LOAD_MEMORY_LIMIT}'"
 RESET_MEMORY_LIMIT_SQL = "RESET memory_limit"
+"""After a load, when ``store.memory_limit`` gives no limit (DuckDB's default); otherwise that limit is set again."""
 # Each file's inserts end in partly filled row groups; DuckDB's checkpoint
 # merges them ("vacuum"), on one core, 0.2 s every second 1M-record file. The
 # load checkpoints once at its end without merging: the row groups stay as
@@ -250,11 +251,22 @@ def load_paths(
         if no_vacuum and (summary.loaded or summary.quarantined):
             _try(con, CHECKPOINT_SQL)  # refused while another connection writes: then the close checkpoints
     finally:
-        con.execute(RESET_MEMORY_LIMIT_SQL)
+        _restore_memory_limit(con)
         if no_vacuum:
             con.execute(RESET_VACUUM_SQL)
     summary.ignored = [_display(p) for p in ignored]
     return summary
+
+
+def _restore_memory_limit(con: duckdb.DuckDBPyConnection) -> None:
+    """The limit ``store.connect`` sets (a RESET would give DuckDB's default, 80% of memory, to what follows)."""
+    from loopscope.analyses.store import SET_MEMORY_LIMIT_SQL as SET_LIMIT_SQL, memory_limit
+
+    limit = memory_limit()
+    if limit:
+        con.execute(SET_LIMIT_SQL, [limit])
+    else:
+        con.execute(RESET_MEMORY_LIMIT_SQL)
 
 
 def _try(con: duckdb.DuckDBPyConnection, statement: str) -> bool:
