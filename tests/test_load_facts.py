@@ -292,7 +292,7 @@ def test_incremental_loads_give_what_one_load_gives(tmp_path: Path) -> None:
 
 def _incremental_loads_give_what_one_load_gives(tmp_path: Path, collisions: bool) -> None:
     tmp_path.mkdir()
-    lines = _loop_rich_records(seed=11, conversations=200, collisions=collisions)
+    lines = _loop_rich_records(seed=11, conversations=100, collisions=collisions)
     files = []
     for i, part in enumerate(_split_by_conversation(lines, 3)):
         path = tmp_path / f"part{i}.jsonl"
