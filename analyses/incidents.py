@@ -43,7 +43,7 @@ from loopscope.analyses.rows import fetch_dicts as _rows
 from loopscope.analyses.selection import Selection
 
 # Retry loops, per prompt, over every prompt of the store: a fact of the
-# prompt's records only, so the load keeps them (``retry_loop_facts``,
+# prompt's records only, so the store keeps them (``retry_loop_facts``,
 # store.facts) and RETRY_LOOPS_SQL reads them through store.relations; with
 # stale facts it reads this query over the records (replays included, as
 # flagged or not: the table, not tool_calls_v). {calls}: a filter on them t.
@@ -138,7 +138,7 @@ LIMIT ?
 
 # Later executions of a tool+fingerprint that already succeeded in the prompt,
 # per prompt, over every prompt of the store (a fact of the prompt's records:
-# the load keeps them, ``duplicate_facts``, store.facts). Only a (prompt,
+# the store keeps them, ``duplicate_facts``, store.facts). Only a (prompt,
 # tool, fingerprint) with two calls or more can hold one: those groups are
 # found on the table first (by a hash of the four: a collision only keeps a
 # few more rows, the join below is exact), so the rest is over a few rows.

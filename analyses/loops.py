@@ -41,7 +41,7 @@ from loopscope.collectors.history import CYCLE_MIN_CALLS, NO_PROGRESS_MIN_CALLS
 
 # Each kind of loop lies inside one prompt and reads only its records (the
 # raw ``replayed`` flag, not the computed replays), so the loops of every
-# prompt are facts of the store: the load keeps them (``no_progress_facts``,
+# prompt are facts of the store: the store keeps them (``no_progress_facts``,
 # ``cycle_facts``: store.facts) and the queries below read them through
 # store.relations, or, with stale facts, these per-prompt queries over the
 # records. {calls}: a filter on the tool calls t (or TRUE).

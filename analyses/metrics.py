@@ -19,7 +19,7 @@ Over the selected prompts (``Selection``):
 Record-level facts (is this call a replay, is this error recovered) come from
 the normative views over the whole store; the selection only picks which
 prompts are counted. The views' per-prompt results are materialised in
-``prompt_facts`` after each load (``store.facts``), which keeps the metrics
+``prompt_facts`` by the first analysis after a load (``store.facts``), which keeps the metrics
 on 10M records an aggregation over prompts. ``--by`` splits the same figures by the day, ISO week or
 agent of each prompt's first record, or by the value of one of its tags (``tag:model``).
 """

@@ -85,6 +85,20 @@ WHERE {where}
 FACTS_ALL_ID_COLLISIONS_SQL = """
 SELECT count(*), count(DISTINCT conversation_id) FROM repeat_facts WHERE is_id_collision
 """
+# Before any facts are built (``load``), which notices can have something to say, from the records
+# alone: a file violation of a noticed kind; a record dated before SYNTHETIC_BEFORE (a prompt's
+# first_ts is its earliest record's). When neither holds, those notices are empty, and the id
+# collisions are counted straight from id_collisions_v (its windows run over the calls whose id
+# repeats only), as many as the facts give (tests/test_load_facts.py).
+NOTICE_CANDIDATES_SQL = f"""
+SELECT EXISTS (SELECT 1 FROM protocol_violations WHERE kind IN ('unflagged_error_text', 'no_tool_calls'))
+    OR EXISTS (SELECT 1 FROM tool_calls WHERE ts < TIMESTAMP '{SYNTHETIC_BEFORE}')
+    OR EXISTS (SELECT 1 FROM loop_exits WHERE ts < TIMESTAMP '{SYNTHETIC_BEFORE}')
+"""
+# {where}: a Selection condition over the prompt's ids only (p.conversation_id, p.prompt_id).
+RECORDS_ID_COLLISIONS_SQL = """
+SELECT count(*), count(DISTINCT p.conversation_id) FROM id_collisions_v p WHERE {where}
+"""
 AGENTS_SQL = "SELECT DISTINCT agent FROM prompts_v ORDER BY agent LIMIT 20"
 TAGS_SQL = """
 SELECT DISTINCT k || '=' || (tags->>k) AS tag
@@ -108,9 +122,29 @@ class Notice:
         return asdict(self)
 
 
-def notices(con: duckdb.DuckDBPyConnection, selection: Selection | None = None) -> list[Notice]:
-    """The notices of the prompts ``selection`` picks (all prompts when None)."""
+def notices(
+    con: duckdb.DuckDBPyConnection, selection: Selection | None = None, *, build_facts: bool = True
+) -> list[Notice]:
+    """The notices of the prompts ``selection`` picks (all prompts when None).
+
+    ``build_facts=False`` (``load``, which leaves the facts to the first analysis): when the
+    facts are not up to date and the selection picks by ids and files only, a cheap look at the
+    records first (``NOTICE_CANDIDATES_SQL``): when no file violation or undated record can make
+    a notice, the id collisions are counted from the records and no facts are built; otherwise
+    the facts are brought up to date as for any analysis. The same notices either way.
+    """
+    from loopscope.analyses.store.facts import facts_fresh
     from loopscope.analyses.store.relations import relations
+
+    chosen = selection or Selection()
+    if (not build_facts and getattr(con, "materialises_facts", True) and _ids_only(chosen)
+            and not facts_fresh(con)):
+        row = con.execute(NOTICE_CANDIDATES_SQL).fetchone()
+        if not (row and row[0]):
+            where, params = chosen.where("p")
+            collisions, conversations = con.execute(RECORDS_ID_COLLISIONS_SQL.format(where=where), params).fetchone() \
+                or (0, 0)
+            return [_id_collisions_notice(int(collisions), int(conversations))] if collisions else []
 
     where, params = (selection or Selection()).where("p")
     prompts = relations(con).prompts
@@ -153,16 +187,23 @@ def notices(con: duckdb.DuckDBPyConnection, selection: Selection | None = None) 
         )
     collisions, conversations = _id_collisions(con, where, params)
     if collisions:
-        found.append(
-            Notice(
-                "id_collisions",
-                f"{collisions} tool call(s) in {conversations} conversation(s) reuse the tool_call_id of a different "
-                "earlier call (another tool or other arguments): counted as new calls, not replays",
-                "the harness reuses ids; loopscope audit lists them as reused_tool_call_id protocol violations",
-                int(collisions),
-            )
-        )
+        found.append(_id_collisions_notice(collisions, conversations))
     return found
+
+
+def _id_collisions_notice(collisions: int, conversations: int) -> Notice:
+    return Notice(
+        "id_collisions",
+        f"{collisions} tool call(s) in {conversations} conversation(s) reuse the tool_call_id of a different "
+        "earlier call (another tool or other arguments): counted as new calls, not replays",
+        "the harness reuses ids; loopscope audit lists them as reused_tool_call_id protocol violations",
+        int(collisions),
+    )
+
+
+def _ids_only(selection: Selection) -> bool:
+    """The selection picks prompts by their ids and files only (``load``'s): its condition reads no other column."""
+    return not (selection.since or selection.until or selection.agents or selection.tags or selection.untagged)
 
 
 def _file_violations(

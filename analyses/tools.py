@@ -15,7 +15,7 @@ and keep its names (``metrics.TOOL_KEYS``):
   ``conversation_recovery_rate`` and ``replay_rate`` are ``metrics.Rates``;
 - ``replays``: as ``tool_calls_v.is_replay`` defines them.
 
-The query reads the facts the load keeps (``store.facts``: ``prompt_facts``,
+The query reads the facts the store keeps (``store.facts``: ``prompt_facts``,
 ``repeat_facts``, ``error_facts``) instead of the views (seconds at 1M records);
 with stale facts on a read-only store it reads the views
 (``TOOL_HEALTH_VIEWS_SQL``), and tests/test_tools_property.py checks both

@@ -40,7 +40,7 @@ from loopscope.analyses.ingest import records as sql
 from loopscope.analyses.errors import LoopscopeError
 from loopscope.analyses.store import transaction
 from loopscope.collectors.redact import clean_error_text
-from loopscope.analyses.store.facts import facts_fresh, refresh_facts
+from loopscope.analyses.store.facts import INVALIDATE_FACTS_SQL
 from loopscope.analyses.ingest.files import (
     HEAD_BYTES,
     OverlongLine,
@@ -70,6 +70,7 @@ LOAD_MEMORY_LIMIT = "1536MB"
 """DuckDB's memory cap during a load: the load's peak stays under 2 GiB (the target at 10M records) with Python and the read on top."""
 SET_MEMORY_LIMIT_SQL = f"SET memory_limit = '{LOAD_MEMORY_LIMIT}'"
 RESET_MEMORY_LIMIT_SQL = "RESET memory_limit"
+"""After a load, when ``store.memory_limit`` gives no limit (DuckDB's default); otherwise that limit is set again."""
 # Each file's inserts end in partly filled row groups; DuckDB's checkpoint
 # merges them ("vacuum"), on one core, 0.2 s every second 1M-record file. The
 # load checkpoints once at its end without merging: the row groups stay as
@@ -247,7 +248,7 @@ def load_paths(
         summary.ignored = [_display(p) for p in ignored]
         return summary
     # DuckDB would use up to 80% of RAM before spilling to disk; a load keeps
-    # its working set (and the facts rebuild) under LOAD_MEMORY_LIMIT instead.
+    # its working set under LOAD_MEMORY_LIMIT instead.
     con.execute(SET_MEMORY_LIMIT_SQL)
     no_vacuum = _try(con, NO_VACUUM_SQL)  # (a setting older DuckDB versions lack)
     try:
@@ -255,11 +256,22 @@ def load_paths(
         if no_vacuum and (summary.loaded or summary.quarantined):
             _try(con, CHECKPOINT_SQL)  # refused while another connection writes: then the close checkpoints
     finally:
-        con.execute(RESET_MEMORY_LIMIT_SQL)
+        _restore_memory_limit(con)
         if no_vacuum:
             con.execute(RESET_VACUUM_SQL)
     summary.ignored = [_display(p) for p in ignored]
     return summary
+
+
+def _restore_memory_limit(con: duckdb.DuckDBPyConnection) -> None:
+    """The limit ``store.connect`` sets (a RESET would give DuckDB's default, 80% of memory, to what follows)."""
+    from loopscope.analyses.store import SET_MEMORY_LIMIT_SQL as SET_LIMIT_SQL, memory_limit
+
+    limit = memory_limit()
+    if limit:
+        con.execute(SET_LIMIT_SQL, [limit])
+    else:
+        con.execute(RESET_MEMORY_LIMIT_SQL)
 
 
 def _try(con: duckdb.DuckDBPyConnection, statement: str) -> bool:
@@ -283,10 +295,6 @@ def _load_files(
         progress(0, total)
     summary = LoadSummary()
     ids: list[int] = []
-    # Facts fresh now can be brought up to date for the conversations this load touches only.
-    seq_row = con.execute(sql.MAX_SEQ_SQL).fetchone()
-    seq_before = int(seq_row[0]) if seq_row else 0
-    was_fresh = facts_fresh(con)
     for path in files:
 
         def tick(n: int, _base: int = done) -> None:
@@ -311,12 +319,8 @@ def _load_files(
         if result.source_id is not None and result.source_id not in ids:
             ids.append(result.source_id)
     summary.source_ids = tuple(ids)
-    replaced = any(d.status == "replaced" for d in summary.details)
-    if replaced or any(d.loaded for d in summary.details) or not facts_fresh(con):
-        with transaction(con):
-            # A replaced source deleted records: their conversations are not
-            # among the new records' ones, so only a full rebuild is right.
-            refresh_facts(con, since_seq=seq_before if was_fresh and not replaced else None)
+    # The facts (store.facts) are not built here: the first analysis brings them up to date,
+    # for the conversations the new records touch only when it can (docs/loading.md, fifth pass).
     return summary
 
 
@@ -579,6 +583,9 @@ def _load_reader_file(con: duckdb.DuckDBPyConnection, path: Path, fmt: str, opti
     if at_path:
         source_id = at_path[0][0]
         _execute_each(con, DELETE_SOURCE_ROWS_SQL, [source_id])
+        # Records the facts may have seen are gone (and their seqs may be given again):
+        # the next analysis rebuilds the facts rather than refreshing the new records' conversations.
+        con.execute(INVALIDATE_FACTS_SQL)
         result.status = "replaced"
     else:
         source_id = _new_source(con, path, fmt, digest, None)

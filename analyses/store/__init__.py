@@ -67,6 +67,8 @@ LARGEST_TABLE_SQL = """
 SELECT coalesce(max(estimated_size), 0) FROM duckdb_tables() WHERE database_name = current_database()
 """
 ONE_THREAD_SQL = "SET threads = 1"
+READ_AS_IS_SQL = "SET VARIABLE loopscope_read_as_is = true"
+"""Marks a connection to a store written by a newer loopscope: read as it is, never written."""
 DUCKDB_MAGIC = b"DUCK"
 """DuckDB's file format: a checksum (8 bytes), then these 4 bytes."""
 DUCKDB_MAGIC_OFFSET = 8
@@ -223,6 +225,7 @@ def connect(
             NewerStoreWarning(message + "; reading it as it is: upgrade loopscope to see everything it holds"),
             stacklevel=2,
         )
+        con.execute(READ_AS_IS_SQL)  # nothing writes to it, not even the facts' cache (store.facts)
         return con
     if not read_only:
         migrate(con, applied=applied)

@@ -1,25 +1,35 @@
-"""Per-prompt facts materialised from the records, for fast metrics.
+"""Per-prompt facts materialised from the records, for fast metrics: a cache the analyses bring up to date.
 
 ``prompts_v`` / ``tool_calls_v`` / ``errors_v`` define replays, prompts and
 error classes once (``model``); computing them means windows and joins over
 every record, seconds at 10M records. ``refresh_facts`` stores their per-prompt
 result in ``prompt_facts`` (one row per prompt: the prompt's columns plus its
 replay, error and recovered-error counts, and ``max_ok_step``, so the error
-classes can be computed from it: ``store.relations``), and the load calls it after every
-load. It computes those rows with one query of groupings instead of the
-views' windows (about 25% faster); ``VIEWS_FACTS_SQL`` computes them from the
-views, and tests/test_metrics_property.py checks both give the same rows.
-``facts_fresh`` says whether the table still matches the records (same
-row counts and highest ``seq``); the metrics read ``prompt_facts`` only then,
-and fall back to the views otherwise (e.g. a read-only database changed by
-something other than the loader).
+classes can be computed from it: ``store.relations``), with ``repeat_facts``,
+``error_facts`` and the loop tables beside it. It computes those rows with one
+query of groupings instead of the views' windows (about 25% faster);
+``VIEWS_FACTS_SQL`` computes them from the views, and
+tests/test_metrics_property.py checks both give the same rows.
+
+When they are built. The load writes records only; the facts are a cache that
+the first analysis after a load brings up to date (``ensure_facts``, called by
+``store.relations`` and every analysis that reads a facts table), so a user who
+loads many files one after the other pays for the facts once. The state row
+(``prompt_facts_state``) records what the facts were built from: the number of
+records of each kind and the highest ``seq``. ``facts_fresh`` says whether the
+table still matches the records; the analyses read the facts only then, and
+fall back to the views otherwise (a read-only store that nobody brought up to
+date). A load that deletes records (a replaced source) and a change of the
+scratchpad tools clear the state (``INVALIDATE_FACTS_SQL``): the next analysis
+rebuilds.
 
 Incremental refresh. Everything a prompt's facts depend on lies inside its
 conversation (prompts are keyed by conversation and prompt id, replays by
-conversation and tool_call id), so after a load that added records to a few
-conversations only those conversations' facts are recomputed: the records are
-filtered by a bound list of conversation ids before any grouping. A load that
-touches many conversations rebuilds all.
+conversation and tool_call id), so when every record the facts saw is still
+there (as many records with ``seq`` up to the saved highest as were saved) and
+only records were added after it, only the conversations of those added
+records are recomputed: the records are filtered by a bound list of
+conversation ids before any grouping. Many touched conversations rebuild all.
 """
 
 from __future__ import annotations
@@ -28,7 +38,7 @@ import re
 
 import duckdb
 
-# The meaning of every column, straight from the normative views. The load
+# The meaning of every column, straight from the normative views. The refresh
 # computes the same rows with _REFRESH_TEMPLATE below (no windows over all
 # calls); tests/test_metrics_property.py checks the two agree on random stores.
 _VIEWS_TEMPLATE = """
@@ -83,7 +93,7 @@ exits AS NOT MATERIALIZED (
 ),
 rep AS (
     -- the calls whose id is used more than once in their conversation, numbered
-    -- once by the load (repeat_facts, refreshed before this query for the same scope)
+    -- once by the refresh (repeat_facts, refreshed before this query for the same scope)
     SELECT c.conversation_id, c.prompt_id, c.tool_name, c.step, c.is_error, c.replayed, r.is_replay
     FROM calls c JOIN repeat_facts r ON r.seq = c.seq
 ),
@@ -195,7 +205,7 @@ DROP TABLE _ls_prompt_facts;
 DELETE FROM prompt_facts_state;
 """
 
-# Per-call replay facts, kept at load time (``repeat_facts``): one row per
+# Per-call replay facts, kept with the others (``repeat_facts``): one row per
 # tool_call whose (conversation_id, tool_call_id) is used more than once
 # (about 1% of the records), numbered exactly as ``model.TOOL_CALLS_QUERY``
 # numbers them. Every other call is a replay exactly when it is flagged
@@ -234,7 +244,7 @@ WHERE {scope}
 """
 # Per-error facts (``error_facts``): ``errors_v``'s rows (every non-replay
 # error with its class, resolved_later and resolved_in_prompt), computed once
-# at load from ``prompt_facts`` and ``repeat_facts``; the analyses that list,
+# by the refresh from ``prompt_facts`` and ``repeat_facts``; the analyses that list,
 # count or group errors (unrecovered, triage first, lint, class breakdowns)
 # read this table (a tenth of the calls) instead of the records.
 # The successes that may resolve an error later (``ok``) are narrowed (by a
@@ -259,7 +269,7 @@ _ERRORS_OK_CTE = """ok AS (
 
 # ``classed`` keeps the columns the other parts of the query read, not every
 # column of every error (it is read twice, so DuckDB materialises it: at 10M
-# records 820,000 wide rows, which spilled under the load's memory cap); the
+# records 820,000 wide rows, which spilled under a 1.5 GiB memory cap); the
 # errors' own columns join back by ``seq`` (unique) at the end, from a scan
 # that reads the error rows only. Same columns in the same order, same rows.
 _CLASSED_ALL = """    SELECT
@@ -312,7 +322,7 @@ REPLACE_SOME_ERRORS_SQL = (
 # The loops of every prompt (retry loops, no-progress loops, A-B-A-B cycles:
 # incidents.py and loops.py define them, per prompt, from its records only)
 # and its duplicate executions (incidents.py),
-# kept by the load so the audit and triage read a few rows instead of
+# kept in the store so the audit and triage read a few rows instead of
 # grouping and windowing every record.
 LOOP_FACT_TABLES = ("retry_loop_facts", "no_progress_facts", "cycle_facts", "duplicate_facts")
 
@@ -440,6 +450,16 @@ SELECT (SELECT count(*) FROM tool_calls), (SELECT count(*) FROM loop_exits),
 """
 SAVE_STATE_SQL = "INSERT INTO prompt_facts_state VALUES (?, ?, ?, current_timestamp)"
 STATE_SAVED_SQL = "SELECT tool_calls, loop_exits, max_seq FROM prompt_facts_state"
+# The records now against a saved state's highest seq ($1): those up to it, of each kind (the facts
+# saw them all when the counts are the saved ones), and how many came after it.
+STATE_SINCE_SQL = """
+SELECT c.seen, x.seen, c.added + x.added
+FROM (SELECT count(*) FILTER (WHERE seq <= $1) AS seen, count(*) FILTER (WHERE seq > $1) AS added FROM tool_calls) c,
+     (SELECT count(*) FILTER (WHERE seq <= $1) AS seen, count(*) FILTER (WHERE seq > $1) AS added FROM loop_exits) x
+"""
+READ_AS_IS_SQL = "SELECT getvariable('loopscope_read_as_is')"
+INVALIDATE_FACTS_SQL = "DELETE FROM prompt_facts_state"
+"""Forget what the facts were built from (records deleted, scratchpad tools changed): the next analysis rebuilds."""
 
 
 def _state(con: duckdb.DuckDBPyConnection) -> tuple[int, int, int]:
@@ -485,25 +505,115 @@ def _run_each(con: duckdb.DuckDBPyConnection, script: str, params: list[object] 
             con.execute(statement, params if params and "$1" in statement else None)
 
 
-def facts_fresh(con: duckdb.DuckDBPyConnection) -> bool:
-    """Whether ``prompt_facts`` was built from the records now in the store."""
+def _saved_state(con: duckdb.DuckDBPyConnection) -> tuple[int, int, int] | None:
     try:
         saved = con.execute(STATE_SAVED_SQL).fetchall()
     except duckdb.CatalogException:
-        return False  # a database from before the facts table
-    return len(saved) == 1 and tuple(int(x) for x in saved[0]) == _state(con)
+        return None  # a database from before the facts table
+    return tuple(int(x) for x in saved[0]) if len(saved) == 1 else None  # type: ignore[return-value]
+
+
+def facts_behind(con: duckdb.DuckDBPyConnection) -> tuple[bool, int | None]:
+    """How the facts stand against the records: ``(fresh, since_seq)``.
+
+    ``fresh``: built from exactly the records now in the store. Otherwise
+    ``since_seq`` is the saved highest ``seq`` when every record the facts saw
+    is still there and the others came after it (``refresh_facts`` can then
+    recompute the conversations of those only), else None (rebuild).
+    """
+    saved = _saved_state(con)
+    if saved is None:
+        return False, None
+    n_calls, n_exits, max_seq = saved
+    if _state(con) == saved:
+        # The same counts and highest seq: the same records, as whatever deletes records clears the
+        # state (a replaced source). A count and a max, 1 ms at 1M records: analyses ask often.
+        return True, max_seq
+    row = con.execute(STATE_SINCE_SQL, [max_seq]).fetchone()
+    seen_calls, seen_exits, added = (int(x) for x in row) if row else (-1, -1, -1)
+    if (seen_calls, seen_exits) != (n_calls, n_exits):
+        return False, None  # records the facts saw are gone (or others took their seqs)
+    return added == 0, max_seq
+
+
+def facts_fresh(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether ``prompt_facts`` was built from the records now in the store."""
+    return facts_behind(con)[0]
+
+
+FACTS_MEMORY_LIMIT = 1536 << 20
+"""DuckDB's memory cap while the facts are built (when the connection's is higher): at 10M records the
+build's peak stays under 2 GiB, as it did inside the load (1,892-2,009 MB); under a quarter of this
+machine's 23 GB it reached 2.8 GB. The cap makes DuckDB spill part of ``prompt_facts``' groupings."""
+_MEMORY_SETTING_SQL = "SELECT current_setting('memory_limit')"
+_SIZE = re.compile(r"\s*([0-9.]+)\s*([KMGTP]?i?B|bytes)\s*", re.I)
+_UNITS = {"": 1, "bytes": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12, "pb": 10**15,
+          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40, "pib": 2**50}
+
+
+def _memory_limit_bytes(con: duckdb.DuckDBPyConnection) -> int | None:
+    row = con.execute(_MEMORY_SETTING_SQL).fetchone()
+    m = _SIZE.fullmatch(str(row[0])) if row else None
+    if m is None or m[2].lower() not in _UNITS:
+        return None
+    return int(float(m[1]) * _UNITS[m[2].lower()])
+
+
+def _build_capped(con: duckdb.DuckDBPyConnection, since_seq: int | None) -> None:
+    """``refresh_facts`` under ``FACTS_MEMORY_LIMIT`` (or the connection's lower limit), then the connection's limit again."""
+    current = _memory_limit_bytes(con)
+    if current is None or current <= FACTS_MEMORY_LIMIT:
+        refresh_facts(con, since_seq=since_seq)
+        return
+    from loopscope.analyses.store import SET_MEMORY_LIMIT_SQL, memory_limit
+
+    con.execute(SET_MEMORY_LIMIT_SQL, [f"{FACTS_MEMORY_LIMIT >> 20}MiB"])
+    try:
+        refresh_facts(con, since_seq=since_seq)
+    finally:
+        restore = memory_limit()  # what store.connect set
+        if restore:
+            con.execute(SET_MEMORY_LIMIT_SQL, [restore])
+        else:
+            con.execute("RESET memory_limit")
 
 
 def ensure_facts(con: duckdb.DuckDBPyConnection) -> bool:
-    """Make ``prompt_facts`` fresh if it is not and the store is writable; return whether it is fresh."""
+    """Bring the facts up to date if they are not and the store is writable; return whether they are fresh.
+
+    The first analysis after a load pays here: the conversations the new
+    records touch (``refresh_facts(since_seq=...)``), or a rebuild. One
+    transaction (the caller's, if one is open), so an interrupted refresh
+    leaves the facts as they were.
+    """
     if not getattr(con, "materialises_facts", True):
         return False  # a ClickHouse store (store/clickhouse.py): the metrics run on the views
-    if facts_fresh(con):
+    fresh, since_seq = facts_behind(con)
+    if fresh:
         return True
+    row = con.execute(READ_AS_IS_SQL).fetchone()
+    if row and row[0]:
+        return False  # a store written by a newer loopscope (store.connect): read as it is, never written
     try:
-        refresh_facts(con)
+        con.execute("BEGIN TRANSACTION")
+    except duckdb.TransactionException:
+        own = False  # inside the caller's transaction
+    except (duckdb.InvalidInputException, duckdb.PermissionException):
+        return False
+    else:
+        own = True
+    try:
+        _build_capped(con, since_seq)
     except (duckdb.InvalidInputException, duckdb.PermissionException, duckdb.TransactionException):
+        if own:
+            con.execute("ROLLBACK")
         return False  # read-only: the caller reads the views instead
+    except BaseException:
+        if own:
+            con.execute("ROLLBACK")
+        raise
+    if own:
+        con.execute("COMMIT")
     return True
 
 
@@ -511,7 +621,7 @@ def set_scratchpad_tools(con: duckdb.DuckDBPyConnection, names: list[str]) -> bo
     """Make ``names`` the store's scratchpad tools (a success of theirs never recovers an error).
 
     Every command reads the same set from the store. The per-prompt facts are
-    rebuilt when the set changes. Returns whether it changed.
+    rebuilt by the next analysis when the set changes. Returns whether it changed.
     """
     from loopscope.analyses.model import CLEAR_SCRATCHPAD_TOOLS_SQL, SCRATCHPAD_DEFAULTS_SQL, scratchpad_tools
     from loopscope.analyses.store.transaction import transaction
@@ -522,5 +632,5 @@ def set_scratchpad_tools(con: duckdb.DuckDBPyConnection, names: list[str]) -> bo
     with transaction(con):
         con.execute(CLEAR_SCRATCHPAD_TOOLS_SQL)
         con.execute(SCRATCHPAD_DEFAULTS_SQL, [wanted])
-        refresh_facts(con)
+        con.execute(INVALIDATE_FACTS_SQL)
     return True

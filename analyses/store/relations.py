@@ -2,7 +2,8 @@
 
 ``tool_calls_v``, ``prompts_v`` and ``errors_v`` (``model``) define replays,
 prompts and error classes once. Computing them groups and windows every
-record, seconds at 10M records; the load keeps the same rows as facts
+record, seconds at 10M records; the store keeps the same rows as facts, brought
+up to date by the first analysis after a load
 (``store.facts``): ``prompt_facts`` (per prompt), ``repeat_facts`` (the
 calls whose id repeats, numbered) and ``error_facts`` (per error).
 ``relations(con)`` returns the SQL text an analysis formats into its
@@ -31,7 +32,7 @@ from loopscope.analyses.store.freshness import checked_once
 FACTS_TOOL_CALLS = "(" + FACTS_TOOL_CALLS_TEMPLATE.replace("{scope}", "TRUE") + ")"
 """``tool_calls_v``'s rows: the records joined by ``seq`` to the few that ``repeat_facts`` numbers."""
 FACTS_ERRORS = "error_facts"
-"""``errors_v``'s rows, materialised by the load (``store.facts``)."""
+"""``errors_v``'s rows, materialised in the store (``store.facts``)."""
 
 
 def _replaced(text: str, old: str, new: str) -> str:
@@ -83,7 +84,7 @@ def _loops_from_records() -> Loops:
 
 
 FACTS_LOOPS = Loops(*(f"(SELECT * FROM {table} t WHERE {{calls}})" for table in LOOP_FACT_TABLES))
-"""The loops the load keeps (``store.facts``): the same rows as the per-prompt queries."""
+"""The loops the store keeps (``store.facts``): the same rows as the per-prompt queries."""
 
 
 class Relations(NamedTuple):
