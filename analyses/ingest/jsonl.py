@@ -178,11 +178,16 @@ def _read_plain(con: duckdb.DuckDBPyConnection, path: Path) -> WholeFile | None:
                 unterminated = mm[size - 1 : size] != b"\n"
     except (OSError, ValueError) as exc:
         raise UnreadableFile(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}", hint="check the file's permissions") from None
+    threads = con.execute(sql.THREADS_SQL).fetchone()
+    con.execute(sql.ONE_THREAD_SQL)
     try:
         con.execute(sql.READ_LINES_SQL, [str(path)])
         row = con.execute(sql.COUNT_LINES_SQL).fetchone()
     except duckdb.Error:
         return None  # not UTF-8, a line over the limit, ...: the block path says which line
+    finally:
+        if threads and int(threads[0]) != 1:
+            con.execute(sql.SET_THREADS_SQL, [int(threads[0])])
     if not row:
         return None
     lines, text_bytes, last_bytes = int(row[0]), int(row[1] or 0), int(row[2] or 0)
