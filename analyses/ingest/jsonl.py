@@ -1,7 +1,7 @@
 """Records files into the store: two ways lines reach the one validator.
 
 ``read_whole_file`` (a new plain file, or a new .gz through a temporary plain
-copy): DuckDB's parallel CSV reader reads the file as one text column, one
+copy): DuckDB's CSV reader reads the file as one text column, one
 row per line; the row's position is the line number, which two checks
 guarantee. ``read_in_blocks`` (what that reader cannot number exactly: a
 resumed file, a broken gzip stream, CR or control bytes, invalid UTF-8, a
@@ -104,7 +104,7 @@ class BlocksRead:
 
 
 def read_whole_file(con: duckdb.DuckDBPyConnection, path: Path) -> WholeFile | None:
-    """DuckDB's parallel CSV reader reads the lines of a file into ``_ls_raw``.
+    """DuckDB's CSV reader reads the lines of a file into ``_ls_raw`` (on one thread).
 
     Returns None when the file needs the block path: a byte-order mark, not
     UTF-8, a byte the CSV reader treats differently from the line splitter
@@ -112,8 +112,9 @@ def read_whole_file(con: duckdb.DuckDBPyConnection, path: Path) -> WholeFile | N
     broken or decompresses to more than ``GZIP_FAST_MAX_BYTES``.
 
     A gzip file is decompressed to a temporary file first (read once, then
-    deleted): the parallel reader on plain text beats decompressing into
-    blocks for the single-threaded block path by about 2x.
+    deleted): the CSV reader on plain text beat decompressing into blocks
+    for the single-threaded block path by about 2x (measured when the read
+    ran on two threads).
 
     Exact line numbers rest on two checks. Before the read, the file is
     searched (memory-mapped, no copy) for CR, a line break to the CSV reader
