@@ -287,6 +287,28 @@ def test_control_bytes_and_crlf_keep_lines_and_numbers(tmp_path: Path) -> None:
     assert db_rows(tmp_path / "s.duckdb", "SELECT conversation_id, line_no FROM loop_exits ORDER BY line_no") == [("c1", 2), ("c2", 4)]
 
 
+def test_control_byte_without_cr_leaves_the_whole_file_reader(tmp_path: Path) -> None:
+    # No CR: only the size check stands between a \x01 (the CSV reader's column
+    # separator, which cuts its row short) and wrong rows; the file must take the block path.
+    from loopscope.analyses.ingest.jsonl import read_whole_file
+
+    good = json.dumps(rec("loop_exit", "c1", "p1", "2026-11-20T10:00:00Z"))
+    tail = good.replace("c1", "c3").encode()
+    cases = {
+        "mid.jsonl": good.encode() + b"\n" + good.replace("c1", "c2").replace('"p1"', '"p\x01"').encode() + b"\n" + tail + b"\n",
+        "alone.jsonl": b"\x01\n" + good.encode() + b"\n" + tail + b"\n",
+        "end.jsonl": good.encode() + b"\n" + tail + b"\x01",
+    }
+    con = duckdb.connect()
+    for name, data in cases.items():
+        (tmp_path / name).write_bytes(data)
+        assert read_whole_file(con, tmp_path / name) is None, name
+    out = json.loads(invoke("load", str(tmp_path / "mid.jsonl"), "--db", "s.duckdb", "-f", "json").stdout)
+    assert (out["loaded"], out["quarantined"]) == (2, 1)
+    assert db_rows(tmp_path / "s.duckdb", "SELECT conversation_id, line_no FROM loop_exits ORDER BY line_no") == [("c1", 1), ("c3", 3)]
+    assert db_rows(tmp_path / "s.duckdb", "SELECT line_no FROM quarantine") == [(2,)]
+
+
 def test_record_without_final_newline_then_appended_keeps_line_numbers(tmp_path: Path) -> None:
     log = tmp_path / "live.jsonl"
     log.write_text(GOOD.rstrip("\n"))  # three records, the last without its newline: loaded

@@ -1,7 +1,7 @@
 """Records files into the store: two ways lines reach the one validator.
 
 ``read_whole_file`` (a new plain file, or a new .gz through a temporary plain
-copy): DuckDB's parallel CSV reader reads the file as one text column, one
+copy): DuckDB's CSV reader reads the file as one text column, one
 row per line; the row's position is the line number, which two checks
 guarantee. ``read_in_blocks`` (what that reader cannot number exactly: a
 resumed file, a broken gzip stream, CR or control bytes, invalid UTF-8, a
@@ -104,7 +104,7 @@ class BlocksRead:
 
 
 def read_whole_file(con: duckdb.DuckDBPyConnection, path: Path) -> WholeFile | None:
-    """DuckDB's parallel CSV reader reads the lines of a file into ``_ls_raw``.
+    """DuckDB's CSV reader reads the lines of a file into ``_ls_raw`` (on one thread).
 
     Returns None when the file needs the block path: a byte-order mark, not
     UTF-8, a byte the CSV reader treats differently from the line splitter
@@ -112,14 +112,18 @@ def read_whole_file(con: duckdb.DuckDBPyConnection, path: Path) -> WholeFile | N
     broken or decompresses to more than ``GZIP_FAST_MAX_BYTES``.
 
     A gzip file is decompressed to a temporary file first (read once, then
-    deleted): the parallel reader on plain text beats decompressing into
-    blocks for the single-threaded block path by about 2x.
+    deleted): the CSV reader on plain text beat decompressing into blocks
+    for the single-threaded block path by about 2x (measured when the read
+    ran on two threads).
 
     Exact line numbers rest on two checks. Before the read, the file is
-    searched (memory-mapped, no copy) for the bytes that make rows differ
-    from lines: CR is a line break to the CSV reader, and \\x01 its column
-    separator. After it, the rows' bytes plus one newline each must add up to
-    the file's size, so a row the reader split, merged or cut short shows.
+    searched (memory-mapped, no copy) for CR, a line break to the CSV reader
+    (a lone CR would split one line into two rows without changing their
+    bytes). After it, the rows' bytes plus one newline each must add up to
+    the file's size, so a row the reader merged or cut short shows: a line
+    holding \\x01, the reader's column separator, becomes a row cut at that
+    byte (or an error), never a longer one, and with no CR rows are never
+    split, so the sum equals the size only if every row is its whole line.
     """
     if not is_gzip(path):
         return _read_plain(con, path)
@@ -173,16 +177,23 @@ def _read_plain(con: duckdb.DuckDBPyConnection, path: Path) -> WholeFile | None:
             if size == 0:
                 return None
             with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-                if mm[:3] == b"\xef\xbb\xbf" or mm.find(b"\r") != -1 or mm.find(b"\x01") != -1:
+                # (No search for \x01, the reader's column separator: it cuts its
+                # line's row short, which the size check below catches.)
+                if mm[:3] == b"\xef\xbb\xbf" or mm.find(b"\r") != -1:
                     return None
                 unterminated = mm[size - 1 : size] != b"\n"
     except (OSError, ValueError) as exc:
         raise UnreadableFile(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}", hint="check the file's permissions") from None
+    threads = con.execute(sql.THREADS_SQL).fetchone()
+    con.execute(sql.ONE_THREAD_SQL)
     try:
         con.execute(sql.READ_LINES_SQL, [str(path)])
         row = con.execute(sql.COUNT_LINES_SQL).fetchone()
     except duckdb.Error:
         return None  # not UTF-8, a line over the limit, ...: the block path says which line
+    finally:
+        if threads and int(threads[0]) != 1:
+            con.execute(sql.SET_THREADS_SQL, [int(threads[0])])
     if not row:
         return None
     lines, text_bytes, last_bytes = int(row[0]), int(row[1] or 0), int(row[2] or 0)

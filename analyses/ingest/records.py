@@ -20,7 +20,7 @@ it reads ``NaN`` and ``Infinity`` (refused here anywhere outside a string) and t
 by a closing bracket once the strings are taken out.
 
 Lines come either straight from the file (``read_csv`` with one VARCHAR
-column, no quoting: DuckDB's parallel reader) or, for compressed files,
+column, no quoting: DuckDB's CSV reader) or, for compressed files,
 resumed files and files the fast reader cannot number exactly, from blocks
 of whole lines sent from Python. The line number is the row's position.
 
@@ -305,6 +305,13 @@ SELECT line FROM read_csv(
     auto_detect = false, strict_mode = false, max_line_size = 1048577
 )
 """
+# The read runs on one thread: DuckDB's parallel CSV reader, which keeps the
+# rows in file order, spent a third more CPU at 1M for about the same wall
+# time (docs/loading.md, sixth pass). THREADS_SQL reads the connection's
+# setting, restored after the read.
+THREADS_SQL = "SELECT current_setting('threads')"
+ONE_THREAD_SQL = "SET threads = 1"
+SET_THREADS_SQL = "SET threads = ?"
 # Rows, their bytes (blank lines are NULL: 0), and the bytes of the last row.
 COUNT_LINES_SQL = """
 SELECT count(*), sum(coalesce(strlen(line), 0)), arg_max(coalesce(strlen(line), 0), rowid) FROM _ls_raw
