@@ -87,12 +87,13 @@ def _narrowest_width(out: Any, table: Any, free: Sequence[Any]) -> int | None:
     """
     measure = getattr(table, "_measure_column", None)
     padding_of = getattr(table, "_get_padding_width", None)
-    if measure is None or padding_of is None or table.width is not None or table.min_width is not None:
+    extra = getattr(table, "_extra_width", None)
+    if measure is None or padding_of is None or extra is None or table.width is not None or table.min_width is not None:
         return None
     if any(c.width is None and not c.min_width for c in free):
         return None
     options = out.options.update(max_width=10_000)
-    total = int(table._extra_width)
+    total = int(extra)
     for column in table.columns:
         if column.no_wrap:
             total += int(measure(out, options, column).maximum)
