@@ -33,7 +33,7 @@ import duckdb
 
 from loopscope.analyses import incidents
 from loopscope.analyses.errors import InputNotFound, LoopscopeError
-from loopscope.analyses.review_pack import CSV_FORMULA_START, VERDICT_COLUMNS
+from loopscope.analyses.review_csv import CSV_FORMULA_START, VERDICT_COLUMNS
 from loopscope.analyses.selection import Selection
 from loopscope.analyses.store.transaction import transaction
 

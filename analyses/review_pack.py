@@ -31,18 +31,12 @@ import duckdb
 
 from loopscope.analyses import triage as triage_mod
 from loopscope.analyses.errors import LoopscopeError
+from loopscope.analyses.review_csv import CSV_COLUMNS, CSV_FORMULA_START, VERDICT_COLUMNS
 from loopscope.analyses.sampling import Sample
 from loopscope.analyses.untrusted import visible
 
-
-VERDICT_COLUMNS = ("recovered_cleanly", "spun", "gave_up", "generic_apology")
-CSV_COLUMNS = ("conversation_id", "stratum", "computed_class", "computed_spun", "computed_gave_up", "file",
-               *VERDICT_COLUMNS, "notes")
-
 _MD_SPECIAL_RE = re.compile(r"([\\`*_{}\[\]()#+\-.!|~])")
 _SLUG_RE = re.compile(r"[^A-Za-z0-9_-]+")
-# Leading characters a spreadsheet would run as a formula.
-CSV_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def md_inline(text: object) -> str:

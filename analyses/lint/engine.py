@@ -16,7 +16,7 @@ from loopscope.analyses.hints import Hint, match
 from loopscope.analyses.lint.explain import evidence, suggestion
 from loopscope.analyses.lint.rules import FALLBACK_RULES, RULES, Context
 from loopscope.analyses.lint.checks import RETRY_GUIDANCE_RE
-from loopscope.analyses.lint.text import read_message
+from loopscope.analyses.lint.text import MessageView, read_message
 
 
 # Rules whose advice depends on the error family: their rewrite comes from the
@@ -102,7 +102,12 @@ def lint_message(text: str, *, is_error: bool = True, outcome: str | None = None
     Returns:
         The findings and the ``generic`` verdict.
     """
-    view = read_message(text or "")
+    return lint_view(read_message(text or ""), text, is_error=is_error, outcome=outcome)
+
+
+def lint_view(view: MessageView, text: str, *, is_error: bool = True, outcome: str | None = None) -> LintResult:
+    """``lint_message`` of a text already read (``read_message(text or "")``): a caller that also
+    wants its ``checklist_of`` reads it once."""
     ctx = Context(is_error=is_error, outcome=outcome)
     fired = [rule for rule in RULES if rule.id not in FALLBACK_RULES and rule.check(view, ctx)]
     if not any(rule.generic for rule in fired):
@@ -138,7 +143,11 @@ def checklist(text: str) -> dict[str, bool]:
     field it failed on (``names_value``), the expected form or a next step
     (``remedy``), and whether or when to retry (``retry_guidance``).
     """
-    view = read_message(text or "")
+    return checklist_of(read_message(text or ""))
+
+
+def checklist_of(view: MessageView) -> dict[str, bool]:
+    """``checklist`` of a text already read (``read_message``)."""
     return {
         "names_value": bool(view.specifics),
         "remedy": view.has_remedy,

@@ -31,9 +31,10 @@ from typing import Any
 
 import duckdb
 
-from loopscope.analyses.lint.engine import checklist, lint_message
+from loopscope.analyses.lint.engine import checklist_of, lint_view
 from loopscope.analyses.lint.rules import RULES_BY_ID
 from loopscope.analyses.lint.templates import template_of
+from loopscope.analyses.lint.text import read_message
 from loopscope.analyses.selection import Selection
 from loopscope.analyses.store.relations import relations
 
@@ -248,7 +249,8 @@ def rank_templates(
 def _impact(row: tuple[Any, ...]) -> TemplateImpact:
     (tool_name, template, is_error, occurrences, recovered, open_, aborted, gave_up, conversations, variants,
      example, error_type, outcome) = row
-    lint = lint_message(example, is_error=bool(is_error), outcome=outcome)
+    view = read_message(example or "")  # read once for the verdict and the checklist
+    lint = lint_view(view, example, is_error=bool(is_error), outcome=outcome)
     severities = sorted((f.severity for f in lint.findings), key=_severity_rank)
     generic_findings = [f for f in lint.findings if RULES_BY_ID[f.rule_id].generic]
     lead = (generic_findings or lint.findings or [None])[0]
@@ -271,7 +273,7 @@ def _impact(row: tuple[Any, ...]) -> TemplateImpact:
         example=example,
         error_type=error_type,
         outcome=outcome,
-        checklist=checklist(example),
+        checklist=checklist_of(view),
         evidence=lead.evidence if lead else None,
         suggestion=lead.suggestion if lead else None,
         notes=list(lint.notes),

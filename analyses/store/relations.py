@@ -15,6 +15,7 @@ same rows (tests/test_metrics_property.py checks it on random stores).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections.abc import Iterator, Sequence
@@ -110,8 +111,22 @@ VIEWS_REPLAY_CANDIDATES = """(
 FACTS_REPLAY_CANDIDATES = "(" + FACTS_TOOL_CALLS_TEMPLATE.replace(
     "{scope}", "{calls} AND (t.replayed OR r.seq IS NOT NULL)") + ")"
 
-VIEWS = Relations("prompts_v", "errors_v", "tool_calls_v", "protocol_violations_v", _loops_from_records(),
-                  VIEWS_REPLAY_CANDIDATES)
+
+
+@functools.cache
+def _views() -> Relations:
+    # Made on first use: its loop queries import incidents and loops (and the collector's thresholds and
+    # hints), which a store with fresh facts never reads. ``VIEWS`` (module attribute) is the same object.
+    return Relations("prompts_v", "errors_v", "tool_calls_v", "protocol_violations_v", _loops_from_records(),
+                     VIEWS_REPLAY_CANDIDATES)
+
+
+def __getattr__(name: str) -> Relations:
+    if name == "VIEWS":
+        return _views()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 FACTS = Relations("prompt_facts", FACTS_ERRORS, FACTS_TOOL_CALLS, FACTS_PROTOCOL_VIOLATIONS, FACTS_LOOPS,
                   FACTS_REPLAY_CANDIDATES)
 
@@ -131,7 +146,7 @@ def relations(con: duckdb.DuckDBPyConnection) -> Relations:
     shared = _SHARED.get(id(con))
     if shared is not None:
         return shared
-    return FACTS if ensure_facts(con) else VIEWS
+    return FACTS if ensure_facts(con) else _views()
 
 
 @contextmanager

@@ -74,6 +74,35 @@ FREE_TEXT_FLOOR = 16
 """The narrowest a free-text column gets (``print_fitted``) before a table goes past the terminal."""
 
 
+def _narrowest_width(out: Any, table: Any, free: Sequence[Any]) -> int | None:
+    """The width ``table`` needs with its free-text columns at their narrowest, measuring only the other columns.
+
+    The same figure as rich's own measurement of the table with each free column's ``max_width``
+    set to its ``min_width`` (what ``print_fitted`` asks), without its cost: rich measures every
+    cell of every column twice for it (``Table.__rich_measure__``), and the drawing measures them
+    again. A free column at its narrowest is its fixed ``width`` or its ``min_width`` plus padding
+    whatever its cells hold, so only the ``no_wrap`` columns are measured, once. None (measure the
+    rich way) for a table this does not cover: a set ``width`` or ``min_width``, a free column with
+    neither a width nor a positive ``min_width``, or a rich without these internals.
+    """
+    measure = getattr(table, "_measure_column", None)
+    padding_of = getattr(table, "_get_padding_width", None)
+    extra = getattr(table, "_extra_width", None)
+    if measure is None or padding_of is None or extra is None or table.width is not None or table.min_width is not None:
+        return None
+    if any(c.width is None and not c.min_width for c in free):
+        return None
+    options = out.options.update(max_width=10_000)
+    total = int(extra)
+    for column in table.columns:
+        if column.no_wrap:
+            total += int(measure(out, options, column).maximum)
+        else:
+            total += padding_of(column._index) + (column.width if column.width is not None else column.min_width)
+    total = min(total, 10_000)
+    return total if total >= 1 else 0
+
+
 def print_fitted(out: Any, table: Any) -> None:
     """Print a table whose free-text columns wrap to the terminal and whose other columns stay whole.
 
@@ -92,6 +121,9 @@ def print_fitted(out: Any, table: Any) -> None:
     free = [c for c in table.columns if not c.no_wrap]
 
     def needed() -> int:
+        quick = _narrowest_width(out, table, free)
+        if quick is not None:
+            return quick
         saved = [c.max_width for c in free]
         for c in free:  # measured at their narrowest: what the table needs at least
             c.max_width = c.min_width or 1
