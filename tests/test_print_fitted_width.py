@@ -8,25 +8,16 @@ import itertools
 import pytest
 from rich import box
 from rich.console import Console
-from rich.measure import Measurement
 from rich.table import Table
 
-from loopscope.cli.render.output import _narrowest_width, print_fitted
+from loopscope.cli.render.output import _narrowest_width, measured_narrowest_width, print_fitted
 
 WORDS = ["", "x", "check_availability", "Invalid date 'x'. Use YYYY-MM-DD.", "a b c d e f g", "[dim]ids[/dim]",
          "ünïcödé 日本語 wide", "c02-date-blind\n[dim]p1[/dim]", "word " * 30]
 
 
 def _rich_way(out: Console, table: Table) -> int:
-    free = [c for c in table.columns if not c.no_wrap]
-    saved = [c.max_width for c in free]
-    for c in free:
-        c.max_width = c.min_width or 1
-    try:
-        return int(Measurement.get(out, out.options.update(max_width=10_000), table).maximum)
-    finally:
-        for c, width in zip(free, saved):
-            c.max_width = width
+    return measured_narrowest_width(out, table, [c for c in table.columns if not c.no_wrap])
 
 
 def _table(seed: int, padding: tuple[int, int], show_edge: bool, the_box: box.Box | None) -> Table:

@@ -74,6 +74,24 @@ FREE_TEXT_FLOOR = 16
 """The narrowest a free-text column gets (``print_fitted``) before a table goes past the terminal."""
 
 
+def measured_narrowest_width(out: Any, table: Any, free: Sequence[Any]) -> int:
+    """The width ``table`` needs with its free-text columns at their narrowest, as rich measures it.
+
+    Every cell of every column is measured: ``_narrowest_width`` gives the same figure for less and
+    falls back to this (tests/test_print_fitted_width.py holds the two equal).
+    """
+    from rich.measure import Measurement
+
+    saved = [c.max_width for c in free]
+    for c in free:  # measured at their narrowest: what the table needs at least
+        c.max_width = c.min_width or 1
+    try:
+        return int(Measurement.get(out, out.options.update(max_width=10_000), table).maximum)
+    finally:
+        for c, width in zip(free, saved):
+            c.max_width = width
+
+
 def _narrowest_width(out: Any, table: Any, free: Sequence[Any]) -> int | None:
     """The width ``table`` needs with its free-text columns at their narrowest, measuring only the other columns.
 
@@ -116,22 +134,11 @@ def print_fitted(out: Any, table: Any) -> None:
     as ``print_whole`` does. A word of free text wider than its column is cut with "…" when the
     column says ``overflow="ellipsis"``.
     """
-    from rich.measure import Measurement
-
     free = [c for c in table.columns if not c.no_wrap]
 
     def needed() -> int:
         quick = _narrowest_width(out, table, free)
-        if quick is not None:
-            return quick
-        saved = [c.max_width for c in free]
-        for c in free:  # measured at their narrowest: what the table needs at least
-            c.max_width = c.min_width or 1
-        try:
-            return int(Measurement.get(out, out.options.update(max_width=10_000), table).maximum)
-        finally:
-            for c, width in zip(free, saved):
-                c.max_width = width
+        return quick if quick is not None else measured_narrowest_width(out, table, free)
 
     def tight() -> None:
         table.padding, table.show_edge = (0, 0), False
