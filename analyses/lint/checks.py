@@ -28,6 +28,7 @@ from loopscope.analyses.lint.text import (
     NUMBER_RE,
     MessageView,
     _instructs,
+    action_value,
     find_specifics,
 )
 
@@ -67,7 +68,7 @@ NOT_FOUND_RE = re.compile(
     re.IGNORECASE,
 )
 INVALID_RE = re.compile(
-    r"\binvalid\b|\bnot (?:a )?valid\b|\bmalformed\b|\bmisplaced\b|\bunrecogni[sz]ed\b|\bunsupported\b|\bunhandled\b|\billegal\b|"
+    r"\binvalid\b|\bnot (?:a )?valid\b|\bnot understood\b|\bmalformed\b|\bmisplaced\b|\bunrecogni[sz]ed\b|\bunsupported\b|\bunhandled\b|\billegal\b|"
     r"\bwrong (?:format|type|value)\b|\bbad (?:value|format|parameter|argument|input)\b|"
     # "unknown room type 'deluxe'" rejects a value; "unknown parameter: colour" names a schema element, whose
     # valid names the model already has (the tool list and input schema), so it is not a rejection of a value.
@@ -85,6 +86,8 @@ INVALID_RE = re.compile(
 # enough, because the schema lists the valid names and an id is looked up, not formatted.
 NAMED_SCHEMA_OR_ID_RE = re.compile(
     r"\b(?:tool|function|method|parameter|param|argument|arg|field|property|key|option|flag|command|column|table|"
+    # a program's command verb: "Unknown operation 'rename'" (labelling rule 16)
+    r"operation|verb|"
     r"endpoint|id|ids|identifier|name|ref|reference|object name|symbol|ticker|code|slug|handle|username|sku|"
     # a name in a language's or a tool's grammar: its valid names are in the documentation the model read
     r"operator|keyword|directive|variable|attribute|setting|subcommand|builtin|macro|"
@@ -250,7 +253,7 @@ RUNTIME_MESSAGE_RE = re.compile(
     r"cannot (?:read|set|destructure) propert(?:y|ies)\b[^\n]{0,40}?\bof '?(?:undefined|null)\b|undefined is not|maximum recursion depth|"
     r"is not JSON serializable|invalid syntax|can't compare|"
     r"unexpected token .{1,3} in JSON|expecting value\b|unexpected end of (?:JSON )?input|"
-    r"unhashable type|null ?pointer|<[\w.]+ object at 0x[0-9a-f]+>|segmentation fault|stack overflow|exceeded \d+ redirects|<class '[\w.]+'>|"
+    r"unhashable type|null ?pointer|<[\w.]+(?: [\w.]+)?(?: object)? at 0x[0-9a-f]+\b[^<>\n]*>|segmentation fault|stack overflow|exceeded \d+ redirects|<class '[\w.]+'>|"
     r"\b\w+Pool\(host=|"
     # a builtin sequence's lookup ("3 is not in list", "substring not found") and byte layouts ("unpack requires a
     # buffer of 4 bytes"): the program's containers, not the caller's domain
@@ -270,7 +273,10 @@ STACK_RE = re.compile(
     r"^\s*at [\w$.]+\([\w$]+\.(?:java|kt|scala):\d+\)|\b[\w\-/\\]+\.(?:py|js|mjs|ts|tsx|java|go|rb|cs|php|rs|kt|scala|cpp|c)"
     r":\d+|goroutine \d+ \[|panicked at|"
     # a source location written file(line): "at main.c(1338)", MSVC's "app.cpp(12)"
-    r"\b[\w\-/\\]+\.(?:c|cc|cpp|h|hpp|cs|java|go|rs)\(\d+\)",
+    r"\b[\w\-/\\]+\.(?:c|cc|cpp|h|hpp|cs|java|go|rs)\(\d+\)|"
+    # a stack's heading on a line of its own opens a trace whatever its frames look like: PHP's "Stack trace:", CMake's
+    # "Call Stack (most recent call first):", Rust's "stack backtrace:"
+    r"(?i:^[ \t]*(?:call stack|stack ?trace|(?:stack )?backtrace)(?: \(most recent call (?:first|last)\))?:[ \t]*$)",
     re.MULTILINE,
 )
 STACK_KEYS = frozenset({"stack", "stacktrace", "stack_trace", "traceback", "backtrace", "exception_stack"})
@@ -613,7 +619,7 @@ def check_invalid_without_expected(view: MessageView, ctx: Context) -> bool:
     given = form is not None and bool(
         QUOTED_RE.search(view.body) or re.search(r":\s+\S", after) or re.match(r"\s+[\w.\-]*\d[\w.\-]*", after)
     )
-    if NAMED_SCHEMA_OR_ID_RE.search(view.body) or given:
+    if NAMED_SCHEMA_OR_ID_RE.search(view.body) or given or action_value(view.body):
         return False
     # "Unknown resource: 'data://users/42'": the value is an address (URI, path), looked up like an id, not a
     # value of an enumeration; naming it is enough
@@ -984,8 +990,8 @@ _CAUSE_KIND_RE = re.compile(
 )
 # "could not be decoded as utf-8", "failed to convert to integer": the standard form it was read as is the cause.
 _STANDARD_TARGET_RE = re.compile(
-    r"\b(?:as|to|into) (?:an? )?(?:utf-?\d+|ascii|latin-?1|json|xml|yaml|toml|csv|int(?:eger)?|float|number|date|"
-    r"datetime|bool(?:ean)?)\b",
+    r"\b(?:as|to|into) (?:an? )?(?:utf-?\d+|ascii|latin-?1|json|xml|yaml|toml|csv|int(?:eger)?|u?int(?:8|16|32|64|128)|"
+    r"[iuf](?:8|16|32|64|128)|float(?:16|32|64)?|double|number|date|datetime|bool(?:ean)?)\b",
     re.IGNORECASE,
 )
 # What a sentence says after its failure, when it gives the cause: "...: disk quota exceeded", "... because ...".

@@ -74,7 +74,11 @@ BOILERPLATE_ADVICE_RE = re.compile(
     r"(?:please )?(?:retry|try again) with (?:a |an )?(?:properly formatted|valid|correct|proper) [\w ]{0,30}?(?=[.!]|$)|"
     # "Please pass a valid API key", "Provide a correct value": asks for a valid one without saying what valid is
     r"(?:please )?(?:pass|provide|use|enter|supply|specify|give|send|set) (?:a |an |the )?(?:valid|correct|proper) "
-    r"[\w ]{0,30}?(?=[.!]|$)",
+    r"[\w ]{0,30}?(?=[.!]|$)|"
+    # "Please modify it.", "Please adjust the selector.": asks to change what was rejected without saying to what, how or
+    # through what (labelling rule 23); "Change it to a month between 01 and 12" says to what
+    r"(?:please )?(?:modify|change|fix|correct|adjust|edit|revise|amend) (?:it|them|(?:the|your|this|that) "
+    r"(?:(?!(?:to|through|with|by|using|via|so|as|from|into|in|on|for|and|or|then)\b)[A-Za-z_]+ ?){1,3})(?=\s*(?:[.!]|$))",
     re.IGNORECASE,
 )
 
@@ -526,6 +530,27 @@ _EXCEPTION_CLASS_TOKEN_RE = re.compile(
 )
 
 
+# A program's command verb (its operation, command, subcommand or verb), rejected with its name as the one token after
+# the noun: "Invalid operation purge", "Unknown command verb restat." (labelling rule 16: the program's own verbs are
+# schema names, instructive once the value is given; an `action` argument's value is an enumeration: set Q's
+# "Invalid action: swipe")
+ACTION_VALUE_RE = re.compile(
+    r"\b(?:unknown|invalid|unsupported|unrecogni[sz]ed|illegal|bad)(?: command)? (?:operation|verb|command|subcommand)s? "
+    r"([A-Za-z][\w\-]*)(?=\s*[.!]?\s*$)",
+    re.IGNORECASE | re.MULTILINE,
+)
+_KIND_TAIL_WORDS = frozenset("type types name names format formats mode modes value values kind id".split())
+
+
+def action_value(text: str) -> str | None:
+    """The command verb a rejection names as its one unquoted token ("Unknown verb lsit" -> lsit), else None."""
+    m = ACTION_VALUE_RE.search(text)
+    if m is None:
+        return None
+    token = m.group(1)
+    return None if token.lower() in GENERIC_WORDS | _EN_WORDS | _KIND_TAIL_WORDS else token
+
+
 def find_specifics(text: str) -> list[str]:
     """Concrete values the text names (quoted values, ids, numbers, paths, URLs, upper-case codes)."""
     # the class and its module ("sqlite3.OperationalError") are removed before the text is read for values
@@ -543,6 +568,8 @@ def _find_specifics(text: str) -> list[str]:
     found.extend(v for a, b in _OPERAND_RE.findall(text) if (v := a or b).lower() not in _STREAMS)
     found.extend(_code_values(text))
     found.extend(KEBAB_RE.findall(text))
+    if (action := action_value(text)) is not None:
+        found.append(action)
     found.extend(CALL_RE.findall(text))
     for m in ATTRIBUTE_VALUE_RE.finditer(text):
         value = m.group(1) or m.group(2)
