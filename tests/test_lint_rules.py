@@ -1442,3 +1442,60 @@ def test_linttune3_change_it_names_no_fix(text: str, generic: bool) -> None:
 )
 def test_linttune3_not_understood_rejects_a_value(text: str, generic: bool) -> None:
     assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # a rejection that shows neither the value (only "the specified/provided/given X") nor the form it failed (only
+        # "the schema", "the format", "the pattern") is a rejected value without the expected form (rules 3 and 4)
+        ("The specified storage class is not allowed.", True),
+        ("The given value is not permitted.", True),
+        ("The provided document does not match the schema.", True),
+        ("Payload does not conform to the expected format.", True),
+        # the value or the pattern shown, a mismatch with a named thing, or a state of the supplied thing is not
+        ("The specified log level 'verbose' is not allowed; use one of debug, info, warn.", False),
+        ("Value 'abc' does not match pattern '^[0-9]+$'", False),
+        ("The provided passphrase does not match the key.", False),
+        ("The supplied certificate has expired.", False),
+    ],
+)
+def test_linttune3_rejection_that_shows_neither_value_nor_form(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # an expectation of only a kind ("expected a value", "expected an expression") names no token or form: with a
+        # position it is a parser's position only, like "Expecting value: line 1 column 1" (rules 7 and 11)
+        ("SyntaxError: expected an expression at line 3 column 9", True),
+        ("parse error: expected a value at line 1, column 5", True),
+        ("decode error: expected a JSON value at line 1, column 1", True),
+        # the clause's comma after "character" is punctuation, not the character named
+        ("ParseError: unexpected character, expected a value at line 4, column 2", True),
+        ("parse error: illegal character ^ at line 2, column 4", False),
+        # the token or the type expected names the fix
+        ("expected ',' or '}' after object member at line 2 column 7", False),
+        ("field 'name': expected a string value, got 42", False),
+    ],
+)
+def test_linttune3_expected_kind_names_no_form(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # an operation refused for its operands' types, named as types only ("with string dtype", "input types (int64,
+        # string)", "argument types: INT64, STRING"), is a type clash in the caller's expression: internals (rule 20)
+        ("No matching signature for operator + for argument types: INT64, STRING", True),
+        ("Cannot perform reduction 'sum' with datetime dtype", True),
+        ("operation 'concat' has no kernel for input types (list<int64>, string)", True),
+        # with what to do about it, or a function named with its one type list as the lookup that missed, it is not
+        ("Cannot compute mean of column 'price' with string dtype; cast it with astype(float) first.", False),
+        ("ERROR:  function lower(integer, integer) does not exist\nHINT:  No function matches the given name and argument types. You might need to add explicit type casts.", False),
+    ],
+)
+def test_linttune3_type_clash_named_by_types(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)

@@ -247,7 +247,10 @@ RUNTIME_MESSAGE_RE = re.compile(
     r"\blocal variable '?\w+'? (?:referenced before assignment|where it is not associated)|\bcannot access local variable\b|"
     # a type clash between the types of an expression ("incompatible types: String cannot be converted to int",
     # "cannot compare string with numeric type (i64)"): the program's types, not the caller's domain (rule 20)
-    r"\bincompatible types\b|\b(?:cannot|can't|can not) (?:compare|add|subtract|multiply|divide|concatenate|combine)"
+    r"\bincompatible types\b|"
+    # an operation refused for its operands' types, named as types only: "with string dtype", "no kernel matching input
+    # types (int64, string)", "for argument types: INT64, STRING" (rule 20)
+    r"\bwith (?:an? )?\w+ dtype\b|\b(?:input|argument|operand) types?:? \(?[\w<>\[\]]+(?:, ?[\w<>\[\]]+)+\)?|\b(?:cannot|can't|can not) (?:compare|add|subtract|multiply|divide|concatenate|combine)"
     r" (?:an? )?(?:str|string|int|integer|float|numeric|number|bool|boolean|null|date|datetime|list|array|object)"
     r"(?: type)? (?:with|and|to) |"
     r"cannot (?:read|set|destructure) propert(?:y|ies)\b[^\n]{0,40}?\bof '?(?:undefined|null)\b|undefined is not|maximum recursion depth|"
@@ -602,9 +605,28 @@ def check_not_found_unnamed(view: MessageView, ctx: Context) -> bool:
     return not view.specifics
 
 
+# A rejection that shows neither the value (only "the specified/provided/given X") nor the form it failed (only "the
+# schema", "the format", "the pattern"): "The specified alg value is not allowed", "The provided document does not match
+# the schema" (labelling rules 3 and 4); a mismatch with a named thing ("does not match the passenger name") is a state
+REJECTED_UNSHOWN_RE = re.compile(
+    r"\b(?:the|this|that|your) (?:specified|provided|given|requested|supplied|selected) [\w ]{1,30}? (?:is|are) not "
+    r"(?:allowed|permitted|accepted)\b|"
+    r"\b(?:does|do)(?: not|n't) (?:match|conform to|comply with) (?:the |its |an? )?(?:(?:expected|required|allowed|valid|"
+    r"defined|declared|json|table|key) )?(?:schema|format|pattern|regex|regular expression|syntax)\b(?!\s*[:'\"`(])",
+    re.IGNORECASE,
+)
+
+
+def _rejected_unshown(view: MessageView) -> re.Match[str] | None:
+    m = REJECTED_UNSHOWN_RE.search(view.body)
+    # "The specified log level 'verbose' is not allowed" shows the value
+    return None if m is None or (m.group(0)[:3].lower() in ("the", "thi", "tha", "you") and QUOTED_RE.search(view.body)) else m
+
+
 def check_invalid_without_expected(view: MessageView, ctx: Context) -> bool:
     # "Input should be a valid date" rejects the value as "invalid date" does, and names no form either
-    rejects = INVALID_RE.search(view.body) or VACUOUS_CONSTRAINT_RE.search(view.body)
+    unshown = _rejected_unshown(view)
+    rejects = INVALID_RE.search(view.body) or VACUOUS_CONSTRAINT_RE.search(view.body) or unshown
     if not view.english or not rejects or SELF_DESCRIBING_RE.search(view.body):
         return False
     if NAMES_CALLER_VALUE_RE.search(view.body):
@@ -628,8 +650,9 @@ def check_invalid_without_expected(view: MessageView, ctx: Context) -> bool:
     # a parser's rejected character or token, shown (rule 11): "illegal character: ^", "unexpected token '}'"
     if re.search(r"\b(?:character|char|token)s?\b:?\s*(?:['\"`‘][^'\"`’\n]{1,20}['\"`’]|[^\s\w](?=\s|$))", view.body, re.I):
         return False
-    # a rejection that says why ("Invalid code: this code has been revoked", "hunk for path 'x' is empty")
-    if STATE_RE.search(view.body):
+    # a rejection that says why ("Invalid code: this code has been revoked", "hunk for path 'x' is empty"); a mismatch
+    # with a schema or format that is not shown is no state
+    if STATE_RE.search(view.body) and not unshown:
         return False
     # "Invalid request" rejects nothing in particular: that is generic wording (LS101), not a rejected value
     return not view.has_remedy and bool(view.specifics or _content_words(view))

@@ -108,7 +108,7 @@ CONSTRAINT_RE = re.compile(
     r"equal|precede|follow)|can only|may only|only \w+|needs? to|has to|have to|"
     r"at least|at most|no more than|no longer than|up to \d+|between \S+ and|"
     r"(?:maximum|minimum|max|min)(?: allowed)? (?:is|of|length|size|value|number|\d)|limit(?:ed)? (?:is|to|of)|"
-    r"requires? (?:a|an|the|\w+_\w+|`)|expected|expects?|expecting (?!value\b)|one of|"
+    r"requires? (?:a|an|the|\w+_\w+|`)|(?<!\bthe )expected(?! (?:an? )?(?:(?:json|yaml|toml|xml) )?(?:value|token|expression)\b)|the expected (?!(?:format|schema|pattern|syntax|structure)\b)\w|expects?|expecting (?!value\b)|one of|"
     r"valid (?:values|options|types|formats?|ids?|\w+ (?:are|is))|(?:valid|allowed|accepted|supported|available|possible|permitted)\b[\w ]{0,30}(?=:)|"
     r"allowed (?:values|types|are|is)|accepted (?:values|formats?)|supported (?:values|formats?|types)|are supported|is supported|"
     r"(?:before|prior to) (?:calling|using|activating|sending|creating|running|you)|\w+ first\b|"
@@ -159,7 +159,7 @@ IMPERATIVE_VERBS = (
     "rename|move|restart|look ?up|replace|escape|quote|wrap|retry|fix|correct|define|import|declare|close|save|go|"
     "switch|omit|append|prepend|encode|decode|upload|download|refresh|reconnect|resubmit|modify|edit|fetch|reserve|"
     "activate|deactivate|register|subscribe|search|list|query|book|limit|format|drop|view|raise|lower|commit|stash|pull|"
-    "push|merge|rebase|login|grant|allow|contact|free|clear|poll"
+    "push|merge|rebase|login|grant|allow|contact|free|clear|poll|cast"
 )
 # What follows an imperative verb: an object or a place ("Start the engine", "Call finalize_invoice",
 # "Provide only a file name"), so a noun at the start of a sentence ("Request aborted", "List index out of
@@ -563,7 +563,8 @@ def _find_specifics(text: str) -> list[str]:
     text = STATUS_TOKEN_RE.sub(" ", text)
     found.extend(FLAG_RE.findall(text))
     # a character named after "character": "illegal character: ^", "unexpected character '}'"
-    found.extend(m.group(2) for m in re.finditer(r"\bcharacter:?\s*(['\"`]?)([^\s\w])\1(?=\s|$)", text, re.I))
+    # (the clause's own comma after the word is punctuation: "unexpected character, expected a JSON value")
+    found.extend(m.group(2) for m in re.finditer(r"\bcharacter(?::\s*|\s+)(['\"`]?)([^\s\w])\1(?=\s|$)", text, re.I))
     # the standard streams are no operand the caller named ("gzip: stdin: unexpected end of file")
     found.extend(v for a, b in _OPERAND_RE.findall(text) if (v := a or b).lower() not in _STREAMS)
     found.extend(_code_values(text))
