@@ -1499,3 +1499,36 @@ def test_linttune3_expected_kind_names_no_form(text: str, generic: bool) -> None
 )
 def test_linttune3_type_clash_named_by_types(text: str, generic: bool) -> None:
     assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # a proper name between the kind a lookup looked for and its "not found" is the value looked up (rule 3)
+        ("City Atlantis not found", False),
+        ("Airport Heathrow does not exist.", False),
+        ("Station Berlin Hbf not found in timetable", False),
+        # the kind alone, a title-cased message, or a capitalised product name elsewhere names no value
+        ("Location not found in database", True),
+        ("Order Not Found", True),
+        ("No links received from Firecrawl API", True),
+    ],
+)
+def test_linttune3_proper_name_in_a_lookup_is_its_value(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # a body's fields that identify or link the error itself (its id, its link, its code) name this error, not a
+        # value the caller passed: the body is judged by its message (rule 9)
+        ('{"errorCode": "AUTH_042", "errorSummary": "Access denied", "errorId": "b7c1d9e2f3"}', True),
+        ('{"error_id": "9f8e7d6c", "error_link": "DOC-77", "message": "You are not allowed to do that"}', True),
+        # a message that names the value or the constraint stays instructive beside them
+        ('{"errorId": "b7c1d9e2f3", "errorSummary": "Field \'email\' must be a valid address like a@b.co"}', False),
+        ('{"error_code": "E42", "error_id": "a1b2c3", "message": "Order 7781 was already shipped"}', False),
+    ],
+)
+def test_linttune3_error_id_and_link_are_metadata(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)

@@ -219,7 +219,9 @@ _META_KEYS = frozenset(
      "documentation_url", "doc_url", "deprecated_type", "object", "traceid", "requestid", "instance", "statuscode",
      "status_code", "success", "ok", "cod", "http_status", "httpstatus", "http_code",
      # the protocol and schema a body is written in ("jsonrpc": "2.0", Kubernetes' "apiVersion": "v1", "kind": "Status")
-     "jsonrpc", "apiversion", "api_version", "kind", "reason"}
+     "jsonrpc", "apiversion", "api_version", "kind", "reason",
+     # the error's own id and link (Okta's "errorId", "errorLink"): they name this error, not a value the caller passed
+     "errorid", "error_id", "errorlink", "error_link", "error_uri", "error_url", "errorref", "error_ref"}
 )
 
 # Text that reads like an instruction to the model, planted in a tool result (LS111). Its "imperatives"
@@ -542,6 +544,24 @@ ACTION_VALUE_RE = re.compile(
 _KIND_TAIL_WORDS = frozenset("type types name names format formats mode modes value values kind id".split())
 
 
+# A proper name in the place of the value a lookup looked for, between the kind and its "not found": "Location
+# Springfield not found", "Airport Heathrow does not exist" (rule 3: the value looked up is named). A capitalised word
+# elsewhere ("No links received from Firecrawl API", "from Postgres to MySQL") is as likely a product's name, and a
+# title-cased message ("Order Not Found") capitalises every word.
+_PROPER_NAME_VALUE_RE = re.compile(
+    r"(?<=[a-z] )[A-Z][a-z]{2,}(?: [A-Z][a-z]{2,})?(?= (?:was |is )?(?:not found|does(?: not|n't) exist)\b)"
+)
+
+
+def _proper_name_values(text: str) -> list[str]:
+    if "not found" not in text and "exist" not in text:
+        return []  # the pattern cannot match: skip scanning
+    words = re.findall(r"[A-Za-z]{3,}", text)
+    if sum(w[0].isupper() for w in words) > 0.5 * len(words):
+        return []
+    return _PROPER_NAME_VALUE_RE.findall(text)
+
+
 def action_value(text: str) -> str | None:
     """The command verb a rejection names as its one unquoted token ("Unknown verb lsit" -> lsit), else None."""
     m = ACTION_VALUE_RE.search(text)
@@ -571,6 +591,7 @@ def _find_specifics(text: str) -> list[str]:
     found.extend(KEBAB_RE.findall(text))
     if (action := action_value(text)) is not None:
         found.append(action)
+    found.extend(_proper_name_values(text))
     found.extend(CALL_RE.findall(text))
     for m in ATTRIBUTE_VALUE_RE.finditer(text):
         value = m.group(1) or m.group(2)
