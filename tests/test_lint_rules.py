@@ -1532,3 +1532,21 @@ def test_linttune3_proper_name_in_a_lookup_is_its_value(text: str, generic: bool
 )
 def test_linttune3_error_id_and_link_are_metadata(text: str, generic: bool) -> None:
     assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # an absence in a place named only by a demonstrative ("in this city", "in that folder") names neither what was
+        # looked up nor where: an empty lookup of a kind (rule 3)
+        ("There is no hotel in this city.", True),
+        ("There is no file in this folder.", True),
+        ("No flights in this date range", True),
+        # a place named, or the place the operation works on, is a state of a named thing (rule 15)
+        ("There is no hotel in Paris.", False),
+        ("No previous page in the history", False),
+        ("No seats in row 12", False),
+    ],
+)
+def test_linttune3_demonstrative_place_is_not_named(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)

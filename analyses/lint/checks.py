@@ -142,7 +142,8 @@ STATE_RE = re.compile(
     r"(?:of|on|from|with|to|for) (?:an? |the )?(?:negative|non-positive|non-negative|non-integer|non-numeric) \w+|(?:working tree|index) (?:is )?clean|"
     # the absence of a named thing in a named place ("no previous page in the history"), a named defect
     # ("parentheses () not balanced", "unterminated string")
-    r"no (?:\w+ ){1,2}in (?:the |this )?\w+|not balanced|unbalanced|unterminated|unmatched|unclosed|"
+    # ("in this city", "in that folder": a place named only by a demonstrative is not named, rule 3)
+    r"no (?:\w+ ){1,2}in (?!(?:this|that)\b)(?:the )?\w+|not balanced|unbalanced|unterminated|unmatched|unclosed|"
     # a time on the wrong side of now: "Cannot book a flight departing in the past", "date is in the future"
     r"in the (?:past|future)|"
     # a version comparison: "compiled by a more recent version of the Java Runtime"
