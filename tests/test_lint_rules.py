@@ -1550,3 +1550,21 @@ def test_linttune3_error_id_and_link_are_metadata(text: str, generic: bool) -> N
 )
 def test_linttune3_demonstrative_place_is_not_named(text: str, generic: bool) -> None:
     assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # a logger's line header (Chromium's and glog's bracketed ids, time and source line; a timestamp and level) is
+        # plumbing: its numbers and file name are no value, and the message after it is judged (rules 7 and 12)
+        ("[4242:4251:0312/101500.123456:ERROR:content/browser/navigation_request.cc:1200] Navigation failed: net::ERR_BLOCKED_BY_CLIENT", True),
+        ("E0312 10:15:00.123456 4242 pool.cc:77] Too many reservations", True),
+        ("2026-03-12 10:15:00,123 ERROR Order not found", True),
+        ("[2026-03-12T10:15:00Z] ERROR: Something went wrong", True),
+        # a message that explains itself still does behind a header
+        ("[4242:4251:0312/101500.123456:ERROR:storage/quota.cc:41] Quota exceeded for origin https://app.example.com: 52428800 bytes used of 52428800; clear site data to continue", False),
+        ("2026-03-12 10:15:00,123 ERROR Column 'qty' must be an integer, got 'ten'", False),
+    ],
+)
+def test_linttune3_log_header_is_plumbing(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)

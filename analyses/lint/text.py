@@ -617,9 +617,19 @@ def _find_specifics(text: str) -> list[str]:
     return found
 
 
+# A logger's line header is plumbing, not content: Chromium's "[pid:tid:MMDD/HHMMSS.us:LEVEL:file.cc:line] ", glog's
+# "E0312 10:15:00.123456 4242 file.cc:77] ", Python logging's "2026-03-12 10:15:00,123 ERROR ".
+_LOG_HEADER_RE = re.compile(
+    r"^\s*(?:\[\d+:\d+:\d{4}/\d{6}(?:\.\d+)?:[A-Z]+:[^\]\s]+\]|"
+    r"[IWEF]\d{4} \d\d:\d\d:\d\d(?:\.\d+)? +\d+ [^\]\s]+\]|"
+    r"\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+\-]\d\d:?\d\d)?\]? +\[?(?:ERROR|WARN(?:ING)?|INFO|DEBUG|FATAL|CRITICAL)\]?:?)\s+",
+    re.MULTILINE,
+)
+
+
 def strip_boilerplate(text: str) -> str:
-    """The text without leading "Error:" prefixes, ``<error>`` tags and boilerplate advice."""
-    body = _ERROR_TAG_RE.sub(" ", text)
+    """The text without leading "Error:" prefixes, ``<error>`` tags, log headers and boilerplate advice."""
+    body = _LOG_HEADER_RE.sub("", _ERROR_TAG_RE.sub(" ", text))
     body = _LETTER_PREFIX_RE.sub("", body)
     body = _PREFIX_RE.sub("", body)
     body = _WRAPPER_PREFIX_RE.sub("", body)
