@@ -74,10 +74,15 @@ BOILERPLATE_ADVICE_RE = re.compile(
     r"(?:please )?(?:retry|try again) with (?:a |an )?(?:properly formatted|valid|correct|proper) [\w ]{0,30}?(?=[.!]|$)|"
     # "Please pass a valid API key", "Provide a correct value": asks for a valid one without saying what valid is
     r"(?:please )?(?:pass|provide|use|enter|supply|specify|give|send|set) (?:a |an |the )?(?:valid|correct|proper) "
-    r"[\w ]{0,30}?(?=[.!]|$)|"
-    # "Please modify it.", "Please adjust the selector.": asks to change what was rejected without saying to what, how or
-    # through what (labelling rule 23); "Change it to a month between 01 and 12" says to what
-    r"(?:please )?(?:modify|change|fix|correct|adjust|edit|revise|amend) (?:it|them|(?:the|your|this|that) "
+    r"[\w ]{0,30}?(?=[.!]|$)",
+    re.IGNORECASE,
+)
+# "Please modify it.", "Please adjust the selector.": asks to change what was rejected without saying to what, how or
+# through what, so it is advice that names nothing (labelling rule 23); "Change it to a month between 01 and 12" says to
+# what. Kept apart from BOILERPLATE_ADVICE_RE and run only when one of its verbs is in the text: most texts have none.
+_CHANGE_VERBS = ("modify", "change", "fix", "correct", "adjust", "edit", "revise", "amend")
+CHANGE_IT_RE = re.compile(
+    r"\b(?:please )?(?:modify|change|fix|correct|adjust|edit|revise|amend) (?:it|them|(?:the|your|this|that) "
     r"(?:(?!(?:to|through|with|by|using|via|so|as|from|into|in|on|for|and|or|then)\b)[A-Za-z_]+ ?){1,3})(?=\s*(?:[.!]|$))",
     re.IGNORECASE,
 )
@@ -622,19 +627,22 @@ def _find_specifics(text: str) -> list[str]:
 _LOG_HEADER_RE = re.compile(
     r"^\s*(?:\[\d+:\d+:\d{4}/\d{6}(?:\.\d+)?:[A-Z]+:[^\]\s]+\]|"
     r"[IWEF]\d{4} \d\d:\d\d:\d\d(?:\.\d+)? +\d+ [^\]\s]+\]|"
-    r"\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+\-]\d\d:?\d\d)?\]? +\[?(?:ERROR|WARN(?:ING)?|INFO|DEBUG|FATAL|CRITICAL)\]?:?)\s+",
-    re.MULTILINE,
+    r"\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+\-]\d\d:?\d\d)?\]? +\[?(?:ERROR|WARN(?:ING)?|INFO|DEBUG|FATAL|CRITICAL)\]?:?)\s+"
 )
 
 
 def strip_boilerplate(text: str) -> str:
     """The text without leading "Error:" prefixes, ``<error>`` tags, log headers and boilerplate advice."""
-    body = _LOG_HEADER_RE.sub("", _ERROR_TAG_RE.sub(" ", text))
+    body = _ERROR_TAG_RE.sub(" ", text)
+    header = _LOG_HEADER_RE.match(body)  # the line's header, where a logger writes it
+    body = body[header.end() :] if header else body
     body = _LETTER_PREFIX_RE.sub("", body)
     body = _PREFIX_RE.sub("", body)
     body = _WRAPPER_PREFIX_RE.sub("", body)
     body = _PREFIX_RE.sub("", body)
     body = BOILERPLATE_ADVICE_RE.sub(" ", body)
+    if any(verb in body.lower() for verb in _CHANGE_VERBS):
+        body = CHANGE_IT_RE.sub(" ", body)
     body = re.sub(r"[ \t\r\f\v]+", " ", body)
     return re.sub(r" ?\n[\s]*", "\n", body).strip(" .:;,-\n\t")
 
