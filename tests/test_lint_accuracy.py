@@ -68,7 +68,7 @@ same with the session's; then tuned on.
 
 ``error_messages_heldout_x.jsonl`` (set X, 165): session 16's blind set, labelled independently by two engineers who never
 saw the rules (``label``, and ``second_label`` / ``second_note``: they agree on 161 of 165), evaluated once with main's rules
-(0.622 / 0.561) and the session's (0.605 / 0.561); then tuned on in session 17 (linttune3: 0.783 / 0.878, a tuning figure).
+(0.622 / 0.561) and the session's (0.605 / 0.561); then tuned on in session 17 (linttune3: 0.800 / 0.878, a tuning figure).
 
 Splits of the first three files: the **held-out third** is every message whose SHA-1 is divisible
 by 3 (a fixed, content-derived choice); the rest is **development**, which the rules were tuned on.
@@ -159,8 +159,8 @@ FLOORS = {
     "set W": (0.85, 0.9),
     "linttune2 dev": (0.8, 0.8),
     "linttune2 dev 2": (0.8, 0.8),
-    # tuned on in session 17 (linttune3): the floor is the tuned figure (0.783 / 0.878), not an estimate
-    "set X": (0.78, 0.87),
+    # tuned on in session 17 (linttune3): the floor is the tuned figure (0.800 / 0.878), not an estimate
+    "set X": (0.8, 0.87),
 }
 
 

@@ -1568,3 +1568,20 @@ def test_linttune3_demonstrative_place_is_not_named(text: str, generic: bool) ->
 )
 def test_linttune3_log_header_is_plumbing(text: str, generic: bool) -> None:
     assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # a class repr in parentheses right after a value annotates that value's type: the values compared are shown,
+        # so the message says what was found and what was wanted (rule 1)
+        ("Check failed: 'abc' (<class 'str'>) is not equal to expected 'abd' (<class 'str'>)", False),
+        ("Mismatch: got 5 (<class 'int'>), the field requires '5' (<class 'str'>)", False),
+        ("Value at /retries is 5 (<class 'int'>), not equal to the tested value '5' (<class 'str'>)", False),
+        # a class repr on its own is the runtime's internals (rule 2)
+        ("Failure: [<class 'json.JSONDecodeError'>]", True),
+        ("TypeError: unsupported type <class 'NoneType'>", True),
+    ],
+)
+def test_linttune3_class_repr_annotating_a_value(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)

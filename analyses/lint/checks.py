@@ -257,7 +257,10 @@ RUNTIME_MESSAGE_RE = re.compile(
     r"cannot (?:read|set|destructure) propert(?:y|ies)\b[^\n]{0,40}?\bof '?(?:undefined|null)\b|undefined is not|maximum recursion depth|"
     r"is not JSON serializable|invalid syntax|can't compare|"
     r"unexpected token .{1,3} in JSON|expecting value\b|unexpected end of (?:JSON )?input|"
-    r"unhashable type|null ?pointer|<[\w.]+(?: [\w.]+)?(?: object)? at 0x[0-9a-f]+\b[^<>\n]*>|segmentation fault|stack overflow|exceeded \d+ redirects|<class '[\w.]+'>|"
+    r"unhashable type|null ?pointer|<[\w.]+(?: [\w.]+)?(?: object)? at 0x[0-9a-f]+\b[^<>\n]*>|segmentation fault|stack overflow|exceeded \d+ redirects|"
+    # a class repr on its own is internals; one in parentheses right after a value annotates that value's type ("1
+    # (<class 'int'>) is not equal to ... 2 (<class 'int'>)"), which is the value shown, not the runtime's state
+    r"(?<![\w'\"] \()<class '[\w.]+'>|"
     r"\b\w+Pool\(host=|"
     # a builtin sequence's lookup ("3 is not in list", "substring not found") and byte layouts ("unpack requires a
     # buffer of 4 bytes"): the program's containers, not the caller's domain
