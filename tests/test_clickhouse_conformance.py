@@ -601,6 +601,16 @@ def _insert_otel_traces(url: str, rows: list[list[Any]]) -> None:
         client.close()
 
 
+def _spans_in_both(tmp_path: Path, ch_url: str, spans: Path) -> str:
+    """An OTLP file loaded into a DuckDB store (``loopscope load``, exit 0) and, as its otel_traces
+    rows, into the emptied ClickHouse; returns the store's path."""
+    duck_db = str(tmp_path / "store.duckdb")
+    assert cli("load", str(spans), "--db", duck_db).exit_code == 0
+    _empty(ch_url)
+    _insert_otel_traces(ch_url, _span_rows([spans]))
+    return duck_db
+
+
 # Per tool span: what the file reader and the views must agree on (tool_call_id apart: below).
 SPAN_CALLS_SQL = """
 SELECT conversation_id, prompt_id, agent, tool_name, step, outcome, is_error, error_type, error_message, ts,
@@ -799,11 +809,7 @@ def test_span_tree_edge_cases_identical(tmp_path: Path, ch_url: str) -> None:
     otlp = tmp_path / "edge-cases.jsonl"
     otlp.write_text(json.dumps({"resourceSpans": [{"resource": {"attributes": []}, "scopeSpans": [
         {"scope": {"name": "edge"}, "spans": spans}]}]}) + "\n")
-    duck_db = str(tmp_path / "store.duckdb")
-    assert cli("load", str(otlp), "--db", duck_db).exit_code == 0
-    _empty(ch_url)
-    _insert_otel_traces(ch_url, _span_rows([otlp]))
-    duck = connect(duck_db, read_only=True)
+    duck = connect(_spans_in_both(tmp_path, ch_url, otlp), read_only=True)
     con = connect_clickhouse(ch_url)
     try:
         want, got = _facts(duck, SPAN_CALLS_SQL), _facts(con, SPAN_CALLS_SQL)
@@ -881,10 +887,7 @@ def test_loopscope_collector_spans_identical(tmp_path: Path, ch_url: str) -> Non
     roundtrip = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(roundtrip)
     records, spans_path = roundtrip._export(tmp_path)  # the scripted agent: every outcome and exit
-    duck_db = str(tmp_path / "store.duckdb")
-    assert cli("load", str(spans_path), "--db", duck_db).exit_code == 0
-    _empty(ch_url)
-    _insert_otel_traces(ch_url, _span_rows([spans_path]))
+    duck_db = _spans_in_both(tmp_path, ch_url, spans_path)
     duck = connect(duck_db, read_only=True)
     con = connect_clickhouse(ch_url)
     try:
