@@ -13,10 +13,8 @@ import importlib.util
 import json
 import logging
 import random
-import sys
 import tracemalloc
 from pathlib import Path
-from types import ModuleType
 from types import SimpleNamespace as NS
 from typing import Any
 
@@ -32,59 +30,21 @@ from loopscope.collectors import Collector, JsonlSink, MemorySink
 from loopscope.collectors import hints as collector_hints
 from loopscope.collectors.history import CYCLE, NO_PROGRESS, RETRY_LOOP
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "docs" / "examples"
-
-
-def load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"loopscope_runtime_example_{name}", EXAMPLES / f"{name}.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-EX_A = load("anthropic_loop")
-EX_O = load("openai_loop")
-
-
-class ScriptedClient:
-    """Answers each request with the next scripted function of the request kwargs."""
-
-    def __init__(self, script: list) -> None:
-        self.script = list(script)
-        self.requests: list[dict] = []
-
-    def __call__(self, **kwargs):  # noqa: ANN003, ANN204
-        self.requests.append({**kwargs, "messages": list(kwargs["messages"])})
-        return self.script.pop(0)(kwargs)
-
-
-def a_text(text: str) -> NS:
-    return NS(stop_reason="end_turn", content=[NS(type="text", text=text)], usage=NS(input_tokens=10, output_tokens=5))
+_spec = importlib.util.spec_from_file_location("loopscope_test_example_clients_runtime", Path(__file__).parent / "example_clients.py")
+assert _spec and _spec.loader
+_clients = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_clients)
+EXAMPLES, records, ScriptedClient, anthropic_client = (
+    _clients.EXAMPLES, _clients.records, _clients.ScriptedClient, _clients.anthropic_client
+)
+a_text, o_resp, o_call = _clients.a_text, _clients.o_resp, _clients.o_call
+EX_A = _clients.load("anthropic_loop", "loopscope_runtime_example_")
+EX_O = _clients.load("openai_loop", "loopscope_runtime_example_")
 
 
 def a_tools(*calls: tuple[str, str, dict]) -> NS:
     blocks = [NS(type="tool_use", id=i, name=n, input=a) for i, n, a in calls]
     return NS(stop_reason="tool_use", content=blocks, usage=NS(input_tokens=10, output_tokens=5))
-
-
-def anthropic_client(script: list) -> tuple[NS, ScriptedClient]:
-    create = ScriptedClient(script)
-    return NS(messages=NS(create=create)), create
-
-
-def o_resp(content: str | None, tool_calls: list | None, finish: str) -> NS:
-    message = NS(content=content, tool_calls=tool_calls)
-    return NS(choices=[NS(message=message, finish_reason=finish)], usage=NS(prompt_tokens=20, completion_tokens=7))
-
-
-def o_call(cid: str, name: str, arguments: str) -> NS:
-    return NS(id=cid, type="function", function=NS(name=name, arguments=arguments))
-
-
-def records(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
 def context_blocks(request: dict) -> list[str]:
