@@ -32,14 +32,10 @@ from loopscope.collectors.history import CYCLE, NO_PROGRESS, RETRY_LOOP
 
 _spec = importlib.util.spec_from_file_location("loopscope_test_example_clients_runtime", Path(__file__).parent / "example_clients.py")
 assert _spec and _spec.loader
-_clients = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_clients)
-EXAMPLES, records, ScriptedClient, anthropic_client = (
-    _clients.EXAMPLES, _clients.records, _clients.ScriptedClient, _clients.anthropic_client
-)
-a_text, o_resp, o_call = _clients.a_text, _clients.o_resp, _clients.o_call
-EX_A = _clients.load("anthropic_loop", "loopscope_runtime_example_")
-EX_O = _clients.load("openai_loop", "loopscope_runtime_example_")
+clients = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(clients)
+EX_A = clients.load("anthropic_loop", "loopscope_runtime_example_")
+EX_O = clients.load("openai_loop", "loopscope_runtime_example_")
 
 
 def a_tools(*calls: tuple[str, str, dict]) -> NS:
@@ -69,7 +65,7 @@ def test_anthropic_loop_blind_model_is_stopped_by_policy_and_sees_the_block(tmp_
     col = Collector(JsonlSink(log), history=True)
     bad = {"city": "Paris", "date": "tomorrow"}
     # A blind model: it repeats the same call whatever it is told.
-    client, create = anthropic_client([lambda req, i=i: a_tools((f"toolu_{i}", "get_weather", bad)) for i in range(10)])
+    client, create = clients.anthropic_client([lambda req, i=i: a_tools((f"toolu_{i}", "get_weather", bad)) for i in range(10)])
     with pytest.raises(EX_A.LoopDetectedError, match="retry loop: get_weather failed 3 times"):
         EX_A.run_agent_loop(client, col, "conv-blind", "Weather in Paris tomorrow?", [], prompt_id="p1")
     col.close()
@@ -87,7 +83,7 @@ def test_anthropic_loop_blind_model_is_stopped_by_policy_and_sees_the_block(tmp_
     for s in analyses_hints.suggestions_for("ToolInputError", error, "get_weather"):
         assert f"  - {s}" in second
     # The block never reaches the log; the exit says why the loop stopped (spec: exit_reason error).
-    recs = records(log)
+    recs = clients.records(log)
     assert "Recovery Context" not in log.read_text(encoding="utf-8")
     exit_ = recs[-1]
     assert (exit_["kind"], exit_["exit_reason"], exit_["error_type"]) == ("loop_exit", "error", "loop_detected")
@@ -104,16 +100,16 @@ def test_anthropic_loop_model_that_reads_the_block_changes_course(tmp_path: Path
         assert "Convert natural-language dates to ISO 8601" in block
         return a_tools(("toolu_2", "get_weather", {"city": "Paris", "date": "2026-11-27"}))
 
-    client, create = anthropic_client(
+    client, create = clients.anthropic_client(
         [
             lambda req: a_tools(("toolu_1", "get_weather", {"city": "Paris", "date": "tomorrow"})),
             reads_block,
-            lambda req: a_text("14°C, light rain."),
+            lambda req: clients.a_text("14°C, light rain."),
         ]
     )
     assert EX_A.run_agent_loop(client, col, "conv-ok", "Weather?", [], prompt_id="p1") == "14°C, light rain."
     col.close()
-    recs = records(log)
+    recs = clients.records(log)
     ok = [r for r in recs if r["kind"] == "tool_call" and not r["is_error"]]
     (failed,) = [r for r in recs if r["kind"] == "tool_call" and r["is_error"]]
     # result_fingerprint: the digest of the text the model saw, on the successful call only.
@@ -127,8 +123,8 @@ def test_openai_loop_blind_model_stopped_and_block_is_the_tool_message(tmp_path:
     log = tmp_path / "l.jsonl"
     col = Collector(JsonlSink(log), history=True)
     args = '{"city": "Paris", "date": "next friday"}'
-    create = ScriptedClient(
-        [lambda req, i=i: o_resp(None, [o_call(f"call_{i}", "get_weather", args)], "tool_calls") for i in range(10)]
+    create = clients.ScriptedClient(
+        [lambda req, i=i: clients.o_resp(None, [clients.o_call(f"call_{i}", "get_weather", args)], "tool_calls") for i in range(10)]
     )
     client = NS(chat=NS(completions=NS(create=create)))
     messages: list = []
@@ -140,7 +136,7 @@ def test_openai_loop_blind_model_stopped_and_block_is_the_tool_message(tmp_path:
     assert all(m.startswith("[Error Recovery Context]\n") for m in tool_msgs)
     assert "Error: Invalid date format 'next friday'." in tool_msgs[0]
     assert "Previous attempts (this session): 2\n" in tool_msgs[2]
-    exit_ = records(log)[-1]
+    exit_ = clients.records(log)[-1]
     assert (exit_["exit_reason"], exit_["error_type"]) == ("error", "loop_detected")
 
 
