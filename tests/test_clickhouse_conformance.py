@@ -19,10 +19,12 @@ Skipped, with the reason, without the ``clickhouse`` extra (chdb, clickhouse-con
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import importlib.util
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -212,16 +214,25 @@ def test_cli_metrics_and_record_facts_identical(name: str, tmp_path: Path, ch_ur
         assert (seen[""]["tool_calls"], seen[""]["errors"], seen[""]["recovered_errors"]) == (114, 26, 14)
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(data=_property.record_sets())
-def test_generated_stores_identical(tmp_path: Path, ch_url: str, data: tuple[list[list[Any]], int]) -> None:
-    """The property test's random stores (replays, collisions, ties, reopened prompts...) on both engines."""
-    files, _ = data
+@contextlib.contextmanager
+def _generated_store(tmp_path: Path, files: list[list[Any]]) -> Iterator[Any]:
+    """An in-memory DuckDB store holding one of the property test's random record sets."""
     folder = tmp_path / f"run-{next(_property._RUNS)}"
     folder.mkdir()
     duck = connect(":memory:")
     try:
         load_paths(duck, _property._write(files, folder))
+        yield duck
+    finally:
+        duck.close()
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(data=_property.record_sets())
+def test_generated_stores_identical(tmp_path: Path, ch_url: str, data: tuple[list[list[Any]], int]) -> None:
+    """The property test's random stores (replays, collisions, ties, reopened prompts...) on both engines."""
+    files, _ = data
+    with _generated_store(tmp_path, files) as duck:
         _fresh(ch_url, duck)
         con = connect_clickhouse(ch_url)
         try:
@@ -232,8 +243,6 @@ def test_generated_stores_identical(tmp_path: Path, ch_url: str, data: tuple[lis
                 assert _facts(con, sql) == _facts(duck, sql), sql
         finally:
             con.close()
-    finally:
-        duck.close()
 
 
 # --- the portable views are model's views ---------------------------------------------------------
@@ -265,14 +274,8 @@ def test_portable_views_are_models_views_on_duckdb() -> None:
 @given(data=_property.record_sets())
 def test_portable_views_on_generated_stores(tmp_path: Path, data: tuple[list[list[Any]], int]) -> None:
     files, _ = data
-    folder = tmp_path / f"run-{next(_property._RUNS)}"
-    folder.mkdir()
-    duck = connect(":memory:")
-    try:
-        load_paths(duck, _property._write(files, folder))
+    with _generated_store(tmp_path, files) as duck:
         _portable_equal(duck)
-    finally:
-        duck.close()
 
 
 # --- what the OpenTelemetry Collector's clickhouse exporter writes --------------------------------
