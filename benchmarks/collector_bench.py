@@ -47,7 +47,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from loopscope.collectors import Collector, JsonlSink, PromptLoop
+from loopscope.collectors import Collector, CollectorStats, JsonlSink, PromptLoop
 from loopscope.collectors.records import finish
 from loopscope.collectors.shape import shape_and_fingerprint
 from opentelemetry import trace
@@ -150,6 +150,14 @@ def collector_call(
             pass
 
     return sink, col, loop, one
+
+
+def close_all(loop: PromptLoop, col: Collector) -> CollectorStats:
+    """Close the prompt, then the collector; the collector's stats from between the two."""
+    loop.close()
+    st = col.stats
+    col.close()
+    return st
 
 
 def bench_jsonl(calls: int, batch: int, tmp: Path) -> dict:
@@ -262,9 +270,7 @@ def bench_tracing(calls: int, batch: int, tmp: Path) -> dict[str, list[int]]:
         bsp.force_flush()
 
     out["collector+jsonl, tracing on"], _ = run_batched(calls, batch, traced, drain)
-    loop.close()
-    st = col.stats
-    col.close()
+    st = close_all(loop, col)
     provider.shutdown()
     assert st.dropped == 0 and st.sink_errors == 0, st
 
@@ -327,9 +333,7 @@ def bench_tracing(calls: int, batch: int, tmp: Path) -> dict[str, list[int]]:
         blp.force_flush()
 
     out["collector+jsonl, tracing + logs on"], _ = run_batched(calls, batch, logged, drain_all)
-    loop.close()
-    st = col.stats
-    col.close()
+    st = close_all(loop, col)
     provider.shutdown()
     log_provider.shutdown()
     assert st.dropped == 0 and st.sink_errors == 0 and st.internal_errors == 0, st
@@ -371,9 +375,7 @@ def bench_metrics(calls: int, batch: int, tmp: Path) -> dict[str, tuple[list[int
     def collector_rows(name: str, provider: object) -> None:
         sink, col, loop, one = collector_call(tmp / f"{len(out)}.jsonl", batch, calls, meter_provider=provider)
         out[name] = run_cpu(calls, batch, one, sink.flush)
-        loop.close()
-        st = col.stats
-        col.close()
+        st = close_all(loop, col)
         assert st.dropped == 0 and st.internal_errors == 0, st
 
     collector_rows("collector+jsonl, metrics off", None)
