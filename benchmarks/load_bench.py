@@ -28,6 +28,7 @@ are printed, each with its verdict, and the load average before and after.
 
     python benchmarks/load_bench.py --sizes 1m          # quick
     python benchmarks/load_bench.py --sizes 1m,10m --dir /tmp/loopscope-bench
+    python benchmarks/load_bench.py --sizes 1m --rounds 3   # and the medians of three rounds
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from statistics import median
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -126,6 +128,9 @@ def _load_average() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="1m,10m", help="comma-separated record counts, e.g. 1m,10m or 200k")
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="run every phase this many times per size and print the medians"
+    )
     parser.add_argument("--dir", type=Path, default=Path("/tmp/loopscope-bench"), help="where data and databases go")
     parser.add_argument("--phase", choices=("bare", "load", "metrics"), help=argparse.SUPPRESS)
     parser.add_argument("--db", help=argparse.SUPPRESS)
@@ -149,47 +154,61 @@ def main() -> None:
         folder = args.dir / f"records-{n}"
         files = cached_dataset(n, folder)
         mb = sum(os.path.getsize(f) for f in files) / 1e6
-        bare_db, load_db = folder / "bare.duckdb", folder / "loopscope.duckdb"
-        for db in (bare_db, load_db):
-            for suffix in ("", ".wal"):
-                Path(str(db) + suffix).unlink(missing_ok=True)
-        load_before = _load_average()
-        bare, bare_mb = _run_child(["--phase", "bare", "--db", str(bare_db), "--files", *files])
-        load, load_mb = _run_child(["--phase", "load", "--db", str(load_db), "--files", *files])
-        first, first_mb = _run_child(["--phase", "metrics", "--db", str(load_db)])
-        metrics, metrics_mb = _run_child(["--phase", "metrics", "--db", str(load_db)])
-        records = int(load["records"])  # type: ignore[call-overload]
-        rows.append((n, mb, bare, bare_mb, load, load_mb, metrics, metrics_mb, records))
-        ratio = float(load["seconds"]) / float(bare["seconds"])  # type: ignore[arg-type]
-        cpu_ratio = float(load["cpu"]) / float(bare["cpu"])  # type: ignore[arg-type]
-        verdict = ", ".join(
-            f"{name} {'met' if r <= TARGET_RATIO else 'NOT met'}" for name, r in (("wall", ratio), ("cpu", cpu_ratio))
-        )
-        both_wall = float(load["seconds"]) + float(first["seconds"])  # type: ignore[arg-type]
-        both_cpu = float(load["cpu"]) + float(first["cpu"])  # type: ignore[arg-type]
-        print(
-            f"{n:>11,} records ({mb:,.0f} MB, {len(files)} files)\n"
-            f"  bare read_json : {bare['seconds']:8.2f} s  {int(bare['records']) / float(bare['seconds']):>10,.0f} rec/s  "  # type: ignore[call-overload, arg-type]
-            f"peak {bare_mb:,.0f} MB  cpu {bare['cpu']:.2f} s (process)\n"
-            f"  loopscope load : {load['seconds']:8.2f} s  {records / float(load['seconds']):>10,.0f} rec/s  "  # type: ignore[arg-type]
-            f"peak {load_mb:,.0f} MB  cpu {load['cpu']:.2f} s (process)  ratio {ratio:.2f}x wall, {cpu_ratio:.2f}x cpu "
-            f"(target <= {TARGET_RATIO}x, aim {AIM_RATIO}x: {verdict})  "
-            f"quarantined {load['quarantined']}\n"
-            f"  first analysis : {first['seconds']:8.2f} s  peak {first_mb:,.0f} MB  cpu {first['cpu']:.2f} s (process)  "
-            f"four metrics, {'over facts already kept' if first['facts_kept'] else 'building the facts first'}\n"
-            f"  load + first analysis: {both_wall:8.2f} s  cpu {both_cpu:.2f} s  "
-            f"ratio {both_wall / float(bare['seconds']):.2f}x wall, {both_cpu / float(bare['cpu']):.2f}x cpu\n"  # type: ignore[arg-type]
-            f"  four metrics   : {metrics['seconds']:8.2f} s  peak {metrics_mb:,.0f} MB  (facts kept)"
-            + ("  (target <= 3 s at 10M)" if n >= 10_000_000 else "")
-            + (
-                f"\n  peak memory of the load {load_mb:,.0f} MB (target <= {PEAK_TARGET_MB:,} MB at 10M: "
-                f"{'met' if load_mb <= PEAK_TARGET_MB else 'NOT met'})"
-                if n >= 10_000_000
-                else ""
+        runs: list[tuple[float, float, float, float, float]] = []  # per round: wall ratio, cpu ratio, load cpu, bare cpu, peak MB
+        for _round in range(args.rounds):
+            bare_db, load_db = folder / "bare.duckdb", folder / "loopscope.duckdb"
+            for db in (bare_db, load_db):
+                for suffix in ("", ".wal"):
+                    Path(str(db) + suffix).unlink(missing_ok=True)
+            load_before = _load_average()
+            bare, bare_mb = _run_child(["--phase", "bare", "--db", str(bare_db), "--files", *files])
+            load, load_mb = _run_child(["--phase", "load", "--db", str(load_db), "--files", *files])
+            first, first_mb = _run_child(["--phase", "metrics", "--db", str(load_db)])
+            metrics, metrics_mb = _run_child(["--phase", "metrics", "--db", str(load_db)])
+            records = int(load["records"])  # type: ignore[call-overload]
+            rows.append((n, mb, bare, bare_mb, load, load_mb, metrics, metrics_mb, records))
+            ratio = float(load["seconds"]) / float(bare["seconds"])  # type: ignore[arg-type]
+            cpu_ratio = float(load["cpu"]) / float(bare["cpu"])  # type: ignore[arg-type]
+            runs.append((ratio, cpu_ratio, float(load["cpu"]), float(bare["cpu"]), load_mb))  # type: ignore[arg-type]
+            verdict = ", ".join(
+                f"{name} {'met' if r <= TARGET_RATIO else 'NOT met'}" for name, r in (("wall", ratio), ("cpu", cpu_ratio))
             )
-            + f"\n  load average (1 min) before / after: {load_before} / {_load_average()} on {os.cpu_count()} cores",
-            flush=True,
-        )
+            both_wall = float(load["seconds"]) + float(first["seconds"])  # type: ignore[arg-type]
+            both_cpu = float(load["cpu"]) + float(first["cpu"])  # type: ignore[arg-type]
+            print(
+                f"{n:>11,} records ({mb:,.0f} MB, {len(files)} files)\n"
+                f"  bare read_json : {bare['seconds']:8.2f} s  {int(bare['records']) / float(bare['seconds']):>10,.0f} rec/s  "  # type: ignore[call-overload, arg-type]
+                f"peak {bare_mb:,.0f} MB  cpu {bare['cpu']:.2f} s (process)\n"
+                f"  loopscope load : {load['seconds']:8.2f} s  {records / float(load['seconds']):>10,.0f} rec/s  "  # type: ignore[arg-type]
+                f"peak {load_mb:,.0f} MB  cpu {load['cpu']:.2f} s (process)  ratio {ratio:.2f}x wall, {cpu_ratio:.2f}x cpu "
+                f"(target <= {TARGET_RATIO}x, aim {AIM_RATIO}x: {verdict})  "
+                f"quarantined {load['quarantined']}\n"
+                f"  first analysis : {first['seconds']:8.2f} s  peak {first_mb:,.0f} MB  cpu {first['cpu']:.2f} s (process)  "
+                f"four metrics, {'over facts already kept' if first['facts_kept'] else 'building the facts first'}\n"
+                f"  load + first analysis: {both_wall:8.2f} s  cpu {both_cpu:.2f} s  "
+                f"ratio {both_wall / float(bare['seconds']):.2f}x wall, {both_cpu / float(bare['cpu']):.2f}x cpu\n"  # type: ignore[arg-type]
+                f"  four metrics   : {metrics['seconds']:8.2f} s  peak {metrics_mb:,.0f} MB  (facts kept)"
+                + ("  (target <= 3 s at 10M)" if n >= 10_000_000 else "")
+                + (
+                    f"\n  peak memory of the load {load_mb:,.0f} MB (target <= {PEAK_TARGET_MB:,} MB at 10M: "
+                    f"{'met' if load_mb <= PEAK_TARGET_MB else 'NOT met'})"
+                    if n >= 10_000_000
+                    else ""
+                )
+                + f"\n  load average (1 min) before / after: {load_before} / {_load_average()} on {os.cpu_count()} cores",
+                flush=True,
+            )
+        if len(runs) > 1:
+            # One run says as much about the machine as about the load (the bare read's CPU moves
+            # 10-20% from run to run on a shared machine): the medians of the rounds.
+            print(
+                f"  median of {len(runs)} rounds: load / bare {median(r[0] for r in runs):.2f}x wall, "
+                f"{median(r[1] for r in runs):.2f}x cpu (each round: "
+                + ", ".join(f"{r[1]:.2f}x" for r in runs)
+                + f" cpu); load cpu {median(r[2] for r in runs):.2f} s, bare cpu {median(r[3] for r in runs):.2f} s, "
+                f"peak memory of the load up to {max(r[4] for r in runs):,.0f} MB",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

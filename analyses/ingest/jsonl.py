@@ -18,7 +18,8 @@ from __future__ import annotations
 import mmap
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -184,22 +185,36 @@ def _read_plain(con: duckdb.DuckDBPyConnection, path: Path) -> WholeFile | None:
                 unterminated = mm[size - 1 : size] != b"\n"
     except (OSError, ValueError) as exc:
         raise UnreadableFile(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}", hint="check the file's permissions") from None
-    threads = con.execute(sql.THREADS_SQL).fetchone()
-    con.execute(sql.ONE_THREAD_SQL)
     try:
-        con.execute(sql.READ_LINES_SQL, [str(path)])
-        row = con.execute(sql.COUNT_LINES_SQL).fetchone()
+        with one_thread(con):
+            con.execute(sql.READ_LINES_SQL, [str(path)])
+            row = con.execute(sql.COUNT_LINES_SQL).fetchone()
     except duckdb.Error:
         return None  # not UTF-8, a line over the limit, ...: the block path says which line
-    finally:
-        if threads and int(threads[0]) != 1:
-            con.execute(sql.SET_THREADS_SQL, [int(threads[0])])
     if not row:
         return None
     lines, text_bytes, last_bytes = int(row[0]), int(row[1] or 0), int(row[2] or 0)
     if text_bytes + lines - (1 if unterminated else 0) != size:
         return None
     return WholeFile(lines, unterminated, last_bytes if unterminated else 0, size)
+
+
+@contextmanager
+def one_thread(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """Run the statements of the block on one DuckDB thread, the connection's setting restored after.
+
+    For the statements where DuckDB's second thread costs more CPU than it
+    saves wall time (docs/loading.md, sixth and seventh passes).
+    """
+    row = con.execute(sql.THREADS_SQL).fetchone()
+    threads = int(row[0]) if row else 1
+    if threads != 1:
+        con.execute(sql.ONE_THREAD_SQL)
+    try:
+        yield
+    finally:
+        if threads != 1:
+            con.execute(sql.SET_THREADS_SQL, [threads])
 
 
 def read_in_blocks(
@@ -274,7 +289,11 @@ def check_and_insert(con: duckdb.DuckDBPyConnection, lines: str, span: LineSpan,
         try:
             tc_sql, le_sql = fast_sql.FAST_INSERT_SQL[lines]
             tc = con.execute(tc_sql, [target.seq_base, target.source_id]).fetchone()
-            le = con.execute(le_sql, [target.seq_base, target.source_id]).fetchone()
+            # The loop_exit lines (about a sixth of a collector's) on one thread:
+            # 0.2 s less CPU per million records for about 0.1 s more wall
+            # time (docs/loading.md, seventh pass).
+            with one_thread(con):
+                le = con.execute(le_sql, [target.seq_base, target.source_id]).fetchone()
         finally:
             con.execute(fast_sql.ORDERED_SQL)
         fast = Counts(int(tc[0]) if tc else 0, int(le[0]) if le else 0)

@@ -307,8 +307,9 @@ SELECT line FROM read_csv(
 """
 # The read runs on one thread: DuckDB's parallel CSV reader, which keeps the
 # rows in file order, spent a third more CPU at 1M for about the same wall
-# time (docs/loading.md, sixth pass). THREADS_SQL reads the connection's
-# setting, restored after the read.
+# time (docs/loading.md, sixth pass); so does the fast path's loop_exit insert
+# (seventh pass). THREADS_SQL reads the connection's setting, restored after
+# (``jsonl.one_thread``).
 THREADS_SQL = "SELECT current_setting('threads')"
 ONE_THREAD_SQL = "SET threads = 1"
 SET_THREADS_SQL = "SET threads = ?"
