@@ -68,6 +68,7 @@ if sys.argv[1:2] != ["--help"]:
     from loopscope.analyses import store
     from loopscope.analyses.store import migrations
     migrations._is_empty = lambda con: False
+    store.migrate = lambda con, **kw: migrations.migrate(con, **{**kw, "fresh_schema": False})
     migrations._expected_columns = functools.cache(migrations._built_columns)
     store._small_data = lambda con, paths: False
 """ + ENTRY

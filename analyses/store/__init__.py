@@ -228,7 +228,7 @@ def connect(
         con.execute(READ_AS_IS_SQL)  # nothing writes to it, not even the facts' cache (store.facts)
         return con
     if not read_only:
-        migrate(con, applied=applied)
+        migrate(con, applied=applied, empty=target == ":memory:")
     return con
 
 
