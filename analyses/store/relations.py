@@ -27,8 +27,8 @@ import duckdb
 from loopscope.analyses.model import (
     ERRORS_QUERY, ID_COLLISIONS_VIEW_SQL, PROMPTS_VIEW_SQL, PROTOCOL_VIOLATIONS_VIEW_SQL, TOOL_CALLS_QUERY,
 )
-from loopscope.analyses.store.facts import FACTS_TOOL_CALLS_TEMPLATE, LOOP_FACT_TABLES, ensure_facts
-from loopscope.analyses.store.freshness import checked_once
+from loopscope.analyses.store.facts import FACTS_TOOL_CALLS_TEMPLATE, LOOP_FACT_TABLES
+from loopscope.analyses.store.freshness import checked_once, facts_ready
 
 FACTS_TOOL_CALLS = "(" + FACTS_TOOL_CALLS_TEMPLATE.replace("{scope}", "TRUE") + ")"
 """``tool_calls_v``'s rows: the records joined by ``seq`` to the few that ``repeat_facts`` numbers."""
@@ -141,12 +141,13 @@ DROP_SHARED_ERRORS_SQL = "DROP TABLE IF EXISTS " + SHARED_ERRORS_TABLE
 def relations(con: duckdb.DuckDBPyConnection) -> Relations:
     """``FACTS`` when ``prompt_facts`` matches the records (rebuilt if stale and writable), else ``VIEWS``.
 
-    Inside ``errors_computed_once(con)``, the errors are that block's temporary table.
+    Inside ``errors_computed_once(con)``, the errors are that block's temporary table; inside
+    ``freshness.checked_once(con)`` the facts are checked once for the block.
     """
     shared = _SHARED.get(id(con))
     if shared is not None:
         return shared
-    return FACTS if ensure_facts(con) else _views()
+    return FACTS if facts_ready(con) else _views()
 
 
 @contextmanager
