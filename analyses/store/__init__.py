@@ -356,7 +356,10 @@ def open_for_analysis(
             stack.enter_context(loops_on_demand(con))
         small = getattr(con, "engine", "duckdb") == "duckdb" and _small_data(con, paths or ())
         if small:
+            from loopscope.analyses.store.facts import small_store
+
             con.execute(ONE_THREAD_SQL)
+            stack.enter_context(small_store(con))  # its facts need no lower memory limit
         wanted = selection or Selection()
         summary = None
         if paths and getattr(con, "engine", "duckdb") == "clickhouse":
