@@ -21,7 +21,8 @@ table still matches the records; the analyses read the facts only then, and
 fall back to the views otherwise (a read-only store that nobody brought up to
 date). A load that deletes records (a replaced source) and a change of the
 scratchpad tools clear the state (``INVALIDATE_FACTS_SQL``): the next analysis
-rebuilds.
+rebuilds. A ``:memory:`` store opened for one analysis (``loops_on_demand``) leaves
+its loop tables to the first analysis that reads them: nobody else will read that store.
 
 Incremental refresh. Everything a prompt's facts depend on lies inside its
 conversation (prompts are keyed by conversation and prompt id, replays by
