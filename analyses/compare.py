@@ -40,6 +40,7 @@ from loopscope.analyses import stats
 from loopscope.analyses.errors import LoopscopeError
 from loopscope.analyses.cohorts import Figures, figures, tool_call_counts
 from loopscope.analyses.selection import Selection, parse_instant, parse_iso_week, parse_tag
+from loopscope.analyses.store.freshness import facts_ready
 
 SPEC_KEYS = ("tag", "agent", "week", "since", "until", "conversation", "file")
 
@@ -50,8 +51,9 @@ WHERE path = $path OR starts_with(path, $folder)
 ORDER BY source_id
 """
 
-# Prompts both cohorts select (the tests assume two independent samples).
-OVERLAP_SQL = "SELECT count(*) FROM prompts_v p WHERE ({a}) AND ({b})"
+# Prompts both cohorts select (the tests assume two independent samples). {prompts}: prompt_facts
+# when fresh (the same rows), else prompts_v, as cohorts reads them.
+OVERLAP_SQL = "SELECT count(*) FROM {prompts} p WHERE ({a}) AND ({b})"
 
 SPEC_HINT = (
     "a cohort is comma-separated KEY:VALUE terms, e.g. tag:mode=blind, agent:concierge, week:2026-W47, "
@@ -287,5 +289,6 @@ def compare(
     rows = compare_figures(fa, fb, tool_call_counts(con, a), tool_call_counts(con, b), alpha=alpha)
     where_a, params_a = a.where("p")
     where_b, params_b = b.where("p")
-    overlap = con.execute(OVERLAP_SQL.format(a=where_a, b=where_b), [*params_a, *params_b]).fetchone()[0]
+    prompts = "prompt_facts" if facts_ready(con) else "prompts_v"
+    overlap = con.execute(OVERLAP_SQL.format(prompts=prompts, a=where_a, b=where_b), [*params_a, *params_b]).fetchone()[0]
     return Comparison(label_a, label_b, fa, fb, rows, alpha, int(overlap))

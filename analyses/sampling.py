@@ -39,17 +39,18 @@ STRATA = ("unrecovered", "recovered", "no_error")
 
 # One row per candidate conversation: its errors among the selected prompts.
 # (The class of its first unrecovered error comes from recovery.first_unrecovered_all,
-# so "first" is defined in one place.)
+# so "first" is defined in one place.) {prompts} / {errors}: store.relations (the facts
+# the store keeps, or the views prompts_v / errors_v: the same rows).
 CONVERSATION_STRATA_SQL = """
 WITH sel AS (
-    SELECT p.* FROM prompts_v p WHERE {where}
+    SELECT p.* FROM {prompts} p WHERE {where}
 ),
 counts AS (
     SELECT e.conversation_id,
            count(*) AS errors,
            count(*) FILTER (WHERE e.error_class <> 'recovered') AS unrecovered,
            count(*) FILTER (WHERE e.error_class = 'gave_up') AS gave_up
-    FROM errors_v e JOIN sel USING (conversation_id, prompt_id)
+    FROM {errors} e JOIN sel USING (conversation_id, prompt_id)
     GROUP BY e.conversation_id
 )
 SELECT
@@ -122,8 +123,11 @@ class Sample:
 
 def candidates(con: duckdb.DuckDBPyConnection, selection: Selection) -> list[Candidate]:
     """Every conversation with a selected prompt, by id."""
+    from loopscope.analyses.store.relations import relations
+
     where, params = selection.where("p")
-    cur = con.execute(CONVERSATION_STRATA_SQL.format(where=where), params)
+    rel = relations(con)
+    cur = con.execute(CONVERSATION_STRATA_SQL.format(where=where, prompts=rel.prompts, errors=rel.errors), params)
     names = [d[0] for d in cur.description or []]
     rows = [dict(zip(names, row)) for row in cur.fetchall()]
     first_class = {r.conversation_id: r.error_class for r in recovery.first_unrecovered_all(con, selection)}

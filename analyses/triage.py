@@ -434,9 +434,11 @@ def triage(con: duckdb.DuckDBPyConnection, conversation_id: str, *, files_loaded
             closest ids, or how to list conversations), or it is the start of
             several ids (the message lists them).
     """
-    if not con.execute(CONVERSATION_EXISTS_SQL, [conversation_id]).fetchone()[0]:
+    exists = con.execute(CONVERSATION_EXISTS_SQL, [conversation_id]).fetchone()[0]
+    if not exists:
         conversation_id = _by_prefix(con, conversation_id) or conversation_id
-    if not con.execute(CONVERSATION_EXISTS_SQL, [conversation_id]).fetchone()[0]:
+        exists = con.execute(CONVERSATION_EXISTS_SQL, [conversation_id]).fetchone()[0]
+    if not exists:
         unknown = unknown_conversation(con, conversation_id)
         if files_loaded == 0:
             # The store's hint ("load logs first") would send the user in a circle.

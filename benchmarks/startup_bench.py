@@ -25,7 +25,9 @@ ratio candidate / baseline is printed. On a loaded machine trust the ratios more
 same run (the "baseline" columns): Typer's pydantic coercion instead of cli/coercion.py,
 rich.markdown/rich.traceback imported eagerly, the whole collector imported with its package, an
 empty store built by replaying the migration chain and the expected columns by building a store
-in memory, every command built by Typer, DuckDB's default threads and optimizer on small data. Everything else
+in memory, every command built by Typer, DuckDB's default threads and optimizer on small data (and with them
+the uncapped facts build), the loop facts of a ``:memory:`` store built with the others, the facts'
+freshness checked at every ask. Everything else
 (others' work merged since) is the same on both sides.
 
 Python's bytecode cache is on (``PYTHONDONTWRITEBYTECODE`` is dropped from the environment, so
@@ -68,8 +70,12 @@ if sys.argv[1:2] != ["--help"]:
     from loopscope.analyses import store
     from loopscope.analyses.store import migrations
     migrations._is_empty = lambda con: False
+    store.migrate = lambda con, **kw: migrations.migrate(con, **{**kw, "fresh_schema": False})
     migrations._expected_columns = functools.cache(migrations._built_columns)
     store._small_data = lambda con, paths: False
+    from loopscope.analyses.store import facts, freshness
+    facts.loops_on_demand = lambda con: contextlib.nullcontext()
+    freshness.checked_once = lambda con, fresh=None: contextlib.nullcontext()
 """ + ENTRY
 
 # (label, arguments): {db} is the store, {out} a scratch folder.

@@ -228,7 +228,10 @@ class Scope:
                 from loopscope.analyses.store.facts import set_scratchpad_tools
 
                 set_scratchpad_tools(opened.con, list(self.scratchpad_tools))
-            with working(status):
+            from loopscope.analyses.store.freshness import checked_once
+
+            # the analysis writes no record: the facts' freshness is checked once, at its first ask
+            with checked_once(opened.con), working(status):
                 yield opened
 
 

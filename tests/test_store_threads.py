@@ -77,3 +77,22 @@ def test_the_figures_do_not_depend_on_the_threads(tmp_path: Path, monkeypatch: p
     one = audit()
     monkeypatch.setattr(store, "SMALL_LOAD_BYTES", 0)  # every run "large": DuckDB's threads
     assert audit() == one
+
+
+def test_small_data_builds_its_facts_without_lowering_the_memory_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The facts of small data take a few MB: no reading, lowering and restoring of the limit (facts.small_store)."""
+    from loopscope.analyses.metrics import compute_metrics
+    from loopscope.analyses.store import facts
+
+    asked: list[int] = []
+    read = facts._memory_limit_bytes
+    monkeypatch.setattr(facts, "_memory_limit_bytes", lambda con: asked.append(1) or read(con))
+    with open_for_analysis(":memory:", [str(SAMPLE_LOGS)]) as (con, selection, _):
+        small = compute_metrics(con, selection)
+        before = con.execute("SELECT current_setting('memory_limit')").fetchone()
+    assert asked == []
+    monkeypatch.setattr(store, "_small_data", lambda con, paths: False)
+    with open_for_analysis(":memory:", [str(SAMPLE_LOGS)]) as (con, selection, _):
+        assert compute_metrics(con, selection) == small
+        assert con.execute("SELECT current_setting('memory_limit')").fetchone() == before
+    assert asked == [1]  # larger data: capped while the facts are built, then restored

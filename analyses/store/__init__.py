@@ -31,7 +31,7 @@ import dataclasses
 import os
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
@@ -228,7 +228,7 @@ def connect(
         con.execute(READ_AS_IS_SQL)  # nothing writes to it, not even the facts' cache (store.facts)
         return con
     if not read_only:
-        migrate(con, applied=applied)
+        migrate(con, applied=applied, empty=target == ":memory:")
     return con
 
 
@@ -347,10 +347,19 @@ def open_for_analysis(
         LoopscopeError: bad database, missing path, unreadable file, no PATH gave a record.
     """
     con = connect(db, read_only=read_only, writes=bool(paths))
+    stack = ExitStack()
     try:
+        if (str(db) if db is not None else default_db_path()) == ":memory:":
+            # this store dies with the connection: loop facts only if the analysis reads them
+            from loopscope.analyses.store.facts import loops_on_demand
+
+            stack.enter_context(loops_on_demand(con))
         small = getattr(con, "engine", "duckdb") == "duckdb" and _small_data(con, paths or ())
         if small:
+            from loopscope.analyses.store.facts import small_store
+
             con.execute(ONE_THREAD_SQL)
+            stack.enter_context(small_store(con))  # its facts need no lower memory limit
         wanted = selection or Selection()
         summary = None
         if paths and getattr(con, "engine", "duckdb") == "clickhouse":
@@ -375,4 +384,5 @@ def open_for_analysis(
         check_selection(con, wanted)
         yield Analysis(con, wanted, summary)
     finally:
+        stack.close()
         con.close()

@@ -21,7 +21,8 @@ table still matches the records; the analyses read the facts only then, and
 fall back to the views otherwise (a read-only store that nobody brought up to
 date). A load that deletes records (a replaced source) and a change of the
 scratchpad tools clear the state (``INVALIDATE_FACTS_SQL``): the next analysis
-rebuilds.
+rebuilds. A ``:memory:`` store opened for one analysis (``loops_on_demand``) leaves
+its loop tables to the first analysis that reads them: nobody else will read that store.
 
 Incremental refresh. Everything a prompt's facts depend on lies inside its
 conversation (prompts are keyed by conversation and prompt id, replays by
@@ -35,6 +36,8 @@ conversation ids before any grouping. Many touched conversations rebuild all.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import duckdb
 
@@ -412,6 +415,45 @@ def _only_repeated(table: str) -> str | None:
     return _ONLY_REPEATED.get(table)
 
 
+_LOOPS_ON_DEMAND: dict[int, bool] = {}
+"""Connections whose store lives only as long as they do (``:memory:``, opened by
+``store.open_for_analysis``), and whether their loop facts are still to be built."""
+
+
+@contextmanager
+def loops_on_demand(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """Inside this block a rebuild of ``con``'s facts leaves the loop tables to the first analysis that reads them.
+
+    For a store no other connection will ever read (a ``:memory:`` database, closed with its
+    connection): a command that reads no loop (``metrics``, ``unrecovered``, ``lint``, ...)
+    does not pay for building them (about 25 ms of queries on ``sample_logs/``, and the import
+    of the loop detectors). A store on disk always gets them with the other facts: the next
+    process trusts the saved state. ``store.relations`` builds them (``ensure_loop_facts``)
+    when an analysis reads ``relations(con).loops``.
+    """
+    key = id(con)
+    _LOOPS_ON_DEMAND[key] = False
+    try:
+        yield
+    finally:
+        _LOOPS_ON_DEMAND.pop(key, None)
+
+
+def loops_pending(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether ``con``'s loop facts wait to be built (``loops_on_demand``)."""
+    return _LOOPS_ON_DEMAND.get(id(con), False)
+
+
+def ensure_loop_facts(con: duckdb.DuckDBPyConnection) -> bool:
+    """Build the loop facts that ``loops_on_demand`` left pending (one transaction); whether they are built."""
+    if not loops_pending(con):
+        return True
+    if not _in_transaction(con, lambda: _capped(con, lambda: _replace_loops(con, None))):
+        return False
+    _LOOPS_ON_DEMAND[id(con)] = False
+    return True
+
+
 def _replace_loops(con: duckdb.DuckDBPyConnection, touched: list[str] | None) -> None:
     scope = "TRUE" if touched is None else "list_contains($1::VARCHAR[], t.conversation_id)"
     params = None if touched is None else [touched]
@@ -489,13 +531,17 @@ def refresh_facts(con: duckdb.DuckDBPyConnection, since_seq: int | None = None) 
             con.execute(REPLACE_SOME_FACTS_SQL, [touched])
             _run_each(con, INSERT_SOME_FACTS_SQL)
             _run_each(con, REPLACE_SOME_ERRORS_SQL, [touched])  # reads the two above
-            _replace_loops(con, touched)
+            if not loops_pending(con):  # pending ones are all rebuilt when read
+                _replace_loops(con, touched)
             con.execute(SAVE_STATE_SQL, list(_state(con)))
             return
     _run_each(con, REPLACE_REPEATS_SQL)
     _run_each(con, REPLACE_FACTS_SQL)
     _run_each(con, REPLACE_ERRORS_SQL)  # reads the two above
-    _replace_loops(con, None)
+    if id(con) in _LOOPS_ON_DEMAND:
+        _LOOPS_ON_DEMAND[id(con)] = True  # built by the first analysis that reads them (ensure_loop_facts)
+    else:
+        _replace_loops(con, None)
     con.execute(SAVE_STATE_SQL, list(_state(con)))
 
 
@@ -561,15 +607,43 @@ def _memory_limit_bytes(con: duckdb.DuckDBPyConnection) -> int | None:
 
 def _build_capped(con: duckdb.DuckDBPyConnection, since_seq: int | None) -> None:
     """``refresh_facts`` under ``FACTS_MEMORY_LIMIT`` (or the connection's lower limit), then the connection's limit again."""
+    _capped(con, lambda: refresh_facts(con, since_seq=since_seq))
+
+
+_SMALL: set[int] = set()
+"""Connections to a store too small for its facts to come near ``FACTS_MEMORY_LIMIT`` (``small_store``)."""
+
+
+@contextmanager
+def small_store(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """Inside this block ``con``'s facts are built without lowering its memory limit first.
+
+    ``store.open_for_analysis`` enters it for the small data it runs on one thread (tables under
+    a row group, PATHs under 4 MiB): their facts take a few MB, and reading, lowering and
+    restoring the limit are three statements (about 3 ms on ``sample_logs/``) for nothing.
+    """
+    key = id(con)
+    _SMALL.add(key)
+    try:
+        yield
+    finally:
+        _SMALL.discard(key)
+
+
+def _capped(con: duckdb.DuckDBPyConnection, build: Callable[[], None]) -> None:
+    """``build()`` under ``FACTS_MEMORY_LIMIT`` (or the connection's lower limit), then the connection's limit again."""
+    if id(con) in _SMALL:
+        build()
+        return
     current = _memory_limit_bytes(con)
     if current is None or current <= FACTS_MEMORY_LIMIT:
-        refresh_facts(con, since_seq=since_seq)
+        build()
         return
     from loopscope.analyses.store import SET_MEMORY_LIMIT_SQL, memory_limit
 
     con.execute(SET_MEMORY_LIMIT_SQL, [f"{FACTS_MEMORY_LIMIT >> 20}MiB"])
     try:
-        refresh_facts(con, since_seq=since_seq)
+        build()
     finally:
         restore = memory_limit()  # what store.connect set
         if restore:
@@ -594,6 +668,12 @@ def ensure_facts(con: duckdb.DuckDBPyConnection) -> bool:
     row = con.execute(READ_AS_IS_SQL).fetchone()
     if row and row[0]:
         return False  # a store written by a newer loopscope (store.connect): read as it is, never written
+    # (a rolled-back build may leave loops marked pending that were not: they are then rebuilt, the same rows)
+    return _in_transaction(con, lambda: _build_capped(con, since_seq))  # False: read-only, the caller reads the views
+
+
+def _in_transaction(con: duckdb.DuckDBPyConnection, build: Callable[[], None]) -> bool:
+    """``build()`` in one transaction (the caller's, if one is open); False when the store cannot be written."""
     try:
         con.execute("BEGIN TRANSACTION")
     except duckdb.TransactionException:
@@ -603,11 +683,11 @@ def ensure_facts(con: duckdb.DuckDBPyConnection) -> bool:
     else:
         own = True
     try:
-        _build_capped(con, since_seq)
+        build()
     except (duckdb.InvalidInputException, duckdb.PermissionException, duckdb.TransactionException):
         if own:
             con.execute("ROLLBACK")
-        return False  # read-only: the caller reads the views instead
+        return False
     except BaseException:
         if own:
             con.execute("ROLLBACK")

@@ -95,7 +95,7 @@ def applied_migrations(con: duckdb.DuckDBPyConnection) -> frozenset[str] | None:
 
 
 def migrate(con: duckdb.DuckDBPyConnection, *, fresh_schema: bool = True,
-            applied: frozenset[str] | None = _READ) -> list[str]:
+            applied: frozenset[str] | None = _READ, empty: bool = False) -> list[str]:
     """Apply every migration not applied yet, in order; return the names applied now.
 
     Args:
@@ -103,11 +103,13 @@ def migrate(con: duckdb.DuckDBPyConnection, *, fresh_schema: bool = True,
             step instead of replaying the migrations up to it (False replays them: tests).
         applied: ``applied_migrations(con)`` when the caller has just read it (``connect``
             reads it once for this and ``newer_store``); read here when not given.
+        empty: the caller knows the store holds nothing (a database ``connect`` has just created
+            in memory), so it is not asked (a query of the catalog, about 5 ms).
     """
     recorded = applied_migrations(con) if applied is _READ else applied
     if recorded is not None:
         names = set(recorded)
-    elif fresh_schema and _is_empty(con):
+    elif fresh_schema and (empty or _is_empty(con)):
         created = _create_fresh(con)
         return created + _run_pending(con, set(created))
     else:

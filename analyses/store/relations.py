@@ -27,8 +27,10 @@ import duckdb
 from loopscope.analyses.model import (
     ERRORS_QUERY, ID_COLLISIONS_VIEW_SQL, PROMPTS_VIEW_SQL, PROTOCOL_VIOLATIONS_VIEW_SQL, TOOL_CALLS_QUERY,
 )
-from loopscope.analyses.store.facts import FACTS_TOOL_CALLS_TEMPLATE, LOOP_FACT_TABLES, ensure_facts
-from loopscope.analyses.store.freshness import checked_once
+from loopscope.analyses.store.facts import (
+    FACTS_TOOL_CALLS_TEMPLATE, LOOP_FACT_TABLES, ensure_loop_facts, loops_pending,
+)
+from loopscope.analyses.store.freshness import checked_once, facts_ready
 
 FACTS_TOOL_CALLS = "(" + FACTS_TOOL_CALLS_TEMPLATE.replace("{scope}", "TRUE") + ")"
 """``tool_calls_v``'s rows: the records joined by ``seq`` to the few that ``repeat_facts`` numbers."""
@@ -141,12 +143,28 @@ DROP_SHARED_ERRORS_SQL = "DROP TABLE IF EXISTS " + SHARED_ERRORS_TABLE
 def relations(con: duckdb.DuckDBPyConnection) -> Relations:
     """``FACTS`` when ``prompt_facts`` matches the records (rebuilt if stale and writable), else ``VIEWS``.
 
-    Inside ``errors_computed_once(con)``, the errors are that block's temporary table.
+    Inside ``errors_computed_once(con)``, the errors are that block's temporary table; inside
+    ``freshness.checked_once(con)`` the facts are checked once for the block.
     """
     shared = _SHARED.get(id(con))
     if shared is not None:
         return shared
-    return FACTS if ensure_facts(con) else _views()
+    if not facts_ready(con):
+        return _views()
+    return FACTS._replace(loops=_LoopsOnDemand(con)) if loops_pending(con) else FACTS
+
+
+class _LoopsOnDemand:
+    """``FACTS_LOOPS`` for a store whose loop facts are built when first read (``facts.loops_on_demand``)."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self._con = con
+
+    def __getattr__(self, kind: str) -> str:
+        if kind not in Loops._fields:
+            raise AttributeError(kind)
+        built = ensure_loop_facts(self._con)
+        return getattr(FACTS_LOOPS if built else _views().loops, kind)
 
 
 @contextmanager
@@ -168,7 +186,7 @@ def errors_computed_once(con: duckdb.DuckDBPyConnection) -> Iterator[Relations]:
         return
     rel = relations(con)
     # The facts were just checked (and rebuilt if stale): the block's analyses ask no more (freshness).
-    with checked_once(con, rel is FACTS):
+    with checked_once(con, rel.prompts == FACTS.prompts):
         if rel.errors == FACTS_ERRORS:  # already a table
             _SHARED[id(con)] = rel
             try:
