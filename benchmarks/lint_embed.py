@@ -218,6 +218,7 @@ def print_cost(n: int) -> None:
 def compare(eval_path: Path | None) -> None:
     """Leave one set out (and ``eval_path``, if given) for every feature set in COMPARE, one line each."""
     lines = []
+    base = None
     for features in COMPARE:
         make = embed_model(features)
         out = io.StringIO()
@@ -225,16 +226,20 @@ def compare(eval_path: Path | None) -> None:
         with contextlib.redirect_stdout(out):
             loso = leave_one_set_out(False, False, make)
             ev = evaluate(eval_path, False, make) if eval_path else None
-        line = [features, pr(loso["model"]), pr(loso["hybrid"])]
+        line = [features, pr(loso.counts("model")), pr(loso.counts("hybrid"))]
         if ev:
-            line += [pr(ev["rules"]), pr(ev["model"]), pr(ev["hybrid"]), "%d/%d/%d" % ev["model"]]
+            base = base or ev  # the first feature set, lint_learned's
+            only = (int(np.sum((base.model == ev.y) & (ev.model != ev.y))), int(np.sum((base.model != ev.y) & (ev.model == ev.y))))
+            line += [pr(ev.counts("rules")), pr(ev.counts("model")), pr(ev.counts("hybrid")), "%d/%d/%d" % ev.counts("model"), "%d / %d" % only]
         lines.append([*line, f"{time.process_time() - t0:.0f} s"])
         print(f"  {features}: done", file=sys.stderr)
     header = ["features", "LOSO model", "LOSO hybrid*"]
     if eval_path:
-        header += [f"{eval_path.stem}: rules", "model", "hybrid", "model tp/fp/fn"]
+        header += [f"{eval_path.stem}: rules", "model", "hybrid", "model tp/fp/fn", f"vs {COMPARE[0]}"]
     print("Precision / recall of 'generic'. LOSO = leave one fixture set out, pooled; hybrid* there is optimistic")
-    print("(today's rules were tuned on every fixture set)." + (f" {eval_path.name}: trained on every fixture set but it." if eval_path else ""))
+    print("(today's rules were tuned on every fixture set)." + (f" {eval_path.name}: trained on every fixture set but it;" if eval_path else ""))
+    if eval_path:
+        print(f"'vs {COMPARE[0]}': messages of it only {COMPARE[0]}'s model got right / only this model got right.")
     print()
     print(table([*header, "CPU"], lines))
 

@@ -402,11 +402,21 @@ def disagreements(rows: list[Row], v: Verdicts) -> str:
 # --- the two modes ---------------------------------------------------------------------------------
 
 
-Counts = tuple[int, int, int]
+@dataclass
+class Scored:
+    """Each message's label and the three verdicts on it."""
+
+    y: np.ndarray
+    rules: np.ndarray
+    model: np.ndarray
+    hybrid: np.ndarray
+
+    def counts(self, verdict: str) -> tuple[int, int, int]:
+        return counts(self.y, getattr(self, verdict))
 
 
-def leave_one_set_out(show_errors: bool, history: bool, make: Callable[[], Model] = Model) -> dict[str, Counts]:
-    """Prints the leave-one-set-out table; returns the pooled (tp, fp, fn) of the rules, model and hybrid."""
+def leave_one_set_out(show_errors: bool, history: bool, make: Callable[[], Model] = Model) -> Scored:
+    """Prints the leave-one-set-out table; returns the verdicts, pooled."""
     rows = fixture_rows()
     apply_rules(rows)
     groups = list(dict.fromkeys(r.group for r in rows))
@@ -464,7 +474,7 @@ def leave_one_set_out(show_errors: bool, history: bool, make: Callable[[], Model
     if show_errors:
         print("\nDisagreements with the label (R rules, M model, H hybrid wrong; leave one set out):")
         print(disagreements(rows, Verdicts(proba, model_v, hybrid_v)))
-    return {"rules": counts(y, rules_v), "model": counts(y, model_v), "hybrid": counts(y, hybrid_v)}
+    return Scored(y, rules_v, model_v, hybrid_v)
 
 
 _OLD_RULES = """
@@ -564,9 +574,8 @@ def print_curve(fractions: tuple[float, ...] = (0.25, 0.5, 1.0), make: Callable[
         print(f"  {f:.2f} of the training messages (about {int(f * (len(rows) - len(rows) / len(groups)))}): model {pr(counts(y, pred))}")
 
 
-def evaluate(path: Path, show_errors: bool, make: Callable[[], Model] = Model) -> dict[str, Counts]:
-    """Prints the scores on ``path`` of a model trained on every fixture set but it; returns the (tp, fp, fn)
-    of the rules, model and hybrid."""
+def evaluate(path: Path, show_errors: bool, make: Callable[[], Model] = Model) -> Scored:
+    """Prints the scores on ``path`` of a model trained on every fixture set but it; returns the verdicts."""
     target = read_rows(path, "eval")
     seen = {r.message for r in target}
     train = [r for r in fixture_rows(exclude=path) if r.message not in seen]
@@ -585,7 +594,7 @@ def evaluate(path: Path, show_errors: bool, make: Callable[[], Model] = Model) -
     if show_errors:
         print("\nDisagreements with the label (R rules, M model, H hybrid wrong):")
         print(disagreements(target, v))
-    return {"rules": counts(y, rules_v), "model": counts(y, v.model), "hybrid": counts(y, v.hybrid)}
+    return Scored(y, rules_v, v.model, v.hybrid)
 
 
 def main(argv: list[str] | None = None) -> None:
