@@ -172,8 +172,7 @@ ERROR_CLASS_SQL = """CASE
 # {prompts}: prompts_v, or prompt_facts when it matches the records (it holds
 # the columns used here, max_ok_step included; store.relations picks);
 # {tool_calls_v}: the view, or TOOL_CALLS_QUERY over one conversation's records.
-ERRORS_QUERY = """
-WITH classed AS (
+ERRORS_CLASSED_CTE = """classed AS (
     SELECT
         t.*,
         """ + ERROR_CLASS_SQL + """ AS error_class,
@@ -183,7 +182,12 @@ WITH classed AS (
     FROM {tool_calls_v} t
     JOIN {prompts} p USING (conversation_id, prompt_id)
     WHERE t.is_error AND NOT t.is_replay
-),
+)"""
+"""The CTE ``classed`` (every error call, not a replay, with its class and its prompt's order and
+exit) over the slots {tool_calls_v} and {prompts}: the start of ``errors_v`` on both engines
+(ERRORS_QUERY here, store/clickhouse.py's portable view)."""
+ERRORS_QUERY = """
+WITH """ + ERRORS_CLASSED_CTE + """,
 unrecovered AS (
     SELECT DISTINCT conversation_id, tool_name, prompt_first_ts, prompt_first_seq
     FROM classed WHERE error_class <> 'recovered'

@@ -46,7 +46,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from gen_records import GENERATOR_VERSION, generate  # noqa: E402
+from gen_records import cached_dataset, record_count  # noqa: E402
 
 TARGET_10M_AUDIT_S = 5.0
 TARGET_10M_AUDIT_MB = 2048
@@ -73,25 +73,6 @@ class Run:
 def _default_dir() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "loopscope-bench"
-
-
-def _size(text: str) -> int:
-    text = text.strip().lower()
-    mult = {"k": 1_000, "m": 1_000_000}.get(text[-1], 1)
-    return int(float(text.rstrip("km")) * mult)
-
-
-def _dataset(n: int, folder: Path) -> list[str]:
-    marker = folder / "DONE"
-    stamp = f"{n} {GENERATOR_VERSION}"
-    if not marker.exists() or marker.read_text() != stamp:
-        print(f"generating {n:,} records in {folder} ...", flush=True)
-        folder.mkdir(parents=True, exist_ok=True)
-        for old in folder.glob("records-*.jsonl"):
-            old.unlink()
-        generate(n, folder, files=max(1, n // 1_000_000))
-        marker.write_text(stamp)
-    return sorted(str(p) for p in folder.glob("records-*.jsonl"))
 
 
 def _run(argv: list[str], env: dict[str, str] | None = None) -> Run:
@@ -209,9 +190,9 @@ def main() -> None:
     print(f"machine: {os.cpu_count()} cpus, load average {os.getloadavg()[0]:.1f} at start")
     all_ok = True
     for size_text in args.sizes.split(","):
-        n = _size(size_text)
+        n = record_count(size_text)
         folder = args.dir / f"records-{n}"
-        files = _dataset(n, folder)
+        files = cached_dataset(n, folder)
         db, load_s, load_note = _build_store(args.loopscope, files, folder, fresh=not args.no_load)
         triage_id = _triage_id(db)
         print(f"\n{n:,} records: load {load_note}; triage of {triage_id}", flush=True)

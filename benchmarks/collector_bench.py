@@ -47,7 +47,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from loopscope.collectors import Collector, JsonlSink
+from loopscope.collectors import Collector, CollectorStats, JsonlSink, PromptLoop
 from loopscope.collectors.records import finish
 from loopscope.collectors.shape import shape_and_fingerprint
 from opentelemetry import trace
@@ -131,9 +131,14 @@ def run_batched(
     return times, between_s
 
 
-def bench_jsonl(calls: int, batch: int, tmp: Path) -> dict:
-    sink = JsonlSink(tmp / "bench.jsonl", max_queue=batch + 10, flush_interval=3600, max_bytes=None)
-    col = Collector(sink, strict=False)
+def collector_call(
+    path: Path, batch: int, calls: int, **providers: object
+) -> tuple[JsonlSink, Collector, PromptLoop, Callable[[int], None]]:
+    """A collector writing to a JsonlSink at ``path`` (its queue above one batch, no timed flush),
+    one open prompt after a ``tool_use`` response, and the call to time:
+    ``with loop.tool_call(id, "book_room", ARGS): pass``. Returns (sink, collector, loop, call)."""
+    sink = JsonlSink(path, max_queue=batch + 10, flush_interval=3600, max_bytes=None)
+    col = Collector(sink, strict=False, **providers)
     loop = col.prompt(conversation_id="bench", prompt_id="p", agent="bench")
     loop.model_response(stop_reason="tool_use")
     tool_call = loop.tool_call
@@ -144,6 +149,19 @@ def bench_jsonl(calls: int, batch: int, tmp: Path) -> dict:
         with tool_call(ids[i % nid], "book_room", ARGS):
             pass
 
+    return sink, col, loop, one
+
+
+def close_all(loop: PromptLoop, col: Collector) -> CollectorStats:
+    """Close the prompt, then the collector; the collector's stats from between the two."""
+    loop.close()
+    st = col.stats
+    col.close()
+    return st
+
+
+def bench_jsonl(calls: int, batch: int, tmp: Path) -> dict:
+    sink, col, _, one = collector_call(tmp / "bench.jsonl", batch, calls)
     times, drain_s = run_batched(calls, batch, one, sink.flush)
     st = col.stats
     col.close()
@@ -245,24 +263,14 @@ def bench_tracing(calls: int, batch: int, tmp: Path) -> dict[str, list[int]]:
 
     # The collector with tracing on (span + record to the JSONL sink).
     provider, bsp = sdk_provider(batch)
-    sink = JsonlSink(tmp / "traced.jsonl", max_queue=batch + 10, flush_interval=3600, max_bytes=None)
-    col = Collector(sink, tracer_provider=provider, strict=False)
-    loop = col.prompt(conversation_id="bench", prompt_id="p", agent="bench")
-    loop.model_response(stop_reason="tool_use")
-    tool_call = loop.tool_call
-
-    def traced(i: int) -> None:
-        with tool_call(ids[i % nid], "book_room", ARGS):
-            pass
+    sink, col, loop, traced = collector_call(tmp / "traced.jsonl", batch, calls, tracer_provider=provider)
 
     def drain() -> None:
         sink.flush()
         bsp.force_flush()
 
     out["collector+jsonl, tracing on"], _ = run_batched(calls, batch, traced, drain)
-    loop.close()
-    st = col.stats
-    col.close()
+    st = close_all(loop, col)
     provider.shutdown()
     assert st.dropped == 0 and st.sink_errors == 0, st
 
@@ -315,21 +323,17 @@ def bench_tracing(calls: int, batch: int, tmp: Path) -> dict[str, list[int]]:
     log_provider = LoggerProvider(shutdown_on_exit=False)
     blp = BatchLogRecordProcessor(NoopLogExporter(), max_queue_size=batch + 1024)
     log_provider.add_log_record_processor(blp)
-    sink = JsonlSink(tmp / "logged.jsonl", max_queue=batch + 10, flush_interval=3600, max_bytes=None)
-    col = Collector(sink, tracer_provider=provider, logger_provider=log_provider, strict=False)
-    loop = col.prompt(conversation_id="bench", prompt_id="p", agent="bench")
-    loop.model_response(stop_reason="tool_use")
-    tool_call = loop.tool_call
+    sink, col, loop, logged = collector_call(
+        tmp / "logged.jsonl", batch, calls, tracer_provider=provider, logger_provider=log_provider
+    )
 
     def drain_all() -> None:
         sink.flush()
         bsp.force_flush()
         blp.force_flush()
 
-    out["collector+jsonl, tracing + logs on"], _ = run_batched(calls, batch, traced, drain_all)
-    loop.close()
-    st = col.stats
-    col.close()
+    out["collector+jsonl, tracing + logs on"], _ = run_batched(calls, batch, logged, drain_all)
+    st = close_all(loop, col)
     provider.shutdown()
     log_provider.shutdown()
     assert st.dropped == 0 and st.sink_errors == 0 and st.internal_errors == 0, st
@@ -369,20 +373,9 @@ def bench_metrics(calls: int, batch: int, tmp: Path) -> dict[str, tuple[list[int
     out["empty call (timer loop)"] = run_cpu(calls, batch, lambda i: None, lambda: None)
 
     def collector_rows(name: str, provider: object) -> None:
-        sink = JsonlSink(tmp / f"{len(out)}.jsonl", max_queue=batch + 10, flush_interval=3600, max_bytes=None)
-        col = Collector(sink, strict=False, meter_provider=provider)
-        loop = col.prompt(conversation_id="bench", prompt_id="p", agent="bench")
-        loop.model_response(stop_reason="tool_use")
-        tool_call = loop.tool_call
-
-        def one(i: int) -> None:
-            with tool_call(ids[i % nid], "book_room", ARGS):
-                pass
-
+        sink, col, loop, one = collector_call(tmp / f"{len(out)}.jsonl", batch, calls, meter_provider=provider)
         out[name] = run_cpu(calls, batch, one, sink.flush)
-        loop.close()
-        st = col.stats
-        col.close()
+        st = close_all(loop, col)
         assert st.dropped == 0 and st.internal_errors == 0, st
 
     collector_rows("collector+jsonl, metrics off", None)

@@ -132,6 +132,27 @@ def generate(n: int, out: Path, files: int = 4, seed: int = 7) -> list[Path]:
     return paths
 
 
+def record_count(text: str) -> int:
+    """A record count as the benchmarks take it on the command line: ``200k``, ``1m``, ``1000``."""
+    text = text.strip().lower()
+    mult = {"k": 1_000, "m": 1_000_000}.get(text[-1], 1)
+    return int(float(text.rstrip("km")) * mult)
+
+
+def cached_dataset(n: int, folder: Path) -> list[str]:
+    """The JSONL files of ``n`` records under ``folder``, generated once per size and GENERATOR_VERSION."""
+    marker = folder / "DONE"
+    stamp = f"{n} {GENERATOR_VERSION}"
+    if not marker.exists() or marker.read_text() != stamp:
+        print(f"generating {n:,} records in {folder} ...", flush=True)
+        folder.mkdir(parents=True, exist_ok=True)
+        for old in folder.glob("records-*.jsonl"):
+            old.unlink()
+        generate(n, folder, files=max(1, n // 1_000_000))
+        marker.write_text(stamp)
+    return sorted(str(p) for p in folder.glob("records-*.jsonl"))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("n", type=int, help="number of records (about)")

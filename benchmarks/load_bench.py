@@ -43,7 +43,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from gen_records import GENERATOR_VERSION, generate  # noqa: E402
+from gen_records import cached_dataset, record_count  # noqa: E402
 
 BARE_COLUMNS = {
     "v": "INTEGER", "kind": "VARCHAR", "ts": "TIMESTAMPTZ", "conversation_id": "VARCHAR",
@@ -123,24 +123,6 @@ def _load_average() -> str:
         return "?"
 
 
-def _size(text: str) -> int:
-    text = text.strip().lower()
-    mult = {"k": 1_000, "m": 1_000_000}.get(text[-1], 1)
-    return int(float(text.rstrip("km")) * mult)
-
-
-def _dataset(n: int, folder: Path) -> list[str]:
-    marker = folder / "DONE"
-    stamp = f"{n} {GENERATOR_VERSION}"
-    if not marker.exists() or marker.read_text() != stamp:
-        print(f"generating {n:,} records in {folder} ...", flush=True)
-        for old in folder.glob("records-*.jsonl"):
-            old.unlink()
-        generate(n, folder, files=max(1, n // 1_000_000))
-        marker.write_text(stamp)
-    return sorted(str(p) for p in folder.glob("records-*.jsonl"))
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="1m,10m", help="comma-separated record counts, e.g. 1m,10m or 200k")
@@ -163,9 +145,9 @@ def main() -> None:
 
     rows = []
     for size_text in args.sizes.split(","):
-        n = _size(size_text)
+        n = record_count(size_text)
         folder = args.dir / f"records-{n}"
-        files = _dataset(n, folder)
+        files = cached_dataset(n, folder)
         mb = sum(os.path.getsize(f) for f in files) / 1e6
         bare_db, load_db = folder / "bare.duckdb", folder / "loopscope.duckdb"
         for db in (bare_db, load_db):

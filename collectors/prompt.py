@@ -511,24 +511,29 @@ class PromptLoop:
             f"execute_tool {tool_name}", context=self._ctx, kind=otel.INTERNAL, attributes=attrs, start_time=start_ns
         )
 
+    def _head(self, kind: str, ts: Any, trace_id: int | None, span_id: int | None) -> dict[str, Any]:
+        """The fields every record of this prompt begins with, in the spec's order (``tags`` only when set)."""
+        rec: dict[str, Any] = {
+            "v": 1,
+            "kind": kind,
+            "ts": ts,
+            "conversation_id": self.conversation_id,
+            "prompt_id": self.prompt_id,
+            "agent": self.agent,
+            "trace_id": trace_id,
+            "span_id": span_id,
+        }
+        if self.tags is not None:
+            rec["tags"] = self.tags
+        return rec
+
     def _template(self) -> dict[str, Any]:
         """The tool_call record of this prompt with every per-call field at its default.
 
         Copying it and setting the few per-call fields is about twice as fast as a dict literal,
         and keeps the spec's field order (``tags`` included) in one place.
         """
-        rec: dict[str, Any] = {
-            "v": 1,
-            "kind": TOOL_CALL,
-            "ts": None,
-            "conversation_id": self.conversation_id,
-            "prompt_id": self.prompt_id,
-            "agent": self.agent,
-            "trace_id": None,
-            "span_id": None,
-        }
-        if self.tags is not None:
-            rec["tags"] = self.tags
+        rec = self._head(TOOL_CALL, None, None, None)
         rec.update(
             tool_call_id=None,
             tool_name=None,
@@ -716,18 +721,7 @@ class PromptLoop:
                 tid, sid = ctx.trace_id, ctx.span_id
                 span.end()
             ts = col._wall()
-            rec: dict[str, Any] = {
-                "v": 1,
-                "kind": LOOP_EXIT,
-                "ts": ts,
-                "conversation_id": self.conversation_id,
-                "prompt_id": self.prompt_id,
-                "agent": self.agent,
-                "trace_id": tid,
-                "span_id": sid,
-            }
-            if self.tags is not None:
-                rec["tags"] = self.tags
+            rec = self._head(LOOP_EXIT, ts, tid, sid)
             rec.update(
                 exit_reason=reason,
                 steps=self.steps,

@@ -378,12 +378,16 @@ class JsonlSink(Sink):
         if self._closed:
             # close() may have given up waiting for a hung write; the descriptor is ours to close.
             with self._io_lock:
-                if self._fd >= 0:
-                    try:
-                        os.close(self._fd)
-                    except OSError:
-                        pass
-                    self._fd = -1
+                self._close_fd()
+
+    def _close_fd(self) -> None:
+        """Close the descriptor if open (an error closing it is ignored); the caller holds the I/O lock."""
+        if self._fd >= 0:
+            try:
+                os.close(self._fd)
+            except OSError:
+                pass
+            self._fd = -1
 
     # -- public --
 
@@ -433,12 +437,7 @@ class JsonlSink(Sink):
         if self._wait_io(deadline - time.monotonic()):
             try:
                 self._drain()
-                if self._fd >= 0:
-                    try:
-                        os.close(self._fd)
-                    except OSError:
-                        pass
-                    self._fd = -1
+                self._close_fd()
             finally:
                 self._io_lock.release()
         else:

@@ -157,6 +157,22 @@ def load_and_report(log: Path, tmp_path: Path) -> tuple[dict[str, Any], dict[str
     return json.loads(metrics.stdout), json.loads(triage.stdout)
 
 
+def check_log(log: Path, tmp_path: Path, manual: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """An adapter's log of the scenario: its tool calls are the six counted by hand, its records
+    equal ``manual`` (what :func:`manual_records` wrote for the same run), and loopscope's figures
+    from it are the hand-counted ones. Returns the log's records."""
+    records = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    calls = [r for r in records if r["kind"] == "tool_call"]
+    assert sorted((r["tool_call_id"], r["step"], r["is_error"]) for r in calls) == [
+        ("call_1", 0, True), ("call_2", 1, False), ("call_3", 1, False),
+        ("call_4", 0, False), ("call_5", 0, True), ("call_6", 1, True),
+    ]
+    assert comparable(records) == comparable(manual)
+    metrics, triage = load_and_report(log, tmp_path)
+    check_figures(metrics, triage, list(dict.fromkeys(r["prompt_id"] for r in records)))
+    return records
+
+
 def check_figures(metrics: dict[str, Any], triage: dict[str, Any], prompt_ids: list[str]) -> None:
     """The hand-counted figures of the module docstring."""
     assert metrics == {**EXPECTED_METRICS, "recovery_rate": metrics["recovery_rate"],

@@ -30,36 +30,44 @@ def _isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(scope="session")
-def _loaded_store_templates(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    return {}
+def loaded_store_template(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Path], Path]:
+    """``loaded_store_template(source)``: the store file holding ``loopscope load source``.
+
+    The load runs through the CLI once per test process (its exit code checked). The file is
+    shared: copy it before changing it (``loaded_store`` does).
+    """
+    templates: dict[str, Path] = {}
+
+    def template(source: Path) -> Path:
+        key = str(Path(source).resolve())
+        if key not in templates:
+            from typer.testing import CliRunner
+
+            from loopscope.cli.app import app
+
+            path = tmp_path_factory.mktemp("loaded-store") / "store.duckdb"
+            res = CliRunner().invoke(app, ["load", key, "--db", str(path)])
+            assert res.exit_code == 0, res.output
+            templates[key] = path
+        return templates[key]
+
+    return template
 
 
 @pytest.fixture
-def loaded_store(
-    _loaded_store_templates: dict[str, Path], tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
-) -> Callable[[Path], Path]:
+def loaded_store(loaded_store_template: Callable[[Path], Path], tmp_path: Path) -> Callable[[Path], Path]:
     """``loaded_store(source)``: a store file in ``tmp_path`` holding ``loopscope load source``.
 
-    The load runs through the CLI once per test process (its exit code checked); each test gets
+    The load runs through the CLI once per test process (``loaded_store_template``); each test gets
     its own copy of that store file, to read or change. For tests whose subject is what is done
     with a loaded store, not the load (a load's own results are tested on fresh stores).
     """
 
     def make(source: Path, name: str = "t.duckdb") -> Path:
-        key = str(Path(source).resolve())
-        if key not in _loaded_store_templates:
-            from typer.testing import CliRunner
-
-            from loopscope.cli.app import app
-
-            template = tmp_path_factory.mktemp("loaded-store") / "store.duckdb"
-            res = CliRunner().invoke(app, ["load", key, "--db", str(template)])
-            assert res.exit_code == 0, res.output
-            _loaded_store_templates[key] = template
         path = tmp_path / name
         if path.exists():
             raise FileExistsError(path)
-        shutil.copyfile(_loaded_store_templates[key], path)
+        shutil.copyfile(loaded_store_template(source), path)
         return path
 
     return make

@@ -112,3 +112,22 @@ class ScriptedChatServer:
     def __exit__(self, *exc: object) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+# Two scripted models for the seed-000 spin (issue 18), "Cancel order Z9" against a cancel_order
+# tool that always fails: the adapters' tests of the Error Recovery Context block share them.
+BLOCK = "[Error Recovery Context]"
+
+
+def blind(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """A model that repeats the same call whatever the tool said."""
+    n = sum(1 for m in messages if m["role"] == "assistant")
+    return {"tool_calls": [(f"s{n + 1}", "cancel_order", {"order_id": "Z9"})]}
+
+
+def reads_the_block(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """A model that changes course when the last tool result carries the recovery block."""
+    last = messages[-1]
+    if last["role"] == "tool" and BLOCK in str(last.get("content")):
+        return {"text": "Order Z9 has shipped, so it cannot be cancelled; I can start a return instead."}
+    return blind(messages)

@@ -43,3 +43,15 @@ def replaced(node: Any, path: tuple[Any, ...], value: Any) -> Any:
     copy[path[0]] = replaced(node[path[0]], path[1:], value)
     return copy
 
+
+
+def edited(docs: list[Any], edits: list[tuple[tuple[int, tuple[Any, ...]], Any]]) -> list[Any]:
+    """A copy of ``docs`` with each ((document index, path), value) edit applied in turn; an edit
+    whose place an earlier edit removed is skipped."""
+    out = list(docs)
+    for (n, path), value in edits:
+        try:
+            out[n] = replaced(out[n], path, value)
+        except (KeyError, IndexError, TypeError):
+            continue  # an earlier edit removed that place
+    return out

@@ -10,7 +10,6 @@ both ways LangGraph stops at its step limit, a failing adapter, and seed 000 in 
 from __future__ import annotations
 
 import importlib.util
-import json
 import sys
 import warnings
 from pathlib import Path
@@ -89,20 +88,10 @@ def test_the_scenario_records_equal_the_manual_api_and_give_the_counted_figures(
     with fake.ScriptedChatServer(scenario.SCRIPT) as server:
         assert run_scenario(LoopscopeCallbackHandler(col), server, recursion_limit) == ANSWERS
     col.close()
-    records = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
-    calls = [r for r in records if r["kind"] == "tool_call"]
-    assert sorted((r["tool_call_id"], r["step"], r["is_error"]) for r in calls) == [
-        ("call_1", 0, True), ("call_2", 1, False), ("call_3", 1, False),
-        ("call_4", 0, False), ("call_5", 0, True), ("call_6", 1, True),
-    ]
-    assert {r["conversation_id"] for r in records} == {scenario.CONVERSATION}  # the thread_id
-
     # LangGraph lets the model answer a third time in prompt 3 (asking for call_7, never run).
     manual = scenario.manual_records(server.answers, OUTCOMES, agent="support", model_calls=[3, 2, 3])
-    assert scenario.comparable(records) == scenario.comparable(manual)
-
-    metrics, triage = scenario.load_and_report(log, tmp_path)
-    scenario.check_figures(metrics, triage, list(dict.fromkeys(r["prompt_id"] for r in records)))
+    records = scenario.check_log(log, tmp_path, manual)
+    assert {r["conversation_id"] for r in records} == {scenario.CONVERSATION}  # the thread_id
 
 
 def test_a_tool_message_with_error_status_is_an_error() -> None:
@@ -191,20 +180,12 @@ def test_strict_mode_surfaces_adapter_bugs(monkeypatch: pytest.MonkeyPatch) -> N
 # ---------------------------------------------------------------- seed 000 (issue 18)
 
 
-BLOCK = "[Error Recovery Context]"
+BLOCK, reads_the_block = fake.BLOCK, fake.reads_the_block
 
 
 def cancel_order(order_id: str) -> str:
     """Cancel an order."""
     raise PermissionError(f"order {order_id} has shipped and cannot be cancelled")
-
-
-def reads_the_block(messages: list[dict[str, Any]]) -> dict[str, Any]:
-    last = messages[-1]
-    if last["role"] == "tool" and BLOCK in str(last.get("content")):
-        return {"text": "Order Z9 has shipped, so it cannot be cancelled; I can start a return instead."}
-    n = sum(1 for m in messages if m["role"] == "assistant")
-    return {"tool_calls": [(f"s{n + 1}", "cancel_order", {"order_id": "Z9"})]}
 
 
 @pytest.mark.parametrize("recovery", [True, False])

@@ -10,7 +10,6 @@ a spin is stopped by policy).
 from __future__ import annotations
 
 import importlib.util
-import json
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -75,23 +74,13 @@ def test_the_scenario_records_equal_the_manual_api_and_give_the_counted_figures(
         answers = run_scenario(col, server, *scenario.make_tools())
     col.close()
     assert answers == ["Your order A1 has shipped; it is sunny in Paris.", "Sunny in Rome too."]
-    records = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
-
-    # Every function tool call has the model's own call id, its step and what the model was told.
-    calls = [r for r in records if r["kind"] == "tool_call"]
-    assert sorted((r["tool_call_id"], r["step"], r["is_error"]) for r in calls) == [
-        ("call_1", 0, True), ("call_2", 1, False), ("call_3", 1, False),
-        ("call_4", 0, False), ("call_5", 0, True), ("call_6", 1, True),
-    ]
-    assert {r["error_message"] for r in calls if r["is_error"]} == {DEFAULT_ERROR}
-
     outcomes = {cid: ("ok", result) for cid, result in scenario.OK_RESULTS.items()}
     outcomes.update({cid: ("error", None, DEFAULT_ERROR, DEFAULT_ERROR) for cid in ("call_1", "call_5", "call_6")})
     manual = scenario.manual_records(server.answers, outcomes, agent="support")
-    assert scenario.comparable(records) == scenario.comparable(manual)
-
-    metrics, triage = scenario.load_and_report(log, tmp_path)
-    scenario.check_figures(metrics, triage, list(dict.fromkeys(r["prompt_id"] for r in records)))
+    # Every function tool call has the model's own call id and its step (check_log), and what the model was told.
+    records = scenario.check_log(log, tmp_path, manual)
+    calls = [r for r in records if r["kind"] == "tool_call"]
+    assert {r["error_message"] for r in calls if r["is_error"]} == {DEFAULT_ERROR}
 
 
 def test_a_custom_failure_error_function_is_an_error_with_its_text() -> None:
@@ -219,21 +208,7 @@ def cancel_order(order_id: str) -> str:
     raise PermissionError(f"order {order_id} has shipped and cannot be cancelled")
 
 
-BLOCK = "[Error Recovery Context]"
-
-
-def blind(messages: list[dict[str, Any]]) -> dict[str, Any]:
-    """A model that retries the same call whatever the tool said."""
-    n = sum(1 for m in messages if m["role"] == "assistant")
-    return {"tool_calls": [(f"s{n + 1}", "cancel_order", {"order_id": "Z9"})]}
-
-
-def reads_the_block(messages: list[dict[str, Any]]) -> dict[str, Any]:
-    """A model that changes course when the last tool result carries the recovery block."""
-    last = messages[-1]
-    if last["role"] == "tool" and BLOCK in str(last.get("content")):
-        return {"text": "Order Z9 has shipped, so it cannot be cancelled; I can start a return instead."}
-    return blind(messages)
+BLOCK, blind, reads_the_block = fake.BLOCK, fake.blind, fake.reads_the_block
 
 
 def failing_cancel_tool() -> Any:

@@ -287,23 +287,9 @@ chat = importlib.util.module_from_spec(_chat_spec)
 sys.modules[_chat_spec.name] = chat
 _chat_spec.loader.exec_module(chat)
 
-BLOCK = "[Error Recovery Context]"
+BLOCK, blind, reads_the_block = chat.BLOCK, chat.blind, chat.reads_the_block
 SPIN = "Cancel order Z9"
 SHIPPED = "order Z9 has shipped and cannot be cancelled"
-
-
-def blind(messages: list[dict[str, Any]]) -> dict[str, Any]:
-    """A model that repeats the same call whatever the tool said."""
-    n = sum(1 for m in messages if m["role"] == "assistant")
-    return {"tool_calls": [(f"s{n + 1}", "cancel_order", {"order_id": "Z9"})]}
-
-
-def reads_the_block(messages: list[dict[str, Any]]) -> dict[str, Any]:
-    """A model that changes course when the last tool result carries the recovery block."""
-    last = messages[-1]
-    if last["role"] == "tool" and BLOCK in str(last.get("content")):
-        return {"text": "Order Z9 has shipped, so it cannot be cancelled; I can start a return instead."}
-    return blind(messages)
 
 
 def cancel_agent(base_url: str, capability: Any, raises: type[Exception]) -> Agent:

@@ -19,10 +19,12 @@ Skipped, with the reason, without the ``clickhouse`` extra (chdb, clickhouse-con
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import importlib.util
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -212,16 +214,25 @@ def test_cli_metrics_and_record_facts_identical(name: str, tmp_path: Path, ch_ur
         assert (seen[""]["tool_calls"], seen[""]["errors"], seen[""]["recovered_errors"]) == (114, 26, 14)
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(data=_property.record_sets())
-def test_generated_stores_identical(tmp_path: Path, ch_url: str, data: tuple[list[list[Any]], int]) -> None:
-    """The property test's random stores (replays, collisions, ties, reopened prompts...) on both engines."""
-    files, _ = data
+@contextlib.contextmanager
+def _generated_store(tmp_path: Path, files: list[list[Any]]) -> Iterator[Any]:
+    """An in-memory DuckDB store holding one of the property test's random record sets."""
     folder = tmp_path / f"run-{next(_property._RUNS)}"
     folder.mkdir()
     duck = connect(":memory:")
     try:
         load_paths(duck, _property._write(files, folder))
+        yield duck
+    finally:
+        duck.close()
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(data=_property.record_sets())
+def test_generated_stores_identical(tmp_path: Path, ch_url: str, data: tuple[list[list[Any]], int]) -> None:
+    """The property test's random stores (replays, collisions, ties, reopened prompts...) on both engines."""
+    files, _ = data
+    with _generated_store(tmp_path, files) as duck:
         _fresh(ch_url, duck)
         con = connect_clickhouse(ch_url)
         try:
@@ -232,8 +243,6 @@ def test_generated_stores_identical(tmp_path: Path, ch_url: str, data: tuple[lis
                 assert _facts(con, sql) == _facts(duck, sql), sql
         finally:
             con.close()
-    finally:
-        duck.close()
 
 
 # --- the portable views are model's views ---------------------------------------------------------
@@ -265,14 +274,8 @@ def test_portable_views_are_models_views_on_duckdb() -> None:
 @given(data=_property.record_sets())
 def test_portable_views_on_generated_stores(tmp_path: Path, data: tuple[list[list[Any]], int]) -> None:
     files, _ = data
-    folder = tmp_path / f"run-{next(_property._RUNS)}"
-    folder.mkdir()
-    duck = connect(":memory:")
-    try:
-        load_paths(duck, _property._write(files, folder))
+    with _generated_store(tmp_path, files) as duck:
         _portable_equal(duck)
-    finally:
-        duck.close()
 
 
 # --- what the OpenTelemetry Collector's clickhouse exporter writes --------------------------------
@@ -601,6 +604,16 @@ def _insert_otel_traces(url: str, rows: list[list[Any]]) -> None:
         client.close()
 
 
+def _spans_in_both(tmp_path: Path, ch_url: str, spans: Path) -> str:
+    """An OTLP file loaded into a DuckDB store (``loopscope load``, exit 0) and, as its otel_traces
+    rows, into the emptied ClickHouse; returns the store's path."""
+    duck_db = str(tmp_path / "store.duckdb")
+    assert cli("load", str(spans), "--db", duck_db).exit_code == 0
+    _empty(ch_url)
+    _insert_otel_traces(ch_url, _span_rows([spans]))
+    return duck_db
+
+
 # Per tool span: what the file reader and the views must agree on (tool_call_id apart: below).
 SPAN_CALLS_SQL = """
 SELECT conversation_id, prompt_id, agent, tool_name, step, outcome, is_error, error_type, error_message, ts,
@@ -799,11 +812,7 @@ def test_span_tree_edge_cases_identical(tmp_path: Path, ch_url: str) -> None:
     otlp = tmp_path / "edge-cases.jsonl"
     otlp.write_text(json.dumps({"resourceSpans": [{"resource": {"attributes": []}, "scopeSpans": [
         {"scope": {"name": "edge"}, "spans": spans}]}]}) + "\n")
-    duck_db = str(tmp_path / "store.duckdb")
-    assert cli("load", str(otlp), "--db", duck_db).exit_code == 0
-    _empty(ch_url)
-    _insert_otel_traces(ch_url, _span_rows([otlp]))
-    duck = connect(duck_db, read_only=True)
+    duck = connect(_spans_in_both(tmp_path, ch_url, otlp), read_only=True)
     con = connect_clickhouse(ch_url)
     try:
         want, got = _facts(duck, SPAN_CALLS_SQL), _facts(con, SPAN_CALLS_SQL)
@@ -881,10 +890,7 @@ def test_loopscope_collector_spans_identical(tmp_path: Path, ch_url: str) -> Non
     roundtrip = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(roundtrip)
     records, spans_path = roundtrip._export(tmp_path)  # the scripted agent: every outcome and exit
-    duck_db = str(tmp_path / "store.duckdb")
-    assert cli("load", str(spans_path), "--db", duck_db).exit_code == 0
-    _empty(ch_url)
-    _insert_otel_traces(ch_url, _span_rows([spans_path]))
+    duck_db = _spans_in_both(tmp_path, ch_url, spans_path)
     duck = connect(duck_db, read_only=True)
     con = connect_clickhouse(ch_url)
     try:

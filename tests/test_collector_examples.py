@@ -4,60 +4,28 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import sys
 from pathlib import Path
-from types import ModuleType
 from types import SimpleNamespace as NS
 
 import pytest
 from loopscope.collectors import Collector, JsonlSink
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "docs" / "examples"
-
-
-def load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"loopscope_example_{name}", EXAMPLES / f"{name}.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses/typing need the module registered
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def records(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-
-
-class ScriptedClient:
-    """Answers each request with the next scripted function of the request kwargs."""
-
-    def __init__(self, script: list) -> None:
-        self.script = list(script)
-        self.requests: list[dict] = []
-
-    def __call__(self, **kwargs):  # noqa: ANN003, ANN204
-        # Snapshot the messages: the loop mutates the list after the call.
-        self.requests.append({**kwargs, "messages": list(kwargs["messages"])})
-        return self.script.pop(0)(kwargs)
+_spec = importlib.util.spec_from_file_location("loopscope_test_example_clients", Path(__file__).parent / "example_clients.py")
+assert _spec and _spec.loader
+_clients = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_clients)
+EXAMPLES, records, ScriptedClient, anthropic_client = (
+    _clients.EXAMPLES, _clients.records, _clients.ScriptedClient, _clients.anthropic_client
+)
+a_text, o_resp, o_call = _clients.a_text, _clients.o_resp, _clients.o_call
 
 
 # ---------------------------------------------------------------- Anthropic
 
 
-def a_text(text: str, stop: str = "end_turn", usage: tuple[int, int] = (10, 5)) -> NS:
-    return NS(
-        stop_reason=stop, content=[NS(type="text", text=text)], usage=NS(input_tokens=usage[0], output_tokens=usage[1])
-    )
-
-
 def a_tools(*calls: tuple[str, str, dict], usage: tuple[int, int] = (10, 5)) -> NS:
     blocks = [NS(type="text", text="Let me check.")] + [NS(type="tool_use", id=i, name=n, input=a) for i, n, a in calls]
     return NS(stop_reason="tool_use", content=blocks, usage=NS(input_tokens=usage[0], output_tokens=usage[1]))
-
-
-def anthropic_client(script: list) -> tuple[NS, ScriptedClient]:
-    create = ScriptedClient(script)
-    return NS(messages=NS(create=create)), create
 
 
 def flaky_weather(failures: int):  # noqa: ANN201
@@ -72,8 +40,8 @@ def flaky_weather(failures: int):  # noqa: ANN201
     return get_weather
 
 
-EX_A = load("anthropic_loop")
-EX_O = load("openai_loop")
+EX_A = _clients.load("anthropic_loop", "loopscope_example_")
+EX_O = _clients.load("openai_loop", "loopscope_example_")
 
 
 def test_anthropic_loop_records_error_recovered_by_the_model(tmp_path: Path) -> None:
@@ -200,17 +168,6 @@ def test_anthropic_loop_exception_escaping_is_an_error_exit(tmp_path: Path) -> N
 
 
 # ---------------------------------------------------------------- OpenAI
-
-
-def o_resp(content: str | None, tool_calls: list | None, finish: str, usage: tuple[int, int] = (20, 7)) -> NS:
-    msg = NS(role="assistant", content=content, tool_calls=tool_calls)
-    return NS(
-        choices=[NS(message=msg, finish_reason=finish)], usage=NS(prompt_tokens=usage[0], completion_tokens=usage[1])
-    )
-
-
-def o_call(cid: str, name: str, arguments: str) -> NS:
-    return NS(id=cid, type="function", function=NS(name=name, arguments=arguments))
 
 
 def test_openai_loop_records_error_recovered_by_the_model(tmp_path: Path) -> None:

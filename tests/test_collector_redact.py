@@ -164,11 +164,11 @@ def test_redaction_time_is_linear_in_the_text() -> None:
 
     def cost(n: int) -> float:
         text = ("a" * 39 + "/") * (n // 40) + "password " + "x" * n
-        t = time.perf_counter()
+        t = time.thread_time()  # CPU time of this thread: other jobs on a busy machine do not count
         redact_secrets(text)
-        return time.perf_counter() - t
+        return time.thread_time() - t
 
-    small, big = min(cost(20_000) for _ in range(3)), min(cost(160_000) for _ in range(3))
+    small, big = min(cost(20_000) for _ in range(5)), min(cost(160_000) for _ in range(5))
     assert big < 8 * small * 3  # 8x the text: well under the 64x of a quadratic pass
 
 

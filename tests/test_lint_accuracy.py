@@ -68,7 +68,7 @@ same with the session's; then tuned on.
 
 ``error_messages_heldout_x.jsonl`` (set X, 165): session 16's blind set, labelled independently by two engineers who never
 saw the rules (``label``, and ``second_label`` / ``second_note``: they agree on 161 of 165), evaluated once with main's rules
-(0.622 / 0.561) and the session's (0.605 / 0.561); not tuned on.
+(0.622 / 0.561) and the session's (0.605 / 0.561); then tuned on in session 17 (linttune3: 0.800 / 0.878, a tuning figure).
 
 Splits of the first three files: the **held-out third** is every message whose SHA-1 is divisible
 by 3 (a fixed, content-derived choice); the rest is **development**, which the rules were tuned on.
@@ -125,8 +125,13 @@ SET_DEV2 = "error_messages_dev_linttune2.jsonl"
 # look with main's and the branch's rules (both 0.875 / 0.700); then tuned on.
 SET_DEV3 = "error_messages_dev2_linttune2.jsonl"
 # Session 16: labelled blind, independently, by two engineers who never saw the rules (agreement 0.976, kappa 0.94);
-# evaluated once with main's rules (0.622 / 0.561), linttune2's (0.605 / 0.561) and the learned baseline (0.526 / 0.488).
+# evaluated once with main's rules (0.622 / 0.561), linttune2's (0.605 / 0.561) and the learned baseline (0.526 / 0.488);
+# then tuned on in session 17 (linttune3): a tuning set.
 SET_X = "error_messages_heldout_x.jsonl"
+# Session 17: labelled blind, independently, by two engineers who never saw the rules (134 of 134 agree), from 36 sources
+# no earlier set used; evaluated once with main's rules (0.667 / 0.571) and linttune3's (0.684 / 0.619). Held out: the
+# next round's tuning set, after which a new blind set must follow.
+SET_Y = "error_messages_heldout_y.jsonl"
 DOCS = Path(__file__).parent.parent / "docs" / "lint.md"
 START, END = "<!-- ACCURACY:START -->", "<!-- ACCURACY:END -->"
 
@@ -158,8 +163,10 @@ FLOORS = {
     "set W": (0.85, 0.9),
     "linttune2 dev": (0.8, 0.8),
     "linttune2 dev 2": (0.8, 0.8),
-    # a regression guard only, below the first look: the aim is far off on this set (docs/lint.md, "Set X")
-    "set X": (0.55, 0.5),
+    # tuned on in session 17 (linttune3): the floor is the tuned figure (0.800 / 0.878), not an estimate
+    "set X": (0.8, 0.87),
+    # blind: the first look with the rules of linttune3 (0.684 / 0.619); a floor, not an aim
+    "set Y": (0.65, 0.6),
 }
 
 
@@ -202,6 +209,7 @@ def splits() -> dict[str, list[dict[str, str]]]:
         "linttune2 dev": _rows(SET_DEV2),
         "linttune2 dev 2": _rows(SET_DEV3),
         "set X": _rows(SET_X),
+        "set Y": _rows(SET_Y),
     }
 
 
@@ -250,7 +258,8 @@ _WHAT = {
     "set V": "labelled at 22f0cc9, held out whole and evaluated once with 9dba1a9 (0.500 / 0.500; 0.500 / 0.500 with 4e53a21, 0.375 / 0.375 with b763113); tuned on in session 15 (no longer held out)",
     "set W": "labelled blind at 73e9bbc (branch lintlabel) by a second engineer who never saw the rules; evaluated once: 0.756 / 0.723 with main's rules (88997d3), 0.702 / 0.702 with session 15's (f881dee); then tuned on (no longer held out)",
     "linttune2 dev": "labelled at 921e35d by the linttune2 session before any rule ran on it (goose, letta, agno tools); kept blind until its first look: 0.769 / 0.833 with main's rules (bb00bd2), 0.750 / 0.750 with the branch's (3cfc814); then tuned on",
-    "set X": "labelled blind at 323b5ba (branch lintx) from 46 sources not used before, and again by a second engineer (second_label: agreement 0.976, kappa 0.94); evaluated once: 0.622 / 0.561 with the rules of bb00bd2, 0.605 / 0.561 with linttune2's (6a10af6), the learned baseline 0.526 / 0.488; not tuned on",
+    "set X": "labelled blind at 323b5ba (branch lintx) from 46 sources not used before, and again by a second engineer (second_label: agreement 0.976, kappa 0.94); evaluated once: 0.622 / 0.561 with the rules of bb00bd2, 0.605 / 0.561 with linttune2's (6a10af6), the learned baseline 0.526 / 0.488; then tuned on (linttune3): a tuning figure",
+    "set Y": "labelled blind in session 17 from 36 sources not used before (Ruby, PHP, Lua, Go, tsc, hg, svn, uv, ripgrep, rsync, etcd, memcached, SQLAlchemy, Puppeteer, Qwen-Agent, adk, crush, MCP servers for Atlassian, Grafana, Exa, Tavily, API-Bank, eight HTTP APIs), twice, independently (second_label: 134 of 134 agree); evaluated once: 0.667 / 0.571 with the rules of 4297f3c, 0.684 / 0.619 with linttune3's (d623d98), the learned baseline 0.737 / 0.333; held out (blind)",
     "linttune2 dev 2": "labelled at c907612 by the linttune2 session before its last rules ran on it (semantic-kernel's core plugins, aiohttp's client errors, mini-swe-agent's templates); one blind look: 0.875 / 0.700 with main's rules and with the branch's (c907612); then tuned on",
 }
 
@@ -292,7 +301,7 @@ def test_fixtures_are_well_formed() -> None:
         assert row["label"] in ("generic", "instructive"), row
         assert row["source"].strip(), row
     # the issue-13 files say why each message got its label
-    for name in (TUNED_FILES[2], SET_A, SET_B, SET_C, SET_D, SET_E, SET_I, SET_J, SET_K, SET_H, SET_L, SET_M, SET_O, SET_N, SET_P, SET_Q, SET_R, SET_S, SET_T, SET_U, SET_V, SET_W, SET_DEV2, SET_DEV3):
+    for name in (TUNED_FILES[2], SET_A, SET_B, SET_C, SET_D, SET_E, SET_I, SET_J, SET_K, SET_H, SET_L, SET_M, SET_O, SET_N, SET_P, SET_Q, SET_R, SET_S, SET_T, SET_U, SET_V, SET_W, SET_DEV2, SET_DEV3, SET_X, SET_Y):
         assert all(row["note"].strip() for row in _rows(name)), name
     # every distinct error result of the tau2-bench files is in the set
     assert sum("tau2-bench" in row["source"] for row in _rows(TUNED_FILES[0])) >= 22

@@ -8,34 +8,19 @@ collector; a store written by a newer loopscope; JSON that is not strict
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pytest
-from typer.testing import CliRunner
 
-from loopscope.cli.app import app
-
-runner = CliRunner()
-
-
-def rec(**fields: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "v": 1, "kind": "tool_call", "ts": "2026-11-20T10:00:00Z", "conversation_id": "c1", "prompt_id": "p1",
-        "tool_call_id": "t1", "tool_name": "search", "step": 0, "outcome": "ok", "is_error": False,
-    }
-    base.update(fields)
-    return base
-
-
-def line(**fields: Any) -> str:
-    return json.dumps(rec(**fields)) + "\n"
-
-
-def invoke(*args: str) -> Any:
-    return runner.invoke(app, list(args), catch_exceptions=False)
+_spec = importlib.util.spec_from_file_location("loopscope_test_load_cli_support", Path(__file__).parent / "load_cli_support.py")
+assert _spec and _spec.loader
+_support = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_support)
+rec, line, invoke = _support.rec, _support.line, _support.invoke
 
 
 def words(text: str) -> str:
@@ -89,16 +74,24 @@ def _store(tmp_path: Path) -> Path:
     return db
 
 
-def test_store_with_an_unknown_migration_is_refused_for_writes_and_warned_for_reads(tmp_path: Path) -> None:
+def _changed_store_refuses_a_load(tmp_path: Path, change: str) -> tuple[Path, str]:
+    """A store with one record, changed by the SQL ``change`` as a newer loopscope would; loading
+    one more record into it exits 1. Returns the store and the message's words."""
     db = _store(tmp_path)
     con = duckdb.connect(str(db))
-    con.execute("INSERT INTO _loopscope_migrations (name) VALUES ('m999_from_the_future')")
+    con.execute(change)
     con.close()
     more = tmp_path / "more.jsonl"
     more.write_text(line(tool_call_id="t9"))
     result = invoke("load", str(more), "--db", str(db))
     assert result.exit_code == 1, result.output
-    text = words(result.output)
+    return db, words(result.output)
+
+
+def test_store_with_an_unknown_migration_is_refused_for_writes_and_warned_for_reads(tmp_path: Path) -> None:
+    db, text = _changed_store_refuses_a_load(
+        tmp_path, "INSERT INTO _loopscope_migrations (name) VALUES ('m999_from_the_future')"
+    )
     assert "written by a newer loopscope" in text and "m999_from_the_future" in text and "upgrade" in text
     assert "internal error" not in text
     result = invoke("metrics", "--db", str(db), "--format", "json")
@@ -112,15 +105,7 @@ def test_store_with_an_unknown_migration_is_refused_for_writes_and_warned_for_re
 
 
 def test_store_with_an_extra_column_is_refused_for_writes(tmp_path: Path) -> None:
-    db = _store(tmp_path)
-    con = duckdb.connect(str(db))
-    con.execute("ALTER TABLE tool_calls ADD COLUMN cost_usd DOUBLE")
-    con.close()
-    more = tmp_path / "more.jsonl"
-    more.write_text(line(tool_call_id="t9"))
-    result = invoke("load", str(more), "--db", str(db))
-    assert result.exit_code == 1, result.output
-    text = words(result.output)
+    db, text = _changed_store_refuses_a_load(tmp_path, "ALTER TABLE tool_calls ADD COLUMN cost_usd DOUBLE")
     assert "written by a newer loopscope" in text and "tool_calls.cost_usd" in text
     result = invoke("metrics", "--db", str(db))
     assert result.exit_code == 0 and "written by a newer loopscope" in words(result.stderr)

@@ -8,34 +8,19 @@ kept in the quarantine.
 from __future__ import annotations
 
 import csv
+import importlib.util
 import io
 import json
 from pathlib import Path
 from typing import Any
 
 import duckdb
-from typer.testing import CliRunner
 
-from loopscope.cli.app import app
-
-runner = CliRunner()
-
-
-def rec(**fields: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "v": 1, "kind": "tool_call", "ts": "2026-11-20T10:00:00Z", "conversation_id": "c1", "prompt_id": "p1",
-        "tool_call_id": "t1", "tool_name": "search", "step": 0, "outcome": "ok", "is_error": False,
-    }
-    base.update(fields)
-    return base
-
-
-def line(**fields: Any) -> str:
-    return json.dumps(rec(**fields)) + "\n"
-
-
-def invoke(*args: str) -> Any:
-    return runner.invoke(app, list(args), catch_exceptions=False)
+_spec = importlib.util.spec_from_file_location("loopscope_test_load_cli_support", Path(__file__).parent / "load_cli_support.py")
+assert _spec and _spec.loader
+_support = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_support)
+rec, line, invoke = _support.rec, _support.line, _support.invoke
 
 
 def load_json(db: Path, *paths: Path | str) -> tuple[int, dict[str, Any]]:

@@ -13,10 +13,8 @@ import importlib.util
 import json
 import logging
 import random
-import sys
 import tracemalloc
 from pathlib import Path
-from types import ModuleType
 from types import SimpleNamespace as NS
 from typing import Any
 
@@ -32,59 +30,17 @@ from loopscope.collectors import Collector, JsonlSink, MemorySink
 from loopscope.collectors import hints as collector_hints
 from loopscope.collectors.history import CYCLE, NO_PROGRESS, RETRY_LOOP
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "docs" / "examples"
-
-
-def load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"loopscope_runtime_example_{name}", EXAMPLES / f"{name}.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-EX_A = load("anthropic_loop")
-EX_O = load("openai_loop")
-
-
-class ScriptedClient:
-    """Answers each request with the next scripted function of the request kwargs."""
-
-    def __init__(self, script: list) -> None:
-        self.script = list(script)
-        self.requests: list[dict] = []
-
-    def __call__(self, **kwargs):  # noqa: ANN003, ANN204
-        self.requests.append({**kwargs, "messages": list(kwargs["messages"])})
-        return self.script.pop(0)(kwargs)
-
-
-def a_text(text: str) -> NS:
-    return NS(stop_reason="end_turn", content=[NS(type="text", text=text)], usage=NS(input_tokens=10, output_tokens=5))
+_spec = importlib.util.spec_from_file_location("loopscope_test_example_clients_runtime", Path(__file__).parent / "example_clients.py")
+assert _spec and _spec.loader
+clients = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(clients)
+EX_A = clients.load("anthropic_loop", "loopscope_runtime_example_")
+EX_O = clients.load("openai_loop", "loopscope_runtime_example_")
 
 
 def a_tools(*calls: tuple[str, str, dict]) -> NS:
     blocks = [NS(type="tool_use", id=i, name=n, input=a) for i, n, a in calls]
     return NS(stop_reason="tool_use", content=blocks, usage=NS(input_tokens=10, output_tokens=5))
-
-
-def anthropic_client(script: list) -> tuple[NS, ScriptedClient]:
-    create = ScriptedClient(script)
-    return NS(messages=NS(create=create)), create
-
-
-def o_resp(content: str | None, tool_calls: list | None, finish: str) -> NS:
-    message = NS(content=content, tool_calls=tool_calls)
-    return NS(choices=[NS(message=message, finish_reason=finish)], usage=NS(prompt_tokens=20, completion_tokens=7))
-
-
-def o_call(cid: str, name: str, arguments: str) -> NS:
-    return NS(id=cid, type="function", function=NS(name=name, arguments=arguments))
-
-
-def records(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
 def context_blocks(request: dict) -> list[str]:
@@ -109,7 +65,7 @@ def test_anthropic_loop_blind_model_is_stopped_by_policy_and_sees_the_block(tmp_
     col = Collector(JsonlSink(log), history=True)
     bad = {"city": "Paris", "date": "tomorrow"}
     # A blind model: it repeats the same call whatever it is told.
-    client, create = anthropic_client([lambda req, i=i: a_tools((f"toolu_{i}", "get_weather", bad)) for i in range(10)])
+    client, create = clients.anthropic_client([lambda req, i=i: a_tools((f"toolu_{i}", "get_weather", bad)) for i in range(10)])
     with pytest.raises(EX_A.LoopDetectedError, match="retry loop: get_weather failed 3 times"):
         EX_A.run_agent_loop(client, col, "conv-blind", "Weather in Paris tomorrow?", [], prompt_id="p1")
     col.close()
@@ -127,7 +83,7 @@ def test_anthropic_loop_blind_model_is_stopped_by_policy_and_sees_the_block(tmp_
     for s in analyses_hints.suggestions_for("ToolInputError", error, "get_weather"):
         assert f"  - {s}" in second
     # The block never reaches the log; the exit says why the loop stopped (spec: exit_reason error).
-    recs = records(log)
+    recs = clients.records(log)
     assert "Recovery Context" not in log.read_text(encoding="utf-8")
     exit_ = recs[-1]
     assert (exit_["kind"], exit_["exit_reason"], exit_["error_type"]) == ("loop_exit", "error", "loop_detected")
@@ -144,16 +100,16 @@ def test_anthropic_loop_model_that_reads_the_block_changes_course(tmp_path: Path
         assert "Convert natural-language dates to ISO 8601" in block
         return a_tools(("toolu_2", "get_weather", {"city": "Paris", "date": "2026-11-27"}))
 
-    client, create = anthropic_client(
+    client, create = clients.anthropic_client(
         [
             lambda req: a_tools(("toolu_1", "get_weather", {"city": "Paris", "date": "tomorrow"})),
             reads_block,
-            lambda req: a_text("14°C, light rain."),
+            lambda req: clients.a_text("14°C, light rain."),
         ]
     )
     assert EX_A.run_agent_loop(client, col, "conv-ok", "Weather?", [], prompt_id="p1") == "14°C, light rain."
     col.close()
-    recs = records(log)
+    recs = clients.records(log)
     ok = [r for r in recs if r["kind"] == "tool_call" and not r["is_error"]]
     (failed,) = [r for r in recs if r["kind"] == "tool_call" and r["is_error"]]
     # result_fingerprint: the digest of the text the model saw, on the successful call only.
@@ -167,8 +123,8 @@ def test_openai_loop_blind_model_stopped_and_block_is_the_tool_message(tmp_path:
     log = tmp_path / "l.jsonl"
     col = Collector(JsonlSink(log), history=True)
     args = '{"city": "Paris", "date": "next friday"}'
-    create = ScriptedClient(
-        [lambda req, i=i: o_resp(None, [o_call(f"call_{i}", "get_weather", args)], "tool_calls") for i in range(10)]
+    create = clients.ScriptedClient(
+        [lambda req, i=i: clients.o_resp(None, [clients.o_call(f"call_{i}", "get_weather", args)], "tool_calls") for i in range(10)]
     )
     client = NS(chat=NS(completions=NS(create=create)))
     messages: list = []
@@ -180,7 +136,7 @@ def test_openai_loop_blind_model_stopped_and_block_is_the_tool_message(tmp_path:
     assert all(m.startswith("[Error Recovery Context]\n") for m in tool_msgs)
     assert "Error: Invalid date format 'next friday'." in tool_msgs[0]
     assert "Previous attempts (this session): 2\n" in tool_msgs[2]
-    exit_ = records(log)[-1]
+    exit_ = clients.records(log)[-1]
     assert (exit_["exit_reason"], exit_["error_type"]) == ("error", "loop_detected")
 
 

@@ -28,6 +28,7 @@ from loopscope.analyses.lint.text import (
     NUMBER_RE,
     MessageView,
     _instructs,
+    action_value,
     find_specifics,
 )
 
@@ -67,7 +68,7 @@ NOT_FOUND_RE = re.compile(
     re.IGNORECASE,
 )
 INVALID_RE = re.compile(
-    r"\binvalid\b|\bnot (?:a )?valid\b|\bmalformed\b|\bmisplaced\b|\bunrecogni[sz]ed\b|\bunsupported\b|\bunhandled\b|\billegal\b|"
+    r"\binvalid\b|\bnot (?:a )?valid\b|\bnot understood\b|\bmalformed\b|\bmisplaced\b|\bunrecogni[sz]ed\b|\bunsupported\b|\bunhandled\b|\billegal\b|"
     r"\bwrong (?:format|type|value)\b|\bbad (?:value|format|parameter|argument|input)\b|"
     # "unknown room type 'deluxe'" rejects a value; "unknown parameter: colour" names a schema element, whose
     # valid names the model already has (the tool list and input schema), so it is not a rejection of a value.
@@ -85,6 +86,8 @@ INVALID_RE = re.compile(
 # enough, because the schema lists the valid names and an id is looked up, not formatted.
 NAMED_SCHEMA_OR_ID_RE = re.compile(
     r"\b(?:tool|function|method|parameter|param|argument|arg|field|property|key|option|flag|command|column|table|"
+    # a program's command verb: "Unknown operation 'rename'" (labelling rule 16)
+    r"operation|verb|"
     r"endpoint|id|ids|identifier|name|ref|reference|object name|symbol|ticker|code|slug|handle|username|sku|"
     # a name in a language's or a tool's grammar: its valid names are in the documentation the model read
     r"operator|keyword|directive|variable|attribute|setting|subcommand|builtin|macro|"
@@ -139,7 +142,8 @@ STATE_RE = re.compile(
     r"(?:of|on|from|with|to|for) (?:an? |the )?(?:negative|non-positive|non-negative|non-integer|non-numeric) \w+|(?:working tree|index) (?:is )?clean|"
     # the absence of a named thing in a named place ("no previous page in the history"), a named defect
     # ("parentheses () not balanced", "unterminated string")
-    r"no (?:\w+ ){1,2}in (?:the |this )?\w+|not balanced|unbalanced|unterminated|unmatched|unclosed|"
+    # ("in this city", "in that folder": a place named only by a demonstrative is not named, rule 3)
+    r"no (?:\w+ ){1,2}in (?!(?:this|that)\b)(?:the )?\w+|not balanced|unbalanced|unterminated|unmatched|unclosed|"
     # a time on the wrong side of now: "Cannot book a flight departing in the past", "date is in the future"
     r"in the (?:past|future)|"
     # a version comparison: "compiled by a more recent version of the Java Runtime"
@@ -244,13 +248,19 @@ RUNTIME_MESSAGE_RE = re.compile(
     r"\blocal variable '?\w+'? (?:referenced before assignment|where it is not associated)|\bcannot access local variable\b|"
     # a type clash between the types of an expression ("incompatible types: String cannot be converted to int",
     # "cannot compare string with numeric type (i64)"): the program's types, not the caller's domain (rule 20)
-    r"\bincompatible types\b|\b(?:cannot|can't|can not) (?:compare|add|subtract|multiply|divide|concatenate|combine)"
+    r"\bincompatible types\b|"
+    # an operation refused for its operands' types, named as types only: "with string dtype", "no kernel matching input
+    # types (int64, string)", "for argument types: INT64, STRING" (rule 20)
+    r"\bwith (?:an? )?\w+ dtype\b|\b(?:input|argument|operand) types?:? \(?[\w<>\[\]]+(?:, ?[\w<>\[\]]+)+\)?|\b(?:cannot|can't|can not) (?:compare|add|subtract|multiply|divide|concatenate|combine)"
     r" (?:an? )?(?:str|string|int|integer|float|numeric|number|bool|boolean|null|date|datetime|list|array|object)"
     r"(?: type)? (?:with|and|to) |"
     r"cannot (?:read|set|destructure) propert(?:y|ies)\b[^\n]{0,40}?\bof '?(?:undefined|null)\b|undefined is not|maximum recursion depth|"
     r"is not JSON serializable|invalid syntax|can't compare|"
     r"unexpected token .{1,3} in JSON|expecting value\b|unexpected end of (?:JSON )?input|"
-    r"unhashable type|null ?pointer|<[\w.]+ object at 0x[0-9a-f]+>|segmentation fault|stack overflow|exceeded \d+ redirects|<class '[\w.]+'>|"
+    r"unhashable type|null ?pointer|<[\w.]+(?: [\w.]+)?(?: object)? at 0x[0-9a-f]+\b[^<>\n]*>|segmentation fault|stack overflow|exceeded \d+ redirects|"
+    # a class repr on its own is internals; one in parentheses right after a value annotates that value's type ("1
+    # (<class 'int'>) is not equal to ... 2 (<class 'int'>)"), which is the value shown, not the runtime's state
+    r"(?<![\w'\"] \()<class '[\w.]+'>|"
     r"\b\w+Pool\(host=|"
     # a builtin sequence's lookup ("3 is not in list", "substring not found") and byte layouts ("unpack requires a
     # buffer of 4 bytes"): the program's containers, not the caller's domain
@@ -270,7 +280,10 @@ STACK_RE = re.compile(
     r"^\s*at [\w$.]+\([\w$]+\.(?:java|kt|scala):\d+\)|\b[\w\-/\\]+\.(?:py|js|mjs|ts|tsx|java|go|rb|cs|php|rs|kt|scala|cpp|c)"
     r":\d+|goroutine \d+ \[|panicked at|"
     # a source location written file(line): "at main.c(1338)", MSVC's "app.cpp(12)"
-    r"\b[\w\-/\\]+\.(?:c|cc|cpp|h|hpp|cs|java|go|rs)\(\d+\)",
+    r"\b[\w\-/\\]+\.(?:c|cc|cpp|h|hpp|cs|java|go|rs)\(\d+\)|"
+    # a stack's heading on a line of its own opens a trace whatever its frames look like: PHP's "Stack trace:", CMake's
+    # "Call Stack (most recent call first):", Rust's "stack backtrace:"
+    r"(?i:^[ \t]*(?:call stack|stack ?trace|(?:stack )?backtrace)(?: \(most recent call (?:first|last)\))?:[ \t]*$)",
     re.MULTILINE,
 )
 STACK_KEYS = frozenset({"stack", "stacktrace", "stack_trace", "traceback", "backtrace", "exception_stack"})
@@ -596,9 +609,28 @@ def check_not_found_unnamed(view: MessageView, ctx: Context) -> bool:
     return not view.specifics
 
 
+# A rejection that shows neither the value (only "the specified/provided/given X") nor the form it failed (only "the
+# schema", "the format", "the pattern"): "The specified alg value is not allowed", "The provided document does not match
+# the schema" (labelling rules 3 and 4); a mismatch with a named thing ("does not match the passenger name") is a state
+REJECTED_UNSHOWN_RE = re.compile(
+    r"\b(?:the|this|that|your) (?:specified|provided|given|requested|supplied|selected) [\w ]{1,30}? (?:is|are) not "
+    r"(?:allowed|permitted|accepted)\b|"
+    r"\b(?:does|do)(?: not|n't) (?:match|conform to|comply with) (?:the |its |an? )?(?:(?:expected|required|allowed|valid|"
+    r"defined|declared|json|table|key) )?(?:schema|format|pattern|regex|regular expression|syntax)\b(?!\s*[:'\"`(])",
+    re.IGNORECASE,
+)
+
+
+def _rejected_unshown(view: MessageView) -> re.Match[str] | None:
+    m = REJECTED_UNSHOWN_RE.search(view.body)
+    # "The specified log level 'verbose' is not allowed" shows the value
+    return None if m is None or (m.group(0)[:3].lower() in ("the", "thi", "tha", "you") and QUOTED_RE.search(view.body)) else m
+
+
 def check_invalid_without_expected(view: MessageView, ctx: Context) -> bool:
     # "Input should be a valid date" rejects the value as "invalid date" does, and names no form either
-    rejects = INVALID_RE.search(view.body) or VACUOUS_CONSTRAINT_RE.search(view.body)
+    unshown = _rejected_unshown(view)
+    rejects = INVALID_RE.search(view.body) or VACUOUS_CONSTRAINT_RE.search(view.body) or unshown
     if not view.english or not rejects or SELF_DESCRIBING_RE.search(view.body):
         return False
     if NAMES_CALLER_VALUE_RE.search(view.body):
@@ -613,7 +645,7 @@ def check_invalid_without_expected(view: MessageView, ctx: Context) -> bool:
     given = form is not None and bool(
         QUOTED_RE.search(view.body) or re.search(r":\s+\S", after) or re.match(r"\s+[\w.\-]*\d[\w.\-]*", after)
     )
-    if NAMED_SCHEMA_OR_ID_RE.search(view.body) or given:
+    if NAMED_SCHEMA_OR_ID_RE.search(view.body) or given or action_value(view.body):
         return False
     # "Unknown resource: 'data://users/42'": the value is an address (URI, path), looked up like an id, not a
     # value of an enumeration; naming it is enough
@@ -622,8 +654,9 @@ def check_invalid_without_expected(view: MessageView, ctx: Context) -> bool:
     # a parser's rejected character or token, shown (rule 11): "illegal character: ^", "unexpected token '}'"
     if re.search(r"\b(?:character|char|token)s?\b:?\s*(?:['\"`‘][^'\"`’\n]{1,20}['\"`’]|[^\s\w](?=\s|$))", view.body, re.I):
         return False
-    # a rejection that says why ("Invalid code: this code has been revoked", "hunk for path 'x' is empty")
-    if STATE_RE.search(view.body):
+    # a rejection that says why ("Invalid code: this code has been revoked", "hunk for path 'x' is empty"); a mismatch
+    # with a schema or format that is not shown is no state
+    if STATE_RE.search(view.body) and not unshown:
         return False
     # "Invalid request" rejects nothing in particular: that is generic wording (LS101), not a rejected value
     return not view.has_remedy and bool(view.specifics or _content_words(view))
@@ -984,8 +1017,8 @@ _CAUSE_KIND_RE = re.compile(
 )
 # "could not be decoded as utf-8", "failed to convert to integer": the standard form it was read as is the cause.
 _STANDARD_TARGET_RE = re.compile(
-    r"\b(?:as|to|into) (?:an? )?(?:utf-?\d+|ascii|latin-?1|json|xml|yaml|toml|csv|int(?:eger)?|float|number|date|"
-    r"datetime|bool(?:ean)?)\b",
+    r"\b(?:as|to|into) (?:an? )?(?:utf-?\d+|ascii|latin-?1|json|xml|yaml|toml|csv|int(?:eger)?|u?int(?:8|16|32|64|128)|"
+    r"[iuf](?:8|16|32|64|128)|float(?:16|32|64)?|double|number|date|datetime|bool(?:ean)?)\b",
     re.IGNORECASE,
 )
 # What a sentence says after its failure, when it gives the cause: "...: disk quota exceeded", "... because ...".

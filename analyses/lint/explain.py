@@ -123,7 +123,7 @@ def evidence(rule_id: str, view: MessageView, ctx: c.Context) -> str:
         named = f" ({_q(ref)} refers to the value without naming it)" if ref else ""
         return f"{_q(hit)} with no value named{named}; looked for an id, a quoted value or how to find one: none"
     if rule_id == "LS105":
-        hit = _first(c.INVALID_RE, body) or "invalid"
+        hit = _first(c.INVALID_RE, body) or _first(c.REJECTED_UNSHOWN_RE, body) or "invalid"
         return f"{_q(hit)}; looked for the expected format, the allowed values or an example: none"
     if rule_id == "LS106":
         if c._only_a_position(view):

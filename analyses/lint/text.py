@@ -77,6 +77,15 @@ BOILERPLATE_ADVICE_RE = re.compile(
     r"[\w ]{0,30}?(?=[.!]|$)",
     re.IGNORECASE,
 )
+# "Please modify it.", "Please adjust the selector.": asks to change what was rejected without saying to what, how or
+# through what, so it is advice that names nothing (labelling rule 23); "Change it to a month between 01 and 12" says to
+# what. Kept apart from BOILERPLATE_ADVICE_RE and run only when one of its verbs is in the text: most texts have none.
+_CHANGE_VERBS = ("modify", "change", "fix", "correct", "adjust", "edit", "revise", "amend")
+CHANGE_IT_RE = re.compile(
+    r"\b(?:please )?(?:modify|change|fix|correct|adjust|edit|revise|amend) (?:it|them|(?:the|your|this|that) "
+    r"(?:(?!(?:to|through|with|by|using|via|so|as|from|into|in|on|for|and|or|then)\b)[A-Za-z_]+ ?){1,3})(?=\s*(?:[.!]|$))",
+    re.IGNORECASE,
+)
 
 QUOTED_RE = re.compile(
     # GNU's older quoting, `like this' ("syntax error near unexpected token `fi'"), before the plain forms
@@ -104,7 +113,7 @@ CONSTRAINT_RE = re.compile(
     r"equal|precede|follow)|can only|may only|only \w+|needs? to|has to|have to|"
     r"at least|at most|no more than|no longer than|up to \d+|between \S+ and|"
     r"(?:maximum|minimum|max|min)(?: allowed)? (?:is|of|length|size|value|number|\d)|limit(?:ed)? (?:is|to|of)|"
-    r"requires? (?:a|an|the|\w+_\w+|`)|expected|expects?|expecting (?!value\b)|one of|"
+    r"requires? (?:a|an|the|\w+_\w+|`)|(?<!\bthe )expected(?! (?:an? )?(?:(?:json|yaml|toml|xml) )?(?:value|token|expression)\b)|the expected (?!(?:format|schema|pattern|syntax|structure)\b)\w|expects?|expecting (?!value\b)|one of|"
     r"valid (?:values|options|types|formats?|ids?|\w+ (?:are|is))|(?:valid|allowed|accepted|supported|available|possible|permitted)\b[\w ]{0,30}(?=:)|"
     r"allowed (?:values|types|are|is)|accepted (?:values|formats?)|supported (?:values|formats?|types)|are supported|is supported|"
     r"(?:before|prior to) (?:calling|using|activating|sending|creating|running|you)|\w+ first\b|"
@@ -155,7 +164,7 @@ IMPERATIVE_VERBS = (
     "rename|move|restart|look ?up|replace|escape|quote|wrap|retry|fix|correct|define|import|declare|close|save|go|"
     "switch|omit|append|prepend|encode|decode|upload|download|refresh|reconnect|resubmit|modify|edit|fetch|reserve|"
     "activate|deactivate|register|subscribe|search|list|query|book|limit|format|drop|view|raise|lower|commit|stash|pull|"
-    "push|merge|rebase|login|grant|allow|contact|free|clear|poll"
+    "push|merge|rebase|login|grant|allow|contact|free|clear|poll|cast"
 )
 # What follows an imperative verb: an object or a place ("Start the engine", "Call finalize_invoice",
 # "Provide only a file name"), so a noun at the start of a sentence ("Request aborted", "List index out of
@@ -215,7 +224,9 @@ _META_KEYS = frozenset(
      "documentation_url", "doc_url", "deprecated_type", "object", "traceid", "requestid", "instance", "statuscode",
      "status_code", "success", "ok", "cod", "http_status", "httpstatus", "http_code",
      # the protocol and schema a body is written in ("jsonrpc": "2.0", Kubernetes' "apiVersion": "v1", "kind": "Status")
-     "jsonrpc", "apiversion", "api_version", "kind", "reason"}
+     "jsonrpc", "apiversion", "api_version", "kind", "reason",
+     # the error's own id and link (Okta's "errorId", "errorLink"): they name this error, not a value the caller passed
+     "errorid", "error_id", "errorlink", "error_link", "error_uri", "error_url", "errorref", "error_ref"}
 )
 
 # Text that reads like an instruction to the model, planted in a tool result (LS111). Its "imperatives"
@@ -526,6 +537,45 @@ _EXCEPTION_CLASS_TOKEN_RE = re.compile(
 )
 
 
+# A program's command verb (its operation, command, subcommand or verb), rejected with its name as the one token after
+# the noun: "Invalid operation purge", "Unknown command verb restat." (labelling rule 16: the program's own verbs are
+# schema names, instructive once the value is given; an `action` argument's value is an enumeration: set Q's
+# "Invalid action: swipe")
+ACTION_VALUE_RE = re.compile(
+    r"\b(?:unknown|invalid|unsupported|unrecogni[sz]ed|illegal|bad)(?: command)? (?:operation|verb|command|subcommand)s? "
+    r"([A-Za-z][\w\-]*)(?=\s*[.!]?\s*$)",
+    re.IGNORECASE | re.MULTILINE,
+)
+_KIND_TAIL_WORDS = frozenset("type types name names format formats mode modes value values kind id".split())
+
+
+# A proper name in the place of the value a lookup looked for, between the kind and its "not found": "Location
+# Springfield not found", "Airport Heathrow does not exist" (rule 3: the value looked up is named). A capitalised word
+# elsewhere ("No links received from Firecrawl API", "from Postgres to MySQL") is as likely a product's name, and a
+# title-cased message ("Order Not Found") capitalises every word.
+_PROPER_NAME_VALUE_RE = re.compile(
+    r"(?<=[a-z] )[A-Z][a-z]{2,}(?: [A-Z][a-z]{2,})?(?= (?:was |is )?(?:not found|does(?: not|n't) exist)\b)"
+)
+
+
+def _proper_name_values(text: str) -> list[str]:
+    if "not found" not in text and "exist" not in text:
+        return []  # the pattern cannot match: skip scanning
+    words = re.findall(r"[A-Za-z]{3,}", text)
+    if sum(w[0].isupper() for w in words) > 0.5 * len(words):
+        return []
+    return _PROPER_NAME_VALUE_RE.findall(text)
+
+
+def action_value(text: str) -> str | None:
+    """The command verb a rejection names as its one unquoted token ("Unknown verb lsit" -> lsit), else None."""
+    m = ACTION_VALUE_RE.search(text)
+    if m is None:
+        return None
+    token = m.group(1)
+    return None if token.lower() in GENERIC_WORDS | _EN_WORDS | _KIND_TAIL_WORDS else token
+
+
 def find_specifics(text: str) -> list[str]:
     """Concrete values the text names (quoted values, ids, numbers, paths, URLs, upper-case codes)."""
     # the class and its module ("sqlite3.OperationalError") are removed before the text is read for values
@@ -538,11 +588,15 @@ def _find_specifics(text: str) -> list[str]:
     text = STATUS_TOKEN_RE.sub(" ", text)
     found.extend(FLAG_RE.findall(text))
     # a character named after "character": "illegal character: ^", "unexpected character '}'"
-    found.extend(m.group(2) for m in re.finditer(r"\bcharacter:?\s*(['\"`]?)([^\s\w])\1(?=\s|$)", text, re.I))
+    # (the clause's own comma after the word is punctuation: "unexpected character, expected a JSON value")
+    found.extend(m.group(2) for m in re.finditer(r"\bcharacter(?::\s*|\s+)(['\"`]?)([^\s\w])\1(?=\s|$)", text, re.I))
     # the standard streams are no operand the caller named ("gzip: stdin: unexpected end of file")
     found.extend(v for a, b in _OPERAND_RE.findall(text) if (v := a or b).lower() not in _STREAMS)
     found.extend(_code_values(text))
     found.extend(KEBAB_RE.findall(text))
+    if (action := action_value(text)) is not None:
+        found.append(action)
+    found.extend(_proper_name_values(text))
     found.extend(CALL_RE.findall(text))
     for m in ATTRIBUTE_VALUE_RE.finditer(text):
         value = m.group(1) or m.group(2)
@@ -568,14 +622,27 @@ def _find_specifics(text: str) -> list[str]:
     return found
 
 
+# A logger's line header is plumbing, not content: Chromium's "[pid:tid:MMDD/HHMMSS.us:LEVEL:file.cc:line] ", glog's
+# "E0312 10:15:00.123456 4242 file.cc:77] ", Python logging's "2026-03-12 10:15:00,123 ERROR ".
+_LOG_HEADER_RE = re.compile(
+    r"^\s*(?:\[\d+:\d+:\d{4}/\d{6}(?:\.\d+)?:[A-Z]+:[^\]\s]+\]|"
+    r"[IWEF]\d{4} \d\d:\d\d:\d\d(?:\.\d+)? +\d+ [^\]\s]+\]|"
+    r"\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+\-]\d\d:?\d\d)?\]? +\[?(?:ERROR|WARN(?:ING)?|INFO|DEBUG|FATAL|CRITICAL)\]?:?)\s+"
+)
+
+
 def strip_boilerplate(text: str) -> str:
-    """The text without leading "Error:" prefixes, ``<error>`` tags and boilerplate advice."""
+    """The text without leading "Error:" prefixes, ``<error>`` tags, log headers and boilerplate advice."""
     body = _ERROR_TAG_RE.sub(" ", text)
+    header = _LOG_HEADER_RE.match(body)  # the line's header, where a logger writes it
+    body = body[header.end() :] if header else body
     body = _LETTER_PREFIX_RE.sub("", body)
     body = _PREFIX_RE.sub("", body)
     body = _WRAPPER_PREFIX_RE.sub("", body)
     body = _PREFIX_RE.sub("", body)
     body = BOILERPLATE_ADVICE_RE.sub(" ", body)
+    if any(verb in body.lower() for verb in _CHANGE_VERBS):
+        body = CHANGE_IT_RE.sub(" ", body)
     body = re.sub(r"[ \t\r\f\v]+", " ", body)
     return re.sub(r" ?\n[\s]*", "\n", body).strip(" .:;,-\n\t")
 

@@ -48,7 +48,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from loopscope.analyses.errors import DatabaseError, LoopscopeError
-from loopscope.analyses.model import ERROR_CLASS_SQL
+from loopscope.analyses.model import ERRORS_CLASSED_CTE
 from loopscope.analyses.store.clickhouse_sql import SETTINGS, bind, translate
 
 __all__ = [
@@ -123,17 +123,7 @@ SCRATCHPAD_TABLE_SQL = "CREATE TABLE IF NOT EXISTS scratchpad_tools (tool_name S
 # DuckDB SQL that both engines run; on DuckDB they give model's rows exactly (tested).
 ERRORS_VIEW_PORTABLE_SQL = """
 CREATE OR REPLACE VIEW errors_v AS
-WITH classed AS (
-    SELECT
-        t.*,
-        """ + ERROR_CLASS_SQL + """ AS error_class,
-        p.first_ts AS prompt_first_ts,
-        p.first_seq AS prompt_first_seq,
-        p.exit_reason
-    FROM tool_calls_v t
-    JOIN prompts_v p USING (conversation_id, prompt_id)
-    WHERE t.is_error AND NOT t.is_replay
-),
+WITH """ + ERRORS_CLASSED_CTE.format(tool_calls_v="tool_calls_v", prompts="prompts_v") + """,
 later AS (
     -- per unrecovered error (seq is unique per record): the first later prompt of its
     -- conversation with a successful, non-replay call of the same tool

@@ -15,6 +15,8 @@ from loopscope.cli.render.styles import CLASS_STYLE
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
+    from loopscope.analyses.incidents import RetryLoop
+    from loopscope.analyses.loops import Cycle, NoProgressLoop
     from loopscope.analyses.triage import PromptEntry, ToolCallEntry, Triage
 
 TIMELINE_MESSAGE_CHARS = 100
@@ -196,26 +198,27 @@ def _incident_lines(result: Triage) -> list[RenderableType]:
     def _item(markup: str) -> RenderableType:
         return Padding(Text.from_markup(markup), (0, 0, 0, 2), expand=False)
 
+    def _where(found: RetryLoop | NoProgressLoop | Cycle) -> str:
+        return f" [dim]· prompt[/dim] {inert(found.prompt_id)}[dim], steps {found.first_step}-{found.last_step}[/dim]"
+
     out: list[RenderableType] = []
     if result.retry_loops:
         out.append(Text("Retry loops (same failing call 3+ times in one prompt)", style="bold"))
         for loop in result.retry_loops:
             out.append(_item(
-                f"{inert(loop.tool_name)} × {loop.calls} ({loop.redundant_calls} redundant)"
-                f" [dim]· prompt[/dim] {inert(loop.prompt_id)}[dim], steps {loop.first_step}-{loop.last_step}[/dim]"
+                f"{inert(loop.tool_name)} × {loop.calls} ({loop.redundant_calls} redundant){_where(loop)}"
                 f" · {inert(_short(loop.error_message, 80))}"
             ))
     if result.no_progress_loops or result.cycles:
         out.append(Text("No-progress loops and cycles (same calls, no new result)", style="bold"))
         for n in result.no_progress_loops:
             out.append(_item(
-                f"{inert(n.tool_name)} × {n.calls}, same result ({n.redundant_calls} redundant)"
-                f" [dim]· prompt[/dim] {inert(n.prompt_id)}[dim], steps {n.first_step}-{n.last_step}[/dim]"
+                f"{inert(n.tool_name)} × {n.calls}, same result ({n.redundant_calls} redundant){_where(n)}"
             ))
         for c in result.cycles:
             out.append(_item(
                 f"{inert(c.tool_name)} ⇄ {inert(c.other_tool_name)} × {c.calls} ({c.redundant_calls} redundant)"
-                f" [dim]· prompt[/dim] {inert(c.prompt_id)}[dim], steps {c.first_step}-{c.last_step}[/dim]"
+                f"{_where(c)}"
             ))
     if result.replays:
         out.append(Text("Replays (tool_call_id ran more than once)", style="bold"))
