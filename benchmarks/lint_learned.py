@@ -42,6 +42,7 @@ import json
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -241,7 +242,12 @@ class Block:
 
 
 class Model:
-    """TF-IDF n-grams + logistic regression; C and the threshold chosen on the training sets only."""
+    """TF-IDF n-grams + logistic regression; C and the threshold chosen on the training sets only.
+
+    A subclass with other features overrides ``_x`` (and ``c_grid``); the rest, how C, the threshold and
+    the hybrid's band are chosen, is this class's (benchmarks/lint_embed.py)."""
+
+    c_grid: tuple[float, ...] = C_GRID
 
     def __init__(self) -> None:
         self.words = Block(min_df=1)
@@ -270,7 +276,7 @@ class Model:
         groups = np.array([r.group for r in rows])
         folds = list(GroupKFold(n_splits=min(INNER_FOLDS, len(set(groups)))).split(x, y, groups))
         best = None
-        for C in C_GRID:
+        for C in self.c_grid:
             oof = np.zeros(len(rows))
             for train, test in folds:
                 oof[test] = self._clf(C).fit(x[train], y[train]).predict_proba(x[test])[:, 1]
@@ -396,7 +402,21 @@ def disagreements(rows: list[Row], v: Verdicts) -> str:
 # --- the two modes ---------------------------------------------------------------------------------
 
 
-def leave_one_set_out(show_errors: bool, history: bool) -> None:
+@dataclass
+class Scored:
+    """Each message's label and the three verdicts on it."""
+
+    y: np.ndarray
+    rules: np.ndarray
+    model: np.ndarray
+    hybrid: np.ndarray
+
+    def counts(self, verdict: str) -> tuple[int, int, int]:
+        return counts(self.y, getattr(self, verdict))
+
+
+def leave_one_set_out(show_errors: bool, history: bool, make: Callable[[], Model] = Model) -> Scored:
+    """Prints the leave-one-set-out table; returns the verdicts, pooled."""
     rows = fixture_rows()
     apply_rules(rows)
     groups = list(dict.fromkeys(r.group for r in rows))
@@ -406,7 +426,7 @@ def leave_one_set_out(show_errors: bool, history: bool) -> None:
     chosen = []
     for g in groups:
         test = [i for i, r in enumerate(rows) if r.group == g]
-        model = Model().fit([r for r in rows if r.group != g])
+        model = make().fit([r for r in rows if r.group != g])
         v = predict(model, [rows[i] for i in test])
         proba[test], model_v[test], hybrid_v[test] = v.proba, v.model, v.hybrid
         chosen.append((g, model.C, model.threshold, model.lo, model.hi))
@@ -450,10 +470,11 @@ def leave_one_set_out(show_errors: bool, history: bool) -> None:
     print(f"  model, leave one set out on the same messages          {pr(tuple(loso))}  (tp {loso[0]}, fp {loso[1]}, fn {loso[2]})")
 
     if history:
-        print_history(rows, masks, third)
+        print_history(rows, masks, third, make)
     if show_errors:
         print("\nDisagreements with the label (R rules, M model, H hybrid wrong; leave one set out):")
         print(disagreements(rows, Verdicts(proba, model_v, hybrid_v)))
+    return Scored(y, rules_v, model_v, hybrid_v)
 
 
 _OLD_RULES = """
@@ -478,7 +499,7 @@ def old_rules(commit: str, messages: list[str]) -> list[bool]:
     return json.loads(out.stdout)
 
 
-def print_history(rows: list[Row], masks: dict[str, np.ndarray], third: np.ndarray) -> None:
+def print_history(rows: list[Row], masks: dict[str, np.ndarray], third: np.ndarray, make: Callable[[], Model] = Model) -> None:
     """Each first look replayed: the rules of that moment (from git), and a learner trained only on the
     sets labelled before it, alone and as the hybrid with those rules. Like with like, and honest."""
     y = np.array([r.generic for r in rows])
@@ -495,7 +516,7 @@ def print_history(rows: list[Row], masks: dict[str, np.ndarray], third: np.ndarr
             train = [r for r, t in zip(rows, third) if r.group in FIRST_THREE and not t]
         else:
             train = [r for r in rows if r.group in FIRST_THREE or STAGE.get(r.group, 99) < stage]
-        model = Model().fit(train)
+        model = make().fit(train)
         test = [rows[i] for i in np.flatnonzero(m)]
         v = predict(model, test)
         yt = y[m]
@@ -534,7 +555,7 @@ def print_history(rows: list[Row], masks: dict[str, np.ndarray], third: np.ndarr
         print(f"  paired with the rules then: {rules_only} messages only the rules got right, {it_only} only the {name} (McNemar z = {z:.1f})")
 
 
-def print_curve(fractions: tuple[float, ...] = (0.25, 0.5, 1.0)) -> None:
+def print_curve(fractions: tuple[float, ...] = (0.25, 0.5, 1.0), make: Callable[[], Model] = Model) -> None:
     """Leave one set out with the training sets thinned to a fraction of their messages (seeded): does the
     learner still gain from more data?"""
     rows = fixture_rows()
@@ -548,18 +569,19 @@ def print_curve(fractions: tuple[float, ...] = (0.25, 0.5, 1.0)) -> None:
         for g in groups:
             train = [r for r, k in zip(rows, keep) if r.group != g and k < f]
             test = [i for i, r in enumerate(rows) if r.group == g]
-            model = Model().fit(train)
+            model = make().fit(train)
             pred[test] = model.proba([rows[i] for i in test]) >= model.threshold
         print(f"  {f:.2f} of the training messages (about {int(f * (len(rows) - len(rows) / len(groups)))}): model {pr(counts(y, pred))}")
 
 
-def evaluate(path: Path, show_errors: bool) -> None:
+def evaluate(path: Path, show_errors: bool, make: Callable[[], Model] = Model) -> Scored:
+    """Prints the scores on ``path`` of a model trained on every fixture set but it; returns the verdicts."""
     target = read_rows(path, "eval")
     seen = {r.message for r in target}
     train = [r for r in fixture_rows(exclude=path) if r.message not in seen]
     dropped = len(fixture_rows(exclude=path)) - len(train)
     apply_rules(target)
-    model = Model().fit(train)
+    model = make().fit(train)
     v = predict(model, target)
     y = np.array([r.generic for r in target])
     rules_v = np.array([r.rules for r in target])
@@ -572,6 +594,7 @@ def evaluate(path: Path, show_errors: bool) -> None:
     if show_errors:
         print("\nDisagreements with the label (R rules, M model, H hybrid wrong):")
         print(disagreements(target, v))
+    return Scored(y, rules_v, v.model, v.hybrid)
 
 
 def main(argv: list[str] | None = None) -> None:
