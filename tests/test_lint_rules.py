@@ -1627,3 +1627,30 @@ def test_linttune3_class_repr_annotating_a_value(text: str, generic: bool) -> No
 )
 def test_linttune4_frames_of_any_runtime_are_a_trace(text: str, generic: bool) -> None:
     assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # an operation on a null value is runtime internals in any runtime's words (rule 2), as 'NoneType' is in Python's
+        ("undefined method `total' for nil (NoMethodError)", True),
+        ("app.rb:7:in `render': undefined method `name' for nil:NilClass (NoMethodError)", True),
+        ("lua: app.lua:12: attempt to index a nil value (local 'cfg')", True),
+        ("attempt to perform arithmetic on a nil value (field 'count')", True),
+        ("PHP Fatal error:  Uncaught Error: Call to a member function save() on null in /app/Order.php:31", True),
+        ('Warning: Attempt to read property "email" on null', True),
+        ("panic: runtime error: invalid memory address or nil pointer dereference", True),
+        ("panic: assignment to entry in nil map", True),
+        ("Fatal error: Unexpectedly found nil while unwrapping an Optional value", True),
+        ('Cannot invoke "String.length()" because "<local1>" is null', True),
+        # near-misses: a method the caller named on a real value, a call of an undefined global (the caller's own name,
+        # rule 1), and a tool's constraint or state that says "null"/"nil" about a named field
+        ("undefined method `sizee' for [1, 2]:Array", False),
+        ("lua: app.lua:3: attempt to call a nil value (global 'sned')", False),
+        ("Field 'email' is null; provide the customer's email address.", False),
+        ("Value for 'discount' must not be nil; pass 0 for no discount.", False),
+        ("The nil UUID 00000000-0000-0000-0000-000000000000 is reserved; generate one with uuid4().", False),
+    ],
+)
+def test_linttune4_operation_on_a_null_value_is_internals(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)

@@ -230,6 +230,12 @@ RUNTIME_MESSAGE_RE = re.compile(
     # an attribute the caller's code named on a value ("'str' object has no attribute 'startwith'") is its own name,
     # as an undefined name is (rule 1); a None value and a dunder the syntax implied ('__setitem__') are internals
     r"object has no attribute(?! '(?!__)[A-Za-z_]\w*')|'?NoneType'?|index (?:\d+ )?out of range|division by zero|can only concatenate|"
+    # an operation on a null value, in any runtime's words, is internals as 'NoneType' is (rule 2): Ruby's "undefined
+    # method `upcase' for nil", Lua's "attempt to index a nil value", PHP's "Call to a member function f() on null",
+    # Go's "nil pointer dereference" and "nil map", Swift's "found nil while unwrapping", the JVM's "because "x" is null"
+    r"\bundefined method [`'][^'\n]+' for nil\b|\battempt to (?:index|concatenate|perform arithmetic on|compare)(?: a)? nil\b|"
+    r"\b(?:call to a member function \w+\(\)|attempt to read property \S+|array offset on value of type) (?:on )?null\b|"
+    r"\bnil (?:pointer dereference|map)\b|\bfound nil while (?:implicitly )?unwrapping\b|\bbecause \S+ is null\b|"
     # the runtime's own container ("pop from empty list", "dictionary is empty"), not a named one ("Recipient list
     # is empty", a state of the caller's input)
     r"(?<![\w,] )(?<!\w)(?:dictionary|list|deque|set|heap|queue|stack) is empty|from (?:an )?empty (?:list|deque|dict|set)|"
