@@ -1654,3 +1654,25 @@ def test_linttune4_frames_of_any_runtime_are_a_trace(text: str, generic: bool) -
 )
 def test_linttune4_operation_on_a_null_value_is_internals(text: str, generic: bool) -> None:
     assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # perror(3)'s shape, "<operand>: <errno text>", names its path even when the operand is a relative directory
+        # written with its trailing slash (rule 12: an errno text with the path it failed on)
+        ("src/: No such file or directory (os error 2)", False),
+        ("open ./config/: no such file or directory", False),
+        ("stat dist/: no such file or directory", False),
+        ("mkdir ../build/: Permission denied", False),
+        # near-misses: a slash in a word, a program name, a bare errno text and a failure on a directory without a
+        # cause (rule 8)
+        ("and/or: No such file or directory", True),
+        ("I/O: No such file or directory", True),
+        ("lstat: no such file or directory", True),
+        ("No such file or directory (os error 2)", True),
+        ("docs/: operation failed", True),
+    ],
+)
+def test_linttune4_relative_directory_before_the_errno(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)
