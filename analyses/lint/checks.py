@@ -233,9 +233,10 @@ RUNTIME_MESSAGE_RE = re.compile(
     # an operation on a null value, in any runtime's words, is internals as 'NoneType' is (rule 2): Ruby's "undefined
     # method `upcase' for nil", Lua's "attempt to index a nil value", PHP's "Call to a member function f() on null",
     # Go's "nil pointer dereference" and "nil map", Swift's "found nil while unwrapping", the JVM's "because "x" is null"
-    r"\bundefined method [`'][^'\n]+' for nil\b|\battempt to (?:index|concatenate|perform arithmetic on|compare)(?: a)? nil\b|"
-    r"\b(?:call to a member function \w+\(\)|attempt to read property \S+|array offset on value of type) (?:on )?null\b|"
-    r"\bnil (?:pointer dereference|map)\b|\bfound nil while (?:implicitly )?unwrapping\b|\bbecause \S+ is null\b|"
+    # (one alternative behind a look at its first letter: the regex runs on every message)
+    r"\b(?=[uacfnb])(?:undefined method [`'][^'\n]+' for nil\b|attempt to (?:index|concatenate|perform arithmetic on|compare)(?: a)? nil\b|"
+    r"(?:call to a member function \w+\(\)|attempt to read property \S+|array offset on value of type) (?:on )?null\b|"
+    r"nil (?:pointer dereference|map)\b|found nil while (?:implicitly )?unwrapping\b|because \S+ is null\b)|"
     # the runtime's own container ("pop from empty list", "dictionary is empty"), not a named one ("Recipient list
     # is empty", a state of the caller's input)
     r"(?<![\w,] )(?<!\w)(?:dictionary|list|deque|set|heap|queue|stack) is empty|from (?:an )?empty (?:list|deque|dict|set)|"
