@@ -1676,3 +1676,11 @@ def test_linttune4_operation_on_a_null_value_is_internals(text: str, generic: bo
 )
 def test_linttune4_relative_directory_before_the_errno(text: str, generic: bool) -> None:
     assert lint_message(text).generic is generic, lint_message(text)
+
+
+def test_linttune4_a_trace_of_frames_says_which_frame() -> None:
+    # a trace found by its frames names the first frame, not a "stack" field the text does not have
+    text = "lua: app.lua:8: boom\n\tapp.lua:8: in function 'notify'\n\tapp.lua:15: in main chunk"
+    (finding,) = [f for f in lint_message(text).findings if f.rule_id == "LS107"]
+    assert "app.lua:8: in function" in finding.evidence
+    assert "stack trace" in finding.evidence and "field" not in finding.evidence
