@@ -1585,3 +1585,102 @@ def test_linttune3_log_header_is_plumbing(text: str, generic: bool) -> None:
 )
 def test_linttune3_class_repr_annotating_a_value(text: str, generic: bool) -> None:
     assert lint_message(text).generic is generic, lint_message(text)
+
+
+# Session 17, round on set Y (branch linttune4): each principle on texts written for it from runtimes and tools other
+# than Y's messages, with near-misses where it must not fire.
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # two or more frames of a known shape are a stack trace in any language (rule 7), whatever the first line names:
+        # Ruby's "from file:line:in `m'" callers (file "-e", "(irb)", "<internal:...>")
+        ("(irb):3:in `<main>': undefined method `sizee' for [1, 2]:Array (NoMethodError)\n\tfrom <internal:kernel>:187:in `loop'\n\tfrom /usr/lib/ruby/gems/3.1.0/gems/irb-1.4.1/exe/irb:11:in `<top (required)>'", True),
+        ("/srv/app/config.rb:4:in 'Kernel#require': cannot load such file -- redis (LoadError)\n\tfrom /srv/app/config.rb:4:in '<main>'", True),
+        # PHP's numbered frames without the "Stack trace:" heading (getTraceAsString())
+        ("#0 /var/www/app/Http/Kernel.php(120): App\\Http\\Kernel->handle(Object(Illuminate\\Http\\Request))\n#1 /var/www/public/index.php(52): dispatch(Object(Illuminate\\Http\\Request))\n#2 {main}", True),
+        # Lua's "stack traceback:" heading and its "in function" / "in main chunk" frames
+        ("lua: app.lua:8: attempt to call a nil value (global 'sned')\nstack traceback:\n\tapp.lua:8: in function 'notify'\n\tapp.lua:15: in main chunk\n\t[C]: in ?", True),
+        ("[C]: in function 'error'\n\tplugin.lua:22: in function <plugin.lua:20>\n\t[C]: in function 'pcall'", True),
+        # Go's panic with its goroutine, Rust's panic with its backtrace hint
+        ("panic: runtime error: index out of range [5] with length 3\n\ngoroutine 1 [running]:\nmain.main()\n\t/home/u/app/main.go:8 +0x1d\nexit status 2", True),
+        ("thread 'main' panicked at src/main.rs:4:19:\ncalled `Option::unwrap()` on a `None` value\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace", True),
+        # .NET's "   at Ns.Class.Method(...) in file:line N" and the JVM's frames without a source file
+        ("Unhandled exception. System.InvalidOperationException: Sequence contains no elements\n   at System.Linq.ThrowHelper.ThrowNoElementsException()\n   at System.Linq.Enumerable.First[TSource](IEnumerable`1 source)\n   at Shop.Cart.Checkout() in /src/Shop/Cart.cs:line 42", True),
+        ("System.ArgumentException: The value 'abc' is not a valid customer id. (Parameter 'customerId')\n   at Shop.Api.Customers.Get(String customerId) in /src/Shop/Api/Customers.cs:line 31\n   at lambda_method(Closure, Object, Object[])", True),
+        ("java.lang.reflect.InvocationTargetException\n\tat java.base/jdk.internal.reflect.NativeMethodAccessorImpl.invoke0(Native Method)\n\tat java.base/java.lang.reflect.Method.invoke(Unknown Source)", True),
+        # gdb's and the sanitizers' "#N 0xADDR in function" frames
+        ("free(): double free detected in tcache 2\n#0  0x00007ffff7a42e2c in __pthread_kill_implementation () from /lib/x86_64-linux-gnu/libc.so.6\n#1  0x00007ffff79f3fb2 in raise () from /lib/x86_64-linux-gnu/libc.so.6", True),
+        ("==4242==ERROR: AddressSanitizer: heap-use-after-free on address 0x602000000010\n    #0 0x55e4c2 in use_cache (/opt/svc/bin/cached+0x4c2)\n    #1 0x55e511 in main (/opt/svc/bin/cached+0x511)", True),
+        # near-misses: one frame is a diagnostic's position, not a trace; "from x import y", a numbered list, an issue
+        # number and an "at" in prose are no frames
+        ("main.rb:3:in `<main>': undefined local variable or method `totl' for main:Object (NameError)", False),
+        ("config.lua:3: '=' expected near 'enabled'", False),
+        ("error[E0425]: cannot find value `totl` in this scope\n --> src/main.rs:3:20", False),
+        ("Move the import to the top of the module:\n    from billing import charge\nthen call charge(order_id) again.", False),
+        ("Setup is incomplete. Run these first:\n#1 composer install\n#2 php artisan migrate", False),
+        ("Release checklist not done for v2.1:\n#1 tag the commit\n#2 push the tag to origin", False),
+        ("Issue #12 is closed; reopen it with `gh issue reopen 12` before commenting.", False),
+        ("Room 4 is full at 10:00.\n   at Room 5 (2nd floor) there are 3 seats left; book it with book_room('R5').", False),
+    ],
+)
+def test_linttune4_frames_of_any_runtime_are_a_trace(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # an operation on a null value is runtime internals in any runtime's words (rule 2), as 'NoneType' is in Python's
+        ("undefined method `total' for nil (NoMethodError)", True),
+        ("app.rb:7:in `render': undefined method `name' for nil:NilClass (NoMethodError)", True),
+        ("lua: app.lua:12: attempt to index a nil value (local 'cfg')", True),
+        ("attempt to perform arithmetic on a nil value (field 'count')", True),
+        ("PHP Fatal error:  Uncaught Error: Call to a member function save() on null in /app/Order.php:31", True),
+        ('Warning: Attempt to read property "email" on null', True),
+        ("panic: runtime error: invalid memory address or nil pointer dereference", True),
+        ("panic: assignment to entry in nil map", True),
+        ("Fatal error: Unexpectedly found nil while unwrapping an Optional value", True),
+        ('Cannot invoke "String.length()" because "<local1>" is null', True),
+        # near-misses: a method the caller named on a real value, a call of an undefined global (the caller's own name,
+        # rule 1), and a tool's constraint or state that says "null"/"nil" about a named field
+        ("undefined method `sizee' for [1, 2]:Array", False),
+        ("lua: app.lua:3: attempt to call a nil value (global 'sned')", False),
+        ("Field 'email' is null; provide the customer's email address.", False),
+        ("Value for 'discount' must not be nil; pass 0 for no discount.", False),
+        ("The nil UUID 00000000-0000-0000-0000-000000000000 is reserved; generate one with uuid4().", False),
+    ],
+)
+def test_linttune4_operation_on_a_null_value_is_internals(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "generic"),
+    [
+        # perror(3)'s shape, "<operand>: <errno text>", names its path even when the operand is a relative directory
+        # written with its trailing slash (rule 12: an errno text with the path it failed on)
+        ("src/: No such file or directory (os error 2)", False),
+        ("open ./config/: no such file or directory", False),
+        ("stat dist/: no such file or directory", False),
+        ("mkdir ../build/: Permission denied", False),
+        # near-misses: a slash in a word, a program name, a bare errno text and a failure on a directory without a
+        # cause (rule 8)
+        ("and/or: No such file or directory", True),
+        ("I/O: No such file or directory", True),
+        ("lstat: no such file or directory", True),
+        ("No such file or directory (os error 2)", True),
+        ("docs/: operation failed", True),
+    ],
+)
+def test_linttune4_relative_directory_before_the_errno(text: str, generic: bool) -> None:
+    assert lint_message(text).generic is generic, lint_message(text)
+
+
+def test_linttune4_a_trace_of_frames_says_which_frame() -> None:
+    # a trace found by its frames names the first frame, not a "stack" field the text does not have
+    text = "lua: app.lua:8: boom\n\tapp.lua:8: in function 'notify'\n\tapp.lua:15: in main chunk"
+    (finding,) = [f for f in lint_message(text).findings if f.rule_id == "LS107"]
+    assert "app.lua:8: in function" in finding.evidence
+    assert "stack trace" in finding.evidence and "field" not in finding.evidence

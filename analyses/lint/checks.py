@@ -230,6 +230,13 @@ RUNTIME_MESSAGE_RE = re.compile(
     # an attribute the caller's code named on a value ("'str' object has no attribute 'startwith'") is its own name,
     # as an undefined name is (rule 1); a None value and a dunder the syntax implied ('__setitem__') are internals
     r"object has no attribute(?! '(?!__)[A-Za-z_]\w*')|'?NoneType'?|index (?:\d+ )?out of range|division by zero|can only concatenate|"
+    # an operation on a null value, in any runtime's words, is internals as 'NoneType' is (rule 2): Ruby's "undefined
+    # method `upcase' for nil", Lua's "attempt to index a nil value", PHP's "Call to a member function f() on null",
+    # Go's "nil pointer dereference" and "nil map", Swift's "found nil while unwrapping", the JVM's "because "x" is null"
+    # (one alternative behind a look at its first letter: the regex runs on every message)
+    r"\b(?=[uacfnb])(?:undefined method [`'][^'\n]+' for nil\b|attempt to (?:index|concatenate|perform arithmetic on|compare)(?: a)? nil\b|"
+    r"(?:call to a member function \w+\(\)|attempt to read property \S+|array offset on value of type) (?:on )?null\b|"
+    r"nil (?:pointer dereference|map)\b|found nil while (?:implicitly )?unwrapping\b|because \S+ is null\b)|"
     # the runtime's own container ("pop from empty list", "dictionary is empty"), not a named one ("Recipient list
     # is empty", a state of the caller's input)
     r"(?<![\w,] )(?<!\w)(?:dictionary|list|deque|set|heap|queue|stack) is empty|from (?:an )?empty (?:list|deque|dict|set)|"
@@ -283,7 +290,24 @@ STACK_RE = re.compile(
     r"\b[\w\-/\\]+\.(?:c|cc|cpp|h|hpp|cs|java|go|rs)\(\d+\)|"
     # a stack's heading on a line of its own opens a trace whatever its frames look like: PHP's "Stack trace:", CMake's
     # "Call Stack (most recent call first):", Rust's "stack backtrace:"
-    r"(?i:^[ \t]*(?:call stack|stack ?trace|(?:stack )?backtrace)(?: \(most recent call (?:first|last)\))?:[ \t]*$)",
+    r"(?i:^[ \t]*(?:call stack|stack ?trace|stack traceback|(?:stack )?backtrace)(?: \(most recent call (?:first|last)\))?:[ \t]*$)",
+    re.MULTILINE,
+)
+# One frame of a stack in the shape a runtime prints it; two or more of them are a trace (rule 7), whatever the
+# language, while one alone may be a diagnostic's position ("main.rb:3:in `<main>': ...") or prose.
+FRAME_RE = re.compile(
+    # Ruby: the innermost frame heads the message, the callers follow as "from file:line:in `method'" (2.x-3.3 quote
+    # with a backtick, 3.4 with an apostrophe; the file may be "-e", "(irb)" or "<internal:kernel>")
+    r"^[ \t]*(?:from )?\S+:\d+:in [`'][^'\n]*'|"
+    # PHP: "#0 /app/cart.php(14): array_sum('3,4')", "#1 [internal function]: f()", "#2 {main}"
+    r"^#\d+ (?:\S[^\n]*\(\d+\): |\[internal function\]: |\{main\}[ \t]*$)|"
+    # Lua: "\tapp.lua:8: in function 'notify'", "\t[C]: in ?", "(command line):1: in main chunk"
+    r"^[ \t]*(?:\[C\]|[^\n:]+:\d+): in (?:main chunk|function\b|metamethod\b|upvalue\b|local\b|field\b|method\b|\?)|"
+    # .NET and the JVM without a source file: "   at Shop.Cart.Checkout() in /src/Cart.cs:line 42",
+    # "\tat java.base/jdk.internal.reflect.NativeMethodAccessorImpl.invoke0(Native Method)"
+    r"^[ \t]+at [\w.$`<>\[\],/+|-]+\([^()\n]*\)(?: in \S[^\n]*:line \d+)?[ \t]*$|"
+    # gdb and the sanitizers: "#1  0x00007ffff79f3fb2 in raise () from /lib/...", "    #0 0x55e4c2 in use_cache (...)"
+    r"^[ \t]*#\d+ +0x[0-9a-fA-F]+ in \S",
     re.MULTILINE,
 )
 STACK_KEYS = frozenset({"stack", "stacktrace", "stack_trace", "traceback", "backtrace", "exception_stack"})
@@ -687,7 +711,9 @@ def check_stack_trace(view: MessageView, ctx: Context) -> bool:
     if "Traceback" not in view.raw and SYNTAX_REPORT_RE.match(view.raw):
         return False
     text = view.raw if "Traceback" in view.raw else DIAGNOSTIC_LOCATION_RE.sub(" ", view.raw)
-    return bool(STACK_RE.search(text)) or bool(view.json_keys & STACK_KEYS)
+    if STACK_RE.search(text) or view.json_keys & STACK_KEYS:
+        return True
+    return "\n" in view.raw and len(FRAME_RE.findall(view.raw)) >= 2
 
 
 def check_html_or_blob(view: MessageView, ctx: Context) -> bool:

@@ -139,6 +139,9 @@ def evidence(rule_id: str, view: MessageView, ctx: c.Context) -> str:
         )
     if rule_id == "LS107":
         hit = _first(c.STACK_RE, view.raw)
+        frame = None if hit is not None else _first(c.FRAME_RE, view.raw)
+        if frame is not None and not view.json_keys & c.STACK_KEYS:
+            return f"{_q(frame.strip())} and the frames after it: a stack trace"
         if hit is None:
             keys = sorted(view.json_keys & c.STACK_KEYS)
             return f"a stack trace in the body's {_q(keys[0]) if keys else 'stack'} field"
