@@ -244,7 +244,8 @@ def load_paths(
         raise LoopscopeError(f"unknown input format {input_format!r}", hint="use auto, records, messages, otlp, claude-code or codex")
     ignored: list[Path] = []
     files = expand_paths(list(paths), ignored)
-    summary, rows = _unchanged(con, files, input_format, progress)
+    read: list[list[Any]] = []
+    summary = _unchanged(con, files, input_format, progress, read)
     if summary is not None:  # nothing to read: the store holds every file to its end
         summary.ignored = [_display(p) for p in ignored]
         return summary
@@ -259,7 +260,8 @@ def load_paths(
     no_vacuum = on_disk and _try(con, NO_VACUUM_SQL)  # (a setting older DuckDB versions lack)
     try:
         with threads_known(con):
-            summary = _load_files(con, files, input_format, dict(reader_options or {}), progress, rows)
+            summary = _load_files(con, files, input_format, dict(reader_options or {}), progress,
+                                     read[0] if read else None)
         if no_vacuum and (summary.loaded or summary.quarantined):
             _try(con, CHECKPOINT_SQL)  # refused while another connection writes: then the close checkpoints
     finally:
@@ -465,12 +467,13 @@ SELECT source_id, count(*) FROM (
 
 
 def _unchanged(
-    con: duckdb.DuckDBPyConnection, files: list[Path], input_format: str, progress: ProgressFn | None
-) -> tuple[LoadSummary | None, list[Any] | None]:
+    con: duckdb.DuckDBPyConnection, files: list[Path], input_format: str, progress: ProgressFn | None,
+    read: list[list[Any]] | None = None,
+) -> LoadSummary | None:
     """The summary of loading ``files`` when each is a plain records file the store holds to its end, else None.
 
-    Also returns the records sources it read (``SOURCES_SQL``; None if it read none): the
-    store as the load's first file finds it.
+    ``read``, if given, receives the records sources it read (``SOURCES_SQL``'s rows, if it read
+    them): the store as the load's first file finds it.
 
     What every analysis with PATHs meets on its second run: the per-file path
     would find each file's source, check there is nothing after its end in a
@@ -484,7 +487,7 @@ def _unchanged(
     takes the per-file path.
     """
     if not files or input_format not in ("auto", "records"):
-        return None, None
+        return None
     known: list[tuple[Path, int, KnownSource]] = []
     rows: list[Any] | None = None
     for path in files:
@@ -494,16 +497,18 @@ def _unchanged(
                 return None
             head = read_head(path)
         except (OSError, UnreadableFile):
-            return None, rows
+            return None
         if not head.lstrip(b"\xef\xbb\xbf"):
-            return None, rows
+            return None
         if input_format == "auto" and detect_format(path, head) != "records":
-            return None, rows
+            return None
         if rows is None:
             rows = con.execute(SOURCES_SQL, ["records"]).fetchall()
+            if read is not None:
+                read.append(rows)
         source = _match_source(rows, path, head)
         if source is None or source.path != _display(path) or source.bytes_loaded != size:
-            return None, rows
+            return None
         known.append((path, size, source))
     ids = list(dict.fromkeys(s.source_id for _p, _size, s in known))
     counted = dict(con.execute(ROWS_PER_SOURCE_SQL, [ids]).fetchall())
@@ -521,7 +526,7 @@ def _unchanged(
         done += size
         if progress is not None:
             progress(done, total)
-    return summary, rows
+    return summary
 
 
 def _load_records_file(
