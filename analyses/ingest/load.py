@@ -38,7 +38,7 @@ import duckdb
 
 from loopscope.analyses.ingest import records as sql
 from loopscope.analyses.errors import LoopscopeError
-from loopscope.analyses.store import transaction
+from loopscope.analyses.store import SMALL_LOAD_BYTES, transaction
 from loopscope.collectors.redact import clean_error_text
 from loopscope.analyses.store.facts import INVALIDATE_FACTS_SQL
 from loopscope.analyses.ingest.files import (
@@ -273,12 +273,12 @@ def load_paths(
     return summary
 
 
-SMALL_INPUT_BYTES = 4 << 20
+SMALL_INPUT_BYTES = SMALL_LOAD_BYTES
 """Input of at most this many bytes (plain files; some 6,000 records) loads under the connection's own memory limit.
 
 Its working set is a few MB: lowering the limit to ``LOAD_MEMORY_LIMIT`` and restoring it are two
-statements for nothing (``store.SMALL_LOAD_BYTES``, the same bound, runs such data on one thread).
-A gzip file counts as large whatever its size (it may decompress to 1 GiB).
+statements for nothing (``store.open_for_analysis`` runs such data on one thread). A gzip file
+counts as large whatever its size (it may decompress to 1 GiB).
 """
 IN_MEMORY_SQL = "SELECT path IS NULL FROM duckdb_databases() WHERE database_name = current_database()"
 
