@@ -343,3 +343,19 @@ def test_format_detection_from_the_first_lines(tmp_path: Path) -> None:
     }
     for name, data in cases.items():
         assert detect_format(tmp_path / name, data) == want[name], name
+
+
+def test_tags_reach_every_row_of_a_replaced_file(tmp_path: Path) -> None:
+    # A replaced file's rows are deleted first, so its new rows can be numbered from a lower
+    # seq than the store's highest before the load: load --tag must still tag every one of them.
+    fixture = Path(__file__).parent / "fixtures" / "messages" / "anthropic.jsonl"
+    log = tmp_path / "conversations.jsonl"
+    log.write_bytes(fixture.read_bytes())
+    invoke("load", str(log), "--db", "s.duckdb", "--tag", "team=a")
+    log.write_text(fixture.read_text().splitlines()[0] + "\n")
+    changed = json.loads(invoke("load", str(log), "--db", "s.duckdb", "--tag", "team=b", "-f", "json").stdout)
+    assert changed["details"][0]["status"] == "replaced" and changed["loaded"] > 0
+    tagged = db_rows(tmp_path / "s.duckdb", """
+        SELECT count(*), count(*) FILTER (WHERE tags->>'team' = 'b') FROM (
+            SELECT tags FROM tool_calls UNION ALL SELECT tags FROM loop_exits)""")
+    assert tagged == [(changed["loaded"], changed["loaded"])]

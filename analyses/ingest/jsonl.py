@@ -199,6 +199,26 @@ def _read_plain(con: duckdb.DuckDBPyConnection, path: Path) -> WholeFile | None:
     return WholeFile(lines, unterminated, last_bytes if unterminated else 0, size)
 
 
+_KNOWN_THREADS: dict[int, int] = {}
+"""Connections whose ``threads`` setting was read once for the whole block of ``threads_known``."""
+
+
+@contextmanager
+def threads_known(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """Inside this block ``one_thread`` takes ``con``'s threads setting as read once at its start.
+
+    A load enters it: nothing in it but ``one_thread`` (which restores it) changes the setting,
+    and asking for it at every use is two statements per file.
+    """
+    row = con.execute(sql.THREADS_SQL).fetchone()
+    key = id(con)
+    _KNOWN_THREADS[key] = int(row[0]) if row else 1
+    try:
+        yield
+    finally:
+        _KNOWN_THREADS.pop(key, None)
+
+
 @contextmanager
 def one_thread(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
     """Run the statements of the block on one DuckDB thread, the connection's setting restored after.
@@ -206,8 +226,10 @@ def one_thread(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
     For the statements where DuckDB's second thread costs more CPU than it
     saves wall time (docs/loading.md, sixth and seventh passes).
     """
-    row = con.execute(sql.THREADS_SQL).fetchone()
-    threads = int(row[0]) if row else 1
+    threads = _KNOWN_THREADS.get(id(con))
+    if threads is None:
+        row = con.execute(sql.THREADS_SQL).fetchone()
+        threads = int(row[0]) if row else 1
     if threads != 1:
         con.execute(sql.ONE_THREAD_SQL)
     try:

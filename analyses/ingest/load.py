@@ -38,7 +38,7 @@ import duckdb
 
 from loopscope.analyses.ingest import records as sql
 from loopscope.analyses.errors import LoopscopeError
-from loopscope.analyses.store import transaction
+from loopscope.analyses.store import SMALL_LOAD_BYTES, transaction
 from loopscope.collectors.redact import clean_error_text
 from loopscope.analyses.store.facts import INVALIDATE_FACTS_SQL
 from loopscope.analyses.ingest.files import (
@@ -63,6 +63,7 @@ from loopscope.analyses.ingest.jsonl import (
     ingest_chunk,
     read_in_blocks,
     read_whole_file,
+    threads_known,
 )
 from loopscope.analyses.ingest.formats import INPUT_FORMATS, ReaderOutput, detect_format, reader_module
 
@@ -243,24 +244,67 @@ def load_paths(
         raise LoopscopeError(f"unknown input format {input_format!r}", hint="use auto, records, messages, otlp, claude-code or codex")
     ignored: list[Path] = []
     files = expand_paths(list(paths), ignored)
-    summary = _unchanged(con, files, input_format, progress)
+    read: list[list[Any]] = []
+    summary = _unchanged(con, files, input_format, progress, read)
     if summary is not None:  # nothing to read: the store holds every file to its end
         summary.ignored = [_display(p) for p in ignored]
         return summary
+    small = _small_input(files)
     # DuckDB would use up to 80% of RAM before spilling to disk; a load keeps
-    # its working set under LOAD_MEMORY_LIMIT instead.
-    con.execute(SET_MEMORY_LIMIT_SQL)
-    no_vacuum = _try(con, NO_VACUUM_SQL)  # (a setting older DuckDB versions lack)
+    # its working set under LOAD_MEMORY_LIMIT instead (small input needs no cap:
+    # the connection's own limit stays).
+    if not small:
+        con.execute(SET_MEMORY_LIMIT_SQL)
+    # A store in memory is never checkpointed: nothing to write, no row groups to keep from merging.
+    on_disk = not (small and _in_memory(con))
+    no_vacuum = on_disk and _try(con, NO_VACUUM_SQL)  # (a setting older DuckDB versions lack)
     try:
-        summary = _load_files(con, files, input_format, dict(reader_options or {}), progress)
+        with threads_known(con):
+            summary = _load_files(con, files, input_format, dict(reader_options or {}), progress,
+                                     read[0] if read else None)
         if no_vacuum and (summary.loaded or summary.quarantined):
             _try(con, CHECKPOINT_SQL)  # refused while another connection writes: then the close checkpoints
     finally:
-        _restore_memory_limit(con)
+        if not small:
+            _restore_memory_limit(con)
         if no_vacuum:
             con.execute(RESET_VACUUM_SQL)
     summary.ignored = [_display(p) for p in ignored]
     return summary
+
+
+SMALL_INPUT_BYTES = SMALL_LOAD_BYTES
+"""Input of at most this many bytes (plain files; some 6,000 records) loads under the connection's own memory limit.
+
+Its working set is a few MB: lowering the limit to ``LOAD_MEMORY_LIMIT`` and restoring it are two
+statements for nothing (``store.open_for_analysis`` runs such data on one thread). A gzip file
+counts as large whatever its size (it may decompress to 1 GiB).
+"""
+IN_MEMORY_SQL = "SELECT path IS NULL FROM duckdb_databases() WHERE database_name = current_database()"
+
+
+def _small_input(files: list[Path]) -> bool:
+    """Whether ``files`` add up to at most ``SMALL_INPUT_BYTES``, none of them gzip."""
+    budget = SMALL_INPUT_BYTES
+    for path in files:
+        budget -= _size(path)
+        if budget < 0:
+            return False
+        try:
+            if is_gzip(path):
+                return False
+        except UnreadableFile:
+            continue  # the load reports it and reads nothing of it
+    return True
+
+
+def _in_memory(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether ``con``'s database lives in memory (``:memory:``): it dies with its connections."""
+    try:
+        row = con.execute(IN_MEMORY_SQL).fetchone()
+    except duckdb.Error:
+        return False
+    return bool(row and row[0])
 
 
 def _restore_memory_limit(con: duckdb.DuckDBPyConnection) -> None:
@@ -288,7 +332,9 @@ def _load_files(
     input_format: str,
     reader_options: dict[str, Any],
     progress: ProgressFn | None,
+    sources: list[Any] | None = None,
 ) -> LoadSummary:
+    """Load ``files`` one by one; ``sources``: ``SOURCES_SQL``'s rows as the store is now (read by ``_unchanged``), or None."""
     total = sum(_size(p) for p in files)
     done = 0
     if progress is not None:
@@ -302,11 +348,12 @@ def _load_files(
                 progress(min(_base + n, total), total)
 
         try:
-            result = _load_one(con, path, input_format, reader_options, tick)
+            result = _load_one(con, path, input_format, reader_options, tick, sources)
         except UnreadableFile as exc:
             # One file the system will not read does not stop the others.
             result = FileResult(path=_display(path), input_format=input_format, status="unreadable", error=exc.message)
             summary.unreadable += 1
+        sources = None  # (the store may hold one more source now)
         done += _size(path)
         if progress is not None:
             progress(done, total)
@@ -330,28 +377,28 @@ def _load_one(
     input_format: str,
     reader_options: dict[str, Any],
     tick: Callable[[int], None],
+    sources: list[Any] | None = None,
 ) -> FileResult:
-    """Load one file in its own transaction."""
+    """Load one file in its own transaction; ``sources``: the records sources as the store holds them now, if read."""
     head = read_head(path)
     fmt = detect_format(path, head) if input_format == "auto" else input_format
     known, fast = None, None
     if fmt == "records":
-        known = _find_source(con, path, head)
+        known = _match_source(sources, path, head) if sources is not None else _find_source(con, path, head)
         # The fast reader runs before the transaction: a file it cannot
         # read fails its statement only, and the block path takes over.
         if known is None and head.lstrip(b"\xef\xbb\xbf"):
             fast = read_whole_file(con, path)
     with transaction(con):
-        seq_row = con.execute(sql.MAX_SEQ_SQL).fetchone()
-        seq_before = int(seq_row[0]) if seq_row else 0
+        # seq_base: the highest seq before this file's rows (theirs are above it)
         if fmt == "records":
-            result = _load_records_file(con, path, head, known, fast, tick)
+            result, seq_base = _load_records_file(con, path, head, known, fast, tick)
         else:
-            result = _load_reader_file(con, path, fmt, reader_options)
+            result, seq_base = _load_reader_file(con, path, fmt, reader_options)
         tags = reader_options.get("tags")
         if tags and result.loaded and result.source_id is not None:
             patch = json.dumps({str(k): str(v) for k, v in tags.items()}, ensure_ascii=False)
-            _execute_each(con, ADD_TAGS_SQL, [patch, result.source_id, seq_before])
+            _execute_each(con, ADD_TAGS_SQL, [patch, result.source_id, seq_base])
         return result
 
 
@@ -420,9 +467,13 @@ SELECT source_id, count(*) FROM (
 
 
 def _unchanged(
-    con: duckdb.DuckDBPyConnection, files: list[Path], input_format: str, progress: ProgressFn | None
+    con: duckdb.DuckDBPyConnection, files: list[Path], input_format: str, progress: ProgressFn | None,
+    read: list[list[Any]] | None = None,
 ) -> LoadSummary | None:
     """The summary of loading ``files`` when each is a plain records file the store holds to its end, else None.
+
+    ``read``, if given, receives the records sources it read (``SOURCES_SQL``'s rows, if it read
+    them): the store as the load's first file finds it.
 
     What every analysis with PATHs meets on its second run: the per-file path
     would find each file's source, check there is nothing after its end in a
@@ -453,6 +504,8 @@ def _unchanged(
             return None
         if rows is None:
             rows = con.execute(SOURCES_SQL, ["records"]).fetchall()
+            if read is not None:
+                read.append(rows)
         source = _match_source(rows, path, head)
         if source is None or source.path != _display(path) or source.bytes_loaded != size:
             return None
@@ -483,13 +536,14 @@ def _load_records_file(
     known: KnownSource | None,
     fast: WholeFile | None,
     tick: Callable[[int], None],
-) -> FileResult:
+) -> tuple[FileResult, int]:
+    """Load a records file (in the caller's transaction); also returns the seq its rows are numbered above."""
     display = _display(path)
     result = FileResult(path=display, input_format="records", status="new")
     body = head.lstrip(b"\xef\xbb\xbf")
     if not body:
         result.status = "empty"
-        return result
+        return result, 0
     if known is None:
         source_id = _new_source(con, path, "records", "", None)
         start_offset, lines_before = 0, 0
@@ -531,7 +585,7 @@ def _load_records_file(
         result.status = "unchanged"  # nothing new (a pending truncated last line is only re-checked)
     new_len = min(len(head), HEAD_BYTES)
     con.execute(UPDATE_SOURCE_SQL, [display, sha256(head[:new_len]), new_len, end_offset, last_line, source_id])
-    return result
+    return result, seq_base
 
 
 def redact_new_rows(con: duckdb.DuckDBPyConnection, source_id: int, seq_base: int) -> None:
@@ -563,7 +617,13 @@ def _execute_each(con: duckdb.DuckDBPyConnection, script: str, params: list[Any]
             con.execute(statement, params)
 
 
-def _load_reader_file(con: duckdb.DuckDBPyConnection, path: Path, fmt: str, options: dict[str, Any]) -> FileResult:
+def _load_reader_file(
+    con: duckdb.DuckDBPyConnection, path: Path, fmt: str, options: dict[str, Any]
+) -> tuple[FileResult, int]:
+    """Load a file of another format (in the caller's transaction); also returns the seq its rows are numbered above.
+
+    That seq is read after a replaced file's old rows are deleted: the new rows may reuse their seqs.
+    """
     display = _display(path)
     result = FileResult(path=display, input_format=fmt, status="new")
     digest, _ = content_hash(path)
@@ -578,7 +638,7 @@ def _load_reader_file(con: duckdb.DuckDBPyConnection, path: Path, fmt: str, opti
         counted = con.execute(SOURCE_ROWS_SQL, [source_id, source_id]).fetchone()
         result.status, result.source_id = "unchanged", source_id
         result.skipped = int(counted[0]) if counted else 0
-        return result
+        return result, 0
     at_path = [r for r in known if r[1] == display]
     if at_path:
         source_id = at_path[0][0]
@@ -625,4 +685,4 @@ def _load_reader_file(con: duckdb.DuckDBPyConnection, path: Path, fmt: str, opti
     result.skipped_types = dict(output.skipped_types)
     result.loaded = result.tool_calls + result.loop_exits
     con.execute(UPDATE_SOURCE_SQL, [display, digest, None, _size(path), len(output.records), source_id])
-    return result
+    return result, seq_base
