@@ -28,10 +28,12 @@ from loopscope.analyses.errors import UnknownConversation
 from loopscope.analyses.rows import fetch_dicts as _rows
 from loopscope.analyses.rows import class_dict, json_object
 from loopscope.analyses.selection import Selection
-from loopscope.analyses.store.relations import conversation_relations, conversation_set_relations
+from loopscope.analyses.store.freshness import checked_once
+from loopscope.analyses.store.relations import conversation_relations, conversation_set_relations, relations
 from loopscope.collectors.history import without_error_label
 
-CONVERSATION_EXISTS_SQL = "SELECT count(*) FROM prompts_v WHERE conversation_id = ?"
+# {prompts}: store.relations (the facts when fresh, else the view), here and in RECENT_CONVERSATIONS_SQL.
+CONVERSATION_EXISTS_SQL = "SELECT count(*) FROM {prompts} WHERE conversation_id = ?"
 # Conversations whose id starts with what the user typed (a UUID's first 8 characters), one past
 # the number listed, so "and more" is known without counting them all.
 PREFIX_MATCHES_SQL = """
@@ -44,11 +46,13 @@ SELECT DISTINCT conversation_id FROM (
 PREFIX_CANDIDATES_SHOWN = 10
 # Candidates for "did you mean": the most recently active conversations.
 RECENT_CONVERSATIONS_SQL = """
-SELECT conversation_id FROM prompts_v
+SELECT conversation_id FROM {prompts}
 GROUP BY conversation_id
 ORDER BY max(last_ts) DESC, conversation_id
 LIMIT ?
 """
+# prompts_v itself: the timeline shows the exit's columns (steps, tokens, duration, exit error), which
+# prompt_facts does not keep.
 CONVERSATION_PROMPTS_SQL = """
 SELECT * FROM prompts_v
 WHERE conversation_id = ?
@@ -56,7 +60,7 @@ ORDER BY first_ts, first_seq, prompt_id
 """
 # Every record of the conversation, with its error class when it is an error.
 # {tool_calls} / {errors}: store.relations.conversation_relations (this conversation's rows of
-# tool_calls_v and errors_v, computed from its records only).
+# tool_calls_v and errors_v: of the facts when fresh, else computed from its records only).
 CONVERSATION_TOOL_CALLS_SQL = """
 SELECT t.*, e.error_class, e.resolved_in_prompt
 FROM {tool_calls} t
@@ -243,7 +247,8 @@ def _by_prefix(con: duckdb.DuckDBPyConnection, prefix: str) -> str | None:
 
 def unknown_conversation(con: duckdb.DuckDBPyConnection, conversation_id: str) -> UnknownConversation:
     """The error for an id that is not in the store, with the closest ids as a hint."""
-    candidates = [r[0] for r in con.execute(RECENT_CONVERSATIONS_SQL, [_CANDIDATE_LIMIT]).fetchall()]
+    sql = RECENT_CONVERSATIONS_SQL.format(prompts=relations(con).prompts)
+    candidates = [r[0] for r in con.execute(sql, [_CANDIDATE_LIMIT]).fetchall()]
     if not candidates:
         return UnknownConversation(
             f"conversation {conversation_id!r} is not in the database: it holds no records",
@@ -434,10 +439,16 @@ def triage(con: duckdb.DuckDBPyConnection, conversation_id: str, *, files_loaded
             closest ids, or how to list conversations), or it is the start of
             several ids (the message lists them).
     """
-    exists = con.execute(CONVERSATION_EXISTS_SQL, [conversation_id]).fetchone()[0]
+    with checked_once(con):  # the facts' freshness is checked once for all of triage's queries
+        return _triage(con, conversation_id, files_loaded)
+
+
+def _triage(con: duckdb.DuckDBPyConnection, conversation_id: str, files_loaded: int | None) -> Triage:
+    exists_sql = CONVERSATION_EXISTS_SQL.format(prompts=relations(con).prompts)
+    exists = con.execute(exists_sql, [conversation_id]).fetchone()[0]
     if not exists:
         conversation_id = _by_prefix(con, conversation_id) or conversation_id
-        exists = con.execute(CONVERSATION_EXISTS_SQL, [conversation_id]).fetchone()[0]
+        exists = con.execute(exists_sql, [conversation_id]).fetchone()[0]
     if not exists:
         unknown = unknown_conversation(con, conversation_id)
         if files_loaded == 0:

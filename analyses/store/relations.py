@@ -204,7 +204,8 @@ def errors_computed_once(con: duckdb.DuckDBPyConnection) -> Iterator[Relations]:
 
 
 class ConversationRelations(NamedTuple):
-    """One conversation's rows of the views, computed from its records only (named parameter ``$conversation_id``).
+    """One conversation's rows of the views (named parameter ``$conversation_id``): the facts' rows
+    for it when they are fresh, else computed from its records only.
 
     Replays, classes and ``resolved_later`` depend only on the records of the
     same conversation, so computing them over its records gives the views'
@@ -219,11 +220,21 @@ class ConversationRelations(NamedTuple):
 _ONE_CALLS = "(SELECT * FROM tool_calls WHERE conversation_id = $conversation_id)"
 
 
+_ONE_FACTS_CALLS = "(" + FACTS_TOOL_CALLS_TEMPLATE.replace("{scope}", "t.conversation_id = $conversation_id") + ")"
+
+
 def conversation_relations(con: duckdb.DuckDBPyConnection) -> ConversationRelations:
-    """The relations for one conversation (bind ``$conversation_id``)."""
-    table = relations(con).prompts
-    prompts = f"(SELECT * FROM {'prompt_facts' if table == 'prompt_facts' else 'prompts_v'} " \
-              "WHERE conversation_id = $conversation_id)"
+    """The relations for one conversation (bind ``$conversation_id``).
+
+    With fresh facts (``relations(con)``), its rows of them (the calls joined by ``seq`` to
+    ``repeat_facts``, its ``error_facts``); otherwise computed from its records.
+    """
+    rel = relations(con)
+    facts = rel.prompts == FACTS.prompts
+    prompts = f"(SELECT * FROM {'prompt_facts' if facts else 'prompts_v'} WHERE conversation_id = $conversation_id)"
+    if facts and rel.tool_calls == FACTS_TOOL_CALLS and rel.errors == FACTS_ERRORS:
+        errors = f"(SELECT * FROM {FACTS_ERRORS} WHERE conversation_id = $conversation_id)"
+        return ConversationRelations(_ONE_FACTS_CALLS, prompts, errors)
     calls = "(" + TOOL_CALLS_QUERY.format(tool_calls=_ONE_CALLS) + ")"
     errors = "(" + ERRORS_QUERY.format(prompts=prompts, tool_calls_v=calls) + ")"
     return ConversationRelations(calls, prompts, errors)
