@@ -244,8 +244,7 @@ def load_paths(
         raise LoopscopeError(f"unknown input format {input_format!r}", hint="use auto, records, messages, otlp, claude-code or codex")
     ignored: list[Path] = []
     files = expand_paths(list(paths), ignored)
-    read: list[list[Any]] = []
-    summary = _unchanged(con, files, input_format, progress, read)
+    summary = _unchanged(con, files, input_format, progress)
     if summary is not None:  # nothing to read: the store holds every file to its end
         summary.ignored = [_display(p) for p in ignored]
         return summary
@@ -260,8 +259,7 @@ def load_paths(
     no_vacuum = on_disk and _try(con, NO_VACUUM_SQL)  # (a setting older DuckDB versions lack)
     try:
         with threads_known(con):
-            summary = _load_files(con, files, input_format, dict(reader_options or {}), progress,
-                                     read[0] if read else None)
+            summary = _load_files(con, files, input_format, dict(reader_options or {}), progress)
         if no_vacuum and (summary.loaded or summary.quarantined):
             _try(con, CHECKPOINT_SQL)  # refused while another connection writes: then the close checkpoints
     finally:
@@ -332,9 +330,8 @@ def _load_files(
     input_format: str,
     reader_options: dict[str, Any],
     progress: ProgressFn | None,
-    sources: list[Any] | None = None,
 ) -> LoadSummary:
-    """Load ``files`` one by one; ``sources``: ``SOURCES_SQL``'s rows as the store is now (read by ``_unchanged``), or None."""
+    """Load ``files`` one by one."""
     total = sum(_size(p) for p in files)
     done = 0
     if progress is not None:
@@ -348,12 +345,11 @@ def _load_files(
                 progress(min(_base + n, total), total)
 
         try:
-            result = _load_one(con, path, input_format, reader_options, tick, sources)
+            result = _load_one(con, path, input_format, reader_options, tick)
         except UnreadableFile as exc:
             # One file the system will not read does not stop the others.
             result = FileResult(path=_display(path), input_format=input_format, status="unreadable", error=exc.message)
             summary.unreadable += 1
-        sources = None  # (the store may hold one more source now)
         done += _size(path)
         if progress is not None:
             progress(done, total)
@@ -377,14 +373,13 @@ def _load_one(
     input_format: str,
     reader_options: dict[str, Any],
     tick: Callable[[int], None],
-    sources: list[Any] | None = None,
 ) -> FileResult:
-    """Load one file in its own transaction; ``sources``: the records sources as the store holds them now, if read."""
+    """Load one file in its own transaction."""
     head = read_head(path)
     fmt = detect_format(path, head) if input_format == "auto" else input_format
     known, fast = None, None
     if fmt == "records":
-        known = _match_source(sources, path, head) if sources is not None else _find_source(con, path, head)
+        known = _find_source(con, path, head)
         # The fast reader runs before the transaction: a file it cannot
         # read fails its statement only, and the block path takes over.
         if known is None and head.lstrip(b"\xef\xbb\xbf"):
@@ -467,13 +462,9 @@ SELECT source_id, count(*) FROM (
 
 
 def _unchanged(
-    con: duckdb.DuckDBPyConnection, files: list[Path], input_format: str, progress: ProgressFn | None,
-    read: list[list[Any]] | None = None,
+    con: duckdb.DuckDBPyConnection, files: list[Path], input_format: str, progress: ProgressFn | None
 ) -> LoadSummary | None:
     """The summary of loading ``files`` when each is a plain records file the store holds to its end, else None.
-
-    ``read``, if given, receives the records sources it read (``SOURCES_SQL``'s rows, if it read
-    them): the store as the load's first file finds it.
 
     What every analysis with PATHs meets on its second run: the per-file path
     would find each file's source, check there is nothing after its end in a
@@ -504,8 +495,6 @@ def _unchanged(
             return None
         if rows is None:
             rows = con.execute(SOURCES_SQL, ["records"]).fetchall()
-            if read is not None:
-                read.append(rows)
         source = _match_source(rows, path, head)
         if source is None or source.path != _display(path) or source.bytes_loaded != size:
             return None
