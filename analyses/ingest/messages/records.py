@@ -309,25 +309,18 @@ class _Deriver(CallBook[_Call]):
             last_index = max([last_index] + [c.result.index for c in results if c.result is not None])
         moment, made = self.time_of(last_index)
         record = self.common("loop_exit", prompt.prompt_id, moment, made)
-        record.update(
-            loop_exit_fields(
-                exit_reason=exit_reason,
-                steps=len(prompt.turns),
-                calls=results,
-                input_tokens=[t.input_tokens for t in prompt.turns if t.input_tokens is not None],
-                output_tokens=[t.output_tokens for t in prompt.turns if t.output_tokens is not None],
-                start=prompt.start_ts,
-                end=None if made else moment,
-                error_type=error_type,
-                error_message=(
-                    f"the conversation was ended from outside the loop: termination_reason={self.termination_reason}"
-                    if source == "termination_reason" and exit_reason not in ("end_turn", "stop_sequence")
-                    else None
-                ),
-                inferred=source == "inferred",
-                source=source,
-            )
-        )
+        ended_outside = source == "termination_reason" and exit_reason not in ("end_turn", "stop_sequence")
+        record.update(loop_exit_fields(
+            exit_reason=exit_reason, steps=len(prompt.turns), calls=results,
+            input_tokens=[t.input_tokens for t in prompt.turns if t.input_tokens is not None],
+            output_tokens=[t.output_tokens for t in prompt.turns if t.output_tokens is not None],
+            start=prompt.start_ts, end=None if made else moment, error_type=error_type,
+            error_message=(
+                f"the conversation was ended from outside the loop: termination_reason={self.termination_reason}"
+                if ended_outside else None
+            ),
+            inferred=source == "inferred", source=source,
+        ))
         record["message_index"] = last_index
         if source == "stored" and prompt.turns[-1].stop_reason != exit_reason:
             record["stop_reason_stored"] = prompt.turns[-1].stop_reason

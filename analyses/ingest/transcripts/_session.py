@@ -318,21 +318,12 @@ class Session(CallBook[_Call]):
         if moment is None:
             moment, synthetic = SYNTHETIC_EPOCH, True
         record = self._common("loop_exit", prompt.prompt_id, moment, synthetic)
-        record.update(
-            loop_exit_fields(
-                exit_reason=reason,
-                steps=len(prompt.steps),
-                calls=results,
-                input_tokens=list(prompt.input_tokens.values()),
-                output_tokens=list(prompt.output_tokens.values()),
-                start=None if synthetic else prompt.start_ts,
-                end=moment,
-                error_type=error_type,
-                error_message=message,
-                inferred=inferred,
-                source=source,
-            )
-        )
+        record.update(loop_exit_fields(
+            exit_reason=reason, steps=len(prompt.steps), calls=results,
+            input_tokens=list(prompt.input_tokens.values()), output_tokens=list(prompt.output_tokens.values()),
+            start=None if synthetic else prompt.start_ts, end=moment,
+            error_type=error_type, error_message=message, inferred=inferred, source=source,
+        ))
         # after the prompt's own records, whatever line stated the end
         self.keyed.append(((max([line] + [c.line_no for c in results]), 1, len(self.keyed)), record))
 
