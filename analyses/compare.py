@@ -30,7 +30,7 @@ CLI warns when it is not 0).
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -191,15 +191,8 @@ class MetricComparison:
     test: stats.TestResult | None
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain dict for JSON."""
-        return {
-            "metric": self.metric,
-            "a": self.a,
-            "b": self.b,
-            "difference": self.difference,
-            "test": self.test.to_dict() if self.test else None,
-            "significant": bool(self.test and self.test.significant),
-        }
+        """Plain dict for JSON: the fields (``test`` as a dict or None), then ``significant``."""
+        return {**asdict(self), "significant": bool(self.test and self.test.significant)}
 
 
 @dataclass(frozen=True)

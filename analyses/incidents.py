@@ -236,17 +236,7 @@ def _run(
     con: duckdb.DuckDBPyConnection, sql: str, selection: Selection, limit: int | None = None
 ) -> list[dict[str, Any]]:
     where, params = selection.where("p")
-    # The selection filters prompts_v; when it names conversations, filter the
-    # tool calls by them too, so DuckDB prunes before the replay window instead
-    # of numbering every record in the store (the {calls} slot comes first).
-    # DuckDB pushes an equality (not list_contains) into the views' aggregates
-    # and across the join to prompts_v, hence the special case for one id.
-    calls: str = "TRUE"
-    calls_params: list[object] = []
-    if len(selection.conversation_ids) == 1:
-        calls, calls_params = "t.conversation_id = ?", [selection.conversation_ids[0]]
-    elif selection.conversation_ids:
-        calls, calls_params = "list_contains(?, t.conversation_id)", [list(selection.conversation_ids)]
+    calls, calls_params = selection.calls_where("t")  # the tool calls pruned before the replay window
     from loopscope.analyses.store.relations import relations
 
     rel = relations(con)

@@ -181,12 +181,7 @@ ORDER BY r.calls DESC, p.first_ts, p.first_seq, r.conversation_id, r.first_step
 
 def _run(con: duckdb.DuckDBPyConnection, sql: str, selection: Selection, kind: str) -> list[dict[str, Any]]:
     where, params = selection.where("p")
-    calls: str = "TRUE"
-    calls_params: list[object] = []
-    if len(selection.conversation_ids) == 1:
-        calls, calls_params = "t.conversation_id = ?", [selection.conversation_ids[0]]
-    elif selection.conversation_ids:
-        calls, calls_params = "list_contains(?, t.conversation_id)", [list(selection.conversation_ids)]
+    calls, calls_params = selection.calls_where("t")
     from loopscope.analyses.store.relations import relations
 
     rel = relations(con)

@@ -161,6 +161,15 @@ ORDER BY f.grp
 
 # One vocabulary (spec, "Names in machine-readable output"): every JSON/CSV
 # output names these figures exactly so, overall, per group, per week, per agent.
+RECOVERY_KEYS = (
+    "recovered_errors",
+    "recovery_rate",
+    "resolved_later_errors",
+    "conversation_recovery_rate",
+    "replays",
+    "replay_rate",
+)
+"""The recovery and replay figures, after ``errors`` in ``METRIC_KEYS`` and ``TOOL_KEYS`` alike."""
 METRIC_KEYS = (
     "prompts",
     "open_prompts",
@@ -168,12 +177,7 @@ METRIC_KEYS = (
     "median_tool_calls_per_prompt",
     "p99_tool_calls_per_prompt",
     "errors",
-    "recovered_errors",
-    "recovery_rate",
-    "resolved_later_errors",
-    "conversation_recovery_rate",
-    "replays",
-    "replay_rate",
+    *RECOVERY_KEYS,
 )
 ERROR_CLASSES_KEY = "error_classes"
 """The per-class error counts, an object keyed by ``model.ERROR_CLASSES``."""
@@ -195,12 +199,7 @@ TOOL_KEYS = (
     "tool_calls",
     "errors",
     "error_rate",
-    "recovered_errors",
-    "recovery_rate",
-    "resolved_later_errors",
-    "conversation_recovery_rate",
-    "replays",
-    "replay_rate",
+    *RECOVERY_KEYS,
     "p50_latency_ms",
     "p95_latency_ms",
     "p99_latency_ms",

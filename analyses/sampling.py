@@ -111,14 +111,8 @@ class Sample:
     conversations: list[Candidate] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain dict for JSON."""
-        return {
-            "seed": self.seed,
-            "n": self.n,
-            "available": self.available,
-            "allocation": self.allocation,
-            "conversations": [c.to_dict() for c in self.conversations],
-        }
+        """Plain dict for JSON: the fields, each conversation with its stratum and class."""
+        return {**asdict(self), "conversations": [c.to_dict() for c in self.conversations]}
 
 
 def candidates(con: duckdb.DuckDBPyConnection, selection: Selection) -> list[Candidate]:

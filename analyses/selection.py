@@ -125,6 +125,22 @@ class Selection:
             params.extend([list(self.source_ids), list(self.source_ids)])
         return (" AND ".join(parts) or "TRUE"), params
 
+    def calls_where(self, alias: str = "t") -> tuple[str, list[object]]:
+        """SQL condition over tool-call rows (as ``alias``) by the selection's conversations alone, and its parameters.
+
+        ``where`` filters the prompts; when the selection names conversations, this filters the tool
+        calls by them too, so DuckDB prunes before a window over the calls instead of numbering every
+        record in the store. One id is an equality: DuckDB pushes that (not ``list_contains``) into the
+        views' aggregates and across the join to the prompts.
+        """
+        if not alias.isidentifier():
+            raise ValueError(f"bad alias {alias!r}")
+        if len(self.conversation_ids) == 1:
+            return f"{alias}.conversation_id = ?", [self.conversation_ids[0]]
+        if self.conversation_ids:
+            return f"list_contains(?, {alias}.conversation_id)", [list(self.conversation_ids)]
+        return "TRUE", []
+
 
 UNTAGGED = "(untagged)"
 """The group of ``--by tag:KEY`` for prompts whose records do not carry the tag (or carry it empty)."""

@@ -11,6 +11,7 @@ unsampled prompt) a tool call costs one attribute check, not a span.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from loopscope.collectors.shape import input_shape
@@ -144,6 +145,26 @@ def _too_big(arguments: Any) -> bool:
     return isinstance(arguments, (str, bytes, bytearray)) and len(arguments) > MAX_HOST_PARSE
 
 
+def _cached_shape(cache: dict[tuple[Any, ...], Any], arguments: Any, make: Callable[[Any], Any]) -> Any:
+    """``make(arguments)``, cached in ``cache`` by (argument names, value types) for a dict
+    (cleared past 4,096 entries); None for JSON text over :data:`MAX_HOST_PARSE`."""
+    if type(arguments) is dict:
+        key = (*arguments, *map(type, arguments.values()))
+        value = cache.get(key)
+        if value is None:
+            if len(cache) > 4096:
+                cache.clear()
+            value = cache[key] = make(arguments)
+        return value
+    if _too_big(arguments):
+        return None
+    return make(arguments)
+
+
+def _shape_text(arguments: Any) -> str:
+    return _SHAPE_JSON(input_shape(arguments))
+
+
 def shape_attribute(arguments: Any) -> str | None:
     """The arguments' ``input_shape`` as a span attribute: compact JSON object text, sorted keys.
 
@@ -151,17 +172,7 @@ def shape_attribute(arguments: Any) -> str | None:
     every SDK version and exporter. Tools are called with few distinct shapes, so the text is
     cached by (argument names, value types). None for JSON text over :data:`MAX_HOST_PARSE`.
     """
-    if type(arguments) is dict:
-        key = (*arguments, *map(type, arguments.values()))
-        text = _shape_cache.get(key)
-        if text is None:
-            if len(_shape_cache) > 4096:
-                _shape_cache.clear()
-            text = _shape_cache[key] = _SHAPE_JSON(input_shape(arguments))
-        return text
-    if _too_big(arguments):
-        return None
-    return _SHAPE_JSON(input_shape(arguments))
+    return _cached_shape(_shape_cache, arguments, _shape_text)
 
 
 _map_cache: dict[tuple[Any, ...], dict[str, str]] = {}
@@ -173,17 +184,7 @@ def shape_map(arguments: Any) -> dict[str, str] | None:
     The cached map is shared: callers must not modify it. None for JSON text over
     :data:`MAX_HOST_PARSE`.
     """
-    if type(arguments) is dict:
-        key = (*arguments, *map(type, arguments.values()))
-        shape = _map_cache.get(key)
-        if shape is None:
-            if len(_map_cache) > 4096:
-                _map_cache.clear()
-            shape = _map_cache[key] = input_shape(arguments)
-        return shape
-    if _too_big(arguments):
-        return None
-    return input_shape(arguments)
+    return _cached_shape(_map_cache, arguments, input_shape)
 
 
 def error_status(message: str | None) -> Status:

@@ -495,21 +495,25 @@ class PromptLoop:
             col._guard.internal_error("record_tool_call", exc)
 
     def _start_tool_span(self, tool_call_id, tool_name, arguments, step, start_ns=None):  # noqa: ANN001, ANN202
-        attrs = {
-            otel.OPERATION: "execute_tool",
-            otel.TOOL_NAME: str(tool_name),
-            otel.TOOL_CALL_ID: str(tool_call_id),
-            otel.TOOL_TYPE: "function",
-            otel.CONVERSATION_ID: self.conversation_id,
-            otel.PROMPT_ID: self.prompt_id,
-            otel.TOOL_STEP: self.step if step is None else step,
-        }
+        attrs = self._tool_attrs(tool_call_id, tool_name)
+        attrs[otel.PROMPT_ID] = self.prompt_id
+        attrs[otel.TOOL_STEP] = self.step if step is None else step
         shape = otel.shape_attribute(arguments)
         if shape is not None:
             attrs[otel.TOOL_INPUT_SHAPE] = shape
         return self._col._tracer.start_span(
             f"execute_tool {tool_name}", context=self._ctx, kind=otel.INTERNAL, attributes=attrs, start_time=start_ns
         )
+
+    def _tool_attrs(self, tool_call_id: Any, tool_name: Any) -> dict[str, Any]:
+        """The attributes a tool call's span and its log record both begin with (OTel GenAI names)."""
+        return {
+            otel.OPERATION: "execute_tool",
+            otel.TOOL_NAME: str(tool_name),
+            otel.TOOL_CALL_ID: str(tool_call_id),
+            otel.TOOL_TYPE: "function",
+            otel.CONVERSATION_ID: self.conversation_id,
+        }
 
     def _head(self, kind: str, ts: Any, trace_id: int | None, span_id: int | None) -> dict[str, Any]:
         """The fields every record of this prompt begins with, in the spec's order (``tags`` only when set)."""
@@ -652,13 +656,7 @@ class PromptLoop:
                     "error_message": message,
                     "replayed": replayed,
                 }
-                attrs = {
-                    otel.OPERATION: "execute_tool",
-                    otel.TOOL_NAME: str(tool_name),
-                    otel.TOOL_CALL_ID: str(tool_call_id),
-                    otel.TOOL_TYPE: "function",
-                    otel.CONVERSATION_ID: self.conversation_id,
-                }
+                attrs = self._tool_attrs(tool_call_id, tool_name)
                 if is_error:
                     attrs[otel.ERROR_TYPE] = error_type or "_OTHER"
                 ctx = otel.set_span_in_context(span) if span is not None else self._ctx

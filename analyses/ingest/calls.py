@@ -3,16 +3,17 @@
 The message-array reader (``messages.records``) and the transcript readers
 (``transcripts._session``) walk one conversation in order and meet the same
 things: tool calls that wait for their result, results that answer one of them
-(or none, or one already answered), protocol violations to report, and the
-fields every record they write starts with. ``CallBook`` keeps the first three;
-``record_head`` gives the fourth. The rules themselves (which call a result
+(or none, or one already answered), protocol violations to report, the
+fields every record they write starts with, the fields of the ``loop_exit``
+they derive, and ISO 8601 times. ``CallBook`` keeps the first three;
+``record_head``, ``loop_exit_fields`` and ``parse_iso_ts`` give the rest. The rules themselves (which call a result
 answers: the oldest waiting one with its id) are the readers' documented ones.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import datetime, timezone
 from typing import Any, Generic, TypeVar
 
@@ -30,6 +31,20 @@ def format_ts(moment: datetime) -> str:
     return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+def parse_iso_ts(text: str) -> datetime | None:
+    """An ISO 8601 time (``...Z`` allowed; naive = UTC) in UTC; None when unreadable."""
+    text = text.strip()
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        return parsed.replace(tzinfo=timezone.utc)
+    return parsed.astimezone(timezone.utc)
+
+
 def record_head(kind: str, moment: datetime, conversation_id: str, prompt_id: str, agent: str) -> dict[str, Any]:
     """The fields every derived record starts with, in the collector's order (no trace or span ids)."""
     return {
@@ -41,6 +56,42 @@ def record_head(kind: str, moment: datetime, conversation_id: str, prompt_id: st
         "agent": agent,
         "trace_id": None,
         "span_id": None,
+    }
+
+
+def loop_exit_fields(
+    *,
+    exit_reason: str,
+    steps: int,
+    calls: Sequence[Any],
+    input_tokens: list[int],
+    output_tokens: list[int],
+    start: datetime | None,
+    end: datetime | None,
+    error_type: str | None,
+    error_message: str | None,
+    inferred: bool,
+    source: str,
+) -> dict[str, Any]:
+    """The fields of a derived ``loop_exit`` after its head, in the collector's order.
+
+    ``calls``: the prompt's answered calls (each with ``is_error``); the token lists: the
+    counts the log stores (none: null); ``start``/``end``: None where a time is made up
+    (no duration then).
+    """
+    return {
+        "exit_reason": exit_reason,
+        "steps": steps,
+        "tool_calls": len(calls),
+        "tool_errors": sum(1 for c in calls if c.is_error),
+        "max_tool_calls": None,
+        "input_tokens": sum(input_tokens) if input_tokens else None,
+        "output_tokens": sum(output_tokens) if output_tokens else None,
+        "duration_ms": (end - start).total_seconds() * 1000.0 if start and end and end >= start else None,
+        "error_type": error_type,
+        "error_message": error_message,
+        "exit_inferred": inferred,
+        "exit_source": source,
     }
 
 

@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Optional
 
-from loopscope.analyses.ingest.calls import SYNTHETIC_EPOCH, TOOL_STOP_REASONS, CallBook, record_head
+from loopscope.analyses.ingest.calls import SYNTHETIC_EPOCH, TOOL_STOP_REASONS, CallBook, loop_exit_fields, record_head
 from loopscope.analyses.ingest.messages.errors import ErrorRules, classify, error_type_from_text
 from loopscope.analyses.ingest.messages.turns import (
     AssistantTurn,
@@ -309,30 +309,19 @@ class _Deriver(CallBook[_Call]):
             last_index = max([last_index] + [c.result.index for c in results if c.result is not None])
         moment, made = self.time_of(last_index)
         record = self.common("loop_exit", prompt.prompt_id, moment, made)
-        start, end = prompt.start_ts, (None if made else moment)
-        input_tokens = [t.input_tokens for t in prompt.turns if t.input_tokens is not None]
-        output_tokens = [t.output_tokens for t in prompt.turns if t.output_tokens is not None]
-        record.update(
-            {
-                "exit_reason": exit_reason,
-                "steps": len(prompt.turns),
-                "tool_calls": len(results),
-                "tool_errors": sum(1 for c in results if c.is_error),
-                "max_tool_calls": None,
-                "input_tokens": sum(input_tokens) if input_tokens else None,
-                "output_tokens": sum(output_tokens) if output_tokens else None,
-                "duration_ms": (end - start).total_seconds() * 1000.0 if start and end and end >= start else None,
-                "error_type": error_type,
-                "error_message": (
-                    f"the conversation was ended from outside the loop: termination_reason={self.termination_reason}"
-                    if source == "termination_reason" and exit_reason not in ("end_turn", "stop_sequence")
-                    else None
-                ),
-                "exit_inferred": source == "inferred",
-                "exit_source": source,
-                "message_index": last_index,
-            }
-        )
+        ended_outside = source == "termination_reason" and exit_reason not in ("end_turn", "stop_sequence")
+        record.update(loop_exit_fields(
+            exit_reason=exit_reason, steps=len(prompt.turns), calls=results,
+            input_tokens=[t.input_tokens for t in prompt.turns if t.input_tokens is not None],
+            output_tokens=[t.output_tokens for t in prompt.turns if t.output_tokens is not None],
+            start=prompt.start_ts, end=None if made else moment, error_type=error_type,
+            error_message=(
+                f"the conversation was ended from outside the loop: termination_reason={self.termination_reason}"
+                if ended_outside else None
+            ),
+            inferred=source == "inferred", source=source,
+        ))
+        record["message_index"] = last_index
         if source == "stored" and prompt.turns[-1].stop_reason != exit_reason:
             record["stop_reason_stored"] = prompt.turns[-1].stop_reason
         self.keyed.append(((last_index, 1, len(self.keyed)), record))

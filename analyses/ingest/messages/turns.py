@@ -56,6 +56,7 @@ from datetime import datetime, timezone
 from typing import Any, Optional, Union
 
 from loopscope.analyses.ingest import jsontext
+from loopscope.analyses.ingest.calls import parse_iso_ts
 
 # Keys under which logs store a message's time, tried in order.
 TIMESTAMP_KEYS = ("timestamp", "ts", "created_at", "time", "created")
@@ -118,16 +119,7 @@ def parse_timestamp(value: Any) -> Optional[datetime]:
         except (OverflowError, OSError, ValueError):
             return None
     if isinstance(value, str) and value:
-        text = value.strip()
-        if text.endswith(("Z", "z")):
-            text = text[:-1] + "+00:00"
-        try:
-            parsed = datetime.fromisoformat(text)
-        except ValueError:
-            return None
-        if parsed.tzinfo is None:
-            return parsed.replace(tzinfo=timezone.utc)
-        return parsed.astimezone(timezone.utc)
+        return parse_iso_ts(value)
     return None
 
 

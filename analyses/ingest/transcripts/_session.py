@@ -37,10 +37,17 @@ A reader (``claude_code``, ``codex``) walks its file line by line and tells a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from typing import Any
 
-from loopscope.analyses.ingest.calls import SYNTHETIC_EPOCH, TOOL_STOP_REASONS, CallBook, record_head
+from loopscope.analyses.ingest.calls import (
+    SYNTHETIC_EPOCH,
+    TOOL_STOP_REASONS,
+    CallBook,
+    loop_exit_fields,
+    parse_iso_ts,
+    record_head,
+)
 from loopscope.collectors.redact import clean_error_text
 from loopscope.collectors.shape import shape_and_fingerprint
 
@@ -49,16 +56,7 @@ def parse_ts(value: Any) -> datetime | None:
     """An ISO 8601 time as the transcripts write it (``...Z``); None when absent or unreadable."""
     if not isinstance(value, str) or not value:
         return None
-    text = value.strip()
-    if text.endswith(("Z", "z")):
-        text = text[:-1] + "+00:00"
-    try:
-        parsed = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=timezone.utc)
-    return parsed.astimezone(timezone.utc)
+    return parse_iso_ts(value)
 
 
 @dataclass
@@ -320,25 +318,12 @@ class Session(CallBook[_Call]):
         if moment is None:
             moment, synthetic = SYNTHETIC_EPOCH, True
         record = self._common("loop_exit", prompt.prompt_id, moment, synthetic)
-        start = None if synthetic else prompt.start_ts
-        ins = list(prompt.input_tokens.values())
-        outs = list(prompt.output_tokens.values())
-        record.update(
-            {
-                "exit_reason": reason,
-                "steps": len(prompt.steps),
-                "tool_calls": len(results),
-                "tool_errors": sum(1 for c in results if c.is_error),
-                "max_tool_calls": None,
-                "input_tokens": sum(ins) if ins else None,
-                "output_tokens": sum(outs) if outs else None,
-                "duration_ms": (moment - start).total_seconds() * 1000.0 if start and moment >= start else None,
-                "error_type": error_type,
-                "error_message": message,
-                "exit_inferred": inferred,
-                "exit_source": source,
-            }
-        )
+        record.update(loop_exit_fields(
+            exit_reason=reason, steps=len(prompt.steps), calls=results,
+            input_tokens=list(prompt.input_tokens.values()), output_tokens=list(prompt.output_tokens.values()),
+            start=None if synthetic else prompt.start_ts, end=moment,
+            error_type=error_type, error_message=message, inferred=inferred, source=source,
+        ))
         # after the prompt's own records, whatever line stated the end
         self.keyed.append(((max([line] + [c.line_no for c in results]), 1, len(self.keyed)), record))
 
