@@ -9,10 +9,20 @@ os.environ["TERMINAL_WIDTH"] = "200"
 os.environ["COLUMNS"] = "200"
 
 import shutil  # noqa: E402
+import sys  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
+
+# The bytecode cache on, for this process and the Python processes the tests start. With
+# PYTHONDONTWRITEBYTECODE=1 (this machine's shells set it; docs/performance.md) nothing writes
+# __pycache__: every pytest worker rewrites the asserts of every test module from source, and
+# every `python -m loopscope` / agent subprocess compiles loopscope's modules again (about 5 s
+# of CPU per worker and 0.05 s per subprocess). The caches go where Python and pytest put them
+# (__pycache__, ignored by git); what a test checks does not depend on them.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE_LOGS = REPO / "sample_logs"
