@@ -9,10 +9,20 @@ os.environ["TERMINAL_WIDTH"] = "200"
 os.environ["COLUMNS"] = "200"
 
 import shutil  # noqa: E402
+import sys  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
+
+# The bytecode cache on, for this process and the Python processes the tests start. With
+# PYTHONDONTWRITEBYTECODE=1 (this machine's shells set it; docs/performance.md) nothing writes
+# __pycache__: every pytest worker rewrites the asserts of every test module from source, and
+# every `python -m loopscope` / agent subprocess compiles loopscope's modules again (about 5 s
+# of CPU per worker and 0.05 s per subprocess). The caches go where Python and pytest put them
+# (__pycache__, ignored by git); what a test checks does not depend on them.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE_LOGS = REPO / "sample_logs"
@@ -87,6 +97,16 @@ def loaded_store(loaded_store_template: Callable[[Path], Path], tmp_path: Path) 
 #   takes the same mark.
 #
 # Without ``-n`` (one process) none of this changes anything.
+#
+# Generated examples: the property tests whose every example loads a store and runs the
+# analyses on it (test_loader_fast_path, test_metrics_property, test_tools_property,
+# test_triage_property, test_triage_first_property, test_timelines_batched's random stores and
+# test_clickhouse_conformance's portable views) run half the examples they ran until
+# 2026-11-27: together they were about a quarter of the suite's CPU. The examples are drawn
+# afresh on every run (no fixed seed), so successive runs still cover what the former count
+# covered; the regressions they found stay as explicit @example cases. For a deeper search
+# (before a release, after changing the loader or a view): LOOPSCOPE_PROPERTY_EXAMPLES=full
+# runs the former counts (and LOOPSCOPE_FUZZ=long does so for test_fuzz_readers).
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -23,6 +23,7 @@ import contextlib
 import datetime as dt
 import importlib.util
 import json
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -270,7 +271,12 @@ def test_portable_views_are_models_views_on_duckdb() -> None:
         duck.close()
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+# Generated examples per run: 12 (25 with LOOPSCOPE_PROPERTY_EXAMPLES=full, as before 2026-11-27;
+# tests/conftest.py says why).
+PROPERTY_EXAMPLES = 25 if os.environ.get("LOOPSCOPE_PROPERTY_EXAMPLES") == "full" else 12
+
+
+@settings(max_examples=PROPERTY_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=_property.record_sets())
 def test_portable_views_on_generated_stores(tmp_path: Path, data: tuple[list[list[Any]], int]) -> None:
     files, _ = data

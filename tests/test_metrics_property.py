@@ -21,6 +21,7 @@ import importlib.util
 import itertools
 import json
 import math
+import os
 import sys
 from collections import Counter
 from pathlib import Path
@@ -176,7 +177,12 @@ def _check_metrics(got: dict[str, Any], want: dict[str, Any]) -> None:
         assert _close(got[key], want[key]), (key, got[key], want[key])
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+# Generated examples per run: 30 (60 with LOOPSCOPE_PROPERTY_EXAMPLES=full, as before 2026-11-27;
+# tests/conftest.py says why).
+PROPERTY_EXAMPLES = 60 if os.environ.get("LOOPSCOPE_PROPERTY_EXAMPLES") == "full" else 30
+
+
+@settings(max_examples=PROPERTY_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(data=record_sets())
 def test_sql_agrees_with_reference(tmp_path: Path, data: tuple[list[list[Any]], int]) -> None:
     files, n_files = data

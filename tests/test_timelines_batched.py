@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -129,7 +130,12 @@ def test_no_temporary_table_is_left(loaded_store: Any) -> None:
         con.close()
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+# Generated examples per run: 15 (30 with LOOPSCOPE_PROPERTY_EXAMPLES=full, as before 2026-11-27;
+# tests/conftest.py says why).
+PROPERTY_EXAMPLES = 30 if os.environ.get("LOOPSCOPE_PROPERTY_EXAMPLES") == "full" else 15
+
+
+@settings(max_examples=PROPERTY_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(prop.record_sets())
 def test_random_stores(records: list[dict[str, Any]]) -> None:
     """Several conversations with prompts at the same instant, parallel calls, replays (flagged or not,

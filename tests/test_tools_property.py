@@ -14,6 +14,7 @@ import importlib.util
 import itertools
 import json
 import math
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -98,7 +99,12 @@ def _same(got: list[dict[str, Any]], want: list[dict[str, Any]]) -> None:
                 assert g[key] == value, (g["tool_name"], key, g[key], value)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+# Generated examples per run: 30 (60 with LOOPSCOPE_PROPERTY_EXAMPLES=full, as before 2026-11-27;
+# tests/conftest.py says why).
+PROPERTY_EXAMPLES = 60 if os.environ.get("LOOPSCOPE_PROPERTY_EXAMPLES") == "full" else 30
+
+
+@settings(max_examples=PROPERTY_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(records=record_lists())
 def test_tool_health_agrees_with_reference(tmp_path: Path, records: list[dict[str, Any]]) -> None:
     path = tmp_path / f"run-{next(_RUNS)}.jsonl"

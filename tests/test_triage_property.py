@@ -16,6 +16,7 @@ import datetime as dt
 import importlib.util
 import itertools
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -108,7 +109,12 @@ def _call_key(r: dict[str, Any]) -> tuple[str, str, str, int, dt.datetime]:
     return (r["conversation_id"], r["prompt_id"], r["tool_call_id"], r["step"], reference.parse_ts(r["ts"]))
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+# Generated examples per run: 20 (40 with LOOPSCOPE_PROPERTY_EXAMPLES=full, as before 2026-11-27;
+# tests/conftest.py says why).
+PROPERTY_EXAMPLES = 40 if os.environ.get("LOOPSCOPE_PROPERTY_EXAMPLES") == "full" else 20
+
+
+@settings(max_examples=PROPERTY_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(record_sets())
 def test_triage_agrees_with_reference(records: list[dict[str, Any]]) -> None:
     con, db = _load(records)
