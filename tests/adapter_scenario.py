@@ -108,18 +108,6 @@ class RaisingSink:
         raise OSError("disk full")
 
 
-def span_recorder() -> tuple[Any, Any]:
-    """``(tracer_provider, exporter)``: the provider keeps every finished span in the in-memory exporter."""
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    return provider, exporter
-
-
 def manual_records(
     answers: list[dict[str, Any]], outcomes: dict[str, tuple[Any, ...]], agent: str, model_calls: list[int] = MODEL_CALLS
 ) -> list[dict[str, Any]]:

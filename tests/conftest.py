@@ -10,8 +10,9 @@ os.environ["COLUMNS"] = "200"
 
 import shutil  # noqa: E402
 import sys  # noqa: E402
-from collections.abc import Callable  # noqa: E402
+from collections.abc import Callable, Iterator  # noqa: E402
 from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
 
 import pytest  # noqa: E402
 
@@ -81,6 +82,21 @@ def loaded_store(loaded_store_template: Callable[[Path], Path], tmp_path: Path) 
         return path
 
     return make
+
+
+@pytest.fixture
+def span_recorder() -> Iterator[tuple[Any, Any]]:
+    """``(tracer_provider, exporter)``: an OpenTelemetry SDK provider that keeps every finished span
+    in the in-memory exporter (``exporter.get_finished_spans()``); shut down after the test."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    yield provider, exporter
+    provider.shutdown()
 
 
 # --------------------------------------------------------------------------- parallel runs (pytest-xdist)

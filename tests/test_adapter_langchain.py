@@ -236,8 +236,8 @@ def test_runs_below_a_parent_never_seen_open_no_prompt() -> None:
     assert sink.records == [] and col.stats.internal_errors == 0
 
 
-def test_spans_carry_the_tool_call_ids_and_the_error_status() -> None:
-    provider, exporter = scenario.span_recorder()
+def test_spans_carry_the_tool_call_ids_and_the_error_status(span_recorder: tuple[Any, Any]) -> None:
+    provider, exporter = span_recorder
     sink = MemorySink()
     col = Collector(sink, tracer_provider=provider, provider="openai")
     lookup_order, get_weather = scenario.make_tools()

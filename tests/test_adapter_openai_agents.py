@@ -241,8 +241,8 @@ def test_a_model_that_reads_the_block_changes_course_and_a_blind_one_is_stopped(
     assert outcomes == {True: ("end_turn", 1), False: ("error", 3)}
 
 
-def test_spans_carry_the_tool_call_ids_and_the_error_status() -> None:
-    provider, exporter = scenario.span_recorder()
+def test_spans_carry_the_tool_call_ids_and_the_error_status(span_recorder: tuple[Any, Any]) -> None:
+    provider, exporter = span_recorder
     sink = MemorySink()
     col = Collector(sink, tracer_provider=provider)
     lookup_order, get_weather = scenario.make_tools()

@@ -11,13 +11,11 @@ import threading
 import time
 import weakref
 from pathlib import Path
+from typing import Any
 
 import pytest
 from loopscope.collectors import Collector, JsonlSink, MemorySink
 from loopscope.collectors import sinks as sinks_module
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 # host-thread latency guards: never run alongside another timing test (tests/conftest.py)
 pytestmark = pytest.mark.xdist_group("timing")
@@ -132,10 +130,8 @@ def test_close_and_flush_give_up_on_a_hung_disk_and_count_the_rest(tmp_path: Pat
     assert len(Path(tmp_path / "l.jsonl").read_text().splitlines()) == held
 
 
-def test_never_closed_prompts_keep_no_state_in_the_collector() -> None:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
+def test_never_closed_prompts_keep_no_state_in_the_collector(span_recorder: tuple[Any, Any]) -> None:
+    provider, exporter = span_recorder
     for tp in (None, provider):
         col = Collector(MemorySink(), tracer_provider=tp)
         refs = []
@@ -149,13 +145,10 @@ def test_never_closed_prompts_keep_no_state_in_the_collector() -> None:
         gc.collect()
         # A long-running process that abandons prompts (crashed tasks) does not accumulate them.
         assert sum(r() is not None for r in refs) == 0
-    provider.shutdown()
 
 
-def test_argument_values_reach_no_record_span_or_status() -> None:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
+def test_argument_values_reach_no_record_span_or_status(span_recorder: tuple[Any, Any]) -> None:
+    provider, exporter = span_recorder
     sink = MemorySink()
     col = Collector(sink, tracer_provider=provider)
     marker = "VALUE-4f1c9e"
@@ -224,10 +217,8 @@ def test_every_record_is_written_or_counted_as_dropped(tmp_path: Path) -> None:
     assert st.written + st.dropped == st.emitted
 
 
-def test_huge_json_text_arguments_are_not_parsed_on_the_host_thread_for_spans(tmp_path: Path) -> None:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
+def test_huge_json_text_arguments_are_not_parsed_on_the_host_thread_for_spans(tmp_path: Path, span_recorder: tuple[Any, Any]) -> None:
+    provider, exporter = span_recorder
     col = Collector(JsonlSink(tmp_path / "l.jsonl", flush_interval=0.02), tracer_provider=provider)
     huge = json.dumps({"blob": "x" * (20 * 2**20), "n": 1})  # OpenAI-style arguments: JSON text
     small = json.dumps({"q": "paris"})
