@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 
 @pytest.fixture
-def traced(span_recorder):  # noqa: ANN001, ANN201
+def traced(span_recorder):
     provider, exporter = span_recorder
     sink = MemorySink()
     return Collector(sink, tracer_provider=provider), sink, exporter, provider.get_tracer("app")

@@ -17,7 +17,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 
 @pytest.fixture
-def otel(span_recorder):  # noqa: ANN001, ANN201
+def otel(span_recorder):
     provider, exporter = span_recorder
     sink = MemorySink()
     return Collector(sink, tracer_provider=provider), sink, exporter, provider
