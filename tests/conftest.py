@@ -10,6 +10,7 @@ os.environ["COLUMNS"] = "200"
 
 import shutil  # noqa: E402
 import sys  # noqa: E402
+import time  # noqa: E402
 from collections.abc import Callable, Iterator  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
@@ -97,6 +98,20 @@ def span_recorder() -> Iterator[tuple[Any, Any]]:
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     yield provider, exporter
     provider.shutdown()
+
+
+@pytest.fixture
+def wait_for() -> Callable[..., None]:
+    """``wait_for(cond, timeout=10.0)``: poll ``cond()`` every 10 ms until it is true; the test
+    fails ("timed out") if it is still false after ``timeout`` seconds."""
+
+    def wait(cond: Callable[[], object], timeout: float = 10.0) -> None:
+        end = time.monotonic() + timeout
+        while not cond():
+            assert time.monotonic() < end, "timed out"
+            time.sleep(0.01)
+
+    return wait
 
 
 # --------------------------------------------------------------------------- parallel runs (pytest-xdist)
