@@ -92,6 +92,22 @@ def make_tools() -> tuple[Any, Any]:
     return lookup_order, get_weather
 
 
+#: The agent's final answers to the first two prompts (the third ends at the budget).
+ANSWERS = ["Your order A1 has shipped; it is sunny in Paris.", "Sunny in Rome too."]
+
+
+def cancel_order(order_id: str) -> str:
+    """Cancel an order."""
+    raise PermissionError(f"order {order_id} has shipped and cannot be cancelled")
+
+
+class RaisingSink:
+    """A sink that fails on every record (a full disk): the agent must run on regardless."""
+
+    def emit(self, record: dict[str, Any]) -> None:
+        raise OSError("disk full")
+
+
 def manual_records(
     answers: list[dict[str, Any]], outcomes: dict[str, tuple[Any, ...]], agent: str, model_calls: list[int] = MODEL_CALLS
 ) -> list[dict[str, Any]]:

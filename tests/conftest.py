@@ -10,8 +10,10 @@ os.environ["COLUMNS"] = "200"
 
 import shutil  # noqa: E402
 import sys  # noqa: E402
-from collections.abc import Callable  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Callable, Iterator  # noqa: E402
 from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
 
 import pytest  # noqa: E402
 
@@ -81,6 +83,35 @@ def loaded_store(loaded_store_template: Callable[[Path], Path], tmp_path: Path) 
         return path
 
     return make
+
+
+@pytest.fixture
+def span_recorder() -> Iterator[tuple[Any, Any]]:
+    """``(tracer_provider, exporter)``: an OpenTelemetry SDK provider that keeps every finished span
+    in the in-memory exporter (``exporter.get_finished_spans()``); shut down after the test."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    yield provider, exporter
+    provider.shutdown()
+
+
+@pytest.fixture
+def wait_for() -> Callable[..., None]:
+    """``wait_for(cond, timeout=10.0)``: poll ``cond()`` every 10 ms until it is true; the test
+    fails ("timed out") if it is still false after ``timeout`` seconds."""
+
+    def wait(cond: Callable[[], object], timeout: float = 10.0) -> None:
+        end = time.monotonic() + timeout
+        while not cond():
+            assert time.monotonic() < end, "timed out"
+            time.sleep(0.01)
+
+    return wait
 
 
 # --------------------------------------------------------------------------- parallel runs (pytest-xdist)

@@ -43,7 +43,6 @@ def _load(name: str) -> ModuleType:
 
 scenario = _load("adapter_scenario")
 fake = _load("fake_chat_server")
-ANSWERS = ["Your order A1 has shipped; it is sunny in Paris.", "Sunny in Rome too."]
 
 
 def make_agent(server: Any, tools: list[Any], **kwargs: Any) -> Any:
@@ -86,7 +85,7 @@ def test_the_scenario_records_equal_the_manual_api_and_give_the_counted_figures(
     log = tmp_path / "langgraph.jsonl"
     col = Collector(JsonlSink(log))
     with fake.ScriptedChatServer(scenario.SCRIPT) as server:
-        assert run_scenario(LoopscopeCallbackHandler(col), server, recursion_limit) == ANSWERS
+        assert run_scenario(LoopscopeCallbackHandler(col), server, recursion_limit) == scenario.ANSWERS
     col.close()
     # LangGraph lets the model answer a third time in prompt 3 (asking for call_7, never run).
     manual = scenario.manual_records(server.answers, OUTCOMES, agent="support", model_calls=[3, 2, 3])
@@ -144,15 +143,10 @@ def test_a_tool_run_alone_is_a_prompt_of_its_own() -> None:
 # ---------------------------------------------------------------- never break the agent
 
 
-class RaisingSink:
-    def emit(self, record: dict[str, Any]) -> None:
-        raise OSError("disk full")
-
-
 def test_a_raising_sink_never_breaks_the_agent() -> None:
-    col = Collector(RaisingSink(), strict=False)
+    col = Collector(scenario.RaisingSink(), strict=False)
     with fake.ScriptedChatServer(scenario.SCRIPT) as server:
-        assert run_scenario(LoopscopeCallbackHandler(col), server) == ANSWERS
+        assert run_scenario(LoopscopeCallbackHandler(col), server) == scenario.ANSWERS
     assert col.stats.sink_errors == 9 and col.stats.emitted == 0  # 6 tool calls + 3 exits, all counted
 
 
@@ -164,7 +158,7 @@ def test_a_failing_adapter_never_breaks_the_agent(where: str, monkeypatch: pytes
     monkeypatch.setattr(adapter._Core, where, broken)
     col = Collector(MemorySink(), strict=False)
     with fake.ScriptedChatServer(scenario.SCRIPT) as server:
-        assert run_scenario(LoopscopeCallbackHandler(col), server) == ANSWERS
+        assert run_scenario(LoopscopeCallbackHandler(col), server) == scenario.ANSWERS
     assert col.stats.internal_errors > 0
 
 
@@ -173,7 +167,7 @@ def test_strict_mode_surfaces_adapter_bugs(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(adapter._Core, "tool_end", lambda *a: 1 / 0)
     col = Collector(MemorySink())
     with fake.ScriptedChatServer(scenario.SCRIPT) as server:
-        assert run_scenario(LoopscopeCallbackHandler(col), server) == ANSWERS
+        assert run_scenario(LoopscopeCallbackHandler(col), server) == scenario.ANSWERS
     assert col.stats.internal_errors == 6  # every tool end, counted
 
 
@@ -183,18 +177,13 @@ def test_strict_mode_surfaces_adapter_bugs(monkeypatch: pytest.MonkeyPatch) -> N
 BLOCK, reads_the_block = fake.BLOCK, fake.reads_the_block
 
 
-def cancel_order(order_id: str) -> str:
-    """Cancel an order."""
-    raise PermissionError(f"order {order_id} has shipped and cannot be cancelled")
-
-
 @pytest.mark.parametrize("recovery", [True, False])
 def test_pre_model_hook_injects_the_block_or_stops_the_spin(recovery: bool) -> None:
     sink = MemorySink()
     col = Collector(sink, history=True)
     handler = LoopscopeCallbackHandler(col, recovery_context=recovery, on_loop="exit")
     with fake.ScriptedChatServer({"Cancel order Z9": [reads_the_block]}) as server:
-        agent = make_agent(server, [tool(cancel_order)], pre_model_hook=handler.pre_model_hook)
+        agent = make_agent(server, [tool(scenario.cancel_order)], pre_model_hook=handler.pre_model_hook)
         config = {"configurable": {"thread_id": "c-z9"}, "callbacks": [handler]}
         if recovery:
             result = agent.invoke({"messages": [{"role": "user", "content": "Cancel order Z9"}]}, config)
@@ -224,7 +213,7 @@ def test_ainvoke_records_the_same_calls() -> None:
         agent = make_agent(server, [tool(lookup_order), tool(get_weather)])
         config = {"configurable": {"thread_id": "a-1"}, "callbacks": [LoopscopeCallbackHandler(col)]}
         result = asyncio.run(agent.ainvoke({"messages": [{"role": "user", "content": scenario.PROMPTS[0]}]}, config))
-    assert result["messages"][-1].content == ANSWERS[0]
+    assert result["messages"][-1].content == scenario.ANSWERS[0]
     calls, exit_ = sink.records[:-1], sink.records[-1]
     assert sorted((c["tool_call_id"], c["step"], c["is_error"], c["error_type"]) for c in calls) == [
         ("call_1", 0, True, "TimeoutError"), ("call_2", 1, False, None), ("call_3", 1, False, None)]
@@ -247,14 +236,8 @@ def test_runs_below_a_parent_never_seen_open_no_prompt() -> None:
     assert sink.records == [] and col.stats.internal_errors == 0
 
 
-def test_spans_carry_the_tool_call_ids_and_the_error_status() -> None:
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
+def test_spans_carry_the_tool_call_ids_and_the_error_status(span_recorder: tuple[Any, Any]) -> None:
+    provider, exporter = span_recorder
     sink = MemorySink()
     col = Collector(sink, tracer_provider=provider, provider="openai")
     lookup_order, get_weather = scenario.make_tools()

@@ -73,7 +73,7 @@ def test_the_scenario_records_equal_the_manual_api_and_give_the_counted_figures(
     with fake.ScriptedChatServer(scenario.SCRIPT) as server:
         answers = run_scenario(col, server, *scenario.make_tools())
     col.close()
-    assert answers == ["Your order A1 has shipped; it is sunny in Paris.", "Sunny in Rome too."]
+    assert answers == scenario.ANSWERS
     outcomes = {cid: ("ok", result) for cid, result in scenario.OK_RESULTS.items()}
     outcomes.update({cid: ("error", None, DEFAULT_ERROR, DEFAULT_ERROR) for cid in ("call_1", "call_5", "call_6")})
     manual = scenario.manual_records(server.answers, outcomes, agent="support")
@@ -163,16 +163,11 @@ def test_the_callers_own_hooks_and_input_filter_still_run() -> None:
 # ---------------------------------------------------------------- never break the agent
 
 
-class RaisingSink:
-    def emit(self, record: dict[str, Any]) -> None:
-        raise OSError("disk full")
-
-
 def test_a_raising_sink_never_breaks_the_agent() -> None:
-    col = Collector(RaisingSink(), strict=False)
+    col = Collector(scenario.RaisingSink(), strict=False)
     with fake.ScriptedChatServer(scenario.SCRIPT) as server:
         answers = run_scenario(col, server, *scenario.make_tools())
-    assert answers == ["Your order A1 has shipped; it is sunny in Paris.", "Sunny in Rome too."]
+    assert answers == scenario.ANSWERS
     assert col.stats.sink_errors == 9 and col.stats.emitted == 0  # 6 tool calls + 3 exits, all counted
 
 
@@ -185,7 +180,7 @@ def test_a_failing_adapter_never_breaks_the_agent(where: str, monkeypatch: pytes
     col = Collector(MemorySink(), strict=False, history=True)
     with fake.ScriptedChatServer(scenario.SCRIPT) as server:
         answers = run_scenario(col, server, *scenario.make_tools())
-    assert answers == ["Your order A1 has shipped; it is sunny in Paris.", "Sunny in Rome too."]
+    assert answers == scenario.ANSWERS
     assert col.stats.internal_errors > 0
     exits = [r for r in col.sink.records if r["kind"] == "loop_exit"]
     assert [e["exit_reason"] for e in exits] == ["end_turn", "end_turn", "budget_exceeded"]  # still written
@@ -203,16 +198,11 @@ def test_strict_mode_surfaces_adapter_bugs(monkeypatch: pytest.MonkeyPatch) -> N
 # ---------------------------------------------------------------- seed 000 (issue 18)
 
 
-def cancel_order(order_id: str) -> str:
-    """Cancel an order."""
-    raise PermissionError(f"order {order_id} has shipped and cannot be cancelled")
-
-
 BLOCK, blind, reads_the_block = fake.BLOCK, fake.blind, fake.reads_the_block
 
 
 def failing_cancel_tool() -> Any:
-    return function_tool(cancel_order, failure_error_function=lambda ctx, exc: f"Cancel failed: {exc}.")
+    return function_tool(scenario.cancel_order, failure_error_function=lambda ctx, exc: f"Cancel failed: {exc}.")
 
 
 def test_the_block_reaches_the_model_and_a_spin_is_stopped_by_policy() -> None:
@@ -251,14 +241,8 @@ def test_a_model_that_reads_the_block_changes_course_and_a_blind_one_is_stopped(
     assert outcomes == {True: ("end_turn", 1), False: ("error", 3)}
 
 
-def test_spans_carry_the_tool_call_ids_and_the_error_status() -> None:
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
+def test_spans_carry_the_tool_call_ids_and_the_error_status(span_recorder: tuple[Any, Any]) -> None:
+    provider, exporter = span_recorder
     sink = MemorySink()
     col = Collector(sink, tracer_provider=provider)
     lookup_order, get_weather = scenario.make_tools()

@@ -260,14 +260,8 @@ def test_a_failing_adapter_never_breaks_the_agent(where: str, monkeypatch: pytes
     assert col.stats.internal_errors > 0
 
 
-def test_spans_name_the_runs_provider_and_model() -> None:
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
-    spans = InMemorySpanExporter()
-    tp = TracerProvider()
-    tp.add_span_processor(SimpleSpanProcessor(spans))
+def test_spans_name_the_runs_provider_and_model(span_recorder: tuple[Any, Any]) -> None:
+    tp, spans = span_recorder
     col = Collector(MemorySink(), tracer_provider=tp, strict=True)
     with Server() as base_url:
         make_agent(base_url, loopscope_capability(col)).run_sync(P2)  # provider and model not given

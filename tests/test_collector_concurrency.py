@@ -14,19 +14,14 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from loopscope.collectors import Collector, MemorySink
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 
 @pytest.fixture
-def traced():
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
+def traced(span_recorder):
+    provider, exporter = span_recorder
     sink = MemorySink()
-    yield Collector(sink, tracer_provider=provider), sink, exporter, provider.get_tracer("app")
-    provider.shutdown()
+    return Collector(sink, tracer_provider=provider), sink, exporter, provider.get_tracer("app")
 
 
 def _tool_spans(exporter: InMemorySpanExporter) -> dict[str, object]:

@@ -17,6 +17,7 @@ import sys
 import textwrap
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -49,13 +50,6 @@ def run_loop(col: Collector, n: int, prefix: str = "t", check_every: int = 0) ->
                 assert balanced(col.stats), col.stats
         loop.model_response(stop_reason="end_turn")
     return worst
-
-
-def wait_for(cond, timeout: float = 10.0) -> None:  # noqa: ANN001
-    end = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < end, "timed out"
-        time.sleep(0.01)
 
 
 def whole_lines(path: Path) -> int:
@@ -149,7 +143,7 @@ class HungDisk:
         return os.write(fd, data)
 
 
-def test_a_batch_stuck_in_a_hung_write_is_counted_in_flight(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_batch_stuck_in_a_hung_write_is_counted_in_flight(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, wait_for: Callable[..., None]) -> None:
     """Regression: the records of a write that hangs were counted nowhere (3,160 missing)."""
     disk = HungDisk(tmp_path)
     monkeypatch.setattr(sinks_module, "os", disk)
@@ -168,7 +162,7 @@ def test_a_batch_stuck_in_a_hung_write_is_counted_in_flight(tmp_path: Path, monk
     assert balanced(st) and st.written == whole_lines(tmp_path / "l.jsonl") and st.dropped > 0
 
 
-def test_a_sink_that_blocks_does_not_block_close_past_its_timeout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_sink_that_blocks_does_not_block_close_past_its_timeout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, wait_for: Callable[..., None]) -> None:
     disk = HungDisk(tmp_path)
     monkeypatch.setattr(sinks_module, "os", disk)
     sink = JsonlSink(tmp_path / "l.jsonl", flush_interval=0.05)
@@ -220,7 +214,7 @@ def test_a_named_pipe_with_no_reader_does_not_block_setup(tmp_path: Path) -> Non
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
-def test_a_named_pipe_gets_the_records_once_a_reader_comes(tmp_path: Path) -> None:
+def test_a_named_pipe_gets_the_records_once_a_reader_comes(tmp_path: Path, wait_for: Callable[..., None]) -> None:
     fifo = tmp_path / "pipe.jsonl"
     os.mkfifo(fifo)
     col = Collector(JsonlSink(fifo, flush_interval=0.05), strict=False)
@@ -254,7 +248,7 @@ with col.prompt(conversation_id="c", prompt_id="p") as loop:
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs POSIX signals")
-def test_sigkill_loses_only_the_last_flush_interval(tmp_path: Path) -> None:
+def test_sigkill_loses_only_the_last_flush_interval(tmp_path: Path, wait_for: Callable[..., None]) -> None:
     path = tmp_path / "l.jsonl"
     interval = 0.2
     proc = subprocess.Popen(

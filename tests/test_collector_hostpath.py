@@ -10,14 +10,13 @@ import os
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from loopscope.collectors import Collector, JsonlSink, MemorySink
 from loopscope.collectors import sinks as sinks_module
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 # host-thread latency guards: never run alongside another timing test (tests/conftest.py)
 pytestmark = pytest.mark.xdist_group("timing")
@@ -75,21 +74,14 @@ def _calls(col: Collector, n: int, start: int = 0) -> list[float]:
     return times
 
 
-def _wait(cond, timeout: float = 10.0) -> None:  # noqa: ANN001
-    end = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < end, "timed out"
-        time.sleep(0.01)
-
-
-def test_host_never_writes_even_when_the_disk_hangs_and_at_rotation(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+def test_host_never_writes_even_when_the_disk_hangs_and_at_rotation(tmp_path: Path, monkeypatch, wait_for: Callable[..., None]) -> None:  # noqa: ANN001
     disk = SlowDisk(tmp_path)
     monkeypatch.setattr(sinks_module, "os", disk)
     host = threading.get_ident()
     sink = JsonlSink(tmp_path / "l.jsonl", flush_interval=0.02, max_queue=100, max_bytes=3000, backups=2)
     col = Collector(sink)
     _calls(col, 1)
-    _wait(lambda: any(op == "write" for op, _ in disk.calls))  # the writer is now stuck in a write
+    wait_for(lambda: any(op == "write" for op, _ in disk.calls))  # the writer is now stuck in a write
     held = col.stats.emitted - col.stats.queued  # records in the writer's stuck batch (1 or 2)
     times = _calls(col, 500, start=1)
     # The host thread went on at memory speed while the disk hung: no call waited for it.
@@ -97,8 +89,8 @@ def test_host_never_writes_even_when_the_disk_hangs_and_at_rotation(tmp_path: Pa
     st = col.stats
     assert st.emitted == 503 and st.queued == 100 and st.dropped == 503 - 100 - held
     disk.gate.set()
-    _wait(lambda: col.stats.queued == 0)
-    _wait(lambda: col.stats.written == 100 + held)
+    wait_for(lambda: col.stats.queued == 0)
+    wait_for(lambda: col.stats.written == 100 + held)
     before_close = list(disk.calls)
     col.close()
     # Every open, write and rename of the log (rotation included) came from the writer thread.
@@ -111,13 +103,13 @@ def test_host_never_writes_even_when_the_disk_hangs_and_at_rotation(tmp_path: Pa
     assert lines and all(set(r) >= {"kind", "ts"} for r in lines)
 
 
-def test_close_and_flush_give_up_on_a_hung_disk_and_count_the_rest(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+def test_close_and_flush_give_up_on_a_hung_disk_and_count_the_rest(tmp_path: Path, monkeypatch, wait_for: Callable[..., None]) -> None:  # noqa: ANN001
     disk = SlowDisk(tmp_path)
     monkeypatch.setattr(sinks_module, "os", disk)
     sink = JsonlSink(tmp_path / "l.jsonl", flush_interval=0.02)
     col = Collector(sink)
     _calls(col, 1)
-    _wait(lambda: any(op == "write" for op, _ in disk.calls))
+    wait_for(lambda: any(op == "write" for op, _ in disk.calls))
     held = col.stats.emitted - col.stats.queued
     _calls(col, 10, start=1)
     t = time.perf_counter()
@@ -127,15 +119,13 @@ def test_close_and_flush_give_up_on_a_hung_disk_and_count_the_rest(tmp_path: Pat
     # The records queued behind the stuck write were dropped and counted.
     assert col.stats.emitted == 13 and col.stats.dropped == 13 - held and col.stats.queued == 0
     disk.gate.set()
-    _wait(lambda: col.stats.written == held)
-    _wait(lambda: sink._fd < 0)  # the writer closed the descriptor once its write returned
+    wait_for(lambda: col.stats.written == held)
+    wait_for(lambda: sink._fd < 0)  # the writer closed the descriptor once its write returned
     assert len(Path(tmp_path / "l.jsonl").read_text().splitlines()) == held
 
 
-def test_never_closed_prompts_keep_no_state_in_the_collector() -> None:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
+def test_never_closed_prompts_keep_no_state_in_the_collector(span_recorder: tuple[Any, Any]) -> None:
+    provider, exporter = span_recorder
     for tp in (None, provider):
         col = Collector(MemorySink(), tracer_provider=tp)
         refs = []
@@ -149,13 +139,10 @@ def test_never_closed_prompts_keep_no_state_in_the_collector() -> None:
         gc.collect()
         # A long-running process that abandons prompts (crashed tasks) does not accumulate them.
         assert sum(r() is not None for r in refs) == 0
-    provider.shutdown()
 
 
-def test_argument_values_reach_no_record_span_or_status() -> None:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
+def test_argument_values_reach_no_record_span_or_status(span_recorder: tuple[Any, Any]) -> None:
+    provider, exporter = span_recorder
     sink = MemorySink()
     col = Collector(sink, tracer_provider=provider)
     marker = "VALUE-4f1c9e"
@@ -180,7 +167,7 @@ class Blob(list):
     """A list that can be weakly referenced (a plain list cannot)."""
 
 
-def test_huge_arguments_are_not_copied_and_not_kept_after_writing(tmp_path: Path) -> None:
+def test_huge_arguments_are_not_copied_and_not_kept_after_writing(tmp_path: Path, wait_for: Callable[..., None]) -> None:
     big = {"blob": Blob(["x" * (20 * 2**20)]), "n": 1}
     ref = weakref.ref(big["blob"])
     col = Collector(JsonlSink(tmp_path / "l.jsonl", flush_interval=0.02))
@@ -194,7 +181,7 @@ def test_huge_arguments_are_not_copied_and_not_kept_after_writing(tmp_path: Path
     # the host thread would take tens of milliseconds.
     assert host_s < 0.01
     del big
-    _wait(lambda: col.stats.written == 2)
+    wait_for(lambda: col.stats.written == 2)
     gc.collect()
     # Once written, nothing in the collector holds the arguments any more.
     assert ref() is None
@@ -224,10 +211,8 @@ def test_every_record_is_written_or_counted_as_dropped(tmp_path: Path) -> None:
     assert st.written + st.dropped == st.emitted
 
 
-def test_huge_json_text_arguments_are_not_parsed_on_the_host_thread_for_spans(tmp_path: Path) -> None:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
+def test_huge_json_text_arguments_are_not_parsed_on_the_host_thread_for_spans(tmp_path: Path, span_recorder: tuple[Any, Any]) -> None:
+    provider, exporter = span_recorder
     col = Collector(JsonlSink(tmp_path / "l.jsonl", flush_interval=0.02), tracer_provider=provider)
     huge = json.dumps({"blob": "x" * (20 * 2**20), "n": 1})  # OpenAI-style arguments: JSON text
     small = json.dumps({"q": "paris"})

@@ -9,9 +9,6 @@ import pytest
 from loopscope.collectors import Collector, MemorySink
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 
 @pytest.fixture
@@ -39,11 +36,9 @@ def _run(col: Collector) -> None:
         loop.model_response(stop_reason="end_turn", input_tokens=50, output_tokens=5)
 
 
-def test_log_records_in_span_context_with_bodies(logs) -> None:  # noqa: ANN001
+def test_log_records_in_span_context_with_bodies(logs, span_recorder) -> None:  # noqa: ANN001
     log_provider, log_exporter = logs
-    span_exporter = InMemorySpanExporter()
-    tracer_provider = TracerProvider()
-    tracer_provider.add_span_processor(SimpleSpanProcessor(span_exporter))
+    tracer_provider, span_exporter = span_recorder
     sink = MemorySink()
     col = Collector(sink, tracer_provider=tracer_provider, logger_provider=log_provider, provider="anthropic")
     _run(col)

@@ -17,14 +17,10 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 
 @pytest.fixture
-def otel():
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
+def otel(span_recorder):
+    provider, exporter = span_recorder
     sink = MemorySink()
-    col = Collector(sink, tracer_provider=provider)
-    yield col, sink, exporter, provider
-    provider.shutdown()
+    return Collector(sink, tracer_provider=provider), sink, exporter, provider
 
 
 def run_prompt(col: Collector) -> None:
@@ -196,12 +192,10 @@ def test_global_provider_is_used_when_installed_later() -> None:
     assert json.loads(out.stdout) == [None, True, ["invoke_agent"]]
 
 
-def test_provider_name_default_override_and_missing(caplog: pytest.LogCaptureFixture) -> None:
+def test_provider_name_default_override_and_missing(caplog: pytest.LogCaptureFixture, span_recorder) -> None:  # noqa: ANN001
     import logging
 
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    provider, exporter = span_recorder
     col = Collector(MemorySink(), tracer_provider=provider, provider="openai")
     col.prompt(conversation_id="c", agent="a").close()
     col.prompt(conversation_id="c", agent="b", provider="anthropic").close()

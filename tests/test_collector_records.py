@@ -54,17 +54,20 @@ def test_tool_call_and_loop_exit_records_field_for_field() -> None:
     fp = hashlib.sha256(b'{"city":"Paris","days":3}').hexdigest()
     # perf reads: prompt start 0, tool start 1, tool end 2 (0.25 s = 250 ms), exit 3 (750 ms).
     # wall reads: setup check 0, tool record 1, exit record 2.
+    envelope = {
+        "conversation_id": "c-1",
+        "prompt_id": "p1",
+        "agent": "support",
+        "trace_id": None,
+        "span_id": None,
+        "tags": {"mode": "corrective"},
+    }  # the same in both records
     assert sink.records == [
         {
             "v": 1,
             "kind": "tool_call",
             "ts": "2026-11-22T00:00:01.000000Z",
-            "conversation_id": "c-1",
-            "prompt_id": "p1",
-            "agent": "support",
-            "trace_id": None,
-            "span_id": None,
-            "tags": {"mode": "corrective"},
+            **envelope,
             "tool_call_id": "toolu_1",
             "tool_name": "get_weather",
             "step": 0,
@@ -82,12 +85,7 @@ def test_tool_call_and_loop_exit_records_field_for_field() -> None:
             "v": 1,
             "kind": "loop_exit",
             "ts": "2026-11-22T00:00:02.000000Z",
-            "conversation_id": "c-1",
-            "prompt_id": "p1",
-            "agent": "support",
-            "trace_id": None,
-            "span_id": None,
-            "tags": {"mode": "corrective"},
+            **envelope,
             "exit_reason": "end_turn",
             "steps": 2,
             "tool_calls": 1,

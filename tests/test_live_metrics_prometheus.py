@@ -29,7 +29,6 @@ import sys
 import time
 import urllib.parse
 import urllib.request
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -37,15 +36,6 @@ import pytest
 from typer.testing import CliRunner
 
 from loopscope.cli.app import app
-
-REPO = Path(__file__).resolve().parent.parent
-RULES = REPO / "docs" / "prometheus" / "loopscope-rules.yml"
-PROMETHEUS = shutil.which("prometheus")
-pytestmark = pytest.mark.skipif(
-    PROMETHEUS is None, reason="prometheus not installed (apt-get install prometheus): end-to-end scrape not run"
-)
-if PROMETHEUS is None:  # printed in the warnings summary, not only in -rs
-    warnings.warn("prometheus not installed (apt-get install prometheus): end-to-end scrape not run", stacklevel=1)
 
 
 def _load(name: str) -> Any:
@@ -58,6 +48,8 @@ def _load(name: str) -> Any:
 
 support = _load("live_metrics_support")
 rules_test = _load("test_prometheus_rules")
+RULES = rules_test.RULES
+PROMETHEUS, pytestmark = rules_test.needs_binary("prometheus", "end-to-end scrape not run")
 runner = CliRunner()
 
 # The four figures over everything since the process started (docs/prometheus.md); the

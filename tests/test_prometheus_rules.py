@@ -26,12 +26,23 @@ REPO = Path(__file__).resolve().parent.parent
 RULES = REPO / "docs" / "prometheus" / "loopscope-rules.yml"
 RULES_TEST = REPO / "docs" / "prometheus" / "loopscope-rules.test.yml"
 DASHBOARD = REPO / "docs" / "grafana" / "loopscope-dashboard.json"
-PROMTOOL = shutil.which("promtool")
-needs_promtool = pytest.mark.skipif(
-    PROMTOOL is None, reason="promtool not installed (apt-get install prometheus): rules and dashboard queries not checked"
-)
-if PROMTOOL is None:  # printed in the warnings summary, not only in -rs
-    warnings.warn("promtool not installed (apt-get install prometheus): Prometheus rules and dashboard queries not checked", stacklevel=1)
+
+
+def needs_binary(name: str, unchecked: str) -> tuple[str | None, pytest.MarkDecorator]:
+    """``name``'s path on PATH, and a mark skipping a test where it is not installed.
+
+    The reason is also warned, so that it is printed in the warnings summary, not only in -rs.
+    tests/test_live_metrics_prometheus.py uses it for the ``prometheus`` binary.
+    """
+    path = shutil.which(name)
+    reason = f"{name} not installed (apt-get install prometheus): {unchecked}"
+    if path is None:
+        warnings.warn(reason, stacklevel=2)
+    return path, pytest.mark.skipif(path is None, reason=reason)
+
+
+PROMTOOL, needs_promtool = needs_binary("promtool", "Prometheus rules and dashboard queries not checked")
+
 # A metric name in PromQL (ours are always followed by a selector or a range), a label name in a
 # grouping or a matcher.
 METRIC = re.compile(r"\b((?:loopscope|gen_ai)_[a-z0-9_]+)\b(?=\s*[{\[])")
