@@ -130,14 +130,16 @@ def wait_for() -> Callable[..., None]:
 # Without ``-n`` (one process) none of this changes anything.
 #
 # Generated examples: the property tests whose every example loads a store and runs the
-# analyses on it (test_loader_fast_path, test_metrics_property, test_tools_property,
-# test_triage_property, test_triage_first_property, test_timelines_batched's random stores and
+# analyses on it (test_metrics_property, test_tools_property, test_triage_property,
+# test_triage_first_property, test_timelines_batched's random stores and
 # test_clickhouse_conformance's portable views) run half the examples they ran until
 # 2026-11-27: together they were about a quarter of the suite's CPU. The examples are drawn
 # afresh on every run (no fixed seed), so successive runs still cover what the former count
 # covered; the regressions they found stay as explicit @example cases. For a deeper search
 # (before a release, after changing the loader or a view): LOOPSCOPE_PROPERTY_EXAMPLES=full
-# runs the former counts (and LOOPSCOPE_FUZZ=long does so for test_fuzz_readers).
+# runs the former counts (and LOOPSCOPE_FUZZ=long 20x more for test_fuzz_readers).
+# test_loader_fast_path keeps its 80 (twice that with =full): its check that both paths got
+# lines failed at 40.
 
 
 def pytest_configure(config: pytest.Config) -> None:
