@@ -37,6 +37,7 @@ does not grow with the data.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import duckdb
@@ -252,12 +253,23 @@ def listed_conversations(report: dict[str, Any]) -> list[str]:
     return list(ids)
 
 
-def group_series(con: duckdb.DuckDBPyConnection, selection: Selection, by: GroupBy, *, alpha: float) -> list[dict[str, Any]]:
-    """Per group of ``by`` (agent or tag value): its figures and its own weekly series with changes."""
-    return [
-        {"group": value, **_figures(fig), "weeks": weekly_series(con, by.narrow(selection, value), alpha=alpha)}
-        for value, fig in figures_by(con, selection, by)
-    ]
+def group_series(con: duckdb.DuckDBPyConnection, selection: Selection, by: GroupBy, *, alpha: float,
+                 whole: tuple[int, list[dict[str, Any]]] | None = None) -> list[dict[str, Any]]:
+    """Per group of ``by`` (agent or tag value): its figures and its own weekly series with changes.
+
+    ``whole``: the selection's prompt count and weekly series. An agent that has every selected
+    prompt (data from one agent) narrows the selection to the same prompts, so its series is a copy
+    of that one rather than two more queries. (Not for tags: a tag's group and its narrowed
+    selection differ where a value is spelled as ``UNTAGGED``.)
+    """
+    series = []
+    for value, fig in figures_by(con, selection, by):
+        if whole is not None and by.kind == "agent" and fig.prompts == whole[0]:
+            weeks = copy.deepcopy(whole[1])
+        else:
+            weeks = weekly_series(con, by.narrow(selection, value), alpha=alpha)
+        series.append({"group": value, **_figures(fig), "weeks": weeks})
+    return series
 
 
 def _audit(con: duckdb.DuckDBPyConnection, selection: Selection, *, limit: int, alpha: float,
@@ -271,7 +283,9 @@ def _audit(con: duckdb.DuckDBPyConnection, selection: Selection, *, limit: int, 
     conversations = int(row[0]) if row else 0
     reviewed = set(row[1] or ()) if row else set()
 
-    agents = [{"agent": g.pop("group"), **g} for g in group_series(con, selection, GroupBy("agent"), alpha=alpha)]
+    weeks = weekly_series(con, selection, alpha=alpha)
+    whole = (overall.prompts, weeks)
+    agents = [{"agent": g.pop("group"), **g} for g in group_series(con, selection, GroupBy("agent"), alpha=alpha, whole=whole)]
     groups = None
     if by is not None and by.kind != "agent":
         groups = {"by": by.label, "items": group_series(con, selection, by, alpha=alpha)}
@@ -298,7 +312,7 @@ def _audit(con: duckdb.DuckDBPyConnection, selection: Selection, *, limit: int, 
         "alpha": alpha,
         "tests": TESTS,
         "overall": {**overall.to_dict(), "conversations": conversations},
-        "weeks": weekly_series(con, selection, alpha=alpha),
+        "weeks": weeks,
         "agents": agents,
         "groups": groups,
         "tools": tool_health(con, selection, limit=limit).as_dict(),

@@ -27,7 +27,7 @@ rich.markdown/rich.traceback imported eagerly, the whole collector imported with
 empty store built by replaying the migration chain and the expected columns by building a store
 in memory, every command built by Typer, DuckDB's default threads and optimizer on small data (and with them
 the uncapped facts build), the loop facts of a ``:memory:`` store built with the others, the facts'
-freshness checked at every ask. Everything else
+freshness checked at every ask, the objects not frozen for the interpreter's teardown. Everything else
 (others' work merged since) is the same on both sides.
 
 Python's bytecode cache is on (``PYTHONDONTWRITEBYTECODE`` is dropped from the environment, so
@@ -58,7 +58,8 @@ COMMAND_TARGET_S = 0.4
 ENTRY = "import sys; from loopscope.cli import main; sys.argv[0] = 'loopscope'; main()"
 # --ablate: the same code with the startup work switched off (see the module docstring)
 ABLATED = """
-import functools, sys
+import functools, gc, sys
+gc.freeze = lambda: None
 from loopscope.cli import coercion, lazy_rich
 lazy_rich.defer = lambda: None
 coercion.install = lambda command: None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -226,6 +227,13 @@ def main() -> None:
             app()
     except SystemExit as exc:
         sys.exit(exc.code)
+    finally:
+        # The run is over; what follows is the interpreter's teardown, whose garbage collection walks
+        # every object the imports made (DuckDB, Typer, rich: about 18 ms of every run). Frozen, they
+        # are freed as usual (modules cleared, files and connections closed by their reference
+        # counts) without that walk. Only objects caught in reference cycles stay unfreed, which
+        # Python does not promise to free at exit anyway.
+        gc.freeze()
 
 
 @contextlib.contextmanager

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import pytest
 from hypothesis import HealthCheck, given, settings
 from typer.testing import CliRunner
 
@@ -117,6 +118,35 @@ def test_sample_logs_and_the_audit(loaded_store: Any) -> None:
         assert report["timelines"] == timelines_one_by_one(con, listed)
     finally:
         con.close()
+
+
+@pytest.mark.parametrize("source", ["sample_logs", "hand-written"])
+def test_facts_and_views_give_the_same_timelines(loaded_store: Any, source: str) -> None:
+    """With fresh facts the set's calls and errors are their rows of the facts; with stale ones (a
+    read-only store: the facts cannot be rebuilt) they are computed from the copied records."""
+    from loopscope.analyses.store.facts import facts_fresh
+
+    records = SAMPLE_LOGS
+    if source == "hand-written":  # replays, parallel errors, previous attempts, hostile text
+        records = Path("hand.jsonl").resolve()
+        records.write_text("".join(json.dumps(r) + "\n" for r in hand.RECORDS), encoding="utf-8")
+    db = loaded_store(records)
+    con = connect(db)
+    try:
+        ids = _conversations(con)
+        with_facts = timelines(con, ids)
+        assert facts_fresh(con)
+        con.execute("UPDATE prompt_facts_state SET tool_calls = tool_calls + 1")  # as if records changed behind it
+    finally:
+        con.close()
+    ro = duckdb.connect(str(db), read_only=True)
+    try:
+        ro.execute("SET TimeZone = 'UTC'")
+        assert not facts_fresh(ro)
+        assert timelines(ro, ids) == with_facts
+        assert any(t["first_unrecovered"] for t in with_facts.values())
+    finally:
+        ro.close()
 
 
 def test_no_temporary_table_is_left(loaded_store: Any) -> None:

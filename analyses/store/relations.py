@@ -257,6 +257,13 @@ WHERE seq IN (SELECT unnest((
 )))
 """
 _SET_COUNTER = itertools.count()
+# With fresh facts, the conversations' error_facts rows (errors_v's), found by the seqs of their
+# copied calls as a list, as above.
+_SET_FACTS_ERRORS_SQL = """
+CREATE TEMP TABLE {name} AS
+SELECT * FROM """ + FACTS_ERRORS + """
+WHERE seq IN (SELECT unnest((SELECT list(seq) FROM {calls})))
+"""
 
 
 def _records_replaced(view_sql: str, tables: dict[str, str]) -> str:
@@ -281,20 +288,30 @@ def conversation_set_relations(
     The tables hold ``tool_calls_v``'s, ``prompts_v``'s (every column) and
     ``errors_v``'s rows of these conversations (the same rows the views give
     for them, as ``conversation_relations`` does for one); they are dropped on
-    the way out. DuckDB stores only.
+    the way out. With fresh facts (``relations(con)``), the calls and errors are
+    their rows of the facts, as ``conversation_relations`` reads them. DuckDB stores only.
     """
     n = next(_SET_COUNTER)
     names = {k: f"_ls_set_{k}_{n}" for k in ("calls", "exits", "tool_calls_v", "prompts", "errors")}
     ids = {"conversation_ids": list(conversation_ids)}
+    rel = relations(con)
+    facts = rel.prompts == FACTS.prompts and rel.tool_calls == FACTS_TOOL_CALLS and rel.errors == FACTS_ERRORS
     try:
         con.execute(_SET_RECORDS_SQL.format(name=names["calls"], table="tool_calls"), ids)
         con.execute(_SET_RECORDS_SQL.format(name=names["exits"], table="loop_exits"), ids)
-        con.execute(f"CREATE TEMP TABLE {names['tool_calls_v']} AS "
-                    + TOOL_CALLS_QUERY.format(tool_calls=names["calls"]))
+        if facts:  # their rows of the facts: simpler statements than the views' classification
+            con.execute(f"CREATE TEMP TABLE {names['tool_calls_v']} AS "
+                        + _replaced(FACTS_TOOL_CALLS_TEMPLATE, "FROM tool_calls t", f"FROM {names['calls']} t")
+                        .replace("{scope}", "TRUE"))
+            con.execute(_SET_FACTS_ERRORS_SQL.format(name=names["errors"], calls=names["calls"]))
+        else:
+            con.execute(f"CREATE TEMP TABLE {names['tool_calls_v']} AS "
+                        + TOOL_CALLS_QUERY.format(tool_calls=names["calls"]))
         con.execute(f"CREATE TEMP TABLE {names['prompts']} AS "
                     + _records_replaced(PROMPTS_VIEW_SQL, {"tool_calls": names["calls"], "loop_exits": names["exits"]}))
-        con.execute(f"CREATE TEMP TABLE {names['errors']} AS "
-                    + ERRORS_QUERY.format(prompts=names["prompts"], tool_calls_v=names["tool_calls_v"]))
+        if not facts:
+            con.execute(f"CREATE TEMP TABLE {names['errors']} AS "
+                        + ERRORS_QUERY.format(prompts=names["prompts"], tool_calls_v=names["tool_calls_v"]))
         yield ConversationRelations(names["tool_calls_v"], names["prompts"], names["errors"])
     finally:
         for name in reversed(names.values()):
