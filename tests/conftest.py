@@ -41,6 +41,39 @@ def _isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", "200")
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _loopscope_command_built_once() -> Iterator[None]:
+    """``CliRunner().invoke(app, ...)`` builds the click command of loopscope's app once per test
+    process, not at every call.
+
+    Typer's CliRunner turns every registered command's signature into click options on each
+    ``invoke`` (about 10 ms for loopscope's commands, some thousands of calls in the suite). That
+    command depends only on what is registered: it is kept, and built again whenever the app's
+    registered commands, groups or callback are not the same objects. Other Typer apps (the tests'
+    one-command shells) are built at each call, as before; ``loopscope`` run as a program builds
+    its own (cli/app.py main()), and the tests that run it as a subprocess still do. Patched after
+    collection, so the test modules have imported loopscope.cli.app (and its lazy rich) first.
+    """
+    import typer.testing
+
+    build = typer.testing._get_command
+    kept: list[Any] = [(), None]  # [what was registered, the command built from it]
+
+    def get_command(typer_app: Any) -> Any:
+        cli_app = sys.modules.get("loopscope.cli.app")
+        if cli_app is None or typer_app is not getattr(cli_app, "app", None):
+            return build(typer_app)
+        registered = (typer_app, typer_app.registered_callback, *typer_app.registered_commands, None,
+                      *typer_app.registered_groups)
+        if len(kept[0]) != len(registered) or any(a is not b for a, b in zip(kept[0], registered)):
+            kept[:] = [registered, build(typer_app)]
+        return kept[1]
+
+    typer.testing._get_command = get_command  # type: ignore[attr-defined]
+    yield
+    typer.testing._get_command = build  # type: ignore[attr-defined]
+
+
 @pytest.fixture(scope="session")
 def loaded_store_template(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Path], Path]:
     """``loaded_store_template(source)``: the store file holding ``loopscope load source``.
