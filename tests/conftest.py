@@ -244,7 +244,8 @@ def pytest_collection_modifyitems_xdist_group_suffix(config: pytest.Config, item
     except ImportError:  # pytest before 9.2: pytest-xdist's suffix is in place
         return
     for item in items:
-        names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default")) for m in item.iter_markers("xdist_group")})
+        marks = item.iter_markers("xdist_group")
+        names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default")) for m in marks})
         suffix = "@" + "_".join(names)
         if names and not item.nodeid.endswith(suffix) and isinstance(getattr(item, "_id", None), NodeId):
             item._id = NodeId.parse(item.nodeid + suffix)
