@@ -41,6 +41,39 @@ def _isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", "200")
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _loopscope_command_built_once() -> Iterator[None]:
+    """``CliRunner().invoke(app, ...)`` builds the click command of loopscope's app once per test
+    process, not at every call.
+
+    Typer's CliRunner turns every registered command's signature into click options on each
+    ``invoke`` (about 10 ms for loopscope's commands, some thousands of calls in the suite). That
+    command depends only on what is registered: it is kept, and built again whenever the app's
+    registered commands, groups or callback are not the same objects. Other Typer apps (the tests'
+    one-command shells) are built at each call, as before; ``loopscope`` run as a program builds
+    its own (cli/app.py main()), and the tests that run it as a subprocess still do. Patched after
+    collection, so the test modules have imported loopscope.cli.app (and its lazy rich) first.
+    """
+    import typer.testing
+
+    build = typer.testing._get_command
+    kept: list[Any] = [(), None]  # [what was registered, the command built from it]
+
+    def get_command(typer_app: Any) -> Any:
+        cli_app = sys.modules.get("loopscope.cli.app")
+        if cli_app is None or typer_app is not getattr(cli_app, "app", None):
+            return build(typer_app)
+        registered = (typer_app, typer_app.registered_callback, *typer_app.registered_commands, None,
+                      *typer_app.registered_groups)
+        if len(kept[0]) != len(registered) or any(a is not b for a, b in zip(kept[0], registered)):
+            kept[:] = [registered, build(typer_app)]
+        return kept[1]
+
+    typer.testing._get_command = get_command  # type: ignore[attr-defined]
+    yield
+    typer.testing._get_command = build  # type: ignore[attr-defined]
+
+
 @pytest.fixture(scope="session")
 def loaded_store_template(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Path], Path]:
     """``loaded_store_template(source)``: the store file holding ``loopscope load source``.
@@ -158,9 +191,61 @@ def _module_scoped_setup(item: pytest.Item) -> bool:
     )
 
 
+# The longest tests outside any group (5-25 s each on this 2-core machine, 2026-11-27), dispatched
+# first under -n: in collection order some came last, and one worker ran them while the other had
+# finished (5-10 s of a run's wall time). Only the order in which the workers get them changes.
+LONG_FIRST = (
+    "tests/test_loader_fast_path.py::test_fast_path_and_full_validation_store_the_same_for_any_lines",
+    "tests/test_prometheus_rules.py::test_promtool_unit_tests_fire_on_a_sustained_move_and_not_on_a_spike",
+    "tests/test_metrics_property.py::",
+    "tests/test_live_metrics_prometheus.py::",
+    "tests/test_load_facts.py::test_incremental_loads_give_what_one_load_gives",
+    "tests/test_fuzz_readers.py::test_message_reader_quarantines_each_bad_line_once_and_keeps_good_input",
+    "tests/test_tools_property.py::",
+    "tests/test_fuzz_readers.py::test_otlp_reader_quarantines_each_bad_part_once_and_keeps_good_input",
+    "tests/test_triage_property.py::",
+    "tests/test_lint_property.py::",
+    "tests/test_triage_first_property.py::",
+    "tests/test_audit_browser.py::",
+    "tests/test_otlp_thirdparty.py::",
+)
+
+
+def _dispatch_rank(item: pytest.Item) -> int:
+    if any(item.iter_markers("xdist_group")):
+        return len(LONG_FIRST)
+    return next((i for i, prefix in enumerate(LONG_FIRST) if item.nodeid.startswith(prefix)), len(LONG_FIRST))
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist turns the marks into node ids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     modules = {item.path for item in items if _module_scoped_setup(item)}
     for item in items:
         if item.path in modules and not any(item.iter_markers("xdist_group")):
             item.add_marker(pytest.mark.xdist_group(item.path.name))
+    if getattr(config.option, "loadgroup", False):  # a pytest-xdist worker under --dist loadgroup
+        items.sort(key=_dispatch_rank)  # stable: every other test keeps its place
+
+
+@pytest.hookimpl(trylast=True, specname="pytest_collection_modifyitems")  # after pytest-xdist's own hook
+def pytest_collection_modifyitems_xdist_group_suffix(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On a pytest-xdist worker under ``--dist loadgroup``: each marked test's node id ends in
+    ``@group``, which is what the controller schedules by.
+
+    pytest-xdist (3.8) appends it by setting ``item._nodeid``; pytest 9.2 reads node ids from
+    ``item._id`` instead, so there the suffix never appeared and every group was ignored: the
+    module-scoped setups were built on both workers and the "timing" tests ran alongside each
+    other. Here the suffix is added where it is missing (nothing is done where xdist's works).
+    """
+    if not getattr(config.option, "loadgroup", False):
+        return
+    try:
+        from _pytest.nodeid import NodeId
+    except ImportError:  # pytest before 9.2: pytest-xdist's suffix is in place
+        return
+    for item in items:
+        marks = item.iter_markers("xdist_group")
+        names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default")) for m in marks})
+        suffix = "@" + "_".join(names)
+        if names and not item.nodeid.endswith(suffix) and isinstance(getattr(item, "_id", None), NodeId):
+            item._id = NodeId.parse(item.nodeid + suffix)
