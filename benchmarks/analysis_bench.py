@@ -172,12 +172,18 @@ def _triage_id(db: Path) -> str | None:
     return str(row[0]) if row else None
 
 
+def _default_loopscope() -> str:
+    """``loopscope`` on PATH, else the one installed beside this Python (a virtual environment not activated)."""
+    return shutil.which("loopscope") or str(Path(sys.executable).parent / "loopscope")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="1m,10m", help="comma-separated record counts, e.g. 1m,10m or 200k")
     parser.add_argument("--dir", type=Path, default=_default_dir(), help="cache folder for data and stores")
-    parser.add_argument("--loopscope", default=shutil.which("loopscope") or "loopscope",
-                        help="the loopscope executable to measure (default: the one on PATH)")
+    parser.add_argument("--loopscope", default=_default_loopscope(),
+                        help="the loopscope executable to measure (default: the one on PATH, else the one "
+                             "installed beside this Python)")
     parser.add_argument("--baseline", help="another loopscope executable, timed command by command in the same run")
     parser.add_argument("--no-load", action="store_true", help="reuse the cached store and its recorded load time")
     parser.add_argument("--baseline-same-store", action="store_true",
@@ -185,6 +191,9 @@ def main() -> None:
                              "(when both have the same store schema: saves a second load of 10M records)")
     parser.add_argument("--only", help="comma-separated command names to run (substring match)")
     args = parser.parse_args()
+    for exe in (args.loopscope, args.baseline):
+        if exe is not None and shutil.which(exe) is None:
+            parser.error(f"{exe}: no such executable; install loopscope (pip install -e .) or pass --loopscope PATH")
 
     print(f"loopscope: {args.loopscope}" + (f"   baseline: {args.baseline}" if args.baseline else ""))
     print(f"machine: {os.cpu_count()} cpus, load average {os.getloadavg()[0]:.1f} at start")
