@@ -235,6 +235,15 @@ def test_load_table_summary(tmp_path: Path) -> None:
     assert "loopscope quarantine --db s.duckdb" in result.stdout
 
 
+def test_load_into_memory_does_not_point_at_a_quarantine_that_is_gone(tmp_path: Path) -> None:
+    # An in-memory store ends with the command: `loopscope quarantine --db :memory:` would list nothing.
+    (tmp_path / "a.jsonl").write_text(GOOD + "oops\n")
+    out = flat(invoke("load", str(tmp_path / "a.jsonl"), "--db", ":memory:").stdout)
+    assert "1 quarantined" in out
+    assert "quarantine --db :memory:" not in out
+    assert "gone when the command ends: load into a file (--db loopscope.duckdb)" in out
+
+
 def test_line_numbers_stay_exact_past_one_row_group(tmp_path: Path) -> None:
     # DuckDB reads big files in parallel, in row groups of 122,880 rows: the
     # line numbers of bad lines must still be the file's.

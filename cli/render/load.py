@@ -76,4 +76,9 @@ def render(summary: LoadSummary, db: str | None) -> None:
         n = len(summary.ignored)
         out.print(f"Not log files (not *.jsonl, *.ndjson, *.json or .gz), left out: {n} file{'s' if n != 1 else ''}, {names}")
     if summary.quarantined:
-        out.print("See the bad lines with: [b]loopscope quarantine[/b]" + (f" --db {inert(db)}" if db else ""))
+        if db == ":memory:":
+            # The store dies with this command: a hint to list them from it would find nothing.
+            out.print("The bad lines are kept only in this in-memory store, gone when the command ends: "
+                      "load into a file (--db loopscope.duckdb) and see them with [b]loopscope quarantine[/b]")
+        else:
+            out.print("See the bad lines with: [b]loopscope quarantine[/b]" + (f" --db {inert(db)}" if db else ""))
