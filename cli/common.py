@@ -145,6 +145,36 @@ def _warn_unreadable(summary: LoadSummary) -> None:
             stderr_console().print(f"[yellow]skipped[/yellow] {inert(shown_path(d.path))}: {inert(d.error)}")
 
 
+QUARANTINE_FILES_NAMED = 3
+"""How many files with quarantined lines an analysis names on stderr (the rest as a count)."""
+
+
+def _warn_quarantined(summary: LoadSummary, db: str | None) -> None:
+    """Name on stderr each file whose lines this run quarantined: they are not in the figures that follow.
+
+    ``load`` prints its own summary; an analysis given PATHs would otherwise leave them out in silence.
+    """
+    from loopscope.analyses.store import default_db_path
+    from loopscope.cli.render.output import inert
+
+    bad = [d for d in summary.details if d.quarantined]
+    if not bad:
+        return
+    store = db or default_db_path()
+    err = stderr_console()
+    for d in bad[:QUARANTINE_FILES_NAMED]:
+        lines = f"{d.quarantined} bad line{'s' if d.quarantined != 1 else ''}"
+        if store == ":memory:":
+            where = "to list them, load into a file (--db loopscope.duckdb) and run loopscope quarantine"
+        else:
+            where = f"see them with: loopscope quarantine --db {inert(store)} --file {inert(Path(d.path).name)}"
+        err.print(f"[yellow]quarantined[/yellow] {inert(shown_path(d.path))}: {lines}, not in these figures; {where}")
+    if len(bad) > QUARANTINE_FILES_NAMED:
+        more = len(bad) - QUARANTINE_FILES_NAMED
+        err.print(f"[yellow]quarantined[/yellow] lines in {more} more file{'s' if more != 1 else ''} "
+                  "(loopscope quarantine lists them all)")
+
+
 def selection_from_options(
     since: str | None = None,
     until: str | None = None,
@@ -229,8 +259,12 @@ def analysis_store(
     selection: Selection | None = None,
     reader_options: Mapping[str, Any] | None = None,
     require_records: bool = True,
+    name_quarantined: bool = True,
 ) -> Iterator[Analysis]:
     """``open_for_analysis`` with the progress bar and a line per unreadable file: yields (con, selection, summary).
+
+    ``name_quarantined``: a line on stderr per file whose lines this run quarantined (``load``,
+    which prints them in its own summary, passes False).
 
     The loading bar is gone before the body runs. Always closes the store. Without PATHs the
     selection covers the whole store.
@@ -245,4 +279,6 @@ def analysis_store(
             bar.stop()  # loading is over: the analysis may show its own spinner
         if opened.summary is not None:
             _warn_unreadable(opened.summary)
+            if name_quarantined:
+                _warn_quarantined(opened.summary, None if db is None else str(db))
         yield opened

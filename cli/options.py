@@ -213,7 +213,7 @@ class Scope:
 
     @contextmanager
     def open(self, selection: Selection | None = None, *, status: str = "analysing",
-             require_records: bool = True) -> Iterator[Analysis]:
+             require_records: bool = True, name_quarantined: bool = True) -> Iterator[Analysis]:
         """Open the store, load the PATHs (progress bar on a terminal), apply --scratchpad-tool; always close.
 
         ``selection`` defaults to ``window()``. The body of the ``with`` is the analysis: on a
@@ -223,7 +223,7 @@ class Scope:
 
         wanted = self.window() if selection is None else selection
         with analysis_store(self.db, self.paths, self.input_format, wanted, self.reader_options,
-                            require_records=require_records) as opened:
+                            require_records=require_records, name_quarantined=name_quarantined) as opened:
             if self.scratchpad_tools is not None:
                 from loopscope.analyses.store.facts import set_scratchpad_tools
 

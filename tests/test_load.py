@@ -244,6 +244,27 @@ def test_load_into_memory_does_not_point_at_a_quarantine_that_is_gone(tmp_path: 
     assert "gone when the command ends: load into a file (--db loopscope.duckdb)" in out
 
 
+def test_an_analysis_over_paths_names_the_files_whose_lines_it_left_out(tmp_path: Path) -> None:
+    (tmp_path / "a.jsonl").write_text(GOOD + "oops\n" + "{}\n")
+    (tmp_path / "b.jsonl").write_text(GOOD.replace('"c1"', '"c2"'))
+    first = invoke("metrics", str(tmp_path), "--db", "s.duckdb", "-f", "json")
+    assert first.exit_code == 0
+    assert json.loads(first.stdout)["tool_calls"] == 4  # the figures, on stdout, are the good lines'
+    err = flat(first.stderr)
+    assert "quarantined a.jsonl: 2 bad lines, not in these figures; see them with: loopscope quarantine " \
+           "--db s.duckdb --file a.jsonl" in err
+    assert "b.jsonl" not in err
+    listed = json.loads(invoke("quarantine", "--db", "s.duckdb", "--file", "a.jsonl", "-f", "json").stdout)
+    assert [r["line_no"] for r in listed] == [4, 5]
+    # Loaded before: nothing new was set aside in this run, nothing to say.
+    assert "quarantined" not in invoke("metrics", str(tmp_path), "--db", "s.duckdb").stderr
+    # An in-memory store is gone after the run: the line says how to keep them instead.
+    memory = flat(invoke("unrecovered", str(tmp_path / "a.jsonl"), "--db", ":memory:").stderr)
+    assert "quarantined a.jsonl: 2 bad lines, not in these figures; to list them, load into a file" in memory
+    # load prints them in its own summary, not twice.
+    assert "quarantined" not in invoke("load", str(tmp_path), "--db", "t.duckdb").stderr
+
+
 def test_line_numbers_stay_exact_past_one_row_group(tmp_path: Path) -> None:
     # DuckDB reads big files in parallel, in row groups of 122,880 rows: the
     # line numbers of bad lines must still be the file's.
