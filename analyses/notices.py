@@ -23,11 +23,15 @@ Kinds:
   views put them under ``no timestamp`` (``NO_TIMESTAMP``).
 - ``id_collisions``: ``tool_call_id`` values reused by a different call
   (``id_collisions_v``): counted as new calls, not replays.
+- ``quarantined_lines``: a file the selection reads from had lines a load set
+  aside (the ``quarantine``): they are in none of the figures. ``load`` leaves it
+  out (its summary counts them).
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from pathlib import PurePath
 from typing import Any
 
 import duckdb
@@ -64,6 +68,23 @@ WHERE {{where}}
 # Whether the loads reported any violation of a kind at all (a few rows, usually none): the
 # queries above join every record of the selection to its prompt, so they run only when it did.
 ANY_FILE_VIOLATION_SQL = "SELECT 1 FROM protocol_violations WHERE kind = ? LIMIT 1"
+ANY_QUARANTINED_SQL = "SELECT 1 FROM quarantine LIMIT 1"
+# The files with quarantined lines among the files the selection reads from (a record of theirs
+# belongs to a selected prompt), with how many lines each. {where}, {prompts}: as above.
+QUARANTINED_SQL = """
+SELECT s.path, q.n
+FROM (SELECT source_id, count(*) AS n FROM quarantine GROUP BY source_id) q
+JOIN sources s USING (source_id)
+WHERE EXISTS (
+      SELECT 1 FROM tool_calls r JOIN {prompts} p USING (conversation_id, prompt_id)
+      WHERE r.source_id = q.source_id AND {where}
+  )
+   OR EXISTS (
+      SELECT 1 FROM loop_exits r JOIN {prompts} p USING (conversation_id, prompt_id)
+      WHERE r.source_id = q.source_id AND {where}
+  )
+ORDER BY s.path
+"""
 # The rows of id_collisions_v, counted without looking up each one's first call.
 ID_COLLISIONS_SQL = """
 SELECT count(*), count(DISTINCT c.conversation_id)
@@ -174,6 +195,16 @@ def notices(
                 count,
             )
         )
+    if con.execute(ANY_QUARANTINED_SQL).fetchall():
+        for path, count in con.execute(QUARANTINED_SQL.format(where=where, prompts=prompts), params + params).fetchall():
+            found.append(
+                Notice(
+                    "quarantined_lines",
+                    f"{count} line(s) of {path} could not be read and are in none of these figures (quarantined)",
+                    f"loopscope quarantine --file {PurePath(path).name} lists them with the reason for each",
+                    int(count),
+                )
+            )
     synthetic, total = con.execute(NO_TIMESTAMPS_SQL.format(where=where, prompts=prompts), params).fetchone() or (0, 0)
     if synthetic:
         found.append(

@@ -726,6 +726,29 @@ def _tree(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
+def test_quarantined_lines_notice_identical(tmp_path: Path, ch_url: str) -> None:
+    """A file with lines set aside: the same quarantined_lines notice from both engines (metrics' and audit's)."""
+    sample = sorted((Path(__file__).resolve().parent.parent / "sample_logs").glob("*.jsonl"))[0]
+    bad = tmp_path / "with-bad-lines.jsonl"
+    bad.write_text(sample.read_text() + "oops\n" + '{"v": 1, "kind": "tool_call"}\n')
+    duck_db = str(tmp_path / "store.duckdb")
+    assert cli("load", str(bad), "--db", duck_db).exit_code == 0
+    duck = connect(duck_db, read_only=True)
+    try:
+        _fresh(ch_url, duck)
+    finally:
+        duck.close()
+    report = same_json_output(duck_db, ch_url, "audit")
+    assert [n for n in report["notices"] if n["kind"] == "quarantined_lines"] == [{
+        "kind": "quarantined_lines",
+        "message": f"2 line(s) of {bad} could not be read and are in none of these figures (quarantined)",
+        "hint": "loopscope quarantine --file with-bad-lines.jsonl lists them with the reason for each",
+        "count": 2,
+    }]
+    for db in (duck_db, ch_url):  # and metrics says it on stderr, on both
+        assert "2 line(s) of" in " ".join(cli("metrics", "--db", db).stderr.split())
+
+
 def test_compare_tag_export_review_identical(tmp_path: Path, ch_url: str) -> None:
     duck_db = str(tmp_path / "store.duckdb")
     result = cli("load", str(SAMPLE_LOGS), "--db", duck_db)

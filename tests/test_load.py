@@ -247,9 +247,8 @@ def test_load_into_memory_does_not_point_at_a_quarantine_that_is_gone(tmp_path: 
 def test_an_analysis_over_paths_names_the_files_whose_lines_it_left_out(tmp_path: Path) -> None:
     (tmp_path / "a.jsonl").write_text(GOOD + "oops\n" + "{}\n")
     (tmp_path / "b.jsonl").write_text(GOOD.replace('"c1"', '"c2"'))
-    first = invoke("metrics", str(tmp_path), "--db", "s.duckdb", "-f", "json")
+    first = invoke("unrecovered", str(tmp_path), "--db", "s.duckdb", "-f", "json")
     assert first.exit_code == 0
-    assert json.loads(first.stdout)["tool_calls"] == 4  # the figures, on stdout, are the good lines'
     err = flat(first.stderr)
     assert "quarantined a.jsonl: 2 bad lines, not in these figures; see them with: loopscope quarantine " \
            "--db s.duckdb --file a.jsonl" in err
@@ -257,12 +256,42 @@ def test_an_analysis_over_paths_names_the_files_whose_lines_it_left_out(tmp_path
     listed = json.loads(invoke("quarantine", "--db", "s.duckdb", "--file", "a.jsonl", "-f", "json").stdout)
     assert [r["line_no"] for r in listed] == [4, 5]
     # Loaded before: nothing new was set aside in this run, nothing to say.
-    assert "quarantined" not in invoke("metrics", str(tmp_path), "--db", "s.duckdb").stderr
+    assert "quarantined" not in invoke("unrecovered", str(tmp_path), "--db", "s.duckdb").stderr
     # An in-memory store is gone after the run: the line says how to keep them instead.
     memory = flat(invoke("unrecovered", str(tmp_path / "a.jsonl"), "--db", ":memory:").stderr)
     assert "quarantined a.jsonl: 2 bad lines, not in these figures; to list them, load into a file" in memory
     # load prints them in its own summary, not twice.
     assert "quarantined" not in invoke("load", str(tmp_path), "--db", "t.duckdb").stderr
+
+
+def test_the_reports_say_which_of_their_files_had_lines_quarantined(tmp_path: Path) -> None:
+    (tmp_path / "a.jsonl").write_text(GOOD + "oops\n" + "{}\n")
+    (tmp_path / "b.jsonl").write_text(lines(
+        rec("tool_call", "c2", "p1", "2026-11-20T10:00:00.000Z", id="t1", agent="beta"),
+        rec("tool_call", "c2", "p1", "2026-11-20T10:00:01.000Z", id="t2", step=1, agent="beta"),
+        rec("loop_exit", "c2", "p1", "2026-11-20T10:00:02.000Z", agent="beta"),
+    ))
+    loaded = invoke("load", str(tmp_path), "--db", "s.duckdb", "-f", "json")
+    assert loaded.exit_code == 0
+    assert json.loads(loaded.stdout)["quarantined"] == 2
+    assert json.loads(loaded.stdout)["notices"] == []  # load's summary counts them; no notice on top
+    expected = {
+        "kind": "quarantined_lines",
+        "message": f"2 line(s) of {tmp_path / 'a.jsonl'} could not be read and are in none of these figures (quarantined)",
+        "hint": "loopscope quarantine --file a.jsonl lists them with the reason for each",
+        "count": 2,
+    }
+    # Every later report over the store says so, not only the run that loaded the file.
+    metrics = invoke("metrics", "--db", "s.duckdb", "-f", "json")
+    assert json.loads(metrics.stdout)["tool_calls"] == 4
+    assert flat(expected["message"]) in flat(metrics.stderr)
+    assert "quarantined a.jsonl" not in metrics.stderr  # the notice, not the load-time line as well
+    audit = json.loads(invoke("audit", "--db", "s.duckdb", "-f", "json").stdout)
+    assert [n for n in audit["notices"] if n["kind"] == "quarantined_lines"] == [expected]
+    # A selection that reads nothing of a.jsonl does not mention it.
+    other = invoke("metrics", "--db", "s.duckdb", "-f", "json", "--agent", "beta")
+    assert json.loads(other.stdout)["tool_calls"] == 2 and "quarantined" not in other.stderr
+
 
 
 def test_line_numbers_stay_exact_past_one_row_group(tmp_path: Path) -> None:

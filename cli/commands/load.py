@@ -50,7 +50,8 @@ def load(
     # the summary is all load reports
     with scope.open(require_records=False, name_quarantined=False) as opened:  # load reports such files itself, below
         summary = opened.summary
-        notices = [n.as_dict() for n in store_notices(opened.con, opened.selection, build_facts=False)]
+        notices = [n.as_dict() for n in store_notices(opened.con, opened.selection, build_facts=False)
+                   if n.kind != "quarantined_lines"]  # the summary counts them, per file
     assert summary is not None
     if fmt is OutputFormat.json:
         write_json({**summary.as_dict(), "notices": notices})
