@@ -229,8 +229,11 @@ def print_notices(found: Sequence[Any]) -> None:
     from loopscope.cli.render.output import inert
 
     console = stderr_console()
+    # Files inside the current folder as the user would type them (the JSON keeps the stored path).
+    here = os.path.join(str(Path.cwd().resolve()), "")
     for n in found:
-        console.print(f"[yellow]note:[/yellow] {inert(n.message)}\n  [dim]{inert(n.hint)}[/dim]")
+        message = n.message.replace(here, "") if len(here) > 1 else n.message
+        console.print(f"[yellow]note:[/yellow] {inert(message)}\n  [dim]{inert(n.hint)}[/dim]")
 
 
 @contextmanager
