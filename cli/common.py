@@ -149,15 +149,16 @@ QUARANTINE_FILES_NAMED = 3
 """How many files with quarantined lines an analysis names on stderr (the rest as a count)."""
 
 
-def _warn_quarantined(summary: LoadSummary, db: str | None) -> None:
+def _warn_quarantined(summary: LoadSummary, db: str | None, which: str) -> None:
     """Name on stderr each file whose lines this run quarantined: they are not in the figures that follow.
 
-    ``load`` prints its own summary; an analysis given PATHs would otherwise leave them out in silence.
+    ``which``: ``all`` such files, or only those that gave ``no_records`` (a command that prints the
+    ``quarantined_lines`` notice, which finds a file through its records, names the others).
     """
     from loopscope.analyses.store import default_db_path
     from loopscope.cli.render.output import inert
 
-    bad = [d for d in summary.details if d.quarantined]
+    bad = [d for d in summary.details if d.quarantined and (which == "all" or not d.loaded)]
     if not bad:
         return
     store = db or default_db_path()
@@ -262,12 +263,13 @@ def analysis_store(
     selection: Selection | None = None,
     reader_options: Mapping[str, Any] | None = None,
     require_records: bool = True,
-    name_quarantined: bool = True,
+    name_quarantined: str = "all",
 ) -> Iterator[Analysis]:
     """``open_for_analysis`` with the progress bar and a line per unreadable file: yields (con, selection, summary).
 
-    ``name_quarantined``: a line on stderr per file whose lines this run quarantined (``load``,
-    which prints them in its own summary, passes False).
+    ``name_quarantined``: a line on stderr per file whose lines this run quarantined: ``all``,
+    ``no_records`` (only the files that gave no record: ``metrics`` and ``audit``, whose notice
+    names the others) or ``none`` (``load``, which prints them in its own summary).
 
     The loading bar is gone before the body runs. Always closes the store. Without PATHs the
     selection covers the whole store.
@@ -282,6 +284,6 @@ def analysis_store(
             bar.stop()  # loading is over: the analysis may show its own spinner
         if opened.summary is not None:
             _warn_unreadable(opened.summary)
-            if name_quarantined:
-                _warn_quarantined(opened.summary, None if db is None else str(db))
+            if name_quarantined != "none":
+                _warn_quarantined(opened.summary, None if db is None else str(db), name_quarantined)
         yield opened

@@ -213,7 +213,7 @@ class Scope:
 
     @contextmanager
     def open(self, selection: Selection | None = None, *, status: str = "analysing",
-             require_records: bool = True, name_quarantined: bool = True) -> Iterator[Analysis]:
+             require_records: bool = True, name_quarantined: str = "all") -> Iterator[Analysis]:
         """Open the store, load the PATHs (progress bar on a terminal), apply --scratchpad-tool; always close.
 
         ``selection`` defaults to ``window()``. The body of the ``with`` is the analysis: on a

@@ -264,6 +264,18 @@ def test_an_analysis_over_paths_names_the_files_whose_lines_it_left_out(tmp_path
     assert "quarantined" not in invoke("load", str(tmp_path), "--db", "t.duckdb").stderr
 
 
+def test_metrics_names_a_file_of_only_bad_lines_beside_good_files(tmp_path: Path) -> None:
+    # The notice finds a file through its records; one with none is named by the load-time line instead.
+    (tmp_path / "good.jsonl").write_text(GOOD)
+    (tmp_path / "bad.jsonl").write_text("oops\n" * 3)
+    result = invoke("metrics", str(tmp_path), "--db", "s.duckdb", "-f", "json")
+    assert result.exit_code == 0 and json.loads(result.stdout)["tool_calls"] == 2
+    err = flat(result.stderr)
+    assert "quarantined bad.jsonl: 3 bad lines, not in these figures; see them with: loopscope quarantine " \
+           "--db s.duckdb --file bad.jsonl" in err
+    assert "good.jsonl" not in err
+
+
 def test_the_reports_say_which_of_their_files_had_lines_quarantined(tmp_path: Path) -> None:
     (tmp_path / "a.jsonl").write_text(GOOD + "oops\n" + "{}\n")
     (tmp_path / "b.jsonl").write_text(lines(

@@ -51,7 +51,7 @@ def audit_command(
         raise LoopscopeError("audit has no csv output: it is many tables", hint="use --format json, or --html FILE")
     if html is not None:  # fail before the work, not after
         check_output_file(html, "--html")
-    with scope.open(name_quarantined=False) as (con, selection, _summary):  # a notice names them
+    with scope.open(name_quarantined="no_records") as (con, selection, _summary):  # the notice names them (files with records)
         report = audit(con, selection, limit=limit, by=grouping, timelines=html is not None)
     if report["overall"]["prompts"] == 0:
         raise LoopscopeError("the selection has no prompt to audit",

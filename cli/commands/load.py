@@ -48,7 +48,7 @@ def load(
         scope = dataclasses.replace(scope, reader_options={**scope.reader_options, "tags": added})
     # loads the PATHs (required here), applies --scratchpad-tool and closes the store;
     # the summary is all load reports
-    with scope.open(require_records=False, name_quarantined=False) as opened:  # load reports such files itself, below
+    with scope.open(require_records=False, name_quarantined="none") as opened:  # load reports such files itself, below
         summary = opened.summary
         notices = [n.as_dict() for n in store_notices(opened.con, opened.selection, build_facts=False)
                    if n.kind != "quarantined_lines"]  # the summary counts them, per file

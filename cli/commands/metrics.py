@@ -59,7 +59,7 @@ def metrics(
     from loopscope.cli.common import print_notices
 
     grouping = parse_group_by(by, (*GROUP_BY_CHOICES, BY_TOOL)) if by is not None else None  # before any work
-    with scope.open(name_quarantined=False) as (con, selection, _summary):  # a notice names them
+    with scope.open(name_quarantined="no_records") as (con, selection, _summary):  # the notice names them (files with records)
         if by == BY_TOOL:
             from loopscope.analyses.tools import tool_health
 
