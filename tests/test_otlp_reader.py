@@ -112,6 +112,9 @@ class TestEncoding:
         assert sniff(b"\x00\x00\x01\x2a\x0a\xa7\x02\x0a")  # Collector proto: length prefix + field 1
         assert binary_reason(b'{"resourceSpans":[]}') is None
         assert "protobuf" in (binary_reason(b"\x00\x00\x01\x2a\x0a\xa7\x02\x0a") or "")
+        # Text whose first line has four characters (a newline where a proto's field tag would be) is text.
+        for text in (b"oops\noops\n", b"\n\n\n\n\n{}", b"TODO\nmore notes\n"):
+            assert binary_reason(text) is None and not sniff(text), text
 
 
 class TestOtherSpellings:

@@ -137,8 +137,12 @@ def binary_reason(first_bytes: bytes) -> str | None:
     if head[4:8] == _ZSTD_MAGIC or head[:4] == _ZSTD_MAGIC:
         return "it is zstd-compressed (the Collector file exporter's 'zstd' compression)"
     # Collector 'proto' format: a 4-byte big-endian length, then a protobuf
-    # message whose first field (resource_spans/logs/metrics) is tag 0x0a.
-    if len(head) > 4 and head[4] == 0x0A and int.from_bytes(head[:4], "big") > 0:
+    # message whose first field (resource_spans/logs/metrics) is tag 0x0a. A length under
+    # 512 MiB starts with a control byte, which text never does: without that test a text file
+    # whose first line has four characters ("oops\n", or blank lines) passed for protobuf.
+    # (The lengths whose first byte is TAB to CR, 151-235 MiB, are left to the checks below.)
+    if (len(head) > 4 and head[4] == 0x0A and int.from_bytes(head[:4], "big") > 0
+            and (head[0] < 0x09 or 0x0D < head[0] < 0x20)):
         return "it looks like length-prefixed protobuf (the Collector file exporter's 'proto' format)"
     try:
         head.decode("utf-8")
