@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from loopscope.analyses.selection import Selection, parse_instant, parse_tag
 from loopscope.cli.render.output import shown_path, stderr_console
@@ -145,11 +145,13 @@ def _warn_unreadable(summary: LoadSummary) -> None:
             stderr_console().print(f"[yellow]skipped[/yellow] {inert(shown_path(d.path))}: {inert(d.error)}")
 
 
+NameQuarantined = Literal["all", "no_records", "none"]
+"""Which files an analysis names on stderr for the lines it just quarantined (``analysis_store``)."""
 QUARANTINE_FILES_NAMED = 3
 """How many files with quarantined lines an analysis names on stderr (the rest as a count)."""
 
 
-def _warn_quarantined(summary: LoadSummary, db: str | None, which: str) -> None:
+def _warn_quarantined(summary: LoadSummary, db: str | None, which: NameQuarantined) -> None:
     """Name on stderr each file whose lines this run quarantined: they are not in the figures that follow.
 
     ``which``: ``all`` such files, or only those that gave ``no_records`` (a command that prints the
@@ -263,7 +265,7 @@ def analysis_store(
     selection: Selection | None = None,
     reader_options: Mapping[str, Any] | None = None,
     require_records: bool = True,
-    name_quarantined: str = "all",
+    name_quarantined: NameQuarantined = "all",
 ) -> Iterator[Analysis]:
     """``open_for_analysis`` with the progress bar and a line per unreadable file: yields (con, selection, summary).
 

@@ -31,6 +31,7 @@ from loopscope.cli.render.output import OutputFormat
 if TYPE_CHECKING:
     from loopscope.analyses.selection import Selection
     from loopscope.analyses.store import Analysis
+    from loopscope.cli.common import NameQuarantined
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -213,7 +214,7 @@ class Scope:
 
     @contextmanager
     def open(self, selection: Selection | None = None, *, status: str = "analysing",
-             require_records: bool = True, name_quarantined: str = "all") -> Iterator[Analysis]:
+             require_records: bool = True, name_quarantined: NameQuarantined = "all") -> Iterator[Analysis]:
         """Open the store, load the PATHs (progress bar on a terminal), apply --scratchpad-tool; always close.
 
         ``selection`` defaults to ``window()``. The body of the ``with`` is the analysis: on a
