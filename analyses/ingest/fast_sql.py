@@ -52,6 +52,7 @@ from loopscope.analyses.ingest.records import (
     NON_JSON_NUMBER_RE,
     EXTRA_PATCH,
     VALUE_SETS,
+    WHOLE_FILE_LINES,
     fast_check,
     ts_value_sql,
 )
@@ -77,7 +78,7 @@ _REQUIRED = frozenset(name for name, _tclass, required, *_ in FIELDS if required
 # Where a chunk's lines come from: the file read by DuckDB's CSV reader (line
 # number = rowid + 1) or a block of lines sent from Python.
 _LINE_SOURCES = {
-    "file": "SELECT rowid + 1 AS line_no, line FROM _ls_raw",
+    **WHOLE_FILE_LINES,
     "block": "SELECT line_no, line FROM _ls_lines",
 }
 

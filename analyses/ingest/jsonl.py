@@ -61,6 +61,9 @@ class Target:
     source_id: int
     display: str
     seq_base: int
+    on_one_thread: Callable[[], None] | None = None
+    """Called once the file's one statement on DuckDB's threads (the ``tool_call`` insert) is done:
+    the rest of the file runs on one thread, and the loader reads the next file meanwhile."""
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,9 @@ class WholeFile:
     """Bytes of that unterminated last line (0 when terminated)."""
     content_bytes: int
     """Bytes of content (decompressed for .gz): the offset a later load resumes from."""
+    lines_from: str = "file"
+    """Where the lines are (``records.WHOLE_FILE_LINES``): ``file``, read by the loading connection;
+    ``read_ahead``, read by the loader's second connection while the file before finished."""
 
 
 @dataclass(frozen=True)
@@ -112,8 +118,11 @@ class BlocksRead:
     counts: Counts
 
 
-def read_whole_file(con: duckdb.DuckDBPyConnection, path: Path) -> WholeFile | None:
+def read_whole_file(con: duckdb.DuckDBPyConnection, path: Path, *, ahead: bool = False) -> WholeFile | None:
     """DuckDB's CSV reader reads the lines of a file into ``_ls_raw`` (on one thread).
+
+    ``ahead``: into the read-ahead table instead (``ingest.readahead``: ``con`` is the
+    loader's second connection, and the loading one holds DuckDB to one thread meanwhile).
 
     Returns None when the file needs the block path: a byte-order mark, not
     UTF-8, a byte the CSV reader treats differently from the line splitter
@@ -135,12 +144,12 @@ def read_whole_file(con: duckdb.DuckDBPyConnection, path: Path) -> WholeFile | N
     split, so the sum equals the size only if every row is its whole line.
     """
     if not is_gzip(path):
-        return _read_plain(con, path)
+        return _read_plain(con, path, ahead)
     with tempfile.TemporaryDirectory(prefix="loopscope-") as tmp:
         plain = Path(tmp) / "content.jsonl"
         if not _decompress(path, plain):
             return None
-        return _read_plain(con, plain)
+        return _read_plain(con, plain, ahead)
 
 
 def _decompress(path: Path, target: Path) -> bool:
@@ -179,7 +188,7 @@ def _decompress(path: Path, target: Path) -> bool:
                     return False  # no room for the copy (disk full): the block path needs none
 
 
-def _read_plain(con: duckdb.DuckDBPyConnection, path: Path) -> WholeFile | None:
+def _read_plain(con: duckdb.DuckDBPyConnection, path: Path, ahead: bool) -> WholeFile | None:
     try:
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
@@ -194,9 +203,13 @@ def _read_plain(con: duckdb.DuckDBPyConnection, path: Path) -> WholeFile | None:
     except (OSError, ValueError) as exc:
         raise UnreadableFile(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}", hint="check the file's permissions") from None
     try:
-        with one_thread(con):
-            con.execute(sql.READ_LINES_SQL, [str(path)])
-            row = con.execute(sql.COUNT_LINES_SQL).fetchone()
+        if ahead:  # (the loading connection holds DuckDB to one thread)
+            con.execute(sql.READ_AHEAD_LINES_SQL, [str(path)])
+            row = con.execute(sql.COUNT_READ_AHEAD_SQL).fetchone()
+        else:
+            with one_thread(con):
+                con.execute(sql.READ_LINES_SQL, [str(path)])
+                row = con.execute(sql.COUNT_LINES_SQL).fetchone()
     except duckdb.Error:
         return None  # not UTF-8, a line over the limit, ...: the block path says which line
     if not row:
@@ -204,7 +217,7 @@ def _read_plain(con: duckdb.DuckDBPyConnection, path: Path) -> WholeFile | None:
     lines, text_bytes, last_bytes = int(row[0]), int(row[1] or 0), int(row[2] or 0)
     if text_bytes + lines - (1 if unterminated else 0) != size:
         return None
-    return WholeFile(lines, unterminated, last_bytes if unterminated else 0, size)
+    return WholeFile(lines, unterminated, last_bytes if unterminated else 0, size, "read_ahead" if ahead else "file")
 
 
 def _has_cr(mm: mmap.mmap, size: int) -> bool:
@@ -227,6 +240,9 @@ def _has_cr(mm: mmap.mmap, size: int) -> bool:
 
 _KNOWN_THREADS: dict[int, int] = {}
 """Connections whose ``threads`` setting was read once for the whole block of ``threads_known``."""
+
+_HELD: dict[int, int] = {}
+"""Connections held to one thread by ``hold_one_thread``, with the setting to restore."""
 
 
 @contextmanager
@@ -252,10 +268,10 @@ def one_thread(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
     For the statements where DuckDB's second thread costs more CPU than it
     saves wall time (docs/loading.md, sixth and seventh passes).
     """
-    threads = _KNOWN_THREADS.get(id(con))
-    if threads is None:
-        row = con.execute(sql.THREADS_SQL).fetchone()
-        threads = int(row[0]) if row else 1
+    if id(con) in _HELD:  # one thread already, until ``release_threads``
+        yield
+        return
+    threads = _threads(con)
     if threads != 1:
         con.execute(sql.ONE_THREAD_SQL)
     try:
@@ -263,6 +279,35 @@ def one_thread(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
     finally:
         if threads != 1:
             con.execute(sql.SET_THREADS_SQL, [threads])
+
+
+def _threads(con: duckdb.DuckDBPyConnection) -> int:
+    threads = _KNOWN_THREADS.get(id(con))
+    if threads is None:
+        row = con.execute(sql.THREADS_SQL).fetchone()
+        threads = int(row[0]) if row else 1
+    return threads
+
+
+def hold_one_thread(con: duckdb.DuckDBPyConnection) -> None:
+    """Run DuckDB on one thread from now until ``release_threads`` (``one_thread`` blocks inside change nothing).
+
+    The setting is the database instance's, so it holds for every connection of it: the loader's
+    read-ahead runs its read on one thread this way (``ingest.readahead``).
+    """
+    if id(con) in _HELD:
+        return
+    threads = _threads(con)
+    if threads != 1:
+        con.execute(sql.ONE_THREAD_SQL)
+    _HELD[id(con)] = threads
+
+
+def release_threads(con: duckdb.DuckDBPyConnection) -> None:
+    """End ``hold_one_thread``: the setting it found is back (nothing when there was no hold)."""
+    threads = _HELD.pop(id(con), None)
+    if threads is not None and threads != 1:
+        con.execute(sql.SET_THREADS_SQL, [threads])
 
 
 def read_in_blocks(
@@ -337,6 +382,10 @@ def check_and_insert(con: duckdb.DuckDBPyConnection, lines: str, span: LineSpan,
         try:
             tc_sql, le_sql = fast_sql.FAST_INSERT_SQL[lines]
             tc = con.execute(tc_sql, [target.seq_base, target.source_id]).fetchone()
+            if target.on_one_thread is not None and 2 * (int(tc[0]) if tc else 0) >= span.last - span.first + 1:
+                # Most of the file was the collector's tool calls: what is left of it is
+                # small enough for one thread (else the validator would take it on one).
+                target.on_one_thread()
             # The loop_exit lines (about a sixth of a collector's) on one thread:
             # 0.2 s less CPU per million records for about 0.1 s more wall
             # time (docs/loading.md, seventh pass).

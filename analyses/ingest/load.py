@@ -37,6 +37,7 @@ from typing import Any
 import duckdb
 
 from loopscope.analyses.ingest import records as sql
+from loopscope.analyses.ingest.readahead import ReadAhead
 from loopscope.analyses.errors import LoopscopeError
 from loopscope.analyses.store import SMALL_LOAD_BYTES, transaction
 from loopscope.collectors.redact import clean_error_text
@@ -259,7 +260,13 @@ def load_paths(
     no_vacuum = on_disk and _try(con, NO_VACUUM_SQL)  # (a setting older DuckDB versions lack)
     try:
         with threads_known(con):
-            summary = _load_files(con, files, input_format, dict(reader_options or {}), progress)
+            # Several large files: the next one is read while the current one finishes on one thread.
+            ahead = None if small else ReadAhead.open(con, files, _wants_whole_file(input_format))
+            try:
+                summary = _load_files(con, files, input_format, dict(reader_options or {}), progress, ahead)
+            finally:
+                if ahead is not None:
+                    ahead.close()
         if no_vacuum and (summary.loaded or summary.quarantined):
             _try(con, CHECKPOINT_SQL)  # refused while another connection writes: then the close checkpoints
     finally:
@@ -330,22 +337,25 @@ def _load_files(
     input_format: str,
     reader_options: dict[str, Any],
     progress: ProgressFn | None,
+    ahead: ReadAhead | None,
 ) -> LoadSummary:
-    """Load ``files`` one by one."""
+    """Load ``files`` one by one (``ahead``: reading each while the one before finishes)."""
     total = sum(_size(p) for p in files)
     done = 0
     if progress is not None:
         progress(0, total)
     summary = LoadSummary()
     ids: list[int] = []
-    for path in files:
+    for index, path in enumerate(files):
+        if ahead is not None:
+            ahead.arrive(index)
 
         def tick(n: int, _base: int = done) -> None:
             if progress is not None:
                 progress(min(_base + n, total), total)
 
         try:
-            result = _load_one(con, path, input_format, reader_options, tick)
+            result = _load_one(con, path, input_format, reader_options, tick, ahead)
         except UnreadableFile as exc:
             # One file the system will not read does not stop the others.
             result = FileResult(path=_display(path), input_format=input_format, status="unreadable", error=exc.message)
@@ -373,6 +383,7 @@ def _load_one(
     input_format: str,
     reader_options: dict[str, Any],
     tick: Callable[[int], None],
+    ahead: ReadAhead | None = None,
 ) -> FileResult:
     """Load one file in its own transaction."""
     head = read_head(path)
@@ -383,11 +394,13 @@ def _load_one(
         # The fast reader runs before the transaction: a file it cannot
         # read fails its statement only, and the block path takes over.
         if known is None and head.lstrip(b"\xef\xbb\xbf"):
-            fast = read_whole_file(con, path)
+            fast = ahead.take(path) if ahead is not None else None
+            if fast is None:
+                fast = read_whole_file(con, path)
     with transaction(con):
         # seq_base: the highest seq before this file's rows (theirs are above it)
         if fmt == "records":
-            result, seq_base = _load_records_file(con, path, head, known, fast, tick)
+            result, seq_base = _load_records_file(con, path, head, known, fast, tick, ahead)
         else:
             result, seq_base = _load_reader_file(con, path, fmt, reader_options)
         tags = reader_options.get("tags")
@@ -395,6 +408,17 @@ def _load_one(
             patch = json.dumps({str(k): str(v) for k, v in tags.items()}, ensure_ascii=False)
             _execute_each(con, ADD_TAGS_SQL, [patch, result.source_id, seq_base])
         return result
+
+
+def _wants_whole_file(input_format: str) -> Callable[[duckdb.DuckDBPyConnection, Path], bool]:
+    """Whether ``_load_one`` will read this file whole (asked ahead of it, on the read-ahead's connection)."""
+
+    def wanted(con: duckdb.DuckDBPyConnection, path: Path) -> bool:
+        head = read_head(path)
+        fmt = detect_format(path, head) if input_format == "auto" else input_format
+        return fmt == "records" and bool(head.lstrip(b"\xef\xbb\xbf")) and _find_source(con, path, head) is None
+
+    return wanted
 
 
 def _size(path: Path) -> int:
@@ -525,6 +549,7 @@ def _load_records_file(
     known: KnownSource | None,
     fast: WholeFile | None,
     tick: Callable[[int], None],
+    ahead: ReadAhead | None = None,
 ) -> tuple[FileResult, int]:
     """Load a records file (in the caller's transaction); also returns the seq its rows are numbered above."""
     display = _display(path)
@@ -554,9 +579,9 @@ def _load_records_file(
     result.source_id = source_id
     seq_row = con.execute(sql.MAX_SEQ_SQL).fetchone()
     seq_base = int(seq_row[0]) if seq_row else 0
-    target = Target(source_id, display, seq_base)
     if fast is not None:
-        counts = check_and_insert(con, "file", LineSpan(1, fast.lines, fast.unterminated), target)
+        target = Target(source_id, display, seq_base, ahead.read_next if ahead is not None else None)
+        counts = check_and_insert(con, fast.lines_from, LineSpan(1, fast.lines, fast.unterminated), target)
         _add_counts(result, counts)
         # Offsets count content bytes (decompressed for .gz), as the block path does.
         end_offset, last_line = fast.content_bytes, fast.lines
@@ -564,6 +589,7 @@ def _load_records_file(
             end_offset, last_line = end_offset - fast.tail_bytes, fast.lines - 1
         tick(end_offset)
     else:
+        target = Target(source_id, display, seq_base)
         read = read_in_blocks(con, path, start_offset, lines_before, target, tick)
         end_offset, last_line = read.end_offset, read.last_line
         _add_counts(result, read.counts)

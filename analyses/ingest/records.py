@@ -298,12 +298,28 @@ FROM (SELECT string_split(?, chr(10)) AS s)
 # the caller checks the rows' bytes against the file's size. Run outside a
 # transaction: committed rows have rowids 0..n-1 in file order (the line
 # number is rowid + 1); rows of an open transaction do not.
-READ_LINES_SQL = """
-CREATE OR REPLACE TEMP TABLE _ls_raw AS
-SELECT line FROM read_csv(
+_READ_CSV = """read_csv(
     ?, columns = {'line': 'VARCHAR'}, delim = chr(1), quote = '', escape = '', header = false,
     auto_detect = false, strict_mode = false, max_line_size = 1048577
-)
+)"""
+READ_LINES_SQL = f"CREATE OR REPLACE TEMP TABLE _ls_raw AS SELECT line FROM {_READ_CSV}"
+# The loader's read-ahead (``ingest.readahead``): the next file's lines, read by
+# a second connection while the current file finishes on one thread, go to an
+# in-memory database that every connection of the store's DuckDB instance sees
+# (a TEMP table is its own connection's only). ``next`` is being read or ready;
+# ``lines`` the file being loaded. DROP and RENAME run between the files'
+# transactions (one transaction writes to one database only).
+READ_AHEAD_DB = "loopscope_read_ahead"
+ATTACH_READ_AHEAD_SQL = f"ATTACH IF NOT EXISTS ':memory:' AS {READ_AHEAD_DB}"
+DETACH_READ_AHEAD_SQL = f"DETACH DATABASE IF EXISTS {READ_AHEAD_DB}"
+READ_AHEAD_LINES_SQL = f"CREATE OR REPLACE TABLE {READ_AHEAD_DB}.next AS SELECT line FROM {_READ_CSV}"
+PROMOTE_READ_AHEAD_SQL = f"""
+DROP TABLE IF EXISTS {READ_AHEAD_DB}.lines;
+ALTER TABLE {READ_AHEAD_DB}.next RENAME TO lines;
+"""
+DROP_READ_AHEAD_SQL = f"""
+DROP TABLE IF EXISTS {READ_AHEAD_DB}.lines;
+DROP TABLE IF EXISTS {READ_AHEAD_DB}.next;
 """
 # The read runs on one thread: DuckDB's parallel CSV reader, which keeps the
 # rows in file order, spent a third more CPU at 1M for about the same wall
@@ -314,12 +330,18 @@ THREADS_SQL = "SELECT current_setting('threads')"
 ONE_THREAD_SQL = "SET threads = 1"
 SET_THREADS_SQL = "SET threads = ?"
 # Rows, their bytes (blank lines are NULL: 0), and the bytes of the last row.
-COUNT_LINES_SQL = """
-SELECT count(*), sum(coalesce(strlen(line), 0)), arg_max(coalesce(strlen(line), 0), rowid) FROM _ls_raw
-"""
+_COUNT_LINES = "SELECT count(*), sum(coalesce(strlen(line), 0)), arg_max(coalesce(strlen(line), 0), rowid) FROM "
+COUNT_LINES_SQL = _COUNT_LINES + "_ls_raw"
+COUNT_READ_AHEAD_SQL = _COUNT_LINES + f"{READ_AHEAD_DB}.next"
+# Where a whole file's lines are (``jsonl.WholeFile.lines_from``): read by this
+# connection, or read ahead by the loader's second one. Line number = rowid + 1.
+WHOLE_FILE_LINES = {
+    "file": "SELECT rowid + 1 AS line_no, line FROM _ls_raw",
+    "read_ahead": f"SELECT rowid + 1 AS line_no, line FROM {READ_AHEAD_DB}.lines",
+}
 _LINE_SOURCES = {
     "block": "SELECT line_no, line FROM _ls_lines",
-    "file": "SELECT rowid + 1 AS line_no, line FROM _ls_raw",
+    **WHOLE_FILE_LINES,
     # the lines the fast path (fast_sql) left over
     "rest": "SELECT line_no, line FROM _ls_rest",
 }
