@@ -370,7 +370,7 @@ def test_gzip_file_loads_exactly_like_the_plain_file(tmp_path: Path, monkeypatch
     (gz_dir / "app.jsonl.gz").write_bytes(gzip.compress(body.encode()))
     read: list[str] = []
     real = loader_records._read_plain
-    monkeypatch.setattr(loader_records, "_read_plain", lambda con, p: read.append(p.name) or real(con, p))
+    monkeypatch.setattr(loader_records, "_read_plain", lambda con, p, *rest: read.append(p.name) or real(con, p, *rest))
     tables = {}
     for name, folder in (("plain", plain_dir), ("gz", gz_dir)):
         db = tmp_path / f"{name}.duckdb"
