@@ -70,7 +70,10 @@ WHERE {{where}}
 ANY_FILE_VIOLATION_SQL = "SELECT 1 FROM protocol_violations WHERE kind = ? LIMIT 1"
 ANY_QUARANTINED_SQL = "SELECT 1 FROM quarantine LIMIT 1"
 # The files with quarantined lines among the files the selection reads from (a record of theirs
-# belongs to a selected prompt), with how many lines each. {where}, {prompts}: as above.
+# belongs to a selected prompt), and among the files an analysis was given as PATHs that hold no
+# record at all (every line quarantined: no record can lead to them), with how many lines each.
+# {where}, {prompts}: as above; {named}: NAMED_SOURCES_CLAUSE with PATHs (its parameter their
+# source ids), else nothing.
 QUARANTINED_SQL = """
 SELECT s.path, q.n
 FROM (SELECT source_id, count(*) AS n FROM quarantine GROUP BY source_id) q
@@ -83,8 +86,12 @@ WHERE EXISTS (
       SELECT 1 FROM loop_exits r JOIN {prompts} p USING (conversation_id, prompt_id)
       WHERE r.source_id = q.source_id AND {where}
   )
+   {named}
 ORDER BY s.path
 """
+NAMED_SOURCES_CLAUSE = """OR (list_contains(?, q.source_id)
+       AND NOT EXISTS (SELECT 1 FROM tool_calls r WHERE r.source_id = q.source_id)
+       AND NOT EXISTS (SELECT 1 FROM loop_exits r WHERE r.source_id = q.source_id))"""
 # The rows of id_collisions_v, counted without looking up each one's first call.
 ID_COLLISIONS_SQL = """
 SELECT count(*), count(DISTINCT c.conversation_id)
@@ -196,7 +203,9 @@ def notices(
             )
         )
     if con.execute(ANY_QUARANTINED_SQL).fetchall():
-        for path, count in con.execute(QUARANTINED_SQL.format(where=where, prompts=prompts), params + params).fetchall():
+        named = list(chosen.source_ids or ())
+        query = QUARANTINED_SQL.format(where=where, prompts=prompts, named=NAMED_SOURCES_CLAUSE if named else "")
+        for path, count in con.execute(query, params + params + ([named] if named else [])).fetchall():
             found.append(
                 Notice(
                     "quarantined_lines",

@@ -145,22 +145,18 @@ def _warn_unreadable(summary: LoadSummary) -> None:
             stderr_console().print(f"[yellow]skipped[/yellow] {inert(shown_path(d.path))}: {inert(d.error)}")
 
 
-NameQuarantined = Literal["all", "no_records", "none"]
-"""Which files an analysis names on stderr for the lines it just quarantined (``analysis_store``)."""
+NameQuarantined = Literal["all", "none"]
+"""Whether an analysis names on stderr the files whose lines it just quarantined (``analysis_store``)."""
 QUARANTINE_FILES_NAMED = 3
 """How many files with quarantined lines an analysis names on stderr (the rest as a count)."""
 
 
-def _warn_quarantined(summary: LoadSummary, db: str | None, which: NameQuarantined) -> None:
-    """Name on stderr each file whose lines this run quarantined: they are not in the figures that follow.
-
-    ``which``: ``all`` such files, or only those that gave ``no_records`` (a command that prints the
-    ``quarantined_lines`` notice, which finds a file through its records, names the others).
-    """
+def _warn_quarantined(summary: LoadSummary, db: str | None) -> None:
+    """Name on stderr each file whose lines this run quarantined: they are not in the figures that follow."""
     from loopscope.analyses.store import default_db_path
     from loopscope.cli.render.output import inert
 
-    bad = [d for d in summary.details if d.quarantined and (which == "all" or not d.loaded)]
+    bad = [d for d in summary.details if d.quarantined]
     if not bad:
         return
     store = db or default_db_path()
@@ -225,8 +221,12 @@ def window_selection(
     return selection
 
 
-def print_notices(found: Sequence[Any]) -> None:
-    """Print each ``notices.Notice`` on stderr (stdout stays the figures, whatever the format)."""
+def print_notices(found: Sequence[Any], db: str | None = None) -> None:
+    """Print each ``notices.Notice`` on stderr (stdout stays the figures, whatever the format).
+
+    ``db``: the store the command ran on (``--db``), for the ``loopscope quarantine`` a
+    ``quarantined_lines`` hint gives to reach the same store.
+    """
     if not found:
         return
     from loopscope.cli.render.output import inert
@@ -236,7 +236,19 @@ def print_notices(found: Sequence[Any]) -> None:
     here = os.path.join(str(Path.cwd().resolve()), "")
     for n in found:
         message = n.message.replace(here, "") if len(here) > 1 else n.message
-        console.print(f"[yellow]note:[/yellow] {inert(message)}\n  [dim]{inert(n.hint)}[/dim]")
+        console.print(f"[yellow]note:[/yellow] {inert(message)}\n  [dim]{inert(_hint_for_store(n, db))}[/dim]")
+
+
+def _hint_for_store(notice: Any, db: str | None) -> str:
+    """A ``quarantined_lines`` hint's command, pointed at the store the command ran on."""
+    from loopscope.analyses.store import default_db_path
+
+    if notice.kind != "quarantined_lines" or db is None or db == default_db_path():
+        return str(notice.hint)
+    if db == ":memory:":
+        return "the store is gone when the command ends: to list them, load into a file (--db loopscope.duckdb) " \
+               "and run loopscope quarantine"
+    return str(notice.hint).replace("loopscope quarantine ", f"loopscope quarantine --db {db} ", 1)
 
 
 @contextmanager
@@ -269,9 +281,9 @@ def analysis_store(
 ) -> Iterator[Analysis]:
     """``open_for_analysis`` with the progress bar and a line per unreadable file: yields (con, selection, summary).
 
-    ``name_quarantined``: a line on stderr per file whose lines this run quarantined: ``all``,
-    ``no_records`` (only the files that gave no record: ``metrics`` and ``audit``, whose notice
-    names the others) or ``none`` (``load``, which prints them in its own summary).
+    ``name_quarantined``: a line on stderr per file whose lines this run quarantined (``all``), or
+    ``none``: ``load`` prints them in its own summary, ``metrics`` and ``audit`` in their
+    ``quarantined_lines`` notice.
 
     The loading bar is gone before the body runs. Always closes the store. Without PATHs the
     selection covers the whole store.
@@ -287,5 +299,5 @@ def analysis_store(
         if opened.summary is not None:
             _warn_unreadable(opened.summary)
             if name_quarantined != "none":
-                _warn_quarantined(opened.summary, None if db is None else str(db), name_quarantined)
+                _warn_quarantined(opened.summary, None if db is None else str(db))
         yield opened

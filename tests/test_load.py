@@ -265,15 +265,30 @@ def test_an_analysis_over_paths_names_the_files_whose_lines_it_left_out(tmp_path
 
 
 def test_metrics_names_a_file_of_only_bad_lines_beside_good_files(tmp_path: Path) -> None:
-    # The notice finds a file through its records; one with none is named by the load-time line instead.
+    # No record leads to a file whose every line was quarantined: the notice finds it as one of the
+    # PATHs, in the run that loads it and in every run after (it is unchanged, nothing new is read).
     (tmp_path / "good.jsonl").write_text(GOOD)
     (tmp_path / "bad.jsonl").write_text("oops\n" * 3)
-    result = invoke("metrics", str(tmp_path), "--db", "s.duckdb", "-f", "json")
-    assert result.exit_code == 0 and json.loads(result.stdout)["tool_calls"] == 2
-    err = flat(result.stderr)
-    assert "quarantined bad.jsonl: 3 bad lines, not in these figures; see them with: loopscope quarantine " \
-           "--db s.duckdb --file bad.jsonl" in err
-    assert "good.jsonl" not in err
+    for run in ("first", "again"):
+        result = invoke("metrics", str(tmp_path), "--db", "s.duckdb", "-f", "json")
+        assert result.exit_code == 0 and json.loads(result.stdout)["tool_calls"] == 2, run
+        err = flat(result.stderr)
+        assert "note: 3 line(s) of bad.jsonl could not be read and are in none of these figures (quarantined) " \
+               "loopscope quarantine --db s.duckdb --file bad.jsonl lists them with the reason for each" in err, run
+        assert "good.jsonl" not in err and "quarantined bad.jsonl" not in err, run  # the notice only, once
+    # Over the store alone the figures are the whole store's, read from records: no PATH names bad.jsonl.
+    assert "bad.jsonl" not in invoke("metrics", "--db", "s.duckdb").stderr
+
+
+def test_an_analysis_of_files_that_gave_no_record_before_says_so_again(tmp_path: Path) -> None:
+    # The second run reads nothing new from an unchanged file: the analysis would still be of nothing.
+    (tmp_path / "notes.txt").write_text("MIT License\n\nsome text\n")
+    for run in ("first", "again"):
+        result = invoke("metrics", str(tmp_path / "notes.txt"), "--db", "s.duckdb")
+        assert result.exit_code == 1, run
+        assert "nothing to analyse: " in flat(result.output), run
+    assert "gave no record when it was loaded before, and has not changed since" in flat(result.output)
+    assert "loopscope quarantine" in flat(result.output)
 
 
 def test_the_reports_say_which_of_their_files_had_lines_quarantined(tmp_path: Path) -> None:

@@ -256,6 +256,25 @@ class Fruitless:
                 f"({self.quarantined} lines quarantined)")
 
 
+NO_RECORD_HINT = (
+    "see why with loopscope quarantine; if it is another format, say which with --input-format "
+    "records|messages|otlp|claude-code|codex (docs/inputs.md lists what loopscope reads)"
+)
+"""What to do about a file that gave no record."""
+
+
+def fruitless_before(details: list[Any]) -> list[Any]:
+    """The files of a load that are unchanged since an earlier load of them, and hold no record from it.
+
+    Read again, such a file would be ``fruitless_files``' (a coding-agent session with no prompt aside,
+    which is nothing wrong).
+    """
+    return [
+        d for d in details
+        if d.status == "unchanged" and not d.loaded and not d.skipped and d.input_format not in TRANSCRIPT_FORMATS
+    ]
+
+
 def fruitless_files(details: list[Any]) -> list[Fruitless]:
     """The files of a load (``LoadSummary.details``) that were read and gave no record."""
     from loopscope.analyses.ingest.files import UnreadableFile, read_head
@@ -270,10 +289,6 @@ def fruitless_files(details: list[Any]) -> list[Fruitless]:
             seen = looks_like(read_head(Path(d.path)))
         except UnreadableFile:
             seen = None
-        if seen is not None:
-            hint = seen[1]
-        else:
-            hint = ("see why with loopscope quarantine; if it is another format, say which with --input-format "
-                    "records|messages|otlp|claude-code|codex (docs/inputs.md lists what loopscope reads)")
+        hint = seen[1] if seen is not None else NO_RECORD_HINT
         found.append(Fruitless(d.path, d.input_format, d.quarantined, seen[0] if seen else None, hint))
     return found

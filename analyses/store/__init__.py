@@ -247,11 +247,14 @@ class Analysis(NamedTuple):
 
 def _refuse_when_nothing_was_read(summary: Any) -> None:
     """Every PATH was unreadable, or read and gave no record: an analysis of nothing prints zeros, and misleads."""
-    from loopscope.analyses.ingest.formats import fruitless_files
+    from loopscope.analyses.ingest.formats import NO_RECORD_HINT, fruitless_before, fruitless_files
 
     unreadable = [d for d in summary.details if d.status == "unreadable"]
     fruitless = fruitless_files(summary.details)
-    if not summary.details or len(unreadable) + len(fruitless) < len(summary.details):
+    # The same files again: unchanged since a load that gave no record from them (their lines
+    # were quarantined then), so this run reads nothing new; the analysis would still be of nothing.
+    before = fruitless_before(summary.details)
+    if not summary.details or len(unreadable) + len(fruitless) + len(before) < len(summary.details):
         return
     n = len(summary.details)
     more = f" (and {n - 1} more file(s) that gave no record)" if n > 1 else ""
@@ -261,7 +264,12 @@ def _refuse_when_nothing_was_read(summary: Any) -> None:
             f"nothing to analyse: {first.path} could not be read{more}: {first.error or 'unreadable'}",
             hint="`loopscope load PATH` shows what each file is read as; docs/inputs.md lists the formats loopscope reads",
         )
-    raise LoopscopeError(f"nothing to analyse: {fruitless[0].message()}{more}", hint=fruitless[0].hint)
+    if fruitless:
+        raise LoopscopeError(f"nothing to analyse: {fruitless[0].message()}{more}", hint=fruitless[0].hint)
+    raise LoopscopeError(
+        f"nothing to analyse: {before[0].path} gave no record when it was loaded before, and has not changed since{more}",
+        hint=NO_RECORD_HINT,
+    )
 
 
 def _bytes_within(path: Path, budget: int) -> int:

@@ -615,6 +615,8 @@ def load_into_clickhouse(con: ClickHouseConnection, paths: Sequence[Any], **opti
             continue
         if detail.source_id in again:
             detail.source_id = again[detail.source_id]
+            # its records are the store's already: skipped, as the DuckDB loader counts them
+            detail.skipped = detail.loaded
             detail.status, detail.loaded, detail.tool_calls, detail.loop_exits = "unchanged", 0, 0, 0
             detail.quarantined = detail.protocol_violations = 0
         else:
@@ -622,6 +624,7 @@ def load_into_clickhouse(con: ClickHouseConnection, paths: Sequence[Any], **opti
         ids.append(detail.source_id)
     summary.source_ids = tuple(ids)
     summary.loaded = sum(d.loaded for d in summary.details)
+    summary.skipped = sum(d.skipped for d in summary.details)
     summary.tool_calls = sum(d.tool_calls for d in summary.details)
     summary.loop_exits = sum(d.loop_exits for d in summary.details)
     summary.quarantined = sum(d.quarantined for d in summary.details)

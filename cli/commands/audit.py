@@ -51,7 +51,7 @@ def audit_command(
         raise LoopscopeError("audit has no csv output: it is many tables", hint="use --format json, or --html FILE")
     if html is not None:  # fail before the work, not after
         check_output_file(html, "--html")
-    with scope.open(name_quarantined="no_records") as (con, selection, _summary):  # the notice names them (files with records)
+    with scope.open(name_quarantined="none") as (con, selection, _summary):  # the quarantined_lines notice names them
         report = audit(con, selection, limit=limit, by=grouping, timelines=html is not None)
     if report["overall"]["prompts"] == 0:
         raise LoopscopeError("the selection has no prompt to audit",
@@ -59,7 +59,7 @@ def audit_command(
     from loopscope.analyses.notices import Notice
     from loopscope.cli.common import print_notices
 
-    print_notices([Notice(**n) for n in report["notices"]])
+    print_notices([Notice(**n) for n in report["notices"]], scope.db)
     if html is not None:
         from loopscope.cli.render.html import render_html
 

@@ -59,7 +59,7 @@ def metrics(
     from loopscope.cli.common import print_notices
 
     grouping = parse_group_by(by, (*GROUP_BY_CHOICES, BY_TOOL)) if by is not None else None  # before any work
-    with scope.open(name_quarantined="no_records") as (con, selection, _summary):  # the notice names them (files with records)
+    with scope.open(name_quarantined="none") as (con, selection, _summary):  # the quarantined_lines notice names them
         if by == BY_TOOL:
             from loopscope.analyses.tools import tool_health
 
@@ -67,7 +67,7 @@ def metrics(
         else:
             rows = metrics_by(con, selection, grouping)
         found = notices(con, selection)
-    print_notices(found)
+    print_notices(found, scope.db)
     if by == BY_TOOL:
         if fmt is OutputFormat.json:
             write_json([t.as_dict() for t in tools])
