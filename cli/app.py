@@ -141,6 +141,15 @@ def report_error(exc: LoopscopeError) -> None:
     stderr_console().print(Panel(body, title="[red]loopscope: error[/red]", title_align="left", border_style="red"))
 
 
+def _interrupted(exc: BaseException) -> bool:
+    """Ctrl-C that reached DuckDB mid-statement: it ends the statement with its own error, not KeyboardInterrupt.
+
+    (By name: this module does not import duckdb, which costs a command's start.)
+    """
+    name = type(exc).__name__
+    return name == "InterruptException" or (isinstance(exc, RuntimeError) and str(exc) == "Query interrupted")
+
+
 def handle_errors(fn: F) -> F:
     """Wrap a command: user errors exit 1 with a panel, internal errors exit 2."""
 
@@ -157,6 +166,9 @@ def handle_errors(fn: F) -> F:
             stderr_console().print("interrupted")
             raise typer.Exit(130) from None
         except Exception as exc:  # the one place unexpected errors are caught
+            if _interrupted(exc):
+                stderr_console().print("interrupted")
+                raise typer.Exit(130) from None
             if _DEBUG["on"] or os.environ.get("LOOPSCOPE_DEBUG"):
                 raise
             stderr_console().print(

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import pytest
 
 _spec = importlib.util.spec_from_file_location("loopscope_test_load_cli_support", Path(__file__).parent / "load_cli_support.py")
 assert _spec and _spec.loader
@@ -417,3 +418,58 @@ def test_timestamps_that_are_not_rfc_3339_are_quarantined_on_both_paths(tmp_path
     assert ids(tmp_path / "t.duckdb") == ["good-fast", "good-slow"]
     reasons = [r["reason"] for r in quarantine(tmp_path / "t.duckdb")]
     assert reasons == [f"bad timestamp ts: {json.dumps(ts)} is not RFC 3339" for ts in bad_ts for _ in (1, 2)]
+
+
+def test_a_statement_that_fails_mid_file_is_the_error_reported_and_leaves_no_setting_behind(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    # A failed or interrupted statement aborts its transaction: DuckDB then refuses every statement
+    # until the rollback, so putting a setting back there must not replace the error that happened.
+    from loopscope.analyses.ingest import fast_sql
+    from loopscope.analyses.ingest.load import load_paths
+    from loopscope.analyses.store import connect
+
+    first, second = tmp_path / "1.jsonl", tmp_path / "2.jsonl"
+    first.write_text(line(tool_call_id="t1"))
+    second.write_text(line(conversation_id="c2", tool_call_id="t2"))
+    con = connect(str(tmp_path / "s.duckdb"))
+    try:
+        settings = "SELECT current_setting('threads'), current_setting('preserve_insertion_order')"
+        before = con.execute(settings).fetchone()
+        real = dict(fast_sql.FAST_INSERT_SQL)
+        failing = ("SELECT error('disk on fire'), $1, $2", real["file"][1])  # the second file's first statement fails
+        calls = iter([real["file"], failing])
+        monkeypatch.setattr(fast_sql, "FAST_INSERT_SQL", _Each(real, calls))
+        with pytest.raises(duckdb.InvalidInputException, match="disk on fire"):
+            load_paths(con, [first, second])
+        assert con.execute(settings).fetchone() == before
+        assert con.execute("SELECT tool_call_id FROM tool_calls").fetchall() == [("t1",)]  # file 1 committed, 2 rolled back
+        monkeypatch.setattr(fast_sql, "FAST_INSERT_SQL", real)
+        summary = load_paths(con, [first, second])
+        assert [d.status for d in summary.details] == ["unchanged", "new"] and summary.loaded == 1
+    finally:
+        con.close()
+
+
+class _Each(dict):  # type: ignore[type-arg]
+    """``FAST_INSERT_SQL`` whose ``file`` entry is the next of ``calls`` each time it is read."""
+
+    def __init__(self, real: dict[str, Any], calls: Any) -> None:
+        super().__init__(real)
+        self._calls = calls
+
+    def __getitem__(self, key: str) -> Any:
+        return next(self._calls) if key == "file" else super().__getitem__(key)
+
+
+def test_ctrl_c_inside_duckdb_is_an_interruption_not_an_internal_error(monkeypatch: Any) -> None:
+    # Ctrl-C during a statement ends it with DuckDB's own error ("Query interrupted"), not KeyboardInterrupt.
+    import loopscope.analyses.ingest as ingest
+
+    def interrupted(*_args: Any, **_kwargs: Any) -> Any:
+        raise RuntimeError("Query interrupted")
+
+    monkeypatch.setattr(ingest, "load_paths", interrupted)
+    result = invoke("load", "--db", ":memory:", str(Path(__file__).parent.parent / "sample_logs"))
+    assert result.exit_code == 130
+    assert "interrupted" in result.stderr and "internal error" not in result.stderr

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
@@ -254,9 +255,15 @@ def threads_known(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
     """
     row = con.execute(sql.THREADS_SQL).fetchone()
     key = id(con)
-    _KNOWN_THREADS[key] = int(row[0]) if row else 1
+    _KNOWN_THREADS[key] = threads = int(row[0]) if row else 1
     try:
         yield
+    except BaseException:
+        # A load that failed or was interrupted mid-statement may have left a setting it changes
+        # for a statement behind (the transaction refused the reset; it is rolled back by now).
+        quietly(con, sql.SET_THREADS_SQL, [threads])
+        quietly(con, fast_sql.ORDERED_SQL)
+        raise
     finally:
         _KNOWN_THREADS.pop(key, None)
 
@@ -276,9 +283,24 @@ def one_thread(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
         con.execute(sql.ONE_THREAD_SQL)
     try:
         yield
-    finally:
-        if threads != 1:
-            con.execute(sql.SET_THREADS_SQL, [threads])
+    except BaseException:
+        if threads != 1:  # (in an aborted transaction this fails: threads_known restores it after the rollback)
+            quietly(con, sql.SET_THREADS_SQL, [threads])
+        raise
+    if threads != 1:
+        con.execute(sql.SET_THREADS_SQL, [threads])
+
+
+def quietly(con: duckdb.DuckDBPyConnection, statement: str, params: list[Any] | None = None) -> None:
+    """Run a statement that puts a setting back while an error is on its way out; a refusal is no news.
+
+    In a transaction a failed or interrupted statement aborted, DuckDB refuses everything until
+    the rollback: raising here would hide the error that matters.
+    """
+    try:
+        con.execute(statement, params or [])
+    except duckdb.Error:
+        pass
 
 
 def _threads(con: duckdb.DuckDBPyConnection) -> int:
@@ -391,8 +413,12 @@ def check_and_insert(con: duckdb.DuckDBPyConnection, lines: str, span: LineSpan,
             # time (docs/loading.md, seventh pass).
             with one_thread(con):
                 le = con.execute(le_sql, [target.seq_base, target.source_id]).fetchone()
-        finally:
-            con.execute(fast_sql.ORDERED_SQL)
+        except BaseException:
+            # A statement failed or was interrupted: the transaction is aborted and refuses every
+            # statement until its rollback (load_paths resets the setting after it).
+            quietly(con, fast_sql.ORDERED_SQL)
+            raise
+        con.execute(fast_sql.ORDERED_SQL)
         fast = Counts(int(tc[0]) if tc else 0, int(le[0]) if le else 0)
         if fast.tool_calls + fast.loop_exits == span.last - span.first + 1:
             # A row for every line (one each: the two kinds' lines differ): nothing left over.
