@@ -45,7 +45,7 @@ EXIT_GATE_FAILED = 3
 EXIT_CODES_HELP = (
     "[b]Exit codes[/b] (every command): [b]0[/b] ok; [b]1[/b] user or data error (a mistyped option, a bad file, "
     "an empty window); [b]2[/b] internal error (a bug in loopscope); [b]3[/b] a gate failed (check: a threshold "
-    "violated; lint check: a finding of severity error)."
+    "violated; lint check: a finding of severity error); [b]130[/b] interrupted (Ctrl-C)."
 )
 
 _DEBUG = {"on": False}
