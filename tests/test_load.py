@@ -290,6 +290,38 @@ def test_every_analysis_names_the_files_whose_lines_it_leaves_out_on_every_run(t
     assert "quarantined a.jsonl: 3 bad lines, not in these figures" in grown
 
 
+def test_a_file_cut_or_rewritten_shorter_in_place_is_read_again_not_taken_as_unchanged(tmp_path: Path) -> None:
+    # Shorter than what was loaded from it, with the same first 4 KiB (lines deleted, a bad line
+    # fixed by hand, a deterministic writer run again): not an appended-to log any more. It was
+    # reported `unchanged`, with the figures of lines no longer in the file, and a later append
+    # was read from the old offset, mid-line. Now its rows are replaced, as another format's are.
+    records = [rec("tool_call", f"c{i}", "p1", f"2026-11-20T10:{i:02d}:00.000Z", id=f"t{i}") for i in range(30)]
+    log = tmp_path / "a.jsonl"
+    log.write_text(lines(*records))
+    assert invoke("load", str(log), "--db", "s.duckdb").exit_code == 0
+    log.write_text(lines(*records[:20]))
+    assert log.stat().st_size > 4096  # the same head: the store's source for this file
+    loaded = json.loads(invoke("load", str(log), "--db", "s.duckdb", "-f", "json").stdout)
+    assert [(d["status"], d["loaded"], d["skipped"]) for d in loaded["details"]] == [("replaced", 20, 0)]
+    for args in ((str(log),), ()):  # the file, and the whole store
+        shown = json.loads(invoke("metrics", *args, "--db", "s.duckdb", "-f", "json").stdout)
+        assert (shown["prompts"], shown["tool_calls"], shown["replays"]) == (20, 20, 0), args
+    # A bad line fixed by hand (shorter now): it loads, and leaves the quarantine.
+    bad = json.dumps(records[25]).replace('"step": 0', '"step": "0"')
+    log.write_text(lines(*records[:25]) + bad + "\n")
+    assert "1 quarantined" in flat(invoke("load", str(log), "--db", "s.duckdb").stdout)
+    log.write_text(lines(*records[:26]))
+    again = invoke("metrics", str(log), "--db", "s.duckdb", "-f", "json")
+    assert json.loads(again.stdout)["tool_calls"] == 26
+    assert "quarantined" not in again.stderr
+    assert "No quarantined lines." in invoke("quarantine", "--db", "s.duckdb").stdout
+    # Appended to after that: read on from the new end, as any grown file.
+    with log.open("a") as f:
+        f.write(lines(*records[26:]))
+    grown = json.loads(invoke("load", str(log), "--db", "s.duckdb", "-f", "json").stdout)
+    assert [(d["status"], d["loaded"], d["skipped"]) for d in grown["details"]] == [("grown", 4, 26)]
+
+
 def test_metrics_names_a_file_of_only_bad_lines_beside_good_files(tmp_path: Path) -> None:
     # No record leads to a file whose every line was quarantined: the notice finds it as one of the
     # PATHs, in the run that loads it and in every run after (it is unchanged, nothing new is read).
