@@ -22,6 +22,10 @@ LIMIT ?
 COUNT_QUARANTINE_SQL = """
 SELECT count(*) FROM quarantine WHERE (? IS NULL OR path = ? OR suffix(path, '/' || ?))
 """
+# The quarantined lines of each of the given sources, whichever load set them aside.
+QUARANTINED_PER_SOURCE_SQL = """
+SELECT source_id, count(*) FROM quarantine WHERE list_contains(?, source_id) GROUP BY source_id
+"""
 
 # (reason prefix, hint); the first match wins.
 _HINTS: tuple[tuple[str, str], ...] = (
@@ -49,6 +53,17 @@ _HINTS: tuple[tuple[str, str], ...] = (
     ("the messages reader", "the conversation log gave a record loopscope cannot use; see the reason"),
     ("the otlp reader", "the span gave a record loopscope cannot use; see the reason"),
 )
+
+
+def quarantined_per_source(con: duckdb.DuckDBPyConnection, source_ids: list[int]) -> dict[int, int]:
+    """How many lines of each of ``source_ids`` the store holds in quarantine (sources with none left out).
+
+    Counted from the store, not from one load: a file loaded before (unchanged, or grown since)
+    still has the lines an earlier load set aside, and they are still in none of the figures.
+    """
+    if not source_ids:
+        return {}
+    return {int(s): int(n) for s, n in con.execute(QUARANTINED_PER_SOURCE_SQL, [source_ids]).fetchall()}
 
 
 def hint_for(reason: str) -> str:

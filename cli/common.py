@@ -146,23 +146,30 @@ def _warn_unreadable(summary: LoadSummary) -> None:
 
 
 NameQuarantined = Literal["all", "none"]
-"""Whether an analysis names on stderr the files whose lines it just quarantined (``analysis_store``)."""
+"""Whether an analysis names on stderr the files of its PATHs with quarantined lines (``analysis_store``)."""
 QUARANTINE_FILES_NAMED = 3
 """How many files with quarantined lines an analysis names on stderr (the rest as a count)."""
 
 
-def _warn_quarantined(summary: LoadSummary, db: str | None) -> None:
-    """Name on stderr each file whose lines this run quarantined: they are not in the figures that follow."""
+def _warn_quarantined(summary: LoadSummary, db: str | None, con: Any) -> None:
+    """Name on stderr each file of the PATHs with lines in quarantine: they are not in the figures that follow.
+
+    On every run, not only the one that set them aside: an unchanged file is not read again, but
+    its figures leave out the same lines (the count is the store's, so a grown file's earlier ones count).
+    """
+    from loopscope.analyses.quarantine import quarantined_per_source
     from loopscope.analyses.store import default_db_path
     from loopscope.cli.render.output import inert
 
-    bad = [d for d in summary.details if d.quarantined]
+    files = {d.source_id: d for d in summary.details if d.source_id is not None}  # a file given twice: once
+    counts = quarantined_per_source(con, list(files))
+    bad = [(d, counts[i]) for i, d in files.items() if counts.get(i)]
     if not bad:
         return
     store = db or default_db_path()
     err = stderr_console()
-    for d in bad[:QUARANTINE_FILES_NAMED]:
-        lines = f"{d.quarantined} bad line{'s' if d.quarantined != 1 else ''}"
+    for d, n in bad[:QUARANTINE_FILES_NAMED]:
+        lines = f"{n} bad line{'s' if n != 1 else ''}"
         if store == ":memory:":
             where = "to list them, load into a file (--db loopscope.duckdb) and run loopscope quarantine"
         else:
@@ -281,7 +288,8 @@ def analysis_store(
 ) -> Iterator[Analysis]:
     """``open_for_analysis`` with the progress bar and a line per unreadable file: yields (con, selection, summary).
 
-    ``name_quarantined``: a line on stderr per file whose lines this run quarantined (``all``), or
+    ``name_quarantined``: a line on stderr per file of the PATHs with lines in quarantine, now or
+    from an earlier load (``all``), or
     ``none``: ``load`` prints them in its own summary, ``metrics`` and ``audit`` in their
     ``quarantined_lines`` notice.
 
@@ -299,5 +307,5 @@ def analysis_store(
         if opened.summary is not None:
             _warn_unreadable(opened.summary)
             if name_quarantined != "none":
-                _warn_quarantined(opened.summary, None if db is None else str(db))
+                _warn_quarantined(opened.summary, None if db is None else str(db), opened.con)
         yield opened

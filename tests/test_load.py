@@ -255,13 +255,71 @@ def test_an_analysis_over_paths_names_the_files_whose_lines_it_left_out(tmp_path
     assert "b.jsonl" not in err
     listed = json.loads(invoke("quarantine", "--db", "s.duckdb", "--file", "a.jsonl", "-f", "json").stdout)
     assert [r["line_no"] for r in listed] == [4, 5]
-    # Loaded before: nothing new was set aside in this run, nothing to say.
-    assert "quarantined" not in invoke("unrecovered", str(tmp_path), "--db", "s.duckdb").stderr
+    # Loaded before: the same lines are still left out of the same figures, so it is said again
+    # (this asserted silence until the second run was found saying nothing, see the test below).
+    again = flat(invoke("unrecovered", str(tmp_path), "--db", "s.duckdb").stderr)
+    assert "quarantined a.jsonl: 2 bad lines, not in these figures" in again
+    assert "b.jsonl" not in again
     # An in-memory store is gone after the run: the line says how to keep them instead.
     memory = flat(invoke("unrecovered", str(tmp_path / "a.jsonl"), "--db", ":memory:").stderr)
     assert "quarantined a.jsonl: 2 bad lines, not in these figures; to list them, load into a file" in memory
     # load prints them in its own summary, not twice.
     assert "quarantined" not in invoke("load", str(tmp_path), "--db", "t.duckdb").stderr
+
+
+def test_every_analysis_names_the_files_whose_lines_it_leaves_out_on_every_run(tmp_path: Path) -> None:
+    # The second run reads nothing new from an unchanged file, but its figures leave out the same
+    # lines as the first run's: the line that says so must not vanish (metrics and audit say it in
+    # their notice on every run; the other analyses named the file on the first run only).
+    log = tmp_path / "a.jsonl"
+    log.write_text(GOOD + "oops\n" + "{}\n")
+    said = "quarantined a.jsonl: 2 bad lines, not in these figures; see them with: loopscope quarantine " \
+           "--db s.duckdb --file a.jsonl"
+    verbs = (("unrecovered",), ("lint",), ("triage", "c1"), ("check", "--min-recovery-rate", "0"),
+             ("compare", "--a", "agent:support", "--b", "conversation:c1"), ("export", "--out", str(tmp_path / "out")))
+    for verb in verbs:
+        runs = [invoke(*verb, str(log), "--db", "s.duckdb") for _run in ("first", "again")]
+        assert [r.exit_code for r in runs] == [0, 0], verb
+        assert runs[0].stdout == runs[1].stdout, verb
+        for run in runs:
+            assert said in flat(run.stderr), (verb, run.stderr)
+    # A file that grew since: its new lines are read, the lines set aside before are still out.
+    with log.open("a") as f:
+        f.write(lines(rec("tool_call", "c1", "p2", "2026-11-20T11:00:00.000Z", id="t3")) + "[1]\n")
+    grown = flat(invoke("unrecovered", str(log), "--db", "s.duckdb").stderr)
+    assert "quarantined a.jsonl: 3 bad lines, not in these figures" in grown
+
+
+def test_a_file_cut_or_rewritten_shorter_in_place_is_read_again_not_taken_as_unchanged(tmp_path: Path) -> None:
+    # Shorter than what was loaded from it, with the same first 4 KiB (lines deleted, a bad line
+    # fixed by hand, a deterministic writer run again): not an appended-to log any more. It was
+    # reported `unchanged`, with the figures of lines no longer in the file, and a later append
+    # was read from the old offset, mid-line. Now its rows are replaced, as another format's are.
+    records = [rec("tool_call", f"c{i}", "p1", f"2026-11-20T10:{i:02d}:00.000Z", id=f"t{i}") for i in range(30)]
+    log = tmp_path / "a.jsonl"
+    log.write_text(lines(*records))
+    assert invoke("load", str(log), "--db", "s.duckdb").exit_code == 0
+    log.write_text(lines(*records[:20]))
+    assert log.stat().st_size > 4096  # the same head: the store's source for this file
+    loaded = json.loads(invoke("load", str(log), "--db", "s.duckdb", "-f", "json").stdout)
+    assert [(d["status"], d["loaded"], d["skipped"]) for d in loaded["details"]] == [("replaced", 20, 0)]
+    for args in ((str(log),), ()):  # the file, and the whole store
+        shown = json.loads(invoke("metrics", *args, "--db", "s.duckdb", "-f", "json").stdout)
+        assert (shown["prompts"], shown["tool_calls"], shown["replays"]) == (20, 20, 0), args
+    # A bad line fixed by hand (shorter now): it loads, and leaves the quarantine.
+    bad = json.dumps(records[25]).replace('"step": 0', '"step": "0"')
+    log.write_text(lines(*records[:25]) + bad + "\n")
+    assert "1 quarantined" in flat(invoke("load", str(log), "--db", "s.duckdb").stdout)
+    log.write_text(lines(*records[:26]))
+    again = invoke("metrics", str(log), "--db", "s.duckdb", "-f", "json")
+    assert json.loads(again.stdout)["tool_calls"] == 26
+    assert "quarantined" not in again.stderr
+    assert "No quarantined lines." in invoke("quarantine", "--db", "s.duckdb").stdout
+    # Appended to after that: read on from the new end, as any grown file.
+    with log.open("a") as f:
+        f.write(lines(*records[26:]))
+    grown = json.loads(invoke("load", str(log), "--db", "s.duckdb", "-f", "json").stdout)
+    assert [(d["status"], d["loaded"], d["skipped"]) for d in grown["details"]] == [("grown", 4, 26)]
 
 
 def test_metrics_names_a_file_of_only_bad_lines_beside_good_files(tmp_path: Path) -> None:

@@ -146,6 +146,18 @@ def resume_point(path: Path, offset: int) -> tuple[bool, bool]:
         raise UnreadableFile(f"cannot read {path}: {exc}", hint="is the file complete and readable?") from None
 
 
+def ends_before(path: Path, offset: int) -> bool:
+    """Whether the file's (decompressed) content is shorter than ``offset`` bytes: it was cut or rewritten."""
+    if offset <= 0:
+        return False
+    try:
+        with open_bytes(path) as f:
+            f.seek(offset - 1)
+            return f.read(1) == b""
+    except (OSError, EOFError) as exc:
+        raise UnreadableFile(f"cannot read {path}: {exc}", hint="is the file complete and readable?") from None
+
+
 def sha256(data: bytes) -> str:
     """Hex digest used for file identity."""
     return hashlib.sha256(data).hexdigest()

@@ -52,6 +52,7 @@ from loopscope.analyses.ingest.files import (
     is_gzip,
     iter_chunks,
     read_head,
+    ends_before,
     resume_point,
     sha256,
 )
@@ -561,6 +562,14 @@ def _load_records_file(
     if known is None:
         source_id = _new_source(con, path, "records", "", None)
         start_offset, lines_before = 0, 0
+    elif known.path == display and ends_before(path, known.bytes_loaded):
+        # Shorter than what was loaded from it: cut or rewritten in place (lines deleted, a bad
+        # line fixed by hand), not appended to. Its rows are replaced, as another format's are;
+        # the facts are rebuilt (records they saw are gone, and their seqs may be given again).
+        source_id, start_offset, lines_before = known.source_id, 0, 0
+        _execute_each(con, DELETE_SOURCE_ROWS_SQL, [source_id])
+        con.execute(INVALIDATE_FACTS_SQL)
+        result.status = "replaced"
     else:
         source_id, start_offset, lines_before = known.source_id, known.bytes_loaded, known.lines_loaded
         result.status = "grown" if known.path == display else "rotated"
