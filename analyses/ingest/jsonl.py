@@ -291,16 +291,18 @@ def one_thread(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
         con.execute(sql.SET_THREADS_SQL, [threads])
 
 
-def quietly(con: duckdb.DuckDBPyConnection, statement: str, params: list[Any] | None = None) -> None:
-    """Run a statement that puts a setting back while an error is on its way out; a refusal is no news.
+def quietly(con: duckdb.DuckDBPyConnection, statement: str, params: list[Any] | None = None) -> bool:
+    """Run a statement whose refusal is no news; whether it ran.
 
-    In a transaction a failed or interrupted statement aborted, DuckDB refuses everything until
-    the rollback: raising here would hide the error that matters.
+    For the resets that run while an error is on its way out (in a transaction a failed or
+    interrupted statement aborted, DuckDB refuses everything until the rollback: raising there
+    would hide the error that matters), and for settings an older DuckDB lacks.
     """
     try:
         con.execute(statement, params or [])
     except duckdb.Error:
-        pass
+        return False
+    return True
 
 
 def _threads(con: duckdb.DuckDBPyConnection) -> int:

@@ -63,6 +63,7 @@ from loopscope.analyses.ingest.jsonl import (
     WholeFile,
     check_and_insert,
     ingest_chunk,
+    quietly,
     read_in_blocks,
     read_whole_file,
     threads_known,
@@ -258,7 +259,7 @@ def load_paths(
         con.execute(SET_MEMORY_LIMIT_SQL)
     # A store in memory is never checkpointed: nothing to write, no row groups to keep from merging.
     on_disk = not (small and _in_memory(con))
-    no_vacuum = on_disk and _try(con, NO_VACUUM_SQL)  # (a setting older DuckDB versions lack)
+    no_vacuum = on_disk and quietly(con, NO_VACUUM_SQL)  # (a setting older DuckDB versions lack)
     try:
         with threads_known(con):
             # Several large files: the next one is read while the current one finishes on one thread.
@@ -269,7 +270,7 @@ def load_paths(
                 if ahead is not None:
                     ahead.close()
         if no_vacuum and (summary.loaded or summary.quarantined):
-            _try(con, CHECKPOINT_SQL)  # refused while another connection writes: then the close checkpoints
+            quietly(con, CHECKPOINT_SQL)  # refused while another connection writes: then the close checkpoints
     finally:
         if not small:
             _restore_memory_limit(con)
@@ -322,14 +323,6 @@ def _restore_memory_limit(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(SET_LIMIT_SQL, [limit])
     else:
         con.execute(RESET_MEMORY_LIMIT_SQL)
-
-
-def _try(con: duckdb.DuckDBPyConnection, statement: str) -> bool:
-    try:
-        con.execute(statement)
-    except duckdb.Error:
-        return False
-    return True
 
 
 def _load_files(

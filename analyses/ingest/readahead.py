@@ -35,7 +35,7 @@ from pathlib import Path
 import duckdb
 
 from loopscope.analyses.ingest import records as sql
-from loopscope.analyses.ingest.jsonl import WholeFile, hold_one_thread, read_whole_file, release_threads
+from loopscope.analyses.ingest.jsonl import WholeFile, hold_one_thread, quietly, read_whole_file, release_threads
 
 _ONE_AT_A_TIME = threading.Lock()
 """Held by the load that uses the read-ahead database (one name per DuckDB instance)."""
@@ -124,10 +124,7 @@ class ReadAhead:
                 self._cur.interrupt()
             self._finish()
             for statement in (sql.DROP_READ_AHEAD_SQL, sql.DETACH_READ_AHEAD_SQL):
-                try:
-                    self._con.execute(statement)
-                except duckdb.Error:
-                    pass  # (in a failed transaction: the database goes with the instance)
+                quietly(self._con, statement)  # (refused: the database goes with the instance)
             self._cur.close()
         finally:
             _ONE_AT_A_TIME.release()
