@@ -246,6 +246,19 @@ def print_notices(found: Sequence[Any], db: str | None = None) -> None:
         console.print(f"[yellow]note:[/yellow] {inert(message)}\n  [dim]{inert(_hint_for_store(n, db))}[/dim]")
 
 
+def selection_notices(con: Any, selection: Any, paths_given: bool) -> list[Any]:
+    """The notices of ``metrics`` for a command whose result would mislead without them (``unrecovered``, ``check``).
+
+    "No unrecovered error" or a passed gate over results whose error flag is missing, or over
+    prompts without timestamps, says more than the data does. With PATHs the files with quarantined
+    lines are named already (``analysis_store``), so that notice is left out. Print them with
+    ``print_notices`` once the store's spinner is gone.
+    """
+    from loopscope.analyses.notices import notices
+
+    return [n for n in notices(con, selection) if not (paths_given and n.kind == "quarantined_lines")]
+
+
 def _hint_for_store(notice: Any, db: str | None) -> str:
     """A ``quarantined_lines`` hint's command, pointed at the store the command ran on."""
     from loopscope.analyses.store import default_db_path

@@ -506,3 +506,17 @@ def test_tags_reach_every_row_of_a_replaced_file(tmp_path: Path) -> None:
         SELECT count(*), count(*) FILTER (WHERE tags->>'team' = 'b') FROM (
             SELECT tags FROM tool_calls UNION ALL SELECT tags FROM loop_exits)""")
     assert tagged == [(changed["loaded"], changed["loaded"])]
+
+
+def test_unrecovered_and_check_say_when_their_clean_result_rests_on_unflagged_errors() -> None:
+    # "No unrecovered error" and a passed gate over tool results that read like errors but carry no
+    # error flag would say more than the data does: both print metrics' notices on stderr.
+    fixture = str(Path(__file__).parent / "fixtures" / "messages" / "openai_text_errors.jsonl")
+    for args in (("unrecovered", fixture), ("unrecovered", fixture, "-f", "json"),
+                 ("check", fixture, "--min-recovery-rate", "0.5")):
+        result = invoke(*args, "--db", ":memory:")
+        assert result.exit_code == 0, args
+        err = flat(result.stderr)
+        assert "note: 3 tool result(s) in" in err and "read like an error but carry no error flag" in err, args
+        assert "--error-when prefix" in err, args
+    assert json.loads(invoke("unrecovered", fixture, "--db", ":memory:", "-f", "json").stdout) == []

@@ -92,8 +92,12 @@ def check_command(
         max_p99_latency_ms=max_p99_latency_ms,
         tools=tuple(tool or ()),
     )
-    with scope.open() as (con, selection, _summary):
+    from loopscope.cli.common import print_notices, selection_notices
+
+    with scope.open() as (con, selection, summary):
         result = check(con, selection, thresholds, grouping)
+        found = selection_notices(con, selection, summary is not None)
+    print_notices(found, scope.db)
     if output is OutputFormat.json:
         write_json(result.to_dict())
     elif output is OutputFormat.csv:

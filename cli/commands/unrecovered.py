@@ -50,16 +50,21 @@ def unrecovered_command(
     """
     from loopscope.analyses.recovery import UNRECOVERED_COLUMNS, count_first_unrecovered, iter_first_unrecovered_all
 
-    with scope.open() as (con, selection, _summary):
+    from loopscope.cli.common import print_notices, selection_notices
+
+    with scope.open() as (con, selection, summary):
+        found = selection_notices(con, selection, summary is not None)
         rows = iter_first_unrecovered_all(
             con, selection, tools=tuple(tool or ()), classes=tuple(error_class or ()), limit=limit,
             never_resolved=never_resolved,
         )
         # json and csv are written while the rows are read (the store is open until then)
         if output is OutputFormat.json:
+            print_notices(found, scope.db)
             write_json(r.to_dict() for r in rows)
             return
         if output is OutputFormat.csv:
+            print_notices(found, scope.db)
             write_csv((r.to_dict() for r in rows), UNRECOVERED_COLUMNS)
             return
         shown = list(rows)
@@ -71,4 +76,5 @@ def unrecovered_command(
             )
     from loopscope.cli.render.unrecovered import render
 
+    print_notices(found, scope.db)
     render(shown, total)
