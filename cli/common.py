@@ -149,6 +149,8 @@ NameQuarantined = Literal["all", "none"]
 """Whether an analysis names on stderr the files of its PATHs with quarantined lines (``analysis_store``)."""
 QUARANTINE_FILES_NAMED = 3
 """How many files with quarantined lines an analysis names on stderr (the rest as a count)."""
+KEEP_QUARANTINE_HINT = "to list them, load into a file (--db loopscope.duckdb) and run loopscope quarantine"
+"""Where quarantined lines can be seen when the store was ``:memory:`` (gone with the command)."""
 
 
 def _warn_quarantined(summary: LoadSummary, db: str | None, con: Any) -> None:
@@ -171,7 +173,7 @@ def _warn_quarantined(summary: LoadSummary, db: str | None, con: Any) -> None:
     for d, n in bad[:QUARANTINE_FILES_NAMED]:
         lines = f"{n} bad line{'s' if n != 1 else ''}"
         if store == ":memory:":
-            where = "to list them, load into a file (--db loopscope.duckdb) and run loopscope quarantine"
+            where = KEEP_QUARANTINE_HINT
         else:
             where = f"see them with: loopscope quarantine --db {inert(store)} --file {inert(Path(d.path).name)}"
         err.print(f"[yellow]quarantined[/yellow] {inert(shown_path(d.path))}: {lines}, not in these figures; {where}")
@@ -266,8 +268,7 @@ def _hint_for_store(notice: Any, db: str | None) -> str:
     if notice.kind != "quarantined_lines" or db is None or db == default_db_path():
         return str(notice.hint)
     if db == ":memory:":
-        return "the store is gone when the command ends: to list them, load into a file (--db loopscope.duckdb) " \
-               "and run loopscope quarantine"
+        return "the store is gone when the command ends: " + KEEP_QUARANTINE_HINT
     return str(notice.hint).replace("loopscope quarantine ", f"loopscope quarantine --db {db} ", 1)
 
 
