@@ -105,6 +105,7 @@ def parse_cohort(
     tags: list[tuple[str, str]] = []
     convs: list[str] = []
     sources: list[int] | None = None
+    file_terms: list[str] = []
     for term in terms:
         key, sep, value = term.partition(":")
         key = key.strip().lower()
@@ -126,12 +127,21 @@ def parse_cohort(
             sel = _window(sel, option, term, until=parse_instant(value, option=f"{option} until:"))
         elif key == "file" and resolve_files:
             sources = [*(sources or []), *_sources_for(con, value, option)]
+            file_terms.append(term)
+    source_ids = _intersect(base_sources, sources)
+    if source_ids == () and sources:
+        # Loaded once, but not among the PATHs this command was given: the
+        # cohorts lie within those files, so the term selects nothing there.
+        raise LoopscopeError(
+            f"{option} {', '.join(file_terms)}: not among the PATHs given (the cohorts lie within them)",
+            hint="give that file as a PATH too, or give no PATH to compare over everything in --db",
+        )
     sel = replace(
         sel,
         agents=tuple(dict.fromkeys(agents)),
         tags=tuple(tags),
         conversation_ids=tuple(dict.fromkeys(convs)),
-        source_ids=_intersect(base_sources, sources),
+        source_ids=source_ids,
         extra={"spec": ",".join(terms)},
     )
     return sel if within is None else _within(sel, within, option)

@@ -143,3 +143,22 @@ def test_compare_table_keeps_every_figure_name_whole(db: Path, width: int) -> No
     first_cells = [re.split(r"[│┃]", line.strip("│ "))[0].strip() for line in res.stdout.splitlines() if "│" in line]
     assert [c for c in first_cells if c] == names
     assert "…" not in res.stdout
+
+
+def test_compare_file_term_outside_the_paths_given(tmp_path: Path) -> None:
+    # A file loaded earlier but not among this command's PATHs: the cohorts lie
+    # within the PATHs, so the term would select nothing; say why, not "selects no prompt".
+    for name in ("back_office.jsonl", "concierge.jsonl"):
+        (tmp_path / name).write_bytes((SAMPLE_LOGS / name).read_bytes())
+    db = str(tmp_path / "s.duckdb")
+    back, conc = str(tmp_path / "back_office.jsonl"), str(tmp_path / "concierge.jsonl")
+    assert runner.invoke(app, ["load", back, conc, "--db", db]).exit_code == 0
+    res = runner.invoke(app, ["compare", back, "--db", db, "--a", f"file:{back}", "--b", f"file:{conc}"])
+    assert res.exit_code == 1, res.output
+    said = " ".join(res.output.split())
+    assert "--b file:" in said and "not among the PATHs given" in said and "give that file as a PATH too" in said
+    assert "selects no prompt" not in said and "Traceback" not in said
+    both = runner.invoke(app, ["compare", back, conc, "--db", db, "--a", f"file:{back}", "--b", f"file:{conc}", "--format", "json"])
+    assert both.exit_code == 0, both.output
+    out = json.loads(both.stdout)
+    assert out["a"]["prompts"] > 0 and out["b"]["prompts"] > 0 and out["overlap_prompts"] == 0
