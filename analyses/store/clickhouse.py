@@ -92,9 +92,11 @@ SUPPORT_TABLES_SQL = (
     CREATE TABLE IF NOT EXISTS sources (
         source_id Int32, path String, input_format String, head_hash Nullable(String), bytes_loaded Int64,
         lines_loaded Int64, first_loaded_at DateTime64(6, 'UTC'), last_loaded_at DateTime64(6, 'UTC'),
-        head_len Nullable(Int32)
+        head_len Nullable(Int32), superseded_by Nullable(Int32)
     ) ENGINE = MergeTree ORDER BY source_id
     """,
+    # a store made before the column (the DuckDB store's m011_superseded_sources)
+    "ALTER TABLE sources ADD COLUMN IF NOT EXISTS superseded_by Nullable(Int32)",
     """
     CREATE TABLE IF NOT EXISTS protocol_violations (
         source_id Nullable(Int32), conversation_id Nullable(String), prompt_id Nullable(String),
