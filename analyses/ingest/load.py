@@ -16,7 +16,11 @@ Idempotency. A records file is known by the hash of its first bytes
 (``sources.head_hash`` over ``head_len`` bytes) and how far it was loaded
 (``bytes_loaded``): loading it again reads only what was appended since; a
 renamed (rotated) copy has the same head, so it resumes the same source
-instead of counting its lines twice. A file read by another reader is known by
+instead of counting its lines twice. A file edited in its first 4 KiB (a new head)
+at a path the store loaded a records source from replaces that source when most
+of the records are the same (``_replace_earlier_versions``); the replaced source's
+row stays, ``superseded_by`` the new one, so an older copy of the file is not
+loaded again (``superseded``). A file read by another reader is known by
 the hash of its whole content: unchanged -> skipped, changed -> that source's
 rows are replaced.
 
