@@ -137,12 +137,15 @@ def working(label: str) -> Iterator[None]:
 
 
 def _warn_unreadable(summary: LoadSummary) -> None:
-    """Name on stderr each file the load had to skip because it could not be read."""
+    """Name on stderr each file the load had to skip because it could not be read, and each it replaced or left out as superseded."""
     from loopscope.cli.render.output import inert
 
     for d in summary.details:
         if d.status == "unreadable":
             stderr_console().print(f"[yellow]skipped[/yellow] {inert(shown_path(d.path))}: {inert(d.error)}")
+        elif d.note:
+            word = "not loaded" if d.status == "superseded" else d.status
+            stderr_console().print(f"[yellow]{word}[/yellow] {inert(shown_path(d.path))}: {inert(d.note)}")
 
 
 NameQuarantined = Literal["all", "none"]

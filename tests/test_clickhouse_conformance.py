@@ -932,3 +932,36 @@ def test_loopscope_collector_spans_identical(tmp_path: Path, ch_url: str) -> Non
         con.close()
         duck.close()
     _compare_cli(duck_db, ch_url)
+
+
+def test_an_edited_file_replaces_its_earlier_copy_like_duckdb(tmp_path: Path, ch_url: str) -> None:
+    """A records file edited in its first 4 KiB, a new file after rotation, an earlier copy loaded back:
+    the same statuses and the same figures on both engines (no record stored twice, no invented replay)."""
+    good = (SAMPLE_LOGS / "concierge.jsonl").read_text().splitlines(keepends=True)
+    duck_db = str(tmp_path / "store.duckdb")
+    _empty(ch_url)
+    statuses: dict[str, list[list[str]]] = {}
+    for db, folder in ((duck_db, tmp_path / "duck"), (ch_url, tmp_path / "ch")):
+        log, backup = folder / "app.jsonl", folder / "backup" / "app.jsonl"
+        backup.parent.mkdir(parents=True)
+        log.write_text("".join(good))
+        backup.write_text("".join(good))
+        seen = statuses.setdefault(db, [])
+
+        def load(path: Path, db: str = db, seen: list[list[str]] = seen) -> None:
+            result = cli("load", str(path), "--db", db, "--format", "json")
+            assert result.exit_code == 0, result.output
+            seen.append([d["status"] for d in json.loads(result.stdout)["details"]])
+
+        load(log)
+        log.write_text(good[0].replace('"latency_ms":', '"latency_ms": 1.0, "was":', 1) + "".join(good[1:]))
+        load(log)  # edited in line 1: replaces the earlier copy
+        assert metrics_json(db)["tool_calls"] == sum('"tool_call"' in line for line in good)  # each call once
+        load(backup)  # the pre-edit copy from another path: not loaded
+        log.rename(folder / "app.jsonl.1")
+        log.write_text("".join(line.replace('"c0', '"r0') for line in good[:5]))  # rotation: other conversations
+        load(log)
+    assert statuses[duck_db] == statuses[ch_url] == [["new"], ["replaced"], ["superseded"], ["new"]]
+    assert metrics_json(duck_db) == metrics_json(ch_url)
+    assert metrics_json(duck_db)["tool_calls"] == sum('"tool_call"' in line for line in good) + \
+        sum('"tool_call"' in line for line in good[:5])

@@ -74,7 +74,8 @@ def test_an_upgraded_store_equals_a_fresh_one(tmp_path: Path) -> None:
     # roll the store back to m003: what m004.. create is dropped, their names forgotten
     old.execute("DROP TABLE reviews; DROP TABLE prompt_facts; DROP TABLE prompt_facts_state; "
                 "DROP TABLE repeat_facts; DROP TABLE error_facts; DROP TABLE retry_loop_facts; "
-                "DROP TABLE no_progress_facts; DROP TABLE cycle_facts; DROP TABLE duplicate_facts")
+                "DROP TABLE no_progress_facts; DROP TABLE cycle_facts; DROP TABLE duplicate_facts; "
+                "ALTER TABLE sources DROP COLUMN superseded_by")
     old.execute("DELETE FROM _loopscope_migrations WHERE name > 'm004'")
     old.close()
     upgraded = connect(tmp_path / "old.duckdb")

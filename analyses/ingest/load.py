@@ -16,7 +16,11 @@ Idempotency. A records file is known by the hash of its first bytes
 (``sources.head_hash`` over ``head_len`` bytes) and how far it was loaded
 (``bytes_loaded``): loading it again reads only what was appended since; a
 renamed (rotated) copy has the same head, so it resumes the same source
-instead of counting its lines twice. A file read by another reader is known by
+instead of counting its lines twice. A file edited in its first 4 KiB (a new head)
+at a path the store loaded a records source from replaces that source when most
+of the records are the same (``_replace_earlier_versions``); the replaced source's
+row stays, ``superseded_by`` the new one, so an older copy of the file is not
+loaded again (``superseded``). A file read by another reader is known by
 the hash of its whole content: unchanged -> skipped, changed -> that source's
 rows are replaced.
 
@@ -92,7 +96,7 @@ ProgressFn = Callable[[int, int], None]
 """Called as ``progress(bytes_done, bytes_total)`` while loading."""
 
 SOURCES_SQL = """
-SELECT source_id, path, head_hash, head_len, bytes_loaded, lines_loaded
+SELECT source_id, path, head_hash, head_len, bytes_loaded, lines_loaded, superseded_by
 FROM sources WHERE input_format = ?
 """
 NEXT_SOURCE_ID_SQL = "SELECT coalesce(max(source_id), 0) + 1 FROM sources"
@@ -115,6 +119,23 @@ DELETE FROM loop_exits WHERE source_id = $1;
 DELETE FROM quarantine WHERE source_id = $1;
 DELETE FROM protocol_violations WHERE source_id = $1;
 """
+# The records two sources share ($1, $2), by an identity that does not depend on the line number
+# (an edit may add or remove lines): kind, conversation, prompt, tool call id and step (tool calls),
+# timestamp. INTERSECT ALL counts each shared record once per copy both sides hold. Then each side's records.
+SHARED_RECORDS_SQL = """
+SELECT
+    (SELECT count(*) FROM (
+        SELECT conversation_id, prompt_id, tool_call_id, step, ts FROM tool_calls WHERE source_id = $1
+        INTERSECT ALL
+        SELECT conversation_id, prompt_id, tool_call_id, step, ts FROM tool_calls WHERE source_id = $2))
+    + (SELECT count(*) FROM (
+        SELECT conversation_id, prompt_id, ts FROM loop_exits WHERE source_id = $1
+        INTERSECT ALL
+        SELECT conversation_id, prompt_id, ts FROM loop_exits WHERE source_id = $2)),
+    (SELECT count(*) FROM tool_calls WHERE source_id = $1) + (SELECT count(*) FROM loop_exits WHERE source_id = $1),
+    (SELECT count(*) FROM tool_calls WHERE source_id = $2) + (SELECT count(*) FROM loop_exits WHERE source_id = $2)
+"""
+SUPERSEDE_SOURCE_SQL = "UPDATE sources SET superseded_by = ? WHERE source_id = ?"
 INSERT_VIOLATION_SQL = """
 INSERT INTO protocol_violations (source_id, conversation_id, prompt_id, tool_call_id, kind, detail)
 VALUES (?, ?, ?, ?, ?, ?)
@@ -154,9 +175,13 @@ class FileResult:
 
     ``status``: ``new`` (first load), ``grown`` (appended lines loaded),
     ``rotated`` (a renamed copy of a known file; only its new lines loaded),
-    ``unchanged`` (nothing new), ``replaced`` (content changed; a non-records
-    file is re-read), ``empty``, ``unreadable`` (the operating system refused
-    to read it; ``error`` says why; nothing of it is loaded).
+    ``unchanged`` (nothing new), ``replaced`` (content changed: a non-records
+    file, a records file cut shorter, or one edited in its first 4 KiB, is
+    re-read and its earlier rows go; ``note`` says which), ``superseded`` (an
+    earlier version of a records file whose edited version replaced it: not
+    loaded again; ``source_id`` is the source that holds the file now),
+    ``empty``, ``unreadable`` (the operating system refused to read it;
+    ``error`` says why; nothing of it is loaded).
     """
 
     path: str
@@ -172,6 +197,8 @@ class FileResult:
     error: str | None = None
     skipped_types: dict[str, int] = field(default_factory=dict)
     """Lines of types the reader does not know, skipped (not errors), per type."""
+    note: str | None = None
+    """What the user should know about a ``replaced`` or ``superseded`` file, in words."""
 
 
 @dataclass
@@ -382,9 +409,12 @@ def _load_one(
     """Load one file in its own transaction."""
     head = read_head(path)
     fmt = detect_format(path, head) if input_format == "auto" else input_format
-    known, fast = None, None
+    known, fast, lineage = None, None, Lineage(None)
     if fmt == "records":
-        known = _find_source(con, path, head)
+        lineage = _lineage(con, path, head)
+        known = lineage.known
+        if lineage.superseded is not None and lineage.superseded.path != _display(path) and head.lstrip(b"\xef\xbb\xbf"):
+            return _superseded(path, lineage)
         # The fast reader runs before the transaction: a file it cannot
         # read fails its statement only, and the block path takes over.
         if known is None and head.lstrip(b"\xef\xbb\xbf"):
@@ -394,7 +424,7 @@ def _load_one(
     with transaction(con):
         # seq_base: the highest seq before this file's rows (theirs are above it)
         if fmt == "records":
-            result, seq_base = _load_records_file(con, path, head, known, fast, tick, ahead)
+            result, seq_base = _load_records_file(con, path, head, known, fast, tick, ahead, lineage.earlier)
         else:
             result, seq_base = _load_reader_file(con, path, fmt, reader_options)
         tags = reader_options.get("tags")
@@ -443,16 +473,58 @@ class KnownSource:
     lines_loaded: int
 
 
+@dataclass(frozen=True)
+class Lineage:
+    """What the store knows of a records file, from one read of ``sources``.
+
+    ``known``: the source it continues (same head bytes). Else ``earlier``: the sources in use
+    loaded from this very path (another head: the file may have been edited in its first 4 KiB,
+    or rotated), and ``superseded``: a source with this head that an edited version of the file
+    replaced, with ``successor``, the source in use that holds that file now.
+    """
+
+    known: KnownSource | None
+    earlier: tuple[int, ...] = ()
+    superseded: KnownSource | None = None
+    successor: int | None = None
+
+
 def _find_source(con: duckdb.DuckDBPyConnection, path: Path, head: bytes) -> KnownSource | None:
     """The known records source this file continues, if any (same head bytes)."""
     return _match_source(con.execute(SOURCES_SQL, ["records"]).fetchall(), path, head)
 
 
-def _match_source(rows: list[Any], path: Path, head: bytes) -> KnownSource | None:
-    """The source among ``rows`` (``SOURCES_SQL``'s) this file continues, if any (same head bytes)."""
+def _lineage(con: duckdb.DuckDBPyConnection, path: Path, head: bytes) -> Lineage:
+    """``Lineage`` of a records file: the same one query as ``_find_source``, nothing more."""
+    rows = con.execute(SOURCES_SQL, ["records"]).fetchall()
+    known = _match_source(rows, path, head)
+    if known is not None or not rows:
+        return Lineage(known)
+    here = _display(path)
+    earlier = tuple(int(r[0]) for r in rows if r[1] == here and r[6] is None)
+    old = _match_source(rows, path, head, superseded=True)
+    if old is None:
+        return Lineage(None, earlier)
+    successor_of = {int(r[0]): r[6] for r in rows}
+    successor, seen = old.source_id, set()
+    while successor_of.get(successor) is not None and successor not in seen:
+        seen.add(successor)
+        successor = int(successor_of[successor])
+    if old.path == here and successor not in earlier and successor_of.get(successor) is None:
+        earlier += (successor,)  # restored at its path after it moved on (rotated): still the file's latest
+    return Lineage(None, earlier, old, successor)
+
+
+def _match_source(rows: list[Any], path: Path, head: bytes, *, superseded: bool = False) -> KnownSource | None:
+    """The source among ``rows`` (``SOURCES_SQL``'s) this file continues, if any (same head bytes).
+
+    Only sources in use, or with ``superseded`` only those an edited version replaced.
+    """
     hashes: dict[int, str] = {}
     matches = []
     for row in rows:
+        if (row[6] is not None) != superseded:
+            continue
         head_len = row[3]
         if head_len is None or head_len <= 0 or head_len > len(head):
             continue
@@ -465,7 +537,7 @@ def _match_source(rows: list[Any], path: Path, head: bytes) -> KnownSource | Non
     here = _display(path)
     # Prefer the source at this very path, then the one loaded furthest.
     matches.sort(key=lambda r: (r[1] != here, -r[4]))
-    source_id, known_path, _hash, _len, bytes_loaded, lines_loaded = matches[0]
+    source_id, known_path, _hash, _len, bytes_loaded, lines_loaded = matches[0][:6]
     return KnownSource(int(source_id), known_path, int(bytes_loaded), int(lines_loaded))
 
 
@@ -544,8 +616,13 @@ def _load_records_file(
     fast: WholeFile | None,
     tick: Callable[[int], None],
     ahead: ReadAhead | None = None,
+    earlier: tuple[int, ...] = (),
 ) -> tuple[FileResult, int]:
-    """Load a records file (in the caller's transaction); also returns the seq its rows are numbered above."""
+    """Load a records file (in the caller's transaction); also returns the seq its rows are numbered above.
+
+    ``earlier``: for a file the store does not know (``known`` None), the sources in use loaded from
+    its path; one whose records are mostly this file's is an earlier version of it, replaced.
+    """
     display = _display(path)
     result = FileResult(path=display, input_format="records", status="new")
     body = head.lstrip(b"\xef\xbb\xbf")
@@ -563,6 +640,8 @@ def _load_records_file(
         _execute_each(con, DELETE_SOURCE_ROWS_SQL, [source_id])
         con.execute(INVALIDATE_FACTS_SQL)
         result.status = "replaced"
+        result.note = "shorter than what was loaded from it (lines deleted or rewritten): its earlier records were " \
+                      "replaced by the file as it is now"
     else:
         source_id, start_offset, lines_before = known.source_id, known.bytes_loaded, known.lines_loaded
         result.status = "grown" if known.path == display else "rotated"
@@ -598,11 +677,54 @@ def _load_records_file(
     redact_new_rows(con, source_id, seq_base)
     con.execute(sql.DROP_TEMP_SQL)
     result.loaded = result.tool_calls + result.loop_exits
+    if known is None and earlier:
+        _replace_earlier_versions(con, result, earlier)
     if result.status in ("grown", "rotated") and end_offset == start_offset:
         result.status = "unchanged"  # nothing new (a pending truncated last line is only re-checked)
     new_len = min(len(head), HEAD_BYTES)
     con.execute(UPDATE_SOURCE_SQL, [display, sha256(head[:new_len]), new_len, end_offset, last_line, source_id])
     return result, seq_base
+
+
+def _replace_earlier_versions(con: duckdb.DuckDBPyConnection, result: FileResult, earlier: tuple[int, ...]) -> None:
+    """Replace each source in ``earlier`` whose records are mostly those just loaded as ``result``'s source.
+
+    Mostly: the records both hold (``SHARED_RECORDS_SQL``) are at least half of the smaller
+    source's, and some. A new file started at the path after a rotation shares none and
+    replaces nothing. A replaced source's rows go, as a shorter file's do; its ``sources`` row
+    stays, ``superseded_by`` this source, so a copy of that older version is known later.
+    """
+    assert result.source_id is not None
+    gone = 0
+    for old in earlier:
+        row = con.execute(SHARED_RECORDS_SQL, [result.source_id, old]).fetchone()
+        shared, mine, theirs = (int(v) for v in row) if row else (0, 0, 0)
+        if shared <= 0 or 2 * shared < min(mine, theirs):
+            continue
+        gone += theirs
+        _execute_each(con, DELETE_SOURCE_ROWS_SQL, [old])
+        con.execute(SUPERSEDE_SOURCE_SQL, [result.source_id, old])
+    if not gone:
+        return
+    # Records the facts saw are gone: the next analysis rebuilds them.
+    con.execute(INVALIDATE_FACTS_SQL)
+    result.status = "replaced"
+    result.note = (
+        f"changed in its first 4 KiB since it was loaded (edited, or written again): the {gone} record(s) "
+        "loaded from it before were replaced by the file as it is now"
+    )
+
+
+def _superseded(path: Path, lineage: Lineage) -> FileResult:
+    """The result for an earlier version of a file whose edited version replaced it: nothing is loaded."""
+    assert lineage.superseded is not None
+    was = lineage.superseded.path
+    return FileResult(
+        path=_display(path), input_format="records", status="superseded", source_id=lineage.successor,
+        note=f"an earlier version of {was}, which was edited and loaded again since: not loaded, so its records "
+             f"do not come back beside the edited ones (the store keeps {was} as it was last loaded; "
+             "load this copy into another --db to see it as it was)",
+    )
 
 
 def redact_new_rows(con: duckdb.DuckDBPyConnection, source_id: int, seq_base: int) -> None:

@@ -92,9 +92,11 @@ SUPPORT_TABLES_SQL = (
     CREATE TABLE IF NOT EXISTS sources (
         source_id Int32, path String, input_format String, head_hash Nullable(String), bytes_loaded Int64,
         lines_loaded Int64, first_loaded_at DateTime64(6, 'UTC'), last_loaded_at DateTime64(6, 'UTC'),
-        head_len Nullable(Int32)
+        head_len Nullable(Int32), superseded_by Nullable(Int32)
     ) ENGINE = MergeTree ORDER BY source_id
     """,
+    # a store made before the column (the DuckDB store's m011_superseded_sources)
+    "ALTER TABLE sources ADD COLUMN IF NOT EXISTS superseded_by Nullable(Int32)",
     """
     CREATE TABLE IF NOT EXISTS protocol_violations (
         source_id Nullable(Int32), conversation_id Nullable(String), prompt_id Nullable(String),
@@ -371,10 +373,12 @@ class ClickHouseConnection:
         ]
         return self
 
-    def command(self, sql: str) -> None:
-        """Run one ClickHouse DDL/DML statement (no result)."""
+    def command(self, sql: str, params: dict[str, object] | None = None) -> None:
+        """Run one ClickHouse DDL/DML statement (no result); ``params`` bound to its ``{name:Type}``."""
         try:
-            self._client.command(sql, settings=SETTINGS)
+            # a DELETE or UPDATE with parameters (a load replacing a file's earlier copy) is done when this returns
+            settings = SETTINGS if params is None else {**SETTINGS, "mutations_sync": 2}
+            self._client.command(sql, parameters=params or None, settings=settings)
         except Exception as exc:
             raise DatabaseError(f"ClickHouse ({self.url}) refused a statement: {_first_line(exc)}",
                                 hint="the user needs CREATE TABLE / CREATE VIEW rights on the database") from None
@@ -563,6 +567,69 @@ def copy_records(source: Any, con: ClickHouseConnection, *, tables: Sequence[str
     return copied
 
 
+# The records two sources share, as SHARED_RECORDS_SQL counts them in a DuckDB store (analyses/ingest/load.py):
+# per record identity (kind, conversation, prompt, tool call id and step, timestamp) the copies both hold.
+SHARED_RECORDS_NATIVE_SQL = """
+SELECT
+    (SELECT sum(least(a, b)) FROM (
+        SELECT countIf(source_id = {new:Int32}) AS a, countIf(source_id = {old:Int32}) AS b FROM tool_calls
+        WHERE source_id IN ({new:Int32}, {old:Int32}) GROUP BY conversation_id, prompt_id, tool_call_id, step, ts))
+    + (SELECT sum(least(a, b)) FROM (
+        SELECT countIf(source_id = {new:Int32}) AS a, countIf(source_id = {old:Int32}) AS b FROM loop_exits
+        WHERE source_id IN ({new:Int32}, {old:Int32}) GROUP BY conversation_id, prompt_id, ts)),
+    (SELECT count() FROM tool_calls WHERE source_id = {new:Int32}) + (SELECT count() FROM loop_exits WHERE source_id = {new:Int32}),
+    (SELECT count() FROM tool_calls WHERE source_id = {old:Int32}) + (SELECT count() FROM loop_exits WHERE source_id = {old:Int32})
+"""
+CH_SOURCES_SQL = "SELECT source_id, path, input_format, coalesce(head_hash, ''), head_len, bytes_loaded, superseded_by FROM sources"
+
+
+def _replace_earlier_copies(con: ClickHouseConnection, detail: Any, head: str, earlier: list[tuple[Any, ...]]) -> None:
+    """Replace each earlier copy (``CH_SOURCES_SQL`` rows, same path) of the records file just copied as ``detail``.
+
+    As a DuckDB store replaces an edited file's earlier source (analyses/ingest/load.py,
+    ``_replace_earlier_versions``): when the records both hold are at least half of the smaller
+    copy's, and some. ClickHouse reads a file again whole, so a file that grew is replaced the same
+    way instead of its earlier copy staying beside it; a new file after a rotation shares nothing.
+    """
+    gone, edited = 0, False
+    for old in earlier:
+        params = {"new": detail.source_id, "old": int(old[0])}
+        row = con.execute_native(SHARED_RECORDS_NATIVE_SQL, params).fetchone()
+        shared, mine, theirs = (int(v or 0) for v in row) if row else (0, 0, 0)
+        if shared <= 0 or 2 * shared < min(mine, theirs):
+            continue
+        gone += theirs
+        edited = edited or old[3] != head
+        for table in RECORD_TABLES:
+            con.command(f"DELETE FROM {table} WHERE source_id = {{old:Int32}}", {"old": params["old"]})  # noqa: S608 - fixed names
+        con.command("ALTER TABLE sources UPDATE superseded_by = {new:Int32} WHERE source_id = {old:Int32}", params)
+    if not gone:
+        return
+    detail.status = "replaced"
+    detail.note = (
+        f"changed in its first 4 KiB since it was loaded (edited, or written again): the {gone} record(s) loaded from "
+        "it before were replaced by the file as it is now" if edited else
+        f"grew or changed since it was loaded: read again whole, its {gone} earlier record(s) replaced by the file "
+        "as it is now"
+    )
+
+
+def _superseded_by(held: list[tuple[Any, ...]], path: str, head: str, head_len: Any) -> tuple[str, int] | None:
+    """(its path, the source in use that holds it now) when a file with this head is an earlier version, from
+    another path, of a records file whose edited version replaced it; else None."""
+    if any(r[3] == head and r[6] is None for r in held):
+        return None  # a copy in use has this head
+    old = next((r for r in held if r[2] == "records" and r[3] == head and r[4] == head_len and r[6] is not None), None)
+    if old is None or old[1] == path:
+        return None  # at its own path the file as it is now wins: it replaces the copy in use there
+    successor_of = {int(r[0]): r[6] for r in held}
+    successor, seen = int(old[0]), set()
+    while successor_of.get(successor) is not None and successor not in seen:
+        seen.add(successor)
+        successor = int(successor_of[successor])
+    return str(old[1]), successor
+
+
 def load_into_clickhouse(con: ClickHouseConnection, paths: Sequence[Any], **options: Any) -> Any:
     """``loopscope load --db clickhouse://...``: read PATHs with loopscope's readers, append the records.
 
@@ -570,8 +637,10 @@ def load_into_clickhouse(con: ClickHouseConnection, paths: Sequence[Any], **opti
     quarantine and protocol checks as a DuckDB load (so every input format loads, with
     the same records), then copied (``copy_records``). A file ClickHouse already holds
     (same path, same content hash, same size) is not copied again: its status becomes
-    ``unchanged``. A file that grew is read again whole and its earlier copy stays:
-    loading is per whole file here (docs/clickhouse.md).
+    ``unchanged``. A records file that grew or was edited is read again whole (loading is per
+    whole file here) and replaces its earlier copy at that path when most records are the same
+    (``replaced``), as a DuckDB store replaces an edited file; an earlier version of a file
+    whose edited version replaced it, loaded from another path, is not copied (``superseded``).
 
     Returns the ``LoadSummary``, with ``source_ids`` as ClickHouse numbers them.
     """
@@ -588,20 +657,26 @@ def load_into_clickhouse(con: ClickHouseConnection, paths: Sequence[Any], **opti
     staging = connect(":memory:")
     try:
         summary = load_paths(staging, list(paths), **options)
-        known = {
-            (row[0], row[1], int(row[2])): int(row[3])
-            for row in con.execute(
-                "SELECT path, coalesce(head_hash, ''), bytes_loaded, max(source_id) FROM sources "
-                "GROUP BY path, head_hash, bytes_loaded"
-            ).fetchall()
-        }
+        held = con.execute_native(CH_SOURCES_SQL).fetchall()
+        known: dict[tuple[str, str, int], int] = {}
+        for row in held:
+            if row[6] is None:  # in use: a superseded source's records are gone
+                key = (row[1], row[3], int(row[5]))
+                known[key] = max(known.get(key, 0), int(row[0]))
+        staged: dict[int, tuple[str, str, Any]] = {}
         again: dict[int, int] = {}
-        for sid, path, head, size in staging.execute(
-            "SELECT source_id, path, coalesce(head_hash, ''), bytes_loaded FROM sources"
+        superseded: dict[int, tuple[str, int]] = {}
+        for sid, path, head, size, head_len, fmt in staging.execute(
+            "SELECT source_id, path, coalesce(head_hash, ''), bytes_loaded, head_len, input_format FROM sources"
         ).fetchall():
+            staged[int(sid)] = (path, head, fmt)
             if (path, head, int(size)) in known:
                 again[int(sid)] = known[(path, head, int(size))]
-        for sid in again:
+            elif fmt == "records" and head:
+                old = _superseded_by(held, path, head, head_len)
+                if old is not None:
+                    superseded[int(sid)] = old
+        for sid in [*again, *superseded]:
             for table in ("sources", *RECORD_TABLES):
                 staging.execute(f"DELETE FROM {table} WHERE source_id = ?", [sid])  # noqa: S608 - fixed names
         shift = con.execute("SELECT coalesce(max(source_id), 0) FROM sources").fetchone()
@@ -613,14 +688,27 @@ def load_into_clickhouse(con: ClickHouseConnection, paths: Sequence[Any], **opti
     for detail in summary.details:
         if detail.source_id is None:
             continue
-        if detail.source_id in again:
+        if detail.source_id in superseded:
+            was, successor = superseded[detail.source_id]
+            detail.source_id, detail.status, detail.skipped = successor, "superseded", 0
+            detail.loaded = detail.tool_calls = detail.loop_exits = detail.quarantined = detail.protocol_violations = 0
+            detail.note = (
+                f"an earlier version of {was}, which was edited and loaded again since: not loaded, so its records "
+                f"do not come back beside the edited ones (the store keeps {was} as it was last loaded; "
+                "load this copy into another --db to see it as it was)"
+            )
+        elif detail.source_id in again:
             detail.source_id = again[detail.source_id]
             # its records are the store's already: skipped, as the DuckDB loader counts them
             detail.skipped = detail.loaded
             detail.status, detail.loaded, detail.tool_calls, detail.loop_exits = "unchanged", 0, 0, 0
             detail.quarantined = detail.protocol_violations = 0
         else:
+            path, head, fmt = staged[detail.source_id]
             detail.source_id += base
+            earlier = [r for r in held if r[1] == path and r[2] == "records" and r[6] is None]
+            if fmt == "records" and earlier:
+                _replace_earlier_copies(con, detail, head, earlier)
         ids.append(detail.source_id)
     summary.source_ids = tuple(ids)
     summary.loaded = sum(d.loaded for d in summary.details)

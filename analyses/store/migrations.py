@@ -20,7 +20,9 @@ name this loopscope does not know, or a column its migrations do not create.
 Table layout (record format v1 lives in docs/records.md):
 
 - ``sources``: one row per loaded file (path, identity of its head, how many
-  bytes and lines are already loaded) so a reload adds only new lines.
+  bytes and lines are already loaded) so a reload adds only new lines;
+  ``superseded_by`` names the source that replaced an edited file's earlier
+  version (whose rows are gone), NULL for a source in use.
 - ``tool_calls`` / ``loop_exits``: one row per v1 record. ``seq`` is the
   position in the input over all loads (file load order, then line), used to
   break ``ts`` ties. ``extra`` keeps unknown fields as JSON.
@@ -468,7 +470,16 @@ def m010_loop_facts(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("DELETE FROM prompt_facts_state")
 
 
-# The tables as the chain leaves them at FRESH_SCHEMA_AT (m001's tables with m003's head_len,
+@migration
+def m011_superseded_sources(con: duckdb.DuckDBPyConnection) -> None:
+    # A records file edited in its first 4 KiB (a new head) whose records are mostly those of
+    # the source loaded from the same path replaces that source (its rows go). The old row stays,
+    # pointing at the source that replaced it, so an older copy of the file (a backup, the same
+    # head) is known for what it is instead of bringing its records back (docs/loading.md).
+    con.execute("ALTER TABLE sources ADD COLUMN superseded_by INTEGER")
+
+
+# The tables as the chain leaves them at FRESH_SCHEMA_AT (m001's tables with m003's head_len and m011's superseded_by,
 # m004's reviews, m005's prompt facts with m006's n_resolved_later and m008's max_ok_step, m009's budget columns and
 # its repeat and error facts, m010's loop and duplicate facts: columns in the
 # chain's order), created on an empty store in one step with the scratchpad tools and the views of
@@ -476,7 +487,7 @@ def m010_loop_facts(con: duckdb.DuckDBPyConnection) -> None:
 # FRESH_SCHEMA_AT where it is: the new migration then runs after it, as on an old store); one
 # that only recreates the views can move FRESH_SCHEMA_AT to itself. tests/test_store_schema.py
 # compares the two routes.
-FRESH_SCHEMA_AT = "m010_loop_facts"
+FRESH_SCHEMA_AT = "m011_superseded_sources"
 FRESH_SCHEMA_SQL = CREATE_MIGRATIONS_TABLE_SQL + """;
 CREATE SEQUENCE IF NOT EXISTS record_seq START 1;
 CREATE TABLE sources (
@@ -488,7 +499,8 @@ CREATE TABLE sources (
     lines_loaded BIGINT NOT NULL DEFAULT 0,
     first_loaded_at TIMESTAMP DEFAULT current_timestamp,
     last_loaded_at TIMESTAMP DEFAULT current_timestamp,
-    head_len INTEGER
+    head_len INTEGER,
+    superseded_by INTEGER
 );
 CREATE TABLE tool_calls (
     seq BIGINT NOT NULL, source_id INTEGER, line_no BIGINT, v INTEGER NOT NULL, ts TIMESTAMP NOT NULL,
