@@ -18,6 +18,11 @@ Kinds:
   not one tool call (the reader's finding, kept in ``protocol_violations``): a
   chat without tools, or an agent that writes its actions in the text, whose
   observations then count as prompts.
+- ``unread_exit_status``: a Codex rollout had outputs of command tools
+  (``exec_command``, ``shell``...) that state no exit code and no running
+  process (the reader's finding, kept in ``protocol_violations``): an edited or
+  redacted log, or a Codex that writes its outputs another way; they count as
+  successes, so the error figures may be too low.
 - ``no_timestamps``: prompts whose records had no time of their own (the
   readers give them 1970-01-01 plus their index, ``ts_synthetic``): time-based
   views put them under ``no timestamp`` (``NO_TIMESTAMP``).
@@ -59,6 +64,7 @@ WHERE v.kind = '{kind}'
 ORDER BY s.path
 """
 UNFLAGGED_SQL = FILE_VIOLATIONS_SQL.replace("{kind}", "unflagged_error_text").replace("{records}", "tool_calls")
+UNREAD_EXIT_SQL = FILE_VIOLATIONS_SQL.replace("{kind}", "unread_exit_status").replace("{records}", "tool_calls")
 NO_TOOL_CALLS_SQL = FILE_VIOLATIONS_SQL.replace("{kind}", "no_tool_calls").replace("{records}", "loop_exits")
 NO_TIMESTAMPS_SQL = f"""
 SELECT count(*) FILTER (WHERE p.first_ts < TIMESTAMP '{SYNTHETIC_BEFORE}'), count(*)
@@ -119,7 +125,7 @@ SELECT count(*), count(DISTINCT conversation_id) FROM repeat_facts WHERE is_id_c
 # collisions are counted straight from id_collisions_v (its windows run over the calls whose id
 # repeats only), as many as the facts give (tests/test_load_facts.py).
 NOTICE_CANDIDATES_SQL = f"""
-SELECT EXISTS (SELECT 1 FROM protocol_violations WHERE kind IN ('unflagged_error_text', 'no_tool_calls'))
+SELECT EXISTS (SELECT 1 FROM protocol_violations WHERE kind IN ('unflagged_error_text', 'no_tool_calls', 'unread_exit_status'))
     OR EXISTS (SELECT 1 FROM tool_calls WHERE ts < TIMESTAMP '{SYNTHETIC_BEFORE}')
     OR EXISTS (SELECT 1 FROM loop_exits WHERE ts < TIMESTAMP '{SYNTHETIC_BEFORE}')
 """
@@ -186,6 +192,20 @@ def notices(
                 "they were counted as successes, so the error figures are too low",
                 "load it again with --error-when prefix (text starts with 'Error:') or --error-when json-error-key "
                 "(docs/inputs.md)",
+                count,
+            )
+        )
+    for path, detail in _file_violations(con, "unread_exit_status", UNREAD_EXIT_SQL, where, prompts, params):
+        count = _leading_count(detail)
+        tools = detail.split("command tools (", 1)[-1].split(")", 1)[0] if "command tools (" in detail else "?"
+        found.append(
+            Notice(
+                "unread_exit_status",
+                f"{count} output(s) of command tools in {path} ({tools}) state no exit code: loopscope cannot "
+                "tell whether those commands failed and counted them as successes, so the error figures may be "
+                "too low",
+                "Codex writes 'Process exited with code N' (or 'Exit code: N') in each command's output: an edited "
+                "or redacted log loses it; if your Codex writes it another way, see docs/inputs.md",
                 count,
             )
         )

@@ -473,3 +473,16 @@ def test_ctrl_c_inside_duckdb_is_an_interruption_not_an_internal_error(monkeypat
     result = invoke("load", "--db", ":memory:", str(Path(__file__).parent.parent / "sample_logs"))
     assert result.exit_code == 130
     assert "interrupted" in result.stderr and "internal error" not in result.stderr
+
+
+def test_a_folder_of_inspect_eval_logs_says_how_to_convert_them(tmp_path: Path) -> None:
+    # Inspect AI writes .eval (zip) logs by default: a logs folder of them used to end in
+    # "0 files: 0 records loaded" and "Not log files ... left out" with nothing on what to do.
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "2025-02-11T15-17-00-05-00_popularity_dPiJ.eval").write_bytes(b"PK\x03\x04" + b"\x00" * 60)
+    (logs / "notes.txt").write_text("x\n")
+    result = invoke("load", "--db", str(tmp_path / "t.duckdb"), str(logs))
+    flat = " ".join(result.output.split())
+    assert "left out: 2 files" in flat
+    assert "Inspect AI .eval logs (zip) among them: 1;" in flat and "inspect log convert" in flat

@@ -173,3 +173,17 @@ def test_per_message_lines_group_by_text_or_integer_ids_not_booleans(tmp_path: P
     path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
     out = messages.read(path, {})
     assert sorted({r["conversation_id"] for r in out.records}) == ["5", f"{tmp_path.name}/log.jsonl#2"]
+
+
+def test_a_file_with_results_and_no_calls_says_why_not_to_look_in_the_quarantine(tmp_path: Path) -> None:
+    # The shape of Inspect AI's own test log log_tool_call_error.json: a sample whose messages are
+    # 11 tool results and no call. Nothing is quarantined, so "see why with loopscope quarantine"
+    # pointed at an empty list.
+    messages = [{"role": "tool", "tool_call_id": f"bash_{i}", "function": "bash", "content": "...",
+                 "error": {"type": "timeout", "message": "..."}} for i in range(1, 12)]
+    path = tmp_path / "log.json"
+    path.write_text(json.dumps({"version": 2, "eval": {"task": "t"}, "samples": [{"id": 1, "epoch": 1, "messages": messages}]}))
+    res = CliRunner().invoke(app, ["load", "--db", str(tmp_path / "t.duckdb"), str(path)])
+    flat = " ".join(res.output.split())
+    assert res.exit_code == 1 and "0 lines quarantined, 11 protocol violations" in flat
+    assert "none was bad" in flat and "see why with loopscope quarantine" not in flat

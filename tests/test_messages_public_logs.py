@@ -322,6 +322,36 @@ def test_openhands_event_streams_are_named(tmp_path: Path) -> None:
     assert "OpenHands event stream" in auto.output and "Traceback" not in auto.output
 
 
+def test_pydantic_ai_histories_and_ai_sdk_ui_messages_are_named(tmp_path: Path) -> None:
+    # pydantic-ai's ModelMessagesTypeAdapter dump (the shape of a published gpt-4o-mini run,
+    # bdhammel/agent_sandbox test_msg_convert.py, which carries no licence: constructed here),
+    # and Vercel AI SDK UIMessages ({id, role, parts}). Both used to end in "no conversation
+    # found ... pass --messages-key, e.g. simulations[].messages" or "0 records", which no key fixes.
+    history = [
+        {"kind": "request", "parts": [{"part_kind": "user-prompt", "content": "pw=42", "timestamp": "2025-10-24T02:46:38Z"}]},
+        {"kind": "response", "parts": [{"part_kind": "tool-call", "tool_name": "secret_plan", "args": "{}", "tool_call_id": "c1"}],
+         "model_name": "gpt-4o-mini-2024-07-18", "finish_reason": "tool_call"},
+        {"kind": "request", "parts": [{"part_kind": "retry-prompt", "tool_name": "secret_plan", "content": "bad", "tool_call_id": "c1"}]},
+    ]
+    path = tmp_path / "history.json"
+    path.write_text(json.dumps(history), encoding="utf-8")
+    summary = load(path, code=1)
+    assert summary["details"][0]["status"] == "unreadable" and summary["loaded"] == 0
+    assert "pydantic-ai message history" in summary["details"][0]["error"]
+    assert "--input-format otlp" in summary["details"][0]["error"]
+    ui = {"id": "chat-1", "messages": [
+        {"id": "a", "role": "user", "parts": [{"type": "text", "text": "weather?"}]},
+        {"id": "b", "role": "assistant", "parts": [{"type": "tool-weather", "toolCallId": "t1", "state": "output-error",
+                                                    "input": {"city": "x"}, "errorText": "boom"}]},
+    ]}
+    for i, doc in enumerate((ui, [ui])):
+        path = tmp_path / f"ui{i}.json"
+        path.write_text(json.dumps(doc), encoding="utf-8")
+        summary = load(path, code=1)
+        assert "Vercel AI SDK UI messages" in summary["details"][0]["error"]
+        assert "convertToModelMessages" in summary["details"][0]["error"]
+
+
 def _langchain_history() -> list[dict[str, Any]]:
     # LangChain's serialization of a LangGraph ReAct run, as message.model_dump() writes it
     # (constructed): the question 0, two parallel calls at 1, their ToolMessages at 2 (status

@@ -131,3 +131,75 @@ def test_messages_key_and_id_key_example_of_the_docs() -> None:
     assert (m["prompts"], m["errors"], m["recovered_errors"]) == (2, 2, 1)
     rows = json.loads(runner.invoke(app, ["unrecovered", "--db", "r.duckdb", "--format", "json"]).stdout)
     assert [(r["conversation_id"], r["tool_call_id"], r["class"]) for r in rows] == [("run-2", "call_r3", "gave_up")]
+
+
+AISDK_V7 = Path(__file__).resolve().parent / "fixtures" / "messages" / "aisdk_v7_refund.json"
+
+
+def test_vercel_ai_sdk_model_messages_as_the_sdk_writes_them() -> None:
+    # Written by the AI SDK itself (make_aisdk_v7_refund.mjs): user 0; assistant 1 (text +
+    # tool-call call_1 lookup_order); tool 2 (call_1: output error-text); assistant 3 (call_2);
+    # tool 4 (call_2: json); assistant 5 (call_3 refund + call_4 notify, parallel); tool 6
+    # (call_3: text, call_4: error-text); assistant 7 (text): one prompt, four calls, two errors.
+    out = read(AISDK_V7, {})
+    assert out.bad == [] and out.violations == []
+    found = {r["tool_call_id"]: r for r in out.records if r["kind"] == "tool_call"}
+    assert {k: (r["tool_name"], r["step"], r["is_error"]) for k, r in found.items()} == {
+        "call_1": ("lookup_order", 0, True),
+        "call_2": ("lookup_order", 1, False),
+        "call_3": ("refund", 2, False),
+        "call_4": ("notify", 2, True),
+    }
+    assert found["call_1"]["error_message"] == "Error: no order A-17; ids have no dash"
+    assert found["call_1"]["input_shape"] == {"id": "string"}
+    assert found["call_3"]["input_shape"] == {"amount": "integer", "id": "string"}
+    assert exits_of(out) == [("m0", "end_turn", "inferred", 4, 4, 2)]
+
+
+def test_vercel_ai_sdk_v4_core_messages() -> None:
+    # AI SDK 4 (CoreMessage): tool-call parts carry `args`, tool-result parts `result` and an
+    # optional `isError`; a provider-executed call (providerExecuted) is not the agent's.
+    from loopscope.analyses.ingest.messages.records import conversation_records
+
+    messages = [
+        {"role": "user", "content": [{"type": "text", "text": "weather in Rome?"}]},
+        {"role": "assistant", "content": [
+            {"type": "tool-call", "toolCallId": "t1", "toolName": "weather", "args": {"city": "Roma"}},
+            {"type": "tool-call", "toolCallId": "s1", "toolName": "web_search", "args": {}, "providerExecuted": True},
+            {"type": "tool-result", "toolCallId": "s1", "toolName": "web_search", "result": [], "providerExecuted": True},
+        ]},
+        {"role": "tool", "content": [
+            {"type": "tool-result", "toolCallId": "t1", "toolName": "weather", "result": "unknown city", "isError": True},
+        ]},
+        {"role": "assistant", "content": [{"type": "tool-call", "toolCallId": "t2", "toolName": "weather", "args": {"city": "Rome"}}]},
+        {"role": "tool", "content": [{"type": "tool-result", "toolCallId": "t2", "toolName": "weather", "result": {"c": 21}}]},
+        {"role": "tool", "content": [{"type": "tool-result", "toolCallId": "t3", "toolName": "weather", "output": {"type": "execution-denied", "reason": "user said no"}}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "21C"}]},
+    ]
+    out = conversation_records(messages, conversation_id="c")
+    calls = [(r["tool_call_id"], r["step"], r["is_error"], r["error_message"]) for r in out.records if r["kind"] == "tool_call"]
+    assert calls == [("t1", 0, True, "unknown city"), ("t2", 1, False, None)]
+    assert [v["kind"] for v in out.violations] == ["unknown_result_id"]  # t3: no call asked for it
+
+
+def test_vercel_ai_sdk_denied_execution_is_an_error() -> None:
+    from loopscope.analyses.ingest.messages.records import conversation_records
+
+    messages = [
+        {"role": "user", "content": "delete it"},
+        {"role": "assistant", "content": [{"type": "tool-call", "toolCallId": "d1", "toolName": "rm", "input": {"path": "/x"}}]},
+        {"role": "tool", "content": [{"type": "tool-result", "toolCallId": "d1", "toolName": "rm",
+                                      "output": {"type": "execution-denied", "reason": "not allowed"}}]},
+        {"role": "assistant", "content": "I may not delete it."},
+    ]
+    out = conversation_records(messages, conversation_id="c")
+    (call,) = [r for r in out.records if r["kind"] == "tool_call"]
+    assert (call["is_error"], call["error_type"], call["error_message"]) == (True, "execution_denied", "not allowed")
+
+
+def exits_of(out: Any) -> list[tuple[Any, ...]]:
+    return [
+        (r["prompt_id"], r["exit_reason"], r["exit_source"], r["steps"], r["tool_calls"], r["tool_errors"])
+        for r in out.records
+        if r["kind"] == "loop_exit"
+    ]

@@ -429,3 +429,65 @@ def test_a_cut_gzip_session_is_named_not_a_traceback(tmp_path: Path) -> None:
     out = codex.read(cut, {})
     assert out.records == [] or all(r["conversation_id"] == "019e1625-789d-76c0-80ab-3724b5ddb799" for r in out.records)
     assert [b.line_no for b in out.bad] == [None] and "could not be read to its end" in out.bad[0].reason
+
+
+def _stream_json_run() -> list[dict[str, Any]]:
+    # `claude -p --output-format stream-json` as Claude Code 2.1 writes it (constructed after the
+    # documented SDK message types): init; a response calling Read (fails: is_error) and Task; the
+    # subagent's lines inline, naming the Task call in parent_tool_use_id (one Grep call, ok); the
+    # Read retried (ok); the Task result; then the run stops at --max-turns with the last response
+    # asking for Bash: result error_max_turns. No timestamps, snake_case session_id.
+    sid = "6f0f1a2b-3c4d-4e5f-8a9b-0c1d2e3f4a5b"
+
+    def assistant(uuid: str, mid: str, blocks: list[dict[str, Any]], parent: str | None = None) -> dict[str, Any]:
+        return {"type": "assistant", "message": {"id": mid, "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+                "content": blocks, "stop_reason": None, "usage": {"input_tokens": 10, "output_tokens": 5}},
+                "parent_tool_use_id": parent, "session_id": sid, "uuid": uuid}
+
+    def results(uuid: str, blocks: list[dict[str, Any]], parent: str | None = None) -> dict[str, Any]:
+        return {"type": "user", "message": {"role": "user", "content": blocks}, "parent_tool_use_id": parent, "session_id": sid, "uuid": uuid}
+
+    def use(call_id: str, name: str, **args: Any) -> dict[str, Any]:
+        return {"type": "tool_use", "id": call_id, "name": name, "input": args}
+
+    def res(call_id: str, text: str, error: bool = False) -> dict[str, Any]:
+        return {"type": "tool_result", "tool_use_id": call_id, "content": text, "is_error": error}
+
+    return [
+        {"type": "system", "subtype": "init", "cwd": "/w", "session_id": sid, "tools": ["Read", "Task", "Bash"],
+         "model": "claude-sonnet-4-5", "claude_code_version": "2.1.4", "uuid": "u0"},
+        assistant("u1", "msg_1", [use("toolu_r1", "Read", file_path="/w/a.txt"), use("toolu_t1", "Task", prompt="find b")]),
+        results("u2", [res("toolu_r1", "<tool_use_error>File does not exist.</tool_use_error>", error=True)]),
+        {"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": "find b"}]},
+         "parent_tool_use_id": "toolu_t1", "session_id": sid, "uuid": "s1"},
+        assistant("s2", "msg_s1", [use("toolu_g1", "Grep", pattern="b")], parent="toolu_t1"),
+        results("s3", [res("toolu_g1", "b.txt")], parent="toolu_t1"),
+        assistant("s4", "msg_s2", [{"type": "text", "text": "b.txt"}], parent="toolu_t1"),
+        results("u3", [res("toolu_t1", "b.txt")]),
+        assistant("u4", "msg_2", [use("toolu_r2", "Read", file_path="/w/b.txt")]),
+        results("u5", [res("toolu_r2", "hello")]),
+        assistant("u6", "msg_3", [use("toolu_b1", "Bash", command="cat /w/b.txt")]),
+        {"type": "result", "subtype": "error_max_turns", "is_error": True, "num_turns": 3, "session_id": sid, "uuid": "u7"},
+    ]
+
+
+def test_claude_code_stream_json_is_detected_and_read(tmp_path: Path) -> None:
+    # It used to be taken for conversation messages: every line quarantined with "no conversation
+    # found ... pass --messages-key, e.g. simulations[].messages".
+    path = tmp_path / "run.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in _stream_json_run()), encoding="utf-8")
+    summary = load(path)
+    assert summary["details"][0]["input_format"] == "claude-code"
+    assert (summary["tool_calls"], summary["quarantined"]) == (4, 0)  # Bash got no result: no record
+    rows = _query("SELECT conversation_id, prompt_id, tool_call_id, tool_name, step, is_error, "
+                  "extra->>'subagent_conversation_id' FROM tool_calls ORDER BY conversation_id, ts, step, tool_call_id")
+    sid = "6f0f1a2b-3c4d-4e5f-8a9b-0c1d2e3f4a5b"
+    main = [r for r in rows if r[0] == sid]
+    assert [(r[2], r[3], r[4], r[5]) for r in main] == [
+        ("toolu_r1", "Read", 0, True), ("toolu_t1", "Task", 0, False), ("toolu_r2", "Read", 1, False),
+    ]
+    assert next(r[6] for r in main if r[2] == "toolu_t1") == f"{sid}/task-toolu_t1"
+    assert [(r[0], r[2], r[5]) for r in rows if r[0] != sid] == [(f"{sid}/task-toolu_t1", "toolu_g1", False)]
+    exits = _query("SELECT conversation_id, exit_reason, error_type FROM loop_exits ORDER BY conversation_id")
+    # the main run stopped at --max-turns while its last response asked for Bash: budget_exceeded
+    assert exits == [(sid, "budget_exceeded", "max_turns"), (f"{sid}/task-toolu_t1", "end_turn", None)]

@@ -246,14 +246,16 @@ class Fruitless:
     quarantined: int
     looks_like: str | None
     hint: str
+    protocol_violations: int = 0
 
     def message(self) -> str:
         """One sentence naming the file and why nothing came of it."""
         if self.looks_like:
             return (f"{self.path} looks like {self.looks_like}, a format loopscope does not read: "
                     f"0 records ({self.quarantined} lines quarantined)")
+        violations = f", {self.protocol_violations} protocol violations" if self.protocol_violations else ""
         return (f"{self.path} yielded 0 records when read as {FORMAT_NAMES.get(self.input_format, self.input_format)} "
-                f"({self.quarantined} lines quarantined)")
+                f"({self.quarantined} lines quarantined{violations})")
 
 
 NO_RECORD_HINT = (
@@ -261,6 +263,12 @@ NO_RECORD_HINT = (
     "records|messages|otlp|claude-code|codex (docs/inputs.md lists what loopscope reads)"
 )
 """What to do about a file that gave no record."""
+NOTHING_QUARANTINED_HINT = (
+    "every line was read and none was bad, but nothing in it makes a record: no user prompt answered, "
+    "no tool call with a result{violations}; if it is another format, say which with --input-format "
+    "records|messages|otlp|claude-code|codex (docs/inputs.md lists what loopscope reads)"
+)
+"""What to do about a file that gave no record and had no bad line (its quarantine is empty)."""
 
 
 def fruitless_before(details: list[Any]) -> list[Any]:
@@ -289,6 +297,14 @@ def fruitless_files(details: list[Any]) -> list[Fruitless]:
             seen = looks_like(read_head(Path(d.path)))
         except UnreadableFile:
             seen = None
-        hint = seen[1] if seen is not None else NO_RECORD_HINT
-        found.append(Fruitless(d.path, d.input_format, d.quarantined, seen[0] if seen else None, hint))
+        violations = int(getattr(d, "protocol_violations", 0) or 0)
+        if seen is not None:
+            hint = seen[1]
+        elif d.quarantined:
+            hint = NO_RECORD_HINT
+        else:  # its quarantine is empty: pointing there would show nothing
+            hint = NOTHING_QUARANTINED_HINT.format(
+                violations=f" (it has {violations} protocol violations instead: tool calls and results that do not "
+                "pair up, e.g. results answering calls the file does not hold)" if violations else "")
+        found.append(Fruitless(d.path, d.input_format, d.quarantined, seen[0] if seen else None, hint, violations))
     return found

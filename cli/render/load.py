@@ -75,6 +75,13 @@ def render(summary: LoadSummary, db: str | None) -> None:
         names = ", ".join(inert(shown_path(p)) for p in summary.ignored[:3]) + (", ..." if len(summary.ignored) > 3 else "")
         n = len(summary.ignored)
         out.print(f"Not log files (not *.jsonl, *.ndjson, *.json or .gz), left out: {n} file{'s' if n != 1 else ''}, {names}")
+        evals = sum(1 for p in summary.ignored if str(p).lower().endswith(".eval"))
+        if evals:
+            # Inspect AI writes its logs as .eval (zip) by default: a logs folder of them loads nothing.
+            out.print(
+                f"Inspect AI .eval logs (zip) among them: {evals}; loopscope does not read that format: convert them with "
+                "[b]inspect log convert LOGS_DIR --to json --output-dir JSON_DIR[/b] and load JSON_DIR"
+            )
     if summary.quarantined:
         if db == ":memory:":
             # The store dies with this command: a hint to list them from it would find nothing.

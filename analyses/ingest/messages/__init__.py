@@ -191,7 +191,7 @@ def _has_structured_calls(messages: list[Any]) -> bool:
         if m.get("type") in ("function_call", "function_call_output"):
             return True
         content = m.get("content")
-        if isinstance(content, list) and any(isinstance(b, dict) and b.get("type") in ("tool_use", "tool_result") for b in content):
+        if isinstance(content, list) and any(isinstance(b, dict) and b.get("type") in ("tool_use", "tool_result", "tool-call", "tool-result") for b in content):
             return True
     return False
 
@@ -238,6 +238,35 @@ def _openhands_event(value: Any) -> bool:
     return isinstance(kind, str) and kind.endswith("Event") and "source" in value
 
 
+def _pydantic_ai_message(value: Any) -> bool:
+    """A pydantic-ai ``ModelMessage`` dump: ``{kind: "request" | "response", parts: [{part_kind}...]}``."""
+    return isinstance(value, dict) and value.get("kind") in ("request", "response") and isinstance(value.get("parts"), list) \
+        and "role" not in value
+
+
+def _ai_sdk_ui_message(value: Any) -> bool:
+    """A Vercel AI SDK ``UIMessage``: ``{id, role, parts: [...]}`` and no ``content``."""
+    return isinstance(value, dict) and value.get("role") in ("user", "assistant", "system") \
+        and isinstance(value.get("parts"), list) and "content" not in value
+
+
+def _mostly(values: Any, test: Any) -> bool:
+    return isinstance(values, list) and bool(values) and sum(map(test, values)) * 2 > len(values)
+
+
+PYDANTIC_AI_TODO = (
+    "loopscope does not read pydantic-ai message histories yet; run the agent instrumented "
+    "(Agent(..., instrument=True) or logfire.instrument_pydantic_ai()) and load its OpenTelemetry export "
+    "(--input-format otlp), or convert the history to OpenAI chat messages (each response's tool-call parts "
+    "to tool_calls, each tool-return / retry-prompt part to a role \"tool\" message; a retry-prompt is the "
+    "error the model was handed)"
+)
+AI_SDK_UI_TODO = (
+    "convert them with the SDK's convertToModelMessages(messages) and save those: loopscope reads the "
+    "model messages (tool-call / tool-result parts)"
+)
+
+
 def _refusal(what: str, todo: str) -> UnreadableFile:
     # the load names the file and shows the message only: what to do goes in it too
     return UnreadableFile(f"{what}. What to do: {todo}", todo)
@@ -247,6 +276,15 @@ def _out_of_scope(root: Any) -> Optional[UnreadableFile]:
     """A refusal for a known agent log this reader must not read as conversations, else None."""
     if isinstance(root, list) and root and sum(map(_openhands_event, root)) * 2 > len(root):
         return _refusal("an OpenHands event stream (actions and observations, not chat messages)", OPENHANDS_TODO)
+    chats = root if isinstance(root, list) else root.get("messages") if isinstance(root, dict) else None
+    if _mostly(chats, _pydantic_ai_message):
+        return _refusal("a pydantic-ai message history (requests and responses made of parts), not chat messages",
+                        PYDANTIC_AI_TODO)
+    if _mostly(chats, _ai_sdk_ui_message) or (
+        isinstance(chats, list) and chats and all(isinstance(c, dict) and _mostly(c.get("messages"), _ai_sdk_ui_message) for c in chats)
+    ):
+        return _refusal("Vercel AI SDK UI messages (parts with each tool call's state), not the model messages",
+                        AI_SDK_UI_TODO)
     if not isinstance(root, dict):
         return None
     answer = root.get("answer_generation")

@@ -39,6 +39,13 @@ Shapes understood:
 - Inspect AI eval logs (``samples[].messages``): assistant ``tool_calls`` as
   ``{id, function: "name", arguments: {...}}``; ``role: "tool"`` results with
   ``tool_call_id`` and ``error``: ``{type, message}`` or null.
+- Vercel AI SDK messages (``ModelMessage``, ``CoreMessage`` before v5): assistant
+  ``content`` parts ``{type: "tool-call", toolCallId, toolName, input}`` (``args``
+  before v5); ``role: "tool"`` messages whose ``content`` holds
+  ``{type: "tool-result", toolCallId, output: {type, value}}`` parts (``result`` and
+  ``isError`` before v5): an output of type ``error-text``, ``error-json`` or
+  ``execution-denied`` is the error flag (any other type a stored no). Parts with
+  ``providerExecuted: true`` ran on the provider's side: not agent tool calls.
 - tau2-bench: assistant ``tool_calls`` as ``{id, name, arguments: {...}}``;
   results ``{role: "tool", id, content, error: bool, requestor}``. A user
   message carrying ``tool_calls`` is the simulated user running its own tools:
@@ -239,7 +246,18 @@ def _assistant(message: dict[str, Any], index: int, ts: Optional[datetime]) -> A
                 turn.has_text = turn.has_text or bool(block.strip())
             elif isinstance(block, dict):
                 kind = block.get("type")
-                if kind == "tool_use":  # Anthropic client tool (server tools run on the provider's side)
+                if kind == "tool-call" and not block.get("providerExecuted"):  # Vercel AI SDK
+                    block_id = block.get("toolCallId")
+                    arguments, valid = _decode_arguments(block.get("input", block.get("args")))
+                    turn.calls.append(
+                        ToolCallRequest(
+                            id=str(block_id) if block_id is not None else None,
+                            name=str(block.get("toolName", "unknown")),
+                            arguments=arguments,
+                            arguments_valid=valid,
+                        )
+                    )
+                elif kind == "tool_use":  # Anthropic client tool (server tools run on the provider's side)
                     block_id = block.get("id")
                     arguments, valid = _decode_arguments(block.get("input"))
                     turn.calls.append(
@@ -288,6 +306,36 @@ def _result(container: dict[str, Any], call_id: Any, index: int, ts: Optional[da
     )
 
 
+# Vercel AI SDK (v5+) tool-result output types that tell the model its call failed.
+AISDK_ERROR_OUTPUTS = ("error-text", "error-json", "execution-denied")
+
+
+def _aisdk_result(part: dict[str, Any], index: int, ts: Optional[datetime]) -> ToolResult:
+    """A Vercel AI SDK ``tool-result`` part: ``output: {type, value}`` (v5+) or ``result`` / ``isError``."""
+    call_id = part.get("toolCallId")
+    output = part.get("output")
+    flag: Optional[bool] = part.get("isError") if isinstance(part.get("isError"), bool) else None
+    error_type = None
+    if isinstance(output, dict) and isinstance(output.get("type"), str):
+        kind = output["type"]
+        flag = kind in AISDK_ERROR_OUTPUTS  # the SDK states every result's kind: a stored flag
+        if kind == "execution-denied":
+            error_type = "execution_denied"
+            text = output.get("reason") if isinstance(output.get("reason"), str) else ""
+        else:
+            text = content_text(output.get("value"))
+    else:
+        text = content_text(part.get("result", output))
+    return ToolResult(
+        index=index,
+        ts=ts,
+        call_id=str(call_id) if call_id is not None else None,
+        text=text,
+        flag=flag,
+        error_type=error_type,
+    )
+
+
 def _user(message: dict[str, Any], index: int, ts: Optional[datetime]) -> list[Turn]:
     if message.get("tool_calls"):  # tau2: the simulated user running its own tools
         return []
@@ -315,6 +363,17 @@ def _user(message: dict[str, Any], index: int, ts: Optional[datetime]) -> list[T
 def _tool(message: dict[str, Any], index: int, ts: Optional[datetime]) -> list[Turn]:
     if message.get("requestor") == "user":  # tau2: result of a simulated user's tool
         return []
+    content = message.get("content")
+    if "tool_call_id" not in message and isinstance(content, list) and any(
+        isinstance(part, dict) and part.get("type") == "tool-result" for part in content
+    ):
+        # Vercel AI SDK: one tool message carries the results of a response's calls as parts
+        # (approval responses and provider-executed results are not agent results)
+        return [
+            _aisdk_result(part, index, ts)
+            for part in content
+            if isinstance(part, dict) and part.get("type") == "tool-result" and not part.get("providerExecuted")
+        ]
     ids = message.get("tool_call_ids")
     if "tool_call_id" not in message and isinstance(ids, list) and ids:
         # SWE-agent's history: one observation answers the call(s) of the action before it

@@ -13,8 +13,17 @@ a ``type``:
   every line of one response carries the same ``message.id``, with ``text``,
   ``thinking`` or ``tool_use`` (``id``, ``name``, ``input``) blocks, the
   ``stop_reason`` (null in most lines of 2.x) and ``usage``;
+- ``result`` (``claude -p --output-format stream-json`` only): how the run ended;
 - ``system``, ``summary``, ``progress``, ``file-history-snapshot``,
   ``queue-operation`` and a few more: bookkeeping, not read.
+
+``claude -p --output-format stream-json`` (and the Claude Agent SDK's message
+stream) writes the same user / assistant lines with a snake_case ``session_id``,
+no times, a subagent's lines inline with ``parent_tool_use_id`` (the Task / Agent
+call that started it: its own conversation ``<session>/task-<call id>``), and a
+last ``result`` line: ``subtype`` ``success`` -> ``end_turn``, ``error_max_turns`` /
+``error_max_budget_usd`` -> ``budget_exceeded``, another ``error_*`` (or
+``is_error``) -> ``error``, for the prompt then running.
 
 How lines become records (the rules shared with Codex are in ``_session``):
 
@@ -72,6 +81,9 @@ BOOKKEEPING = frozenset(
         "ai-title", "tag", "agent-name", "last-prompt", "pr-link", "attachment", "permission-mode",
     }
 )
+# stream-json result subtypes that mean the run hit a limit the caller set (--max-turns, --max-budget-usd).
+RESULT_BUDGETS = {"error_max_turns": "max_turns", "error_max_budget_usd": "max_budget_usd",
+                  "error_max_structured_output_retries": "max_structured_output_retries"}
 INTERRUPTED = ("[Request interrupted by user", "[Request interrupted by user for tool use")
 NOT_PROMPTS = (
     "<local-command-stdout>", "<local-command-stderr>", "<local-command-caveat>", "Caveat: The messages below",
@@ -94,7 +106,16 @@ def sniff(head: bytes) -> bool:
         return False
     if _SNIFF_RE.search(head) or (b'"sessionId"' in head and b'"fullPath"' in head):
         return True
-    return any("sessionId" in o and o.get("type") in ("user", "assistant", "system") for o in head_objects(head))
+    objects = head_objects(head)
+    if any("sessionId" in o and o.get("type") in ("user", "assistant", "system") for o in objects):
+        return True
+    # `claude -p --output-format stream-json` (and the Agent SDK's messages): snake_case session_id,
+    # a system init line, then user / assistant lines holding an API message each, and a result line
+    return any(
+        "session_id" in o and (o.get("type") == "system" and o.get("subtype") == "init"
+                               or o.get("type") in ("user", "assistant") and isinstance(o.get("message"), dict))
+        for o in objects
+    )
 
 
 def _str(value: Any) -> str | None:
@@ -128,12 +149,21 @@ class _Reader:
 
     def _main_key(self, line: Mapping[str, Any]) -> str:
         if self.main_id is None:
-            self.main_id = self.file_session or _str(line.get("sessionId")) or f"{self.path.parent.name}/{self.path.name}"
+            self.main_id = (self.file_session or _str(line.get("sessionId")) or _str(line.get("session_id"))
+                            or f"{self.path.parent.name}/{self.path.name}")
         return self.main_id
 
     def _conversation(self, line: Mapping[str, Any]) -> Session | None:
         """The conversation a user/assistant line belongs to (None: housekeeping, skipped)."""
         agent_id = _str(line.get("agentId"))
+        task = _str(line.get("parent_tool_use_id"))
+        if task is not None:
+            # stream-json: a subagent's messages come inline, naming the Task / Agent call that started it
+            main = self._main_key(line)
+            key = f"{main}/task-{task}"
+            if key not in self.sessions:
+                self._session(main, AGENT).annotate_call(task, {"subagent_conversation_id": key})
+            return self._session(key, SUBAGENT, {"parent_conversation_id": main})
         sidechain = line.get("isSidechain") is True or (self.in_subagents and agent_id is not None)
         if not sidechain:
             return self._session(self._main_key(line), AGENT)
@@ -172,6 +202,9 @@ class _Reader:
         if not isinstance(kind, str):
             self.skipped["(no type)"] += 1
             return
+        if kind == "result":
+            self._result(line_no, line)
+            return
         if kind not in ("user", "assistant"):
             if kind not in BOOKKEEPING:
                 self.skipped[kind] += 1
@@ -195,6 +228,20 @@ class _Reader:
             self._assistant(session, line_no, line, message, ts)
         else:
             self._user(session, line_no, line, message, ts)
+
+    def _result(self, line_no: int, line: Mapping[str, Any]) -> None:
+        """stream-json's last line: how the run ended (``subtype``), for the main conversation's current prompt."""
+        subtype = _str(line.get("subtype")) or "success"
+        session = self._session(self._main_key(line), AGENT)
+        ts = parse_ts(line.get("timestamp"))
+        if subtype == "success" and line.get("is_error") is not True:
+            session.end("end_turn", ts, line_no, source="result")
+        elif subtype in RESULT_BUDGETS:
+            session.end("budget_exceeded", ts, line_no, source="result", error_type=RESULT_BUDGETS[subtype])
+        else:
+            message = line.get("result") if isinstance(line.get("result"), str) else None
+            session.end("error", ts, line_no, source="result", error_type=subtype if subtype != "success" else "result_error",
+                        error_message=message)
 
     def _assistant(self, session: Session, line_no: int, line: Mapping[str, Any], message: Mapping[str, Any], ts: Any) -> None:
         waiting = self.awaiting.pop(session.conversation_id, None)

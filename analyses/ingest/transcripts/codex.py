@@ -91,6 +91,12 @@ FAILURE_PREFIXES = (
 _WRAPPED_RE = re.compile(r"^<([A-Za-z_][\w-]*)>.*</\1>$", re.DOTALL)
 _TOOL_FAILED_RE = re.compile(r"^[a-z_][a-z0-9_]* failed: ")
 _EXIT_RE = re.compile(r"^(?:Exit code: |Process exited with code )(-?\d+)\s*$", re.MULTILINE)
+# exec_command / write_stdin while the process still runs: no exit code yet, and none expected.
+_RUNNING_RE = re.compile(r"^Process running with session ID \d+\s*$", re.MULTILINE)
+# Codex's command tools: each output states how the command ended (an exit code, or that it still
+# runs). An output of theirs that states neither cannot be judged (an edited or redacted log, or a
+# Codex that writes its outputs another way): counted, and said once per file.
+COMMAND_TOOLS = frozenset({"shell", "container.exec", "shell_command", "exec_command", "write_stdin", "local_shell"})
 _SNIFF_RE = re.compile(rb'^\s*\{\s*"timestamp"\s*:\s*"[^"]*"\s*,\s*"type"\s*:\s*"(session_meta|response_item|event_msg|turn_context|compacted)"')
 
 
@@ -113,6 +119,17 @@ def _exit_code(text: str) -> int | None:
     header = text.split("\nOutput:\n", 1)[0]
     match = _EXIT_RE.search(header)
     return int(match.group(1)) if match else None
+
+
+def states_its_end(output: Any) -> bool:
+    """Whether a command tool's output says how the command ended (or that it still runs)."""
+    if isinstance(output, dict):  # {content, success} as some versions wrote it: the flag says it
+        return isinstance(output.get("success"), bool) or (
+            isinstance(output.get("content"), str) and states_its_end(output["content"]))
+    if not isinstance(output, str):
+        return False
+    text, is_error, _, code = judge_output(output)
+    return code is not None or is_error or bool(_RUNNING_RE.search(text.split("\nOutput:\n", 1)[0]))
 
 
 def judge_output(output: Any) -> tuple[str, bool, str | None, int | None]:
@@ -179,6 +196,7 @@ class _Reader:
         self.skipped: Counter[str] = Counter()
         self.step = 0
         self.in_response = False
+        self.unread: Counter[str] = Counter()  # command tools' outputs that state no end, per tool
 
     def _session(self, meta: Mapping[str, Any] | None = None) -> Session:
         if self.session is None:
@@ -263,6 +281,9 @@ class _Reader:
             self.in_response = False
             text, is_error, error_type, code = judge_output(item.get("output"))
             extra = {"exit_code": code} if code is not None else None
+            asked = session.by_id.get(str(item.get("call_id") or ""))
+            if asked is not None and not asked.done and asked.name in COMMAND_TOOLS and not states_its_end(item.get("output")):
+                self.unread[asked.name] += 1
             session.result(str(item.get("call_id") or ""), ts, line_no, text, is_error, error_type=error_type, extra=extra)
         # web_search_call (provider-side), ghost_snapshot, compaction: nothing to record
 
@@ -311,5 +332,20 @@ def read(path: Path, options: Mapping[str, Any]) -> Any:
         records, violations = reader.session.finish()
         out.records.extend(records)
         out.violations.extend(violations)
+    if reader.unread:
+        # Nothing in these outputs says whether the command failed: they count as successes, and
+        # zero errors would say more than the file does. Say so once per file.
+        total = sum(reader.unread.values())
+        tools = ", ".join(f"{name} {n}" for name, n in reader.unread.most_common())
+        out.violations.append(
+            {
+                "conversation_id": None,
+                "prompt_id": None,
+                "tool_call_id": None,
+                "kind": "unread_exit_status",
+                "detail": f"{path.name}: {total} output(s) of command tools ({tools}) state no exit code and no "
+                "running process; they were counted as successes",
+            }
+        )
     out.skipped_types.update(reader.skipped)
     return out
