@@ -83,8 +83,8 @@ KEEP_BLOCK_MEMORY_SQL = f"SET block_allocator_memory = '{LOAD_MEMORY_LIMIT}'"
 """DuckDB keeps the memory of the blocks it frees (up to the load's cap) and hands it out again.
 
 Each file's tables of lines and the inserts' buffers are fresh memory otherwise: freed after one
-file, faulted in page by page for the next (about 340,000 page faults per million records). Keeping
-the blocks takes a fifth of those faults and 4-6% of a 3-file load's CPU (docs/loading.md, the
+file, faulted in page by page for the next (about 320,000 page faults per million records). Keeping
+the blocks saves 13% of those faults and about 3.5% of the 10M load's CPU (docs/loading.md, the
 tenth pass). DuckDB cannot lower this setting again: the instance holds up to that memory until
 its connections close (a command's process ends; a notebook that loaded keeps it, beside the
 buffer pool DuckDB keeps anyway). A larger value set by the caller stays (the statement is refused,
