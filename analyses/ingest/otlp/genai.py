@@ -7,7 +7,9 @@ full table):
 - OpenTelemetry GenAI (``gen_ai.*``; also what loopscope's collector emits,
   with its own ``loopscope.*`` keys),
 - OpenInference (``openinference.span.kind``, ``tool.name``, ``session.id``),
-- OpenLLMetry / Traceloop (``traceloop.span.kind``, ``traceloop.entity.name``).
+- OpenLLMetry / Traceloop (``traceloop.span.kind``, ``traceloop.entity.name``),
+- the Vercel AI SDK (``ai.operationId``, ``ai.toolCall.*``), and the keys Strands, Google ADK and
+  pydantic-ai's earlier instrumentation add where those leave something out.
 
 Decisions (each record says in ``extra`` when a value was derived rather
 than read):
