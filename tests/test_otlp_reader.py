@@ -410,6 +410,23 @@ class TestOtherInstrumentations:
         assert [e[1:] for e in summary["exits"]] == [("end_turn", 2, 1), ("end_turn", 2, 0), ("error", 1, 1)]
         assert len(summary["conversations"]) == 2  # P1 and P2 share gen_ai.conversation.id
 
+    def test_semantic_kernel_chat_completions_spans_are_model_steps(self, tmp_path: Path) -> None:
+        # Semantic Kernel names its model spans' operation "chat.completions" (its model_diagnostics
+        # constants); two calls of one response, run one after the other, are one step, and the
+        # prompt's tokens are the model spans' sum
+        agent = span("a" * 16, "", "invoke_agent shop", 0, 100, {"gen_ai.operation.name": "invoke_agent"})
+        model = [span(f"{i:016x}", "a" * 16, "chat.completions gpt-4o", s, s + 9,
+                      {"gen_ai.operation.name": "chat.completions", "gen_ai.request.model": "gpt-4o",
+                       "gen_ai.usage.input_tokens": 100, "gen_ai.usage.output_tokens": 10})
+                 for i, s in ((1, 1), (2, 50))]
+        tools = [span(f"{i:016x}", "a" * 16, f"execute_tool shop-{name}", s, s + 5,
+                      {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": f"shop-{name}",
+                       "gen_ai.tool.call.id": f"call_{i}"}) for i, name, s in ((11, "a", 20), (12, "b", 30))]
+        out = read(write(tmp_path, traces_line(agent, *model, *tools)))
+        assert [r["step"] for r in out.records if r["kind"] == "tool_call"] == [0, 0]
+        (exit_,) = [r for r in out.records if r["kind"] == "loop_exit"]
+        assert (exit_["steps"], exit_["input_tokens"], exit_["output_tokens"]) == (2, 200, 20)
+
     def test_placeholder_tool_call_id_is_not_an_id(self, tmp_path: Path) -> None:
         # Google ADK writes gen_ai.tool.call.id "<not specified>" when a call has no response event:
         # taken as an id, every such call of a conversation would be one call re-executed (a replay)

@@ -31,7 +31,9 @@ OUTCOMES = ("ok", "retried", "transient_fail", "permanent_fail")
 TOOL_OPERATIONS = ("execute_tool",)
 # create_agent is left out on purpose: it creates an agent at a service and runs no loop.
 AGENT_OPERATIONS = ("invoke_agent", "invoke_workflow")
-LLM_OPERATIONS = ("chat", "text_completion", "generate_content")
+# The last four: Semantic Kernel's (and early Microsoft Agent Framework's) names for the same model calls.
+LLM_OPERATIONS = ("chat", "text_completion", "generate_content", "chat.completions", "chat.streaming_completions",
+                  "text.completions", "text.streaming_completions")
 CONVERSATION_KEYS = (
     "gen_ai.conversation.id",
     "session.id",
