@@ -98,3 +98,20 @@ def test_logs_file_of_loopscope_events_loads(tmp_path: Path) -> None:
     assert json.loads(res.stdout)["details"][0]["input_format"] == "otlp"
     m = _metrics("t.duckdb")
     assert (m["prompts"], m["tool_calls"], m["errors"], m["recovered_errors"]) == (1, 2, 1, 1)
+
+
+def test_chat_spans_only_say_so_not_unpaired_results(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    """An export of model spans only gets the OTLP reason, not the message formats' "results that do
+    not pair up" (which is what an OTLP file's no_agent_spans violation was reported as)."""
+    monkeypatch.chdir(tmp_path)
+    doc = json.loads((FIXTURES / "vercel_ai_sdk5_genai_interlingua.json").read_text(encoding="utf-8"))
+    scope = doc["resourceSpans"][0]["scopeSpans"][0]
+    scope["spans"] = [s for s in scope["spans"] if s["name"] == "ai.generateText.doGenerate"]  # the model call
+    path = tmp_path / "chat_only.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    res = _invoke("load", "--db", "t.duckdb", str(path))
+    assert res.exit_code == 1, res.output
+    text = " ".join(res.output.split())
+    assert "chat_only.json yielded 0 records" in text
+    assert "none of them is a tool or agent span" in text and "pair up" not in text
+    assert "Traceback" not in res.output

@@ -333,6 +333,120 @@ class TestBadInput:
         assert [r["kind"] for r in read(path).records] == ["tool_call", "loop_exit"]
 
 
+FIXTURES = Path(__file__).parent / "fixtures" / "otlp"
+
+
+def _summary(out: Any) -> dict[str, Any]:
+    calls = [r for r in out.records if r["kind"] == "tool_call"]
+    exits = [r for r in out.records if r["kind"] == "loop_exit"]
+    return {
+        "calls": [(c["tool_name"], c["tool_call_id"], c["step"], c["is_error"]) for c in calls],
+        "exits": [(e["agent"], e["exit_reason"], e["tool_calls"], e["tool_errors"]) for e in exits],
+        "conversations": sorted({r["conversation_id"] for r in out.records}),
+    }
+
+
+class TestOtherInstrumentations:
+    """Spans of instrumentations other than the OpenAI Agents SDK's (tests/fixtures/otlp/README.md).
+
+    The expected figures are counted by hand from the spans (listed in the README), not from the reader.
+    """
+
+    def test_vercel_ai_sdk_tool_call_span_is_a_tool_call(self) -> None:
+        # ai 5.0.26: ai.generateText (the loop) > ai.generateText.doGenerate (the model) + ai.toolCall
+        out = read(FIXTURES / "vercel_ai_sdk5_genai_interlingua.json")
+        assert out.bad == [] and out.violations == []
+        assert _summary(out) == {
+            "calls": [("lookup_order", "call_9RtYbK2mXqLp", 0, False)],
+            "exits": [("summarize_ticket", "tool-calls", 1, 0)],  # stopped with the tool's result unread
+            "conversations": ["otlp-trace:c4a1f7e29b0d3856a1f2c3d4e5f60718"],
+        }
+        (call,) = [r for r in out.records if r["kind"] == "tool_call"]
+        assert call["input_shape"] == {"order_id": "string"} and "result_fingerprint" in call
+        (exit_,) = [r for r in out.records if r["kind"] == "loop_exit"]
+        assert (exit_["steps"], exit_["input_tokens"], exit_["output_tokens"]) == (1, 412, 27)
+
+    def test_strands_tool_status_error_is_an_error(self) -> None:
+        # Strands ends a failed tool's span with status OK and gen_ai.tool.status "error"
+        out = read(FIXTURES / "strands_constructed.jsonl")
+        assert _summary(out) == {
+            "calls": [("lookup_order", "tooluse_k1", 0, True), ("lookup_order", "tooluse_k2", 1, False)],
+            "exits": [("shop", "end_turn", 2, 1)],
+            "conversations": ["sess-strands-1"],
+        }
+
+    def test_google_adk_merged_span_is_not_a_call_and_call_llm_is_a_step(self) -> None:
+        out = read(FIXTURES / "google_adk_constructed.jsonl")
+        assert _summary(out) == {
+            "calls": [("get_weather", "adk-1f2e-0001", 0, False), ("get_current_time", "adk-1f2e-0002", 0, False),
+                      ("cancel_order", "2d00000000000001", 0, True)],
+            "exits": [("weather_agent", "end_turn", 2, 0), ("weather_agent", "error", 1, 1)],
+            "conversations": ["sess-adk-1"],
+        }
+        exits = [r for r in out.records if r["kind"] == "loop_exit"]
+        assert [(e["steps"], e["input_tokens"], e["output_tokens"]) for e in exits] == [(2, 460, 50), (1, 300, 25)]
+        failed = next(r for r in out.records if r["kind"] == "tool_call" and r["is_error"])
+        assert (failed["error_type"], failed["error_message"]) == ("ConnectionError", "booking service unreachable")
+
+    def test_pydantic_ai_running_tool_spans_without_operation_name(self) -> None:
+        # pydantic-ai's earlier instrumentation: "agent run" > "running tools" > "running tool"
+        # (gen_ai.tool.name + gen_ai.tool.call.id, no gen_ai.operation.name); a ModelRetry is Logfire level warn
+        out = read(FIXTURES / "pydantic_ai_logfire_era_constructed.jsonl")
+        assert _summary(out) == {
+            "calls": [("lookup_order", "call_Aa1", 0, True), ("lookup_order", "call_Aa2", 1, False)],
+            "exits": [("shop", "end_turn", 2, 1)],
+            "conversations": ["otlp-trace:9a1000000000000000000000000000a1"],
+        }
+        failed = next(r for r in out.records if r["kind"] == "tool_call" and r["is_error"])
+        assert failed["error_message"] == "order service timed out\n\nFix the errors and try again."
+
+    def test_pydantic_ai_current_instrumentation(self) -> None:
+        # captured from pydantic-ai 2.68 (instrumentation version 5): already read; kept so it stays so
+        out = read(FIXTURES / "pydantic_ai_v5.jsonl")
+        summary = _summary(out)
+        assert [c[0::3] for c in summary["calls"]] == [
+            ("lookup_order", True), ("get_weather", False), ("lookup_order", False), ("get_weather", False),
+            ("cancel_order", True)]
+        assert [e[1:] for e in summary["exits"]] == [("end_turn", 2, 1), ("end_turn", 2, 0), ("error", 1, 1)]
+        assert len(summary["conversations"]) == 2  # P1 and P2 share gen_ai.conversation.id
+
+    def test_semantic_kernel_chat_completions_spans_are_model_steps(self, tmp_path: Path) -> None:
+        # Semantic Kernel names its model spans' operation "chat.completions" (its model_diagnostics
+        # constants); two calls of one response, run one after the other, are one step, and the
+        # prompt's tokens are the model spans' sum
+        agent = span("a" * 16, "", "invoke_agent shop", 0, 100, {"gen_ai.operation.name": "invoke_agent"})
+        model = [span(f"{i:016x}", "a" * 16, "chat.completions gpt-4o", s, s + 9,
+                      {"gen_ai.operation.name": "chat.completions", "gen_ai.request.model": "gpt-4o",
+                       "gen_ai.usage.input_tokens": 100, "gen_ai.usage.output_tokens": 10})
+                 for i, s in ((1, 1), (2, 50))]
+        tools = [span(f"{i:016x}", "a" * 16, f"execute_tool shop-{name}", s, s + 5,
+                      {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": f"shop-{name}",
+                       "gen_ai.tool.call.id": f"call_{i}"}) for i, name, s in ((11, "a", 20), (12, "b", 30))]
+        out = read(write(tmp_path, traces_line(agent, *model, *tools)))
+        assert [r["step"] for r in out.records if r["kind"] == "tool_call"] == [0, 0]
+        (exit_,) = [r for r in out.records if r["kind"] == "loop_exit"]
+        assert (exit_["steps"], exit_["input_tokens"], exit_["output_tokens"]) == (2, 200, 20)
+
+    def test_placeholder_tool_call_id_is_not_an_id(self, tmp_path: Path) -> None:
+        # Google ADK writes gen_ai.tool.call.id "<not specified>" when a call has no response event:
+        # taken as an id, every such call of a conversation would be one call re-executed (a replay)
+        tools = [span(f"{i:016x}", "a" * 16, "execute_tool t", 10 * i, 10 * i + 5,
+                      {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t",
+                       "gen_ai.tool.call.id": "<not specified>"}) for i in (1, 2)]
+        agent = span("a" * 16, "", "invoke_agent a", 0, 100, {"gen_ai.operation.name": "invoke_agent"})
+        out = read(write(tmp_path, traces_line(agent, *tools)))
+        ids = [r["tool_call_id"] for r in out.records if r["kind"] == "tool_call"]
+        assert ids == [f"{i:016x}" for i in (1, 2)]
+
+    def test_a_span_with_another_operation_is_not_a_tool_call(self, tmp_path: Path) -> None:
+        # the no-operation rule is for spans with no gen_ai.operation.name at all
+        chat = span("c" * 16, "a" * 16, "chat m", 1, 5, {"gen_ai.operation.name": "chat", "gen_ai.tool.name": "t",
+                                                          "gen_ai.tool.call.id": "call_1"})
+        agent = span("a" * 16, "", "invoke_agent a", 0, 100, {"gen_ai.operation.name": "invoke_agent"})
+        out = read(write(tmp_path, traces_line(agent, chat)))
+        assert [r["kind"] for r in out.records] == ["loop_exit"]
+
+
 class TestCapturedThirdParty:
     """Spans captured from real instrumentations of the OpenAI Agents SDK (tests/fixtures/otlp/README.md)."""
 

@@ -269,6 +269,12 @@ NOTHING_QUARANTINED_HINT = (
     "records|messages|otlp|claude-code|codex (docs/inputs.md lists what loopscope reads)"
 )
 """What to do about a file that gave no record and had no bad line (its quarantine is empty)."""
+OTLP_NO_AGENT_SPANS_HINT = (
+    "its spans were read, but none of them is a tool or agent span in a convention loopscope reads: "
+    "a model SDK instrumented alone emits chat spans only, and a framework's tool spans must carry "
+    "one of the keys in docs/inputs.md ('The alias map', e.g. gen_ai.operation.name = execute_tool)"
+)
+"""What to do about an OTLP file whose spans hold no tool or agent span (its ``no_agent_spans`` violation)."""
 
 
 def fruitless_before(details: list[Any]) -> list[Any]:
@@ -302,6 +308,8 @@ def fruitless_files(details: list[Any]) -> list[Fruitless]:
             hint = seen[1]
         elif d.quarantined:
             hint = NO_RECORD_HINT
+        elif d.input_format == "otlp" and violations:  # the OTLP reader's one violation: no_agent_spans
+            hint = OTLP_NO_AGENT_SPANS_HINT
         else:  # its quarantine is empty: pointing there would show nothing
             hint = NOTHING_QUARANTINED_HINT.format(
                 violations=f" (it has {violations} protocol violations instead: tool calls and results that do not "

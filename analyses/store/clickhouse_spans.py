@@ -10,8 +10,9 @@ the analyses read the record tables many times per command, and the views
 inlined that often made each query's plan huge (13 s per ``errors_v`` query on
 8 spans in chDB). Spans are recognised with the same alias map (``ingest/otlp/aliases.py``):
 tool spans by ``gen_ai.operation.name = execute_tool``, OpenInference ``TOOL``,
-OpenLLMetry ``tool`` (or the ``execute_tool ...`` / ``....tool`` span names),
-agent and model spans likewise. The exporter writes every attribute as a
+OpenLLMetry ``tool``, the Vercel AI SDK's ``ai.toolCall`` (or the ``execute_tool ...`` /
+``....tool`` span names, or the execute-tool attributes with no operation name), agent and
+model spans likewise. The exporter writes every attribute as a
 string, ``Timestamp`` as the span's start, ``Duration`` in nanoseconds, and the
 status as ``STATUS_CODE_ERROR`` (older exporters: ``Error``): both are read.
 
@@ -30,8 +31,10 @@ What is reproduced, per trace (the work is partitioned by ``TraceId``):
   or share a parent that is not an agent span, form one step, in start order.
 - **conversation**: the alias keys on the prompt's tool spans, then its agent
   spans, then any span of the trace, else ``otlp-trace:<trace id>``.
-- **tool call id**: ``gen_ai.tool.call.id`` / ``tool.id`` / ``tool_call.id``, else the span id.
-- **errors**: status error, ``error.type`` or an ``exception`` event; the message
+- **tool call id**: ``gen_ai.tool.call.id`` / ``tool.id`` / ``tool_call.id`` / ``ai.toolCall.id``
+  (placeholders such as ADK's ``<not specified>`` are none), else the span id.
+- **errors**: status error, ``error.type`` or an ``exception`` event (a tool span's
+  ``gen_ai.tool.status`` error and Logfire warn level too); the message
   is the tool's result (``gen_ai.tool.call.result`` / ``output.value``), else the
   exception's message, else the status message.
 - **exit**: ``loopscope.agent.exit_reason``; an agent span in error -> ``error``;
@@ -73,14 +76,20 @@ from typing import Any
 from loopscope.analyses.ingest.otlp.aliases import (
     AGENT_NAME_KEYS,
     AGENT_OPERATIONS,
+    AI_SDK_AGENT_OPERATIONS,
+    AI_SDK_LLM_OPERATIONS,
+    AI_SDK_TOOL_OPERATION,
     ARGUMENT_KEYS,
     CONVERSATION_KEYS,
     FINISH_REASON_KEYS,
     FINISH_REASONS,
     INPUT_TOKEN_KEYS,
     LLM_OPERATIONS,
+    LOGFIRE_WARN,
+    MERGED_TOOL_NAMES,
     OUTCOMES,
     OUTPUT_TOKEN_KEYS,
+    PLACEHOLDER_IDS,
     RESULT_KEYS,
     TAG_PREFIX,
     TOOL_CALL_ID_KEYS,
@@ -104,9 +113,12 @@ def _list(values: tuple[str, ...] | list[str]) -> str:
     return "[" + ", ".join(_q(v) for v in values) + "]"
 
 
-def _attr(keys: tuple[str, ...], col: str = "a") -> str:
-    """The first of ``keys`` that is set (non-empty), else NULL."""
-    return "coalesce(" + ", ".join(f"nullIf({col}[{_q(k)}], '')" for k in keys) + ")"
+def _attr(keys: tuple[str, ...], col: str = "a", none: tuple[str, ...] = ()) -> str:
+    """The first of ``keys`` that is set (non-empty, and none of the placeholders ``none``), else NULL."""
+    def one(k: str) -> str:
+        value = f"nullIf({col}[{_q(k)}], '')"
+        return f"if({value} IN ({', '.join(_q(v) for v in none)}), NULL, {value})" if none else value
+    return "coalesce(" + ", ".join(one(k) for k in keys) + ")"
 
 
 def _marked(operations: tuple[str, ...], openinference: str, traceloop: tuple[str, ...], a: str) -> str:
@@ -118,25 +130,37 @@ def _marked(operations: tuple[str, ...], openinference: str, traceloop: tuple[st
 
 
 def is_tool(a: str = "a", name: str = "SpanName") -> str:
-    """A tool span, in any of the three conventions (or by its name alone)."""
-    return (f"({_marked(TOOL_OPERATIONS, 'TOOL', ('tool',), a)} OR startsWith({name}, 'execute_tool ') "
-            f"OR (endsWith({name}, '.tool') AND NOT mapContains({a}, 'openinference.span.kind')))")
+    """A tool span, in any of the conventions (or by its name alone); ``aliases.is_tool_span``."""
+    return (f"(({_marked(TOOL_OPERATIONS, 'TOOL', ('tool',), a)} OR {a}['ai.operationId'] = {_q(AI_SDK_TOOL_OPERATION)} "
+            f"OR startsWith({name}, 'execute_tool ') "
+            f"OR (endsWith({name}, '.tool') AND NOT mapContains({a}, 'openinference.span.kind')) "
+            f"OR (NOT mapContains({a}, 'gen_ai.operation.name') AND {a}['gen_ai.tool.name'] != '' "
+            f"AND {a}['gen_ai.tool.call.id'] != '')) "
+            f"AND {a}['gen_ai.tool.name'] NOT IN ({', '.join(_q(n) for n in MERGED_TOOL_NAMES)}))")
 
 
 def is_agent(a: str = "a", name: str = "SpanName") -> str:
     """An agent (or agent workflow) span."""
-    return f"({_marked(AGENT_OPERATIONS, 'AGENT', ('agent', 'workflow'), a)} OR startsWith({name}, 'invoke_agent'))"
+    return (f"({_marked(AGENT_OPERATIONS, 'AGENT', ('agent', 'workflow'), a)} "
+            f"OR {a}['ai.operationId'] IN ({', '.join(_q(o) for o in AI_SDK_AGENT_OPERATIONS)}) "
+            f"OR startsWith({name}, 'invoke_agent'))")
 
 
-def is_llm(a: str = "a") -> str:
-    """A model call."""
-    return f"({_marked(LLM_OPERATIONS, 'LLM', (), a)} OR {a}['llm.request.type'] IN ('chat', 'completion'))"
+def is_llm(a: str = "a", name: str = "SpanName") -> str:
+    """A model call; ``aliases.is_llm_span``."""
+    return (f"({_marked(LLM_OPERATIONS, 'LLM', (), a)} OR {a}['llm.request.type'] IN ('chat', 'completion') "
+            f"OR {a}['ai.operationId'] IN ({', '.join(_q(o) for o in AI_SDK_LLM_OPERATIONS)}) "
+            f"OR (NOT mapContains({a}, 'gen_ai.operation.name') AND {a}['gen_ai.request.model'] != '' "
+            f"AND NOT {is_tool(a, name)} AND NOT {is_agent(a, name)}))")
 
 
-def is_error(t: str = "") -> str:
-    """Status error, ``error.type`` or an ``exception`` event (``t``: the table alias with its dot)."""
+def is_error(t: str = "", tool: bool = False) -> str:
+    """Status error, ``error.type`` or an ``exception`` event (``t``: the table alias with its dot); on a
+    tool span (``tool``) also ``gen_ai.tool.status`` = error and a Logfire level of warn or above."""
+    tool_only = (f" OR lower({t}a['gen_ai.tool.status']) = 'error' "
+                 f"OR toInt64OrZero({t}a['logfire.level_num']) >= {LOGFIRE_WARN}") if tool else ""
     return (f"({t}StatusCode IN ({', '.join(_q(v) for v in STATUS_ERROR_VALUES)}) OR {t}a['error.type'] != '' "
-            f"OR has({t}`Events.Name`, 'exception'))")
+            f"OR has({t}`Events.Name`, 'exception'){tool_only})")
 
 
 PRE_CUT_CHARS = 4 * MAX_ERROR_CHARS
@@ -248,7 +272,7 @@ def prompts_sql() -> str:
     """``otel_span_prompts_v``: per prompt (trace, key), what its records need from its spans."""
     conv = _attr(CONVERSATION_KEYS)
     agent_name = _agent_name()
-    error = is_error()
+    error, tool_error = is_error(), is_error(tool=True)
     exc_type, exc_message = _exception("exception.type"), _exception("exception.message")
     return f"""
 CREATE OR REPLACE VIEW otel_span_prompts_v AS
@@ -294,7 +318,7 @@ SELECT
     sumIf(toInt64OrZero({_attr(OUTPUT_TOKEN_KEYS)}), role = 'llm') AS llm_output_tokens,
     countIf(role = 'llm' AND toInt64OrNull({_attr(OUTPUT_TOKEN_KEYS)}) IS NOT NULL) AS n_llm_output_tokens,
     countIf(role = 'tool') AS n_tools,
-    countIf(role = 'tool' AND {error}) AS n_tool_errors,
+    countIf(role = 'tool' AND {tool_error}) AS n_tool_errors,
     countIf(role = 'tool' AND NOT coalesce(toInt32OrNull(a['loopscope.tool.step']) >= 0, false)) = 0 AS own_steps
 FROM members
 GROUP BY trace_id, pkey
@@ -316,7 +340,7 @@ def _prompt_columns() -> str:
 
 def tool_calls_sql() -> str:
     """``tool_calls_from_otel_traces``: one ``tool_calls`` row per tool span, the store's columns."""
-    error = is_error("t.")
+    error = is_error("t.", tool=True)
     outcome = (f"if(t.a['loopscope.tool.outcome'] IN ({', '.join(_q(o) for o in OUTCOMES)}), t.a['loopscope.tool.outcome'], "
                f"if({error}, 'permanent_fail', 'ok'))")
     message = (f"coalesce({_attr(RESULT_KEYS, 't.a')}, {_exception('exception.message', 't.')}, "
@@ -357,7 +381,7 @@ SELECT
     {_prompt_columns()},
     CAST(t.span_id AS Nullable(String)) AS span_id,
     {_tags()} AS tags,
-    CAST(coalesce({_attr(TOOL_CALL_ID_KEYS, 't.a')}, t.span_id) AS String) AS tool_call_id,
+    CAST(coalesce({_attr(TOOL_CALL_ID_KEYS, 't.a', PLACEHOLDER_IDS)}, t.span_id) AS String) AS tool_call_id,
     CAST({_tool_name('t.a', 't.SpanName')} AS String) AS tool_name,
     toInt32(assumeNotNull(multiIf(p.own_steps, toInt32OrZero(t.a['loopscope.tool.step']),
                     p.n_llm > 0, greatest(0, arrayCount(x -> x <= t.start_ns, p.llm_starts) - 1),

@@ -2,7 +2,10 @@
 
 One place for the attribute keys of OpenTelemetry GenAI (``gen_ai.*``; also
 what loopscope's collector emits, with its own ``loopscope.*`` keys),
-OpenInference and OpenLLMetry / Traceloop, and for reading values out of them
+OpenInference, OpenLLMetry / Traceloop and the Vercel AI SDK (``ai.*``), plus the few
+framework-specific keys that say what those conventions leave out (Strands' tool status,
+Google ADK's session id and argument / response keys, pydantic-ai's Logfire-era keys), and
+for reading values out of them
 (ids, names, arguments, errors, finish reasons). docs/inputs.md, "OpenTelemetry
 exports", has the table; ``otlp_genai`` builds records from these facts.
 """
@@ -28,28 +31,51 @@ OUTCOMES = ("ok", "retried", "transient_fail", "permanent_fail")
 TOOL_OPERATIONS = ("execute_tool",)
 # create_agent is left out on purpose: it creates an agent at a service and runs no loop.
 AGENT_OPERATIONS = ("invoke_agent", "invoke_workflow")
-LLM_OPERATIONS = ("chat", "text_completion", "generate_content")
+# The last four: Semantic Kernel's (and early Microsoft Agent Framework's) names for the same model calls.
+LLM_OPERATIONS = ("chat", "text_completion", "generate_content", "chat.completions", "chat.streaming_completions",
+                  "text.completions", "text.streaming_completions")
 CONVERSATION_KEYS = (
     "gen_ai.conversation.id",
     "session.id",
     "traceloop.association.properties.conversation_id",
     "traceloop.association.properties.session_id",
     "traceloop.association.properties.thread_id",
+    "gcp.vertex.agent.session_id",  # Google ADK's model spans (before it set gen_ai.conversation.id)
 )
-TOOL_CALL_ID_KEYS = ("gen_ai.tool.call.id", "tool.id", "tool_call.id")
-TOOL_NAME_KEYS = ("gen_ai.tool.name", "tool.name")
-AGENT_NAME_KEYS = ("gen_ai.agent.name", "agent.name")
-# What the model was handed back (opt-in content; recorded by OpenLLMetry and OpenInference).
-RESULT_KEYS = ("gen_ai.tool.call.result", "output.value")
-ARGUMENT_KEYS = ("gen_ai.tool.call.arguments", "input.value", "traceloop.entity.input")
+TOOL_CALL_ID_KEYS = ("gen_ai.tool.call.id", "tool.id", "tool_call.id", "ai.toolCall.id")
+# Ids that stand for "none": Google ADK writes this one when a call has no response event.
+PLACEHOLDER_IDS = ("<not specified>",)
+TOOL_NAME_KEYS = ("gen_ai.tool.name", "tool.name", "ai.toolCall.name")
+# agent_name: pydantic-ai's "agent run" span; ai.telemetry.functionId: the Vercel AI SDK call's own name.
+AGENT_NAME_KEYS = ("gen_ai.agent.name", "agent.name", "agent_name", "ai.telemetry.functionId")
+# What the model was handed back (opt-in content; recorded by OpenLLMetry and OpenInference,
+# the Vercel AI SDK, Google ADK and pydantic-ai's earlier instrumentation under their own keys).
+RESULT_KEYS = ("gen_ai.tool.call.result", "output.value", "ai.toolCall.result", "gcp.vertex.agent.tool_response",
+               "tool_response")
+ARGUMENT_KEYS = ("gen_ai.tool.call.arguments", "input.value", "traceloop.entity.input", "ai.toolCall.args",
+                 "gcp.vertex.agent.tool_call_args", "tool_arguments")
 FINISH_REASON_KEYS = (
     "gen_ai.response.finish_reasons",
     "llm.finish_reason",
     "llm.response.finish_reason",
     "stop_reason",
+    "ai.response.finishReason",
 )
-INPUT_TOKEN_KEYS = ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt")
-OUTPUT_TOKEN_KEYS = ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens", "llm.token_count.completion")
+INPUT_TOKEN_KEYS = ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt",
+                    "ai.usage.inputTokens", "ai.usage.promptTokens")
+OUTPUT_TOKEN_KEYS = ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens", "llm.token_count.completion",
+                     "ai.usage.outputTokens", "ai.usage.completionTokens")
+# The Vercel AI SDK (``ai`` scope) says what a span is in ``ai.operationId``: the call that runs the
+# tool loop (generateText / streamText), each model request of it, and each tool execution.
+AI_SDK_AGENT_OPERATIONS = ("ai.generateText", "ai.streamText")
+AI_SDK_LLM_OPERATIONS = ("ai.generateText.doGenerate", "ai.streamText.doStream")
+AI_SDK_TOOL_OPERATION = "ai.toolCall"
+# Google ADK sums up parallel calls in one more execute_tool span ("execute_tool (merged)") after
+# the calls' own spans; it is not a call.
+MERGED_TOOL_NAMES = ("(merged tools)",)
+# Logfire's level for a span: 17 is "warn" (pydantic-ai's earlier instrumentation marks a tool call
+# the model is asked to retry so), 17 and above is a failure.
+LOGFIRE_WARN = 17
 # Provider vocabulary -> record format v1 (docs/records.md); anything else is kept as-is.
 FINISH_REASONS = {
     "stop": "end_turn",
@@ -58,6 +84,7 @@ FINISH_REASONS = {
     "length": "max_tokens",
     "max_tokens": "max_tokens",
     "content_filter": "refusal",
+    "content-filter": "refusal",  # the Vercel AI SDK's spelling
     "refusal": "refusal",
     "error": "error",
 }
@@ -93,22 +120,48 @@ def _marked(span: Span, operations: tuple[str, ...], openinference: str, tracelo
 
 
 def is_tool_span(span: Span) -> bool:
-    """A tool execution span, in any of the three conventions (or by its name alone)."""
+    """A tool execution span, in any of the conventions (or by its name alone).
+
+    Also: a span that carries the GenAI execute-tool attributes ``gen_ai.tool.name`` and
+    ``gen_ai.tool.call.id`` with no ``gen_ai.operation.name`` at all (pydantic-ai's ``running tool``
+    spans before it set one). Not: Google ADK's summary of parallel calls (``(merged tools)``).
+    """
+    a = span.attrs
+    if a.get("gen_ai.tool.name") in MERGED_TOOL_NAMES:
+        return False
     return (
         _marked(span, TOOL_OPERATIONS, "TOOL", ("tool",))
+        or a.get("ai.operationId") == AI_SDK_TOOL_OPERATION
         or span.name.startswith("execute_tool ")
-        or (span.name.endswith(".tool") and "openinference.span.kind" not in span.attrs)
+        or (span.name.endswith(".tool") and "openinference.span.kind" not in a)
+        or ("gen_ai.operation.name" not in a and bool(a.get("gen_ai.tool.name")) and bool(a.get("gen_ai.tool.call.id")))
     )
 
 
 def is_agent_span(span: Span) -> bool:
     """An agent (or agent workflow) span: the loop that answers one user prompt."""
-    return _marked(span, AGENT_OPERATIONS, "AGENT", ("agent", "workflow")) or span.name.startswith("invoke_agent")
+    return (
+        _marked(span, AGENT_OPERATIONS, "AGENT", ("agent", "workflow"))
+        or span.attrs.get("ai.operationId") in AI_SDK_AGENT_OPERATIONS
+        or span.name.startswith("invoke_agent")
+    )
 
 
 def is_llm_span(span: Span) -> bool:
-    """A model call (one step of the loop); OpenLLMetry marks these with ``llm.request.type``."""
-    return _marked(span, LLM_OPERATIONS, "LLM", ()) or span.attrs.get("llm.request.type") in ("chat", "completion")
+    """A model call (one step of the loop); OpenLLMetry marks these with ``llm.request.type``.
+
+    Also: the Vercel AI SDK's ``doGenerate`` / ``doStream`` spans, and a span that names the model
+    it requests (``gen_ai.request.model``) with no ``gen_ai.operation.name`` and is neither a tool
+    nor an agent span (Google ADK's ``call_llm``).
+    """
+    a = span.attrs
+    return (
+        _marked(span, LLM_OPERATIONS, "LLM", ())
+        or a.get("llm.request.type") in ("chat", "completion")
+        or a.get("ai.operationId") in AI_SDK_LLM_OPERATIONS
+        or ("gen_ai.operation.name" not in a and bool(a.get("gen_ai.request.model"))
+            and not is_tool_span(span) and not is_agent_span(span))
+    )
 
 
 def format_ts(ns: int) -> str:
@@ -137,7 +190,9 @@ def as_text(value: Any) -> str | None:
 def error_of(span: Span, tool: bool = False) -> tuple[bool, str | None, str | None, str | None]:
     """(is_error, error_type, error_message, error_detail) of a span.
 
-    The error flag comes from span status ERROR, ``error.type`` or an ``exception`` event. The
+    The error flag comes from span status ERROR, ``error.type`` or an ``exception`` event; on a tool
+    span also from ``gen_ai.tool.status`` = ``error`` (Strands) and a Logfire level of warn or above
+    (``logfire.level_num`` >= 17: pydantic-ai's earlier instrumentation, for a retry). The
     message is what the model saw when the span records it (a tool span's result:
     ``gen_ai.tool.call.result`` / OpenInference ``output.value``), else the exception's
     message, else the status description; the instrumentation's own description, when it says
@@ -148,6 +203,11 @@ def error_of(span: Span, tool: bool = False) -> tuple[bool, str | None, str | No
     exc = event or {}
     # an exception event counts even with no attributes (the SDK may drop them past its limits)
     is_error = span.status_code == STATUS_ERROR or bool(span.attrs.get("error.type")) or event is not None
+    if tool and not is_error:
+        # Strands ends a failed tool's span with status OK and the result's status "error"; pydantic-ai's
+        # earlier instrumentation marks a call the model must retry at Logfire level warn.
+        is_error = (str(span.attrs.get("gen_ai.tool.status", "")).lower() == "error"
+                    or (as_int(span.attrs.get("logfire.level_num"), 0) or 0) >= LOGFIRE_WARN)
     if not is_error:
         return False, None, None, None
     error_type = span.attrs.get("error.type") or exc.get("exception.type")

@@ -7,7 +7,9 @@ full table):
 - OpenTelemetry GenAI (``gen_ai.*``; also what loopscope's collector emits,
   with its own ``loopscope.*`` keys),
 - OpenInference (``openinference.span.kind``, ``tool.name``, ``session.id``),
-- OpenLLMetry / Traceloop (``traceloop.span.kind``, ``traceloop.entity.name``).
+- OpenLLMetry / Traceloop (``traceloop.span.kind``, ``traceloop.entity.name``),
+- the Vercel AI SDK (``ai.operationId``, ``ai.toolCall.*``), and the keys Strands, Google ADK and
+  pydantic-ai's earlier instrumentation add where those leave something out.
 
 Decisions (each record says in ``extra`` when a value was derived rather
 than read):
@@ -56,6 +58,7 @@ from loopscope.analyses.ingest.otlp.aliases import (
     INPUT_TOKEN_KEYS,
     OUTCOMES,
     OUTPUT_TOKEN_KEYS,
+    PLACEHOLDER_IDS,
     RESULT_KEYS,
     TAG_PREFIX,
     TOOL_CALL_ID_KEYS,
@@ -362,7 +365,7 @@ def _convert_prompt(prompt: _Prompt, inside: list[Span], trace_conversation: Any
     for tool in sorted(prompt.tools, key=lambda s: (steps[s.span_id], s.start_ns, s.line_no)):
         own = first(tool.attrs, TOOL_CALL_ID_KEYS)
         call_id: tuple[str, str | None]
-        if own is not None:
+        if own is not None and own not in PLACEHOLDER_IDS:
             call_id = (str(own), None)
         else:
             name, args = tool_name(tool), arguments(tool)
