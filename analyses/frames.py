@@ -127,6 +127,18 @@ class ExportedTable:
         return {"table": self.table, "path": str(self.path), "rows": self.rows}
 
 
+def check_out_dir(out_dir: str | os.PathLike[str]) -> Path:
+    """``out_dir`` as a Path, refused when it is a file (the CLI checks it before opening the store).
+
+    Raises:
+        LoopscopeError: ``out_dir`` is a file.
+    """
+    folder = Path(out_dir)
+    if folder.exists() and not folder.is_dir():
+        raise LoopscopeError(f"--out {folder} is a file, not a folder", hint="give a folder for the Parquet files")
+    return folder
+
+
 def export_parquet(
     con: duckdb.DuckDBPyConnection, out_dir: str | os.PathLike[str], selection: Selection | None = None
 ) -> list[ExportedTable]:
@@ -140,9 +152,7 @@ def export_parquet(
     """
     import duckdb
 
-    folder = Path(out_dir)
-    if folder.exists() and not folder.is_dir():
-        raise LoopscopeError(f"--out {folder} is a file, not a folder", hint="give a folder for the Parquet files")
+    folder = check_out_dir(out_dir)
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

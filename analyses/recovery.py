@@ -570,7 +570,7 @@ def iter_first_unrecovered_all(
     arguments are checked before the first row (same errors as
     ``first_unrecovered_all``); read the iterator while the store is open.
     """
-    _check_list_arguments(classes, limit)
+    check_list_arguments(classes, limit)
     params = _firsts_params(selection, tools, classes, never_resolved) + [limit]
     cur = con.execute(_firsts_sql(con, FIRST_UNRECOVERED_ALL_SQL, selection), params)
     names = [d[0] for d in cur.description or []]
@@ -586,7 +586,7 @@ def count_first_unrecovered(
     never_resolved: bool = False,
 ) -> int:
     """How many conversations ``first_unrecovered_all`` lists with no limit (one count, in the query)."""
-    _check_list_arguments(classes, None)
+    check_list_arguments(classes, None)
     params = _firsts_params(selection, tools, classes, never_resolved)
     return int(con.execute(_firsts_sql(con, COUNT_FIRST_UNRECOVERED_SQL, selection), params).fetchone()[0])
 
@@ -597,7 +597,8 @@ def _batches(cur: duckdb.DuckDBPyConnection, names: list[str], batch: int) -> It
             yield UnrecoveredRow(**dict(zip(names, row)))
 
 
-def _check_list_arguments(classes: tuple[str, ...], limit: int | None) -> None:
+def check_list_arguments(classes: tuple[str, ...], limit: int | None) -> None:
+    """Refuse an unknown ``--class`` or a negative ``--limit`` (the CLI calls it before opening the store)."""
     bad = [c for c in classes if c not in UNRECOVERED_CLASSES]
     if bad:
         raise LoopscopeError(

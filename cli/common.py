@@ -302,6 +302,7 @@ def analysis_store(
     reader_options: Mapping[str, Any] | None = None,
     require_records: bool = True,
     name_quarantined: NameQuarantined = "all",
+    require_store: bool = True,
 ) -> Iterator[Analysis]:
     """``open_for_analysis`` with the progress bar and a line per unreadable file: yields (con, selection, summary).
 
@@ -317,7 +318,7 @@ def analysis_store(
 
     with progress_bar() as bar, newer_store_warnings(), open_for_analysis(
         db, list(paths or ()), selection=selection, input_format=input_format, reader_options=reader_options,
-        progress=None if bar is None else bar.update, require_records=require_records,
+        progress=None if bar is None else bar.update, require_records=require_records, require_store=require_store,
     ) as opened:
         if bar is not None:
             bar.stop()  # loading is over: the analysis may show its own spinner

@@ -162,8 +162,10 @@ class TestRanking:
         assert "[bold red]pwned[/bold red]" in out and "\x1b" not in out and "\\x1b" in out
 
     def test_empty_store(self) -> None:
+        # A store with no record is nothing to lint: said (exit 1), not "No tool errors" (a silent zero).
         result = run("--db", ":memory:")
-        assert result.exit_code == 0 and "No tool errors" in result.stdout
+        assert result.exit_code == 1 and "holds no records" in " ".join(result.output.split())
+        assert "No tool errors" not in result.output
 
 
 def test_blind_mode_flagged_and_corrective_hints_not_on_sample_logs() -> None:

@@ -223,7 +223,15 @@ def test_quarantine_limit_file_csv_and_inert_output(tmp_path: Path) -> None:
     table = invoke("quarantine", "--db", "s.duckdb", "--file", str(tmp_path / "two.jsonl")).stdout
     assert "\x1b" not in table
     assert "\\x1b[31m[bold red]evil[/bold red]" in table
-    empty = invoke("quarantine", "--db", "fresh.duckdb")
+    # No store at that path (a mistyped --db): said, not "No quarantined lines.", and no file made.
+    missing = invoke("quarantine", "--db", "fresh.duckdb")
+    assert missing.exit_code == 1 and "no store at fresh.duckdb" in " ".join(missing.output.split())
+    assert not Path("fresh.duckdb").exists()
+    good = tmp_path / "good"
+    good.mkdir()
+    (good / "ok.jsonl").write_text(GOOD)
+    assert invoke("load", str(good), "--db", "clean.duckdb").exit_code == 0
+    empty = invoke("quarantine", "--db", "clean.duckdb")
     assert empty.exit_code == 0 and "No quarantined lines." in empty.stdout
 
 

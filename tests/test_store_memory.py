@@ -45,7 +45,7 @@ def test_environment_overrides_limit_and_folder(tmp_path: Path, monkeypatch: pyt
 
 def test_a_bad_limit_is_a_user_error_naming_the_variable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(MEMORY_LIMIT_ENV, "lots")
-    result = CliRunner().invoke(app, ["metrics", "--db", str(tmp_path / "s.duckdb")])
+    result = CliRunner().invoke(app, ["metrics", "--db", ":memory:"])  # (a missing file store is refused first)
     assert result.exit_code == 1
     assert MEMORY_LIMIT_ENV in result.output and "Traceback" not in result.output
 

@@ -272,6 +272,49 @@ def _refuse_when_nothing_was_read(summary: Any) -> None:
     )
 
 
+STORE_CONTENT_SQL = """
+SELECT (SELECT count(*) FROM (SELECT 1 FROM tool_calls LIMIT 1))
+     + (SELECT count(*) FROM (SELECT 1 FROM loop_exits LIMIT 1)),
+       (SELECT count(*) FROM quarantine)
+"""
+"""Whether the store holds a record (0 or more), and how many lines its loads set aside."""
+
+
+def _refuse_missing_store(db: str | os.PathLike[str] | None) -> None:
+    """No PATH and no database file at ``db``: opening it would create an empty store and report zeros.
+
+    A mistyped ``--db`` (or a command run in another folder than the load) is the usual cause.
+    """
+    target = str(db) if db is not None else default_db_path()
+    if target == ":memory:" or _is_clickhouse(target) or Path(target).expanduser().exists():
+        return
+    raise LoopscopeError(
+        f"nothing to analyse: no store at {target}, so it holds no records (a mistyped --db, or another folder "
+        "than the load's?)",
+        hint=f"load logs into it first (loopscope load PATH --db {target}), or give the logs as PATHs to this command",
+    )
+
+
+def _refuse_empty_store(con: Any, db: str | os.PathLike[str] | None) -> None:
+    """The store holds no record: every figure would be zero or empty, and mislead."""
+    row = con.execute(STORE_CONTENT_SQL).fetchone()
+    records, quarantined = (int(row[0] or 0), int(row[1] or 0)) if row else (0, 0)
+    if records:
+        return
+    target = str(db) if db is not None else default_db_path()
+    if quarantined:
+        raise LoopscopeError(
+            f"nothing to analyse: the store {target} holds no records; the {quarantined} line(s) its loads "
+            "read were all set aside (quarantined)",
+            hint=f"see why with: loopscope quarantine --db {target}",
+        )
+    where = "" if target == ":memory:" else f" --db {target}"
+    raise LoopscopeError(
+        f"nothing to analyse: the store {target} holds no records",
+        hint=f"load logs into it first (loopscope load PATH{where}), or give the logs as PATHs to this command",
+    )
+
+
 def _bytes_within(path: Path, budget: int) -> int:
     """The bytes of the files at ``path`` (a file, or a folder's files), counted up to just past ``budget``."""
     if path.is_file():
@@ -341,6 +384,7 @@ def open_for_analysis(
     progress: Callable[[int, int], None] | None = None,
     read_only: bool = False,
     require_records: bool = True,
+    require_store: bool = True,
 ) -> Iterator[Analysis]:
     """Open ``db``, load ``paths`` into it first, and close it on the way out, whatever happens.
 
@@ -348,12 +392,18 @@ def open_for_analysis(
     those files (so an analysis reports on exactly them even when the store
     holds more); without, it is ``selection`` (default: every prompt).
 
-    ``require_records``: with PATHs of which none could be read or gave a record, raise rather
-    than analyse nothing (``load`` passes False: it reports such files itself).
+    ``require_records``: with PATHs of which none could be read or gave a record, or without
+    PATHs over a store that holds no record, raise rather than analyse nothing (``load`` passes
+    False: it reports such files itself; ``quarantine`` too: an all-quarantined store is its case).
+    ``require_store``: without PATHs, raise when no database file is at ``db`` rather than create
+    an empty one (a mistyped ``--db``).
 
     Raises:
-        LoopscopeError: bad database, missing path, unreadable file, no PATH gave a record.
+        LoopscopeError: bad database, missing path, unreadable file, no PATH gave a record, no
+            store at ``db`` or no record in it (without PATHs).
     """
+    if not paths and require_store:
+        _refuse_missing_store(db)
     con = connect(db, read_only=read_only, writes=bool(paths))
     stack = ExitStack()
     try:
@@ -387,6 +437,8 @@ def open_for_analysis(
                 wanted = dataclasses.replace(wanted, store_sources=frozenset(summary.source_ids))
         if summary is not None and require_records:
             _refuse_when_nothing_was_read(summary)
+        elif not paths and require_records:
+            _refuse_empty_store(con, db)
         from loopscope.analyses.notices import check_selection
 
         check_selection(con, wanted)

@@ -33,8 +33,9 @@ def export_command(
       loopscope export sample_logs/ --db :memory: --out parquet/
       loopscope export --db prod.duckdb --since 2026-11-01 --agent concierge --out nov/
     """
-    from loopscope.analyses.frames import export_parquet
+    from loopscope.analyses.frames import check_out_dir, export_parquet
 
+    check_out_dir(out)  # before any loading
     with scope.open(status="exporting") as (con, selection, _summary):
         written = export_parquet(con, out, selection)
     rows = [w.to_dict() for w in written]

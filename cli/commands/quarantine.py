@@ -27,7 +27,7 @@ def quarantine(
     from loopscope.cli.common import analysis_store
 
     name = str(Path(file).resolve()) if file and Path(file).exists() else file
-    with analysis_store(db, None) as (con, _selection, _summary):
+    with analysis_store(db, None, require_records=False) as (con, _selection, _summary):
         lines, total = list_quarantine(con, file=name, limit=limit)
     rows = [{"path": q.path, "line_no": q.line_no, "reason": q.reason, "hint": q.hint, "raw": q.raw} for q in lines]
     if fmt is OutputFormat.json:

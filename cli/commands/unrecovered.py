@@ -48,10 +48,13 @@ def unrecovered_command(
       loopscope unrecovered --never-resolved --limit 20
       loopscope unrecovered --limit 20 --format csv > unrecovered.csv
     """
-    from loopscope.analyses.recovery import UNRECOVERED_COLUMNS, count_first_unrecovered, iter_first_unrecovered_all
+    from loopscope.analyses.recovery import (
+        UNRECOVERED_COLUMNS, check_list_arguments, count_first_unrecovered, iter_first_unrecovered_all,
+    )
 
     from loopscope.cli.common import print_notices, selection_notices
 
+    check_list_arguments(tuple(error_class or ()), limit)  # a typo fails before any loading
     with scope.open() as (con, selection, summary):
         found = selection_notices(con, selection, summary is not None)
         rows = iter_first_unrecovered_all(
