@@ -296,14 +296,13 @@ def _result(container: dict[str, Any], call_id: Any, index: int, ts: Optional[da
         error_type = str(error["type"]) if error.get("type") is not None else None
         if isinstance(error.get("message"), str) and error["message"].strip():
             text = error["message"]
-    return ToolResult(
-        index=index,
-        ts=ts,
-        call_id=str(call_id) if call_id is not None else None,
-        text=text,
-        flag=flag,
-        error_type=error_type,
-    )
+    return _tool_result(index, ts, call_id, text, flag, error_type)
+
+
+def _tool_result(index: int, ts: Optional[datetime], call_id: Any, text: str, flag: Optional[bool],
+                 error_type: Optional[str]) -> ToolResult:
+    return ToolResult(index=index, ts=ts, call_id=str(call_id) if call_id is not None else None, text=text,
+                      flag=flag, error_type=error_type)
 
 
 # Vercel AI SDK (v5+) tool-result output types that tell the model its call failed.
@@ -326,14 +325,7 @@ def _aisdk_result(part: dict[str, Any], index: int, ts: Optional[datetime]) -> T
             text = content_text(output.get("value"))
     else:
         text = content_text(part.get("result", output))
-    return ToolResult(
-        index=index,
-        ts=ts,
-        call_id=str(call_id) if call_id is not None else None,
-        text=text,
-        flag=flag,
-        error_type=error_type,
-    )
+    return _tool_result(index, ts, call_id, text, flag, error_type)
 
 
 def _user(message: dict[str, Any], index: int, ts: Optional[datetime]) -> list[Turn]:
