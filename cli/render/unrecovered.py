@@ -71,9 +71,10 @@ def _render_table(console: Console, title: str, rows: list[UnrecoveredRow]) -> N
         table.add_row(
             _ts(r.last_ts),
             f"{inert(r.conversation_id)}\n[dim]{inert(r.prompt_id)}, step {r.step}[/dim]",
-            f"{inert(r.tool_name)}\n[{style}]{r.error_class}[/{style}] [dim]· prev. {r.previous_attempts}[/dim]"
-            + _resolved(r),
-            inert(_message(r, MESSAGE_CHARS)),
+            f"{inert(r.tool_name)}\n[{style}]{r.error_class}[/{style}] [dim]· prev. {r.previous_attempts}[/dim]",
+            # Under the message, which wraps: in the tool column (never wrapped) a long prompt id
+            # widened it and squeezed the message to a sliver.
+            inert(_message(r, MESSAGE_CHARS)) + _resolved(r),
         )
     console.print(table)
 
