@@ -247,27 +247,10 @@ def _assistant(message: dict[str, Any], index: int, ts: Optional[datetime]) -> A
             elif isinstance(block, dict):
                 kind = block.get("type")
                 if kind == "tool-call" and not block.get("providerExecuted"):  # Vercel AI SDK
-                    block_id = block.get("toolCallId")
-                    arguments, valid = _decode_arguments(block.get("input", block.get("args")))
-                    turn.calls.append(
-                        ToolCallRequest(
-                            id=str(block_id) if block_id is not None else None,
-                            name=str(block.get("toolName", "unknown")),
-                            arguments=arguments,
-                            arguments_valid=valid,
-                        )
-                    )
+                    turn.calls.append(_call_request(block.get("toolCallId"), block.get("toolName"),
+                                                    block.get("input", block.get("args"))))
                 elif kind == "tool_use":  # Anthropic client tool (server tools run on the provider's side)
-                    block_id = block.get("id")
-                    arguments, valid = _decode_arguments(block.get("input"))
-                    turn.calls.append(
-                        ToolCallRequest(
-                            id=str(block_id) if block_id is not None else None,
-                            name=str(block.get("name", "unknown")),
-                            arguments=arguments,
-                            arguments_valid=valid,
-                        )
-                    )
+                    turn.calls.append(_call_request(block.get("id"), block.get("name"), block.get("input")))
                 elif kind in ("text", "output_text") and str(block.get("text") or "").strip():
                     turn.has_text = True
     calls = message.get("tool_calls")
@@ -297,6 +280,13 @@ def _result(container: dict[str, Any], call_id: Any, index: int, ts: Optional[da
         if isinstance(error.get("message"), str) and error["message"].strip():
             text = error["message"]
     return _tool_result(index, ts, call_id, text, flag, error_type)
+
+
+def _call_request(call_id: Any, name: Any, raw_arguments: Any) -> ToolCallRequest:
+    """A tool call asked for in a content block (Anthropic ``tool_use``, AI SDK ``tool-call``)."""
+    arguments, valid = _decode_arguments(raw_arguments)
+    return ToolCallRequest(id=str(call_id) if call_id is not None else None,
+                           name=str(name if name is not None else "unknown"), arguments=arguments, arguments_valid=valid)
 
 
 def _tool_result(index: int, ts: Optional[datetime], call_id: Any, text: str, flag: Optional[bool],
