@@ -662,19 +662,8 @@ def test_collector_otel_traces_identical_to_otlp_file(tmp_path: Path, ch_url: st
     con = connect_clickhouse(ch_url)
     try:
         assert con.layout == "otel"
-        want_calls, got_calls = _facts(duck, SPAN_CALLS_SQL), _facts(con, SPAN_CALLS_SQL)
-        assert len(got_calls) == len(want_calls) > 0
-        from_messages = {r[0] for r in duck.execute(
-            "SELECT span_id FROM tool_calls WHERE json_extract(extra, '$.tool_call_id_from_messages')::BOOLEAN"
-        ).fetchall()}
-        for want, got in zip(want_calls, got_calls):
-            assert got[:-1] == want[:-1]
-            assert got[-1] == (got[-2] if want[-2] in from_messages else want[-1])
-        assert _facts(con, SPAN_EXITS_SQL) == _facts(duck, SPAN_EXITS_SQL)
-        assert _facts(con, PROMPTS_SQL) == _facts(duck, PROMPTS_SQL)
-        classes = "SELECT conversation_id, prompt_id, tool_name, step, error_class, resolved_later FROM errors_v ORDER BY ALL"
-        assert _facts(con, classes) == _facts(duck, classes)
-        errors = duck.execute("SELECT count(*) FROM errors_v").fetchone()[0]
+        want_calls, errors = _spans_read_alike(duck, con)
+        assert len(want_calls) > 0
     finally:
         con.close()
         duck.close()
@@ -683,6 +672,28 @@ def test_collector_otel_traces_identical_to_otlp_file(tmp_path: Path, ch_url: st
     assert seen["--by tool"]["groups"] if isinstance(seen["--by tool"], dict) else seen["--by tool"]
     same_json_output(duck_db, ch_url, "lint")
     same_json_output(duck_db, ch_url, "audit")
+
+
+def _spans_read_alike(duck: Any, con: Any) -> tuple[list[Any], int]:
+    """Assert the store read from otel_traces (``con``) holds what the OTLP file reader stored (``duck``).
+
+    Tool calls column by column (a call id the file reader took from the messages may differ: the
+    span id stands in), loop exits, prompts and error classes. Returns the file reader's tool calls
+    and its error count.
+    """
+    want_calls, got_calls = _facts(duck, SPAN_CALLS_SQL), _facts(con, SPAN_CALLS_SQL)
+    from_messages = {r[0] for r in duck.execute(
+        "SELECT span_id FROM tool_calls WHERE json_extract(extra, '$.tool_call_id_from_messages')::BOOLEAN"
+    ).fetchall()}
+    assert len(got_calls) == len(want_calls)
+    for want, got in zip(want_calls, got_calls):
+        assert got[:-1] == want[:-1]
+        assert got[-1] == (got[-2] if want[-2] in from_messages else want[-1])
+    assert _facts(con, SPAN_EXITS_SQL) == _facts(duck, SPAN_EXITS_SQL)
+    assert _facts(con, PROMPTS_SQL) == _facts(duck, PROMPTS_SQL)
+    classes = "SELECT conversation_id, prompt_id, tool_name, step, error_class, resolved_later FROM errors_v ORDER BY ALL"
+    assert _facts(con, classes) == _facts(duck, classes)
+    return want_calls, int(duck.execute("SELECT count(*) FROM errors_v").fetchone()[0])
 
 
 # Counted by hand from the spans (tests/fixtures/otlp/README.md, "Other instrumentations"): tool calls, errors
@@ -706,19 +717,7 @@ def test_other_instrumentations_otel_traces_identical_to_otlp_file(tmp_path: Pat
     duck = connect(duck_db, read_only=True)
     con = connect_clickhouse(ch_url)
     try:
-        want_calls, got_calls = _facts(duck, SPAN_CALLS_SQL), _facts(con, SPAN_CALLS_SQL)
-        from_messages = {r[0] for r in duck.execute(
-            "SELECT span_id FROM tool_calls WHERE json_extract(extra, '$.tool_call_id_from_messages')::BOOLEAN"
-        ).fetchall()}
-        assert len(got_calls) == len(want_calls)
-        for want, got in zip(want_calls, got_calls):
-            assert got[:-1] == want[:-1]
-            assert got[-1] == (got[-2] if want[-2] in from_messages else want[-1])
-        assert _facts(con, SPAN_EXITS_SQL) == _facts(duck, SPAN_EXITS_SQL)
-        assert _facts(con, PROMPTS_SQL) == _facts(duck, PROMPTS_SQL)
-        classes = "SELECT conversation_id, prompt_id, tool_name, step, error_class, resolved_later FROM errors_v ORDER BY ALL"
-        assert _facts(con, classes) == _facts(duck, classes)
-        errors = duck.execute("SELECT count(*) FROM errors_v").fetchone()[0]
+        want_calls, errors = _spans_read_alike(duck, con)
     finally:
         con.close()
         duck.close()
