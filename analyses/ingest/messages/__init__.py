@@ -36,6 +36,7 @@ from loopscope.analyses.ingest import jsontext
 from loopscope.analyses.errors import LoopscopeError
 from loopscope.analyses.ingest.files import UnreadableFile
 from loopscope.analyses.ingest.formats import BadLine, ReaderOutput
+from loopscope.analyses.ingest.messages import calllog
 from loopscope.analyses.ingest.messages.errors import ErrorRules, parse_error_when
 from loopscope.analyses.ingest.messages.records import LINE_TIME_KEY, conversation_records
 from loopscope.analyses.ingest.messages.turns import TIMESTAMP_KEYS, langchain_message, parse_timestamp
@@ -67,6 +68,7 @@ class _Conversation:
         self.raw: list[Any] = messages  # as read, before _stamped: snapshots compare against it
         self.obj = obj if isinstance(obj, dict) else {}
         self.ordinal = ordinal
+        self.cid: Optional[str] = None  # set when the id is not in ``obj`` (a model-call log's threads)
 
 
 def sniff(head: bytes) -> bool:
@@ -466,6 +468,17 @@ def _stamped(messages: list[Any], stamp: Optional[Any]) -> list[Any]:
     ]
 
 
+def _call_times(root: dict[str, Any]) -> tuple[Optional[Any], Optional[Any]]:
+    """When a logged model call was sent and its reply came (each: its own key, else the line's time)."""
+    line = _time_of(root)
+    sent, got = (
+        next((root[k] for k in keys if parse_timestamp(root.get(k)) is not None), None)
+        for keys in (calllog.SENT_TIME_KEYS, calllog.REPLY_TIME_KEYS)
+    )
+    sent = sent if sent is not None else line
+    return sent, got if got is not None else sent
+
+
 class _Collector:
     """Gathers the conversations of one file, in order, joining lines of one conversation."""
 
@@ -475,6 +488,47 @@ class _Collector:
         self.conversations: list[_Conversation] = []
         self.by_id: dict[str, _Conversation] = {}
         self.anonymous_log: Optional[_Conversation] = None
+        self.threads = calllog.Threads()  # a model-call log's lines (calllog)
+        self.branches = 0
+        self.no_reply = 0  # logged calls with no reply (a failed request): not read
+
+    def cid(self, conv: _Conversation) -> str:
+        return conv.cid or _conversation_id(conv.obj, self.id_key, self.path, conv.ordinal)
+
+    def add_call(self, root: dict[str, Any], history: list[Any], reply: dict[str, Any], line_no: Optional[int]) -> None:
+        """One logged model call (calllog): continue the conversation it extends, else start one."""
+        session = _explicit_id(root, self.id_key) if self.id_key else calllog.session_id(root)
+        conv, new, branch, digests = self.threads.add(history, reply, session)
+        shared = history[: len(history) + 1 - len(new)]
+        if branch and not _has_structured_calls(shared):
+            # the same opening (system prompt, a user's first words) and no tool call yet: another
+            # conversation that starts alike, or a retried first call; nothing would count twice
+            conv, new, branch = None, history + [reply], False
+        sent, got = _call_times(root)
+        messages = _stamped(new[:-1], sent) + _stamped(new[-1:], got)
+        if conv is not None and not branch:
+            conv.messages.extend(messages)
+        else:
+            parent = conv
+            conv = _Conversation(messages, {}, len(self.conversations) + 1, line_no)
+            if parent is not None:
+                self.branches += 1
+                conv.cid = f"{self.cid(parent)}/branch-{self.branches}"
+            else:
+                conv.cid = session or calllog.trace_id(root)
+            self.conversations.append(conv)
+        self.threads.record(conv, digests)
+        conv.obj.pop("termination_reason", None)  # a failed call before this one was retried: the loop went on
+
+    def failed_call(self, root: dict[str, Any], history: list[Any]) -> None:
+        """A logged call with no reply: when it continues a conversation, that loop stopped on it (unless a
+        later call goes on from the same point)."""
+        self.no_reply += 1
+        session = _explicit_id(root, self.id_key) if self.id_key else calllog.session_id(root)
+        conv, new = self.threads.add_failed(history, session)
+        if conv is not None:
+            conv.messages.extend(_stamped(new, _call_times(root)[0]))
+            conv.obj["termination_reason"] = "model_call_failed"
 
     def add(self, obj: Any, messages: list[Any], joinable: bool, line_no: Optional[int] = None) -> None:
         ordinal = len(self.conversations) + 1
@@ -535,6 +589,16 @@ def _gather(root: Any, line_no: Optional[int], selector: Optional[str], coll: _C
     if jsonl and selector is None and _is_message(root):
         coll.add_message_line(root, line_no)
         return
+    if selector is None:
+        calls = [root] if isinstance(root, dict) else root if isinstance(root, list) else []
+        entries = [calllog.call_entry(c) for c in calls]
+        if entries and all(e is not None for e in entries):  # a model-call log: history + reply per call
+            for call, (history, reply) in zip(calls, entries):
+                if reply is None:
+                    coll.failed_call(call, history)
+                else:
+                    coll.add_call(call, history, reply, line_no)
+            return
     pairs = _select(root, selector) if selector else _auto(root)
     if not pairs:
         if pairs is None or selector:
@@ -632,7 +696,7 @@ def read(path: Path, options: Mapping[str, Any]) -> ReaderOutput:
         info = conv.obj.get("info")
         if termination is None and isinstance(info, dict) and "history" in conv.obj:
             termination = info.get("exit_status")  # SWE-agent: how the run ended
-        cid = _conversation_id(conv.obj, id_key, path, conv.ordinal)
+        cid = coll.cid(conv)
         try:
             result = conversation_records(
                 conv.messages,
@@ -663,6 +727,18 @@ def read(path: Path, options: Mapping[str, Any]) -> ReaderOutput:
                 "function_call or tool result) in the file",
             }
         )
+    for conv in coll.conversations:
+        if conv.cid and "/branch-" in conv.cid:
+            out.violations.append({
+                "conversation_id": conv.cid, "prompt_id": None, "tool_call_id": None, "kind": "call_log_branch",
+                "detail": f"{path.name}: a logged model call re-sent an earlier point of {conv.cid.rsplit('/branch-', 1)[0]!r} "
+                "after it had gone on (a retried or regenerated call); read as its own conversation from that point",
+            })
+    if coll.no_reply:
+        out.violations.append({
+            "conversation_id": None, "prompt_id": None, "tool_call_id": None, "kind": "call_log_no_reply",
+            "detail": f"{path.name}: {coll.no_reply} logged model call(s) have no reply (a failed request): not read",
+        })
     if unflagged:
         # The likeliest silent mistake: a log that marks errors only in the text, loaded with the
         # default convention, shows no errors at all. Say so once per file.

@@ -76,6 +76,8 @@ TERMINATION_EXITS = {
     "max_steps": ("budget_exceeded", "max_steps"),
     "too_many_errors": ("error", "too_many_errors"),
     "infrastructure_error": ("error", "infrastructure_error"),
+    # a model-call log (calllog) whose conversation's last logged call failed and was not retried
+    "model_call_failed": ("error", "model_call_failed"),
     # SWE-agent ``info.exit_status``: the agent ends its run with a ``submit`` tool call, so the
     # last prompt's last response asked for a tool; ``submitted`` is that normal end. A forced
     # end is ``exit_<why>``, and ``submitted (exit_<why>)`` an autosubmission after one.

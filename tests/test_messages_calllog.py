@@ -1,0 +1,203 @@
+"""Model-call logs (a gateway's or proxy's line per model call: history sent + reply) through the CLI.
+
+tests/fixtures/calllog/litellm_calls.jsonl is LiteLLM 1.110.2's own StandardLoggingPayload of a
+scripted loop (make_litellm_log.py says what the loop did; the counts below are from it, by hand).
+Before this reader, the same file gave 4 prompts (3 open), 7 tool calls and 2 replays: every
+line read as its own conversation, each tool call counted once per later line.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from typer.testing import CliRunner
+
+from loopscope.cli.app import app
+
+HERE = Path(__file__).resolve().parent
+LITELLM = HERE / "fixtures" / "calllog" / "litellm_calls.jsonl"
+
+runner = CliRunner()
+
+
+def run(*args: str) -> Any:
+    result = runner.invoke(app, list(args), catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def figures(path: Path, *options: str) -> dict[str, Any]:
+    m = run("metrics", "--db", ":memory:", "--format", "json", *options, str(path))
+    return {k: m[k] for k in ("prompts", "open_prompts", "tool_calls", "errors", "recovered_errors", "replays")}
+
+
+def _write(path: Path, lines: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+def test_litellm_log_counts_each_call_once(tmp_path: Path) -> None:
+    # s-refund: lookup_order (Error), lookup_order (ok), answer; refund (ok), answer -> 2 prompts, 3 calls.
+    # no session: get_weather x2 in one reply (ok, Error), answer -> 1 prompt, 2 calls; its second model
+    # call is logged twice (same history): not two more prompts, no call counted twice.
+    assert figures(LITELLM, "--error-when", "prefix") == {
+        "prompts": 3, "open_prompts": 0, "tool_calls": 5, "errors": 2, "recovered_errors": 1, "replays": 0,
+    }
+    load = run("load", "--db", "s.duckdb", "--format", "json", "--error-when", "prefix", str(LITELLM))
+    assert (load["tool_calls"], load["loop_exits"], load["quarantined"]) == (5, 3, 0)
+    rows = run("unrecovered", "--db", "s.duckdb", "--format", "json")
+    # the conversation is named by LiteLLM's trace id (the session id the loop sent, or its own)
+    assert [(r["tool_name"], r["error_message"], r["class"]) for r in rows] == [
+        ("get_weather", "Error: rate limited", "gave_up")]
+    import duckdb
+
+    con = duckdb.connect("s.duckdb", read_only=True)
+    try:
+        kinds = sorted(con.execute("SELECT kind FROM protocol_violations").fetchall())
+        conversations = con.execute("SELECT DISTINCT conversation_id FROM tool_calls ORDER BY 1").fetchall()
+        synthetic = con.execute("SELECT count(*) FROM tool_calls WHERE ts < TIMESTAMP '1971-01-01'").fetchone()[0]
+    finally:
+        con.close()
+    # the retried call (a branch: read from its branch point, where it adds no call) and the failed one
+    assert ("call_log_branch",) in kinds and ("call_log_no_reply",) in kinds
+    assert ("s-refund",) in conversations and len(conversations) == 2
+    assert synthetic == 0  # times from startTime / endTime
+
+
+def _openai_call(history: list[dict[str, Any]], reply: dict[str, Any], finish: str, **extra: Any) -> dict[str, Any]:
+    return {"request": {"model": "gpt-4o", "messages": history},
+            "response": {"choices": [{"index": 0, "message": reply, "finish_reason": finish}]}, **extra}
+
+
+def _tc(call_id: str, name: str, args: str = "{}") -> dict[str, Any]:
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": args}}
+
+
+USER = {"role": "user", "content": "book it"}
+
+
+def test_reply_reserialized_by_the_client_still_threads(tmp_path: Path) -> None:
+    # The reply comes back with content null and compact arguments; the client re-sends it with
+    # content "" and spaced arguments, and drops `refusal`: the same message.
+    a1 = {"role": "assistant", "content": None, "refusal": None, "tool_calls": [_tc("c1", "search", '{"q":"x"}')]}
+    a1_sent = {"role": "assistant", "content": "", "tool_calls": [_tc("c1", "search", '{"q": "x"}')]}
+    t1 = {"role": "tool", "tool_call_id": "c1", "content": "Error: timeout"}
+    a2 = {"role": "assistant", "content": None, "tool_calls": [_tc("c2", "search", '{"q":"y"}')]}
+    t2 = {"role": "tool", "tool_call_id": "c2", "content": "3 flights"}
+    done = {"role": "assistant", "content": "Booked."}
+    path = _write(tmp_path / "proxy.jsonl", [
+        _openai_call([USER], a1, "tool_calls", timestamp="2026-11-20T10:00:00Z"),
+        _openai_call([USER, a1_sent, t1], a2, "tool_calls", timestamp="2026-11-20T10:00:02Z"),
+        _openai_call([USER, a1_sent, t1, a2, t2], done, "stop", timestamp="2026-11-20T10:00:04Z"),
+    ])
+    assert figures(path, "--error-when", "prefix") == {
+        "prompts": 1, "open_prompts": 0, "tool_calls": 2, "errors": 1, "recovered_errors": 1, "replays": 0,
+    }
+
+
+def test_anthropic_responses_and_a_second_prompt(tmp_path: Path) -> None:
+    use = {"role": "assistant", "content": [{"type": "tool_use", "id": "tu1", "name": "refund", "input": {"o": 1}}]}
+    result = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "tu1", "is_error": True,
+                                           "content": "order 1 is not refundable"}]}
+    answer = {"role": "assistant", "content": [{"type": "text", "text": "I cannot refund it."}]}
+    again = {"role": "user", "content": "try order 2"}
+    use2 = {"role": "assistant", "content": [{"type": "tool_use", "id": "tu2", "name": "refund", "input": {"o": 2}}]}
+    ok2 = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "tu2", "content": "refunded"}]}
+
+    def call(history: list[dict[str, Any]], reply: dict[str, Any], stop: str) -> dict[str, Any]:
+        return {"request_body": {"model": "claude", "messages": history},
+                "response_body": {"type": "message", **reply, "stop_reason": stop}, "session_id": "sess-9"}
+
+    path = _write(tmp_path / "anthropic.jsonl", [
+        call([USER], use, "tool_use"),
+        call([USER, use, result], answer, "end_turn"),
+        call([USER, use, result, answer, again], use2, "tool_use"),
+        call([USER, use, result, answer, again, use2, ok2], {"role": "assistant", "content": "Done."}, "end_turn"),
+    ])
+    # prompt 1: refund (error, never recovered: the model gave up); prompt 2: refund (ok)
+    assert figures(path) == {
+        "prompts": 2, "open_prompts": 0, "tool_calls": 2, "errors": 1, "recovered_errors": 0, "replays": 0,
+    }
+    rows = run("unrecovered", "--db", ":memory:", "--format", "json", str(path))
+    assert [(r["conversation_id"], r["class"]) for r in rows] == [("sess-9", "gave_up")]
+
+
+def test_conversations_that_open_alike_stay_apart(tmp_path: Path) -> None:
+    # Two runs of the same scheduled prompt, no session ids: the second's first call re-sends what the
+    # first's did. Nothing of the first has a tool call yet, so it is another conversation, read whole.
+    a = {"role": "assistant", "content": None, "tool_calls": [_tc("r1", "report")]}
+    b = {"role": "assistant", "content": None, "tool_calls": [_tc("r2", "report")]}
+    path = _write(tmp_path / "cron.jsonl", [
+        _openai_call([USER], a, "tool_calls"),
+        _openai_call([USER, a, {"role": "tool", "tool_call_id": "r1", "content": "ok"}], {"role": "assistant", "content": "sent"}, "stop"),
+        _openai_call([USER], b, "tool_calls"),
+        _openai_call([USER, b, {"role": "tool", "tool_call_id": "r2", "content": "ok"}], {"role": "assistant", "content": "sent"}, "stop"),
+    ])
+    assert figures(path) == {
+        "prompts": 2, "open_prompts": 0, "tool_calls": 2, "errors": 0, "recovered_errors": 0, "replays": 0,
+    }
+
+
+def test_a_branch_after_tool_calls_counts_them_once(tmp_path: Path) -> None:
+    # call 2 is sent twice (a regenerate); the conversation goes on from the second reply
+    a1 = {"role": "assistant", "content": None, "tool_calls": [_tc("c1", "search")]}
+    t1 = {"role": "tool", "tool_call_id": "c1", "content": "found"}
+    first = {"role": "assistant", "content": None, "tool_calls": [_tc("c2", "book")]}
+    second = {"role": "assistant", "content": None, "tool_calls": [_tc("c3", "book")]}
+    t3 = {"role": "tool", "tool_call_id": "c3", "content": "booked"}
+    path = _write(tmp_path / "branch.jsonl", [
+        _openai_call([USER], a1, "tool_calls"),
+        _openai_call([USER, a1, t1], first, "tool_calls"),
+        _openai_call([USER, a1, t1], second, "tool_calls"),
+        _openai_call([USER, a1, t1, second, t3], {"role": "assistant", "content": "done"}, "stop"),
+    ])
+    m = figures(path)
+    # search once (not once per branch); book c3 once, as the branch's own conversation from the
+    # branch point; c2 was never run (no result): no record
+    assert (m["tool_calls"], m["replays"]) == (2, 0)
+    load = run("load", "--db", "b.duckdb", "--format", "json", str(path))
+    assert load["protocol_violations"] >= 1
+
+
+def test_a_failed_model_call_ends_the_loop_and_keeps_its_results(tmp_path: Path) -> None:
+    # the tool ran and its result was sent, but the model call carrying it failed: the call counts,
+    # and the loop ended on an error. A retry of the failed call that succeeds would go on instead.
+    a1 = {"role": "assistant", "content": None, "tool_calls": [_tc("c1", "deploy")]}
+    t1 = {"role": "tool", "tool_call_id": "c1", "content": "deployed"}
+    failed = {"request": {"messages": [USER, a1, t1]}, "response": {"error": {"message": "overloaded"}},
+              "status": "failure"}
+    path = _write(tmp_path / "failed.jsonl", [_openai_call([USER], a1, "tool_calls"), failed])
+    assert figures(path) == {
+        "prompts": 1, "open_prompts": 0, "tool_calls": 1, "errors": 0, "recovered_errors": 0, "replays": 0,
+    }
+    run("load", "--db", "f.duckdb", "--format", "json", str(path))
+    import duckdb
+
+    con = duckdb.connect("f.duckdb", read_only=True)
+    try:
+        assert con.execute("SELECT exit_reason, error_type FROM loop_exits").fetchall() == [("error", "model_call_failed")]
+    finally:
+        con.close()
+    retried = _write(tmp_path / "retried.jsonl", [
+        _openai_call([USER], a1, "tool_calls"), failed,
+        _openai_call([USER, a1, t1], {"role": "assistant", "content": "Deployed."}, "stop"),
+    ])
+    run("load", "--db", "r.duckdb", "--format", "json", str(retried))
+    con = duckdb.connect("r.duckdb", read_only=True)
+    try:
+        assert con.execute("SELECT exit_reason FROM loop_exits").fetchall() == [("end_turn",)]
+        assert con.execute("SELECT count(*) FROM tool_calls").fetchone()[0] == 1
+    finally:
+        con.close()
+
+
+def test_a_conversation_with_a_final_response_field_is_still_a_conversation(tmp_path: Path) -> None:
+    # {"messages": [...], "response": "text"}: not a model-call line (the response is no reply the
+    # reader knows, nor a failure): read as a conversation, as before
+    a1 = {"role": "assistant", "content": None, "tool_calls": [_tc("c1", "search")]}
+    t1 = {"role": "tool", "tool_call_id": "c1", "content": "found"}
+    path = _write(tmp_path / "conv.jsonl", [
+        {"id": "k1", "messages": [USER, a1, t1, {"role": "assistant", "content": "ok"}], "response": "ok"}])
+    assert figures(path)["tool_calls"] == 1
