@@ -36,7 +36,7 @@ from loopscope.analyses.ingest import jsontext
 from loopscope.analyses.errors import LoopscopeError
 from loopscope.analyses.ingest.files import UnreadableFile
 from loopscope.analyses.ingest.formats import BadLine, ReaderOutput
-from loopscope.analyses.ingest.messages import calllog
+from loopscope.analyses.ingest.messages import calllog, sharegpt
 from loopscope.analyses.ingest.messages.errors import ErrorRules, parse_error_when
 from loopscope.analyses.ingest.messages.records import LINE_TIME_KEY, conversation_records
 from loopscope.analyses.ingest.messages.turns import TIMESTAMP_KEYS, langchain_message, parse_timestamp
@@ -52,6 +52,7 @@ TOO_DEEP = "JSON nested too deeply to read (deeper than Python's recursion limit
 SNIFF_MARKERS = (
     b'"messages"', b'"simulations"', b'"role"', b'"termination_reason"', b'"agent_info"', b'"user_info"', b'"traj"',
     b'"history"', b'"trajectory"',  # SWE-agent .traj (its trajectory steps come first)
+    b'"conversations"',  # ShareGPT (sharegpt)
 )
 # A ToolBench / StableToolBench answer file starts with its search tree, whose nodes carry these.
 TREE_MARKERS = (b'"node_type"', b'"is_terminal"')
@@ -160,6 +161,8 @@ def _auto(root: Any) -> Optional[list[tuple[Any, Any]]]:
         if isinstance(root.get("messages"), list):
             return [(root, root["messages"])]
         convs = root.get("conversations")
+        if isinstance(convs, list) and convs and all(sharegpt.is_turn(t) for t in convs):
+            return [(root, sharegpt.to_messages(convs))]  # ShareGPT: {conversations: [{from, value}]}
         if isinstance(convs, list) and all(isinstance(c, dict) and "messages" in c for c in convs):
             return [(c, c["messages"]) for c in convs]
         samples = root.get("samples")
@@ -174,6 +177,11 @@ def _auto(root: Any) -> Optional[list[tuple[Any, Any]]]:
             return []
         if all(_is_message(m) for m in root):
             return [({}, root)]  # a bare messages list
+        if all(sharegpt.is_turn(t) for t in root):
+            return [({}, sharegpt.to_messages(root))]  # a bare list of ShareGPT turns
+        if all(isinstance(c, dict) and isinstance(c.get("conversations"), list) and c["conversations"]
+               and all(sharegpt.is_turn(t) for t in c["conversations"]) for c in root):
+            return [(c, sharegpt.to_messages(c["conversations"])) for c in root]  # ShareGPT records (APIGen-MT)
         if all(isinstance(c, dict) and isinstance(c.get("messages"), list) for c in root):
             return [(c, c["messages"]) for c in root]
         if all(isinstance(c, dict) and isinstance(c.get("traj"), list) for c in root):
