@@ -239,3 +239,27 @@ def test_events_one_per_line_and_forced_messages_format(tmp_path: Path) -> None:
     # the messages reader, forced on it, names the format and points to the reader
     forced = run("load", "--db", "m.duckdb", "--input-format", "messages", str(WRONG_STATE), code=1)
     assert "--input-format openhands" in " ".join(forced.output.split())
+
+
+def test_non_event_elements_and_a_loose_error_are_not_lost(tmp_path: Path) -> None:
+    # A list element that is not an object goes to the quarantine with its line; an error
+    # observation tied to no action (no cause, no tool call id) is counted, not dropped; a JSON
+    # Lines stream whose last line was cut keeps the lines before it.
+    run1 = _call(1, 1, "run", "execute_bash", "c1", "r1", {"command": "ls"})
+    stream: list[Any] = [
+        _user(0, 0, "list"), 42,
+        run1, _observation(2, 2, "run", 1, run1, "a.py", {"metadata": {"exit_code": 0}}),
+        _event(3, 3, source="environment", observation="error", content="The agent got stuck", extras={}),
+    ]
+    summary = load(write(tmp_path, "mixed.json", stream))
+    assert (summary["tool_calls"], summary["quarantined"]) == (1, 1)
+    assert summary["skipped_types"] == {"openhands observation error (answers no call)": 1}
+    bad = json.loads(run("quarantine", "--db", "store.duckdb", "--format", "json").stdout)
+    line_of_42 = [x.strip() for x in json.dumps(stream, indent=2).splitlines()].index("42,") + 1
+    assert bad[0]["line_no"] == line_of_42 and "not an event object" in bad[0]["reason"]
+
+    lines = [json.dumps(e) for e in stream if isinstance(e, dict)]
+    cut = tmp_path / "cut.jsonl"
+    cut.write_text("\n".join(lines[:-1]) + "\n" + lines[-1][:20], encoding="utf-8")
+    summary = load(cut, db="cut.duckdb")
+    assert (summary["details"][0]["input_format"], summary["tool_calls"], summary["quarantined"]) == ("openhands", 1, 1)

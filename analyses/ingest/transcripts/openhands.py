@@ -185,18 +185,26 @@ def _events(path: Path, bad: list[Any], bad_line: Any) -> Iterator[tuple[int, An
     pos = text.index("[") + 1
     n = len(text)
     ws = re.compile(r"\s*")
+    counted, line = 0, 1  # line number of ``counted``, advanced as the reading goes (no rescans)
+
+    def line_at(at: int) -> int:
+        nonlocal counted, line
+        line += text.count("\n", counted, at)
+        counted = at
+        return line
+
     while True:
         pos = ws.match(text, pos).end()
         if pos >= n:
-            bad.append(bad_line(text.count("\n", 0, pos) + 1, "the list of events ends early (no closing ']'): "
+            bad.append(bad_line(line_at(pos), "the list of events ends early (no closing ']'): "
                                 "the file was cut short; the events before were loaded", ""))
             return
         if text[pos] == "]":
             rest = text[pos + 1:].strip()
             if rest:
-                bad.append(bad_line(text.count("\n", 0, pos) + 1, "text after the end of the list of events, not read", rest[:RAW_CAP]))
+                bad.append(bad_line(line_at(pos), "text after the end of the list of events, not read", rest[:RAW_CAP]))
             return
-        line_no = text.count("\n", 0, pos) + 1
+        line_no = line_at(pos)
         try:
             value, end = decoder.raw_decode(text, pos)
         except json.JSONDecodeError as exc:
@@ -207,12 +215,15 @@ def _events(path: Path, bad: list[Any], bad_line: Any) -> Iterator[tuple[int, An
             bad.append(bad_line(line_no, "JSON nested too deeply to read; this event and the rest of the file were not read",
                                 text[pos:pos + RAW_CAP]))
             return
-        yield line_no, value
+        if isinstance(value, dict):
+            yield line_no, value
+        else:
+            bad.append(bad_line(line_no, f"a JSON {type(value).__name__}, not an event object", text[pos:min(end, pos + RAW_CAP)]))
         pos = ws.match(text, end).end()
         if pos < n and text[pos] == ",":
             pos += 1
         elif pos < n and text[pos] != "]":
-            bad.append(bad_line(text.count("\n", 0, pos) + 1, "expected ',' or ']' between events; the rest of the file was not read",
+            bad.append(bad_line(line_at(pos), "expected ',' or ']' between events; the rest of the file was not read",
                                 text[pos:pos + RAW_CAP]))
             return
 
@@ -309,7 +320,7 @@ class _Reader:
             self._tokens(step, ts, line_no, meta)
             session.end("refusal", ts, line_no, source="reject")
             return
-        if action == "message" and meta is None:
+        if action == "message":  # what the model said: a response, never a tool call
             self._tokens(step, ts, line_no, meta)
             return
         if meta is not None or action in TOOL_ACTIONS:
