@@ -19,7 +19,8 @@ Kinds:
   chat without tools, or an agent that writes its actions in the text, whose
   observations then count as prompts.
 - ``unread_exit_status``: a Codex rollout had outputs of command tools
-  (``exec_command``, ``shell``...) that state no exit code and no running
+  (``exec_command``, ``shell``...), or an OpenHands event stream ``run``
+  observations, that state no exit code and no running
   process (the reader's finding, kept in ``protocol_violations``): an edited or
   redacted log, or a Codex that writes its outputs another way; they count as
   successes, so the error figures may be too low.
@@ -204,6 +205,9 @@ def notices(
                 f"{count} output(s) of command tools in {path} ({tools}) state no exit code: loopscope cannot "
                 "tell whether those commands failed and counted them as successes, so the error figures may be "
                 "too low",
+                ("OpenHands writes each command's exit code in its run observation (extras.metadata.exit_code): "
+                 "an edited or trimmed event log loses it; see docs/inputs.md")
+                if "OpenHands run" in tools else
                 "Codex writes 'Process exited with code N' (or 'Exit code: N') in each command's output: an edited "
                 "or redacted log loses it; if your Codex writes it another way, see docs/inputs.md",
                 count,

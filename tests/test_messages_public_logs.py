@@ -303,6 +303,8 @@ def test_a_plain_history_chat_is_not_taken_for_swe_agent(tmp_path: Path) -> None
 def test_openhands_event_streams_are_named(tmp_path: Path) -> None:
     # OpenHands' documented event dicts (event_to_dict): {id, timestamp, source, action, args,
     # tool_call_metadata} and {id, source, observation, cause, extras}. Constructed, two events.
+    # They used to be refused by name; the openhands reader reads them now (tests/test_transcripts_openhands.py),
+    # and the messages reader, forced on them, still names them and points to it.
     events = [
         {"id": 1, "timestamp": "2025-01-01T00:00:00", "source": "agent", "action": "run",
          "args": {"command": "ls"}, "tool_call_metadata": {"function_name": "execute_bash", "tool_call_id": "toolu_1"}},
@@ -311,15 +313,18 @@ def test_openhands_event_streams_are_named(tmp_path: Path) -> None:
     ]
     as_list = tmp_path / "trajectory.json"
     as_list.write_text(json.dumps(events, indent=1), encoding="utf-8")
-    summary = load(as_list, code=1)
-    assert "OpenHands event stream" in summary["details"][0]["error"]
+    summary = load(as_list)
+    assert (summary["details"][0]["input_format"], summary["tool_calls"]) == ("openhands", 1)
+    forced = load(as_list, "--input-format", "messages", code=1)
+    assert "OpenHands event stream" in forced["details"][0]["error"]
+    assert "--input-format openhands" in forced["details"][0]["error"]
     as_lines = tmp_path / "events.jsonl"
     as_lines.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
     run("load", "--db", "store.duckdb", "--input-format", "messages", str(as_lines), code=1)
     bad = json.loads(run("quarantine", "--db", "store.duckdb", "--format", "json").stdout)
     assert len(bad) == 2 and all("OpenHands event" in json.dumps(b) for b in bad)
-    auto = run("load", "--db", "auto.duckdb", str(as_lines), code=1)  # detected as records, then named
-    assert "OpenHands event stream" in auto.output and "Traceback" not in auto.output
+    auto = run("load", "--db", "auto.duckdb", "--format", "json", str(as_lines))  # detected from its first line
+    assert json.loads(auto.stdout)["details"][0]["input_format"] == "openhands" and "Traceback" not in auto.output
 
 
 def test_pydantic_ai_histories_and_ai_sdk_ui_messages_are_named(tmp_path: Path) -> None:

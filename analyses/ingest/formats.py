@@ -8,8 +8,8 @@ Five formats reach the one store:
   read by ``loopscope.analyses.ingest.messages``.
 - ``otlp``: OpenTelemetry spans as OTLP JSON (Lines), read by
   ``loopscope.analyses.ingest.otlp``.
-- ``claude-code``, ``codex``: coding-agent session transcripts, read by
-  ``loopscope.analyses.ingest.transcripts.claude_code`` / ``.codex``.
+- ``claude-code``, ``codex``, ``openhands``: coding-agent session transcripts, read by
+  ``loopscope.analyses.ingest.transcripts.claude_code`` / ``.codex`` / ``.openhands``.
 
 The reader protocol (``messages``, ``otlp`` and any later format): a module
 ``loopscope.analyses.ingest.<format>`` with
@@ -41,15 +41,16 @@ from typing import Any
 
 from loopscope.analyses.errors import LoopscopeError
 
-FORMATS = ("records", "messages", "otlp", "claude-code", "codex")
+FORMATS = ("records", "messages", "otlp", "claude-code", "codex", "openhands")
 INPUT_FORMATS = ("auto",) + FORMATS
 # Formats whose reader lives elsewhere than ``loopscope.analyses.ingest.<format>``.
 MODULES = {
     "claude-code": "loopscope.analyses.ingest.transcripts.claude_code",
     "codex": "loopscope.analyses.ingest.transcripts.codex",
+    "openhands": "loopscope.analyses.ingest.transcripts.openhands",
 }
 # Asked before the generic formats: a coding-agent transcript also has "role" keys.
-TRANSCRIPT_FORMATS = ("claude-code", "codex")
+TRANSCRIPT_FORMATS = ("claude-code", "codex", "openhands")
 
 
 def module_name(fmt: str) -> str:
@@ -101,7 +102,7 @@ def reader_module(fmt: str) -> Any:
     if fmt not in FORMATS or fmt == "records":
         raise LoopscopeError(
             f"unknown input format {fmt!r}",
-            hint="use --input-format auto, records, messages, otlp, claude-code or codex",
+            hint="use --input-format auto, records, messages, otlp, claude-code, codex or openhands",
         )
     name = module_name(fmt)
     try:
@@ -150,7 +151,7 @@ def detect_format(path: Path, head: bytes) -> str:
     """Guess the format of a file from its first bytes (decompressed).
 
     loopscope records win when one of the first lines is a v1 record; then a
-    Claude Code or Codex CLI transcript when its reader's ``sniff`` says so; OTLP when it
+    Claude Code, Codex CLI or OpenHands transcript when its reader's ``sniff`` says so; OTLP when it
     carries ``resourceSpans``; message arrays when the first line is a JSON
     array, a ``.json`` file starts with ``[``, or the first object has
     ``messages`` or ``role``. Otherwise each
@@ -194,10 +195,6 @@ UNREAD_FORMATS: tuple[tuple[str, frozenset[str], str], ...] = (
      "export the runs as OpenTelemetry (OTLP JSON) or as messages arrays"),
     ("a Langfuse trace export", frozenset({"observations"}),
      "export the traces as OpenTelemetry (OTLP JSON) or as messages arrays"),
-    ("an OpenHands event stream", frozenset({"source", "action", "args"}),
-     "export the run's spans with OpenTelemetry (--input-format otlp), or convert the events to a messages array"),
-    ("an OpenHands event stream", frozenset({"source", "observation", "extras"}),
-     "export the run's spans with OpenTelemetry (--input-format otlp), or convert the events to a messages array"),
     ("an OpenAI chat completion response", frozenset({"choices", "object"}),
      "load the conversations' messages arrays instead (--input-format messages)"),
 )
@@ -207,6 +204,7 @@ FORMAT_NAMES = {
     "otlp": "OpenTelemetry spans or logs (OTLP JSON)",
     "claude-code": "a Claude Code session",
     "codex": "a Codex CLI session",
+    "openhands": "an OpenHands event stream",
 }
 
 
@@ -260,13 +258,13 @@ class Fruitless:
 
 NO_RECORD_HINT = (
     "see why with loopscope quarantine; if it is another format, say which with --input-format "
-    "records|messages|otlp|claude-code|codex (docs/inputs.md lists what loopscope reads)"
+    "records|messages|otlp|claude-code|codex|openhands (docs/inputs.md lists what loopscope reads)"
 )
 """What to do about a file that gave no record."""
 NOTHING_QUARANTINED_HINT = (
     "every line was read and none was bad, but nothing in it makes a record: no user prompt answered, "
     "no tool call with a result{violations}; if it is another format, say which with --input-format "
-    "records|messages|otlp|claude-code|codex (docs/inputs.md lists what loopscope reads)"
+    "records|messages|otlp|claude-code|codex|openhands (docs/inputs.md lists what loopscope reads)"
 )
 """What to do about a file that gave no record and had no bad line (its quarantine is empty)."""
 OTLP_NO_AGENT_SPANS_HINT = (

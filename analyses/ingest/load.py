@@ -265,7 +265,7 @@ def load_paths(
             ``*.jsonl.gz``, ``*.json``, ``*.ndjson`` and rotated ``*.jsonl.1``)
             and glob patterns.
         input_format: ``auto`` (detect per file), ``records``, ``messages``,
-            ``otlp``, ``claude-code`` or ``codex``.
+            ``otlp``, ``claude-code``, ``codex`` or ``openhands``.
         reader_options: passed to the reader of non-records formats; ``tags``
             (a dict, ``load --tag``) is also set on every record loaded now, of
             any format, over the tags the records carry.
@@ -282,7 +282,7 @@ def load_paths(
             (counted in ``summary.unreadable``) and the other files load.
     """
     if input_format not in INPUT_FORMATS:
-        raise LoopscopeError(f"unknown input format {input_format!r}", hint="use auto, records, messages, otlp, claude-code or codex")
+        raise LoopscopeError(f"unknown input format {input_format!r}", hint="use auto, records, messages, otlp, claude-code, codex or openhands")
     ignored: list[Path] = []
     files = expand_paths(list(paths), ignored)
     summary = _unchanged(con, files, input_format, progress)

@@ -232,10 +232,18 @@ def _text_action_agent(root: Any) -> Optional[str]:
 
 
 OPENHANDS_TODO = (
-    "loopscope does not read OpenHands event streams yet; export the run's spans with OpenTelemetry "
-    "(--input-format otlp), or convert the events to a messages array (each action's tool_call_metadata "
-    "holds the model's tool call, each observation its result)"
+    "load it with --input-format openhands (or auto, which detects it): that reader maps each action's "
+    "tool_call_metadata to a tool call and its observation to the result"
 )
+OPENHANDS_V1_TODO = (
+    "loopscope reads OpenHands V0 event streams (--input-format openhands), not V1 ({kind: \"...Event\"}) yet; "
+    "export the run's spans with OpenTelemetry (--input-format otlp)"
+)
+
+
+def _openhands_v1_event(value: Any) -> bool:
+    kind = value.get("kind") if isinstance(value, dict) else None
+    return isinstance(kind, str) and kind.endswith("Event") and "source" in value and "role" not in value
 
 
 def _openhands_event(value: Any) -> bool:
@@ -285,7 +293,8 @@ def _refusal(what: str, todo: str) -> UnreadableFile:
 def _out_of_scope(root: Any) -> Optional[UnreadableFile]:
     """A refusal for a known agent log this reader must not read as conversations, else None."""
     if isinstance(root, list) and root and sum(map(_openhands_event, root)) * 2 > len(root):
-        return _refusal("an OpenHands event stream (actions and observations, not chat messages)", OPENHANDS_TODO)
+        todo = OPENHANDS_V1_TODO if sum(map(_openhands_v1_event, root)) * 2 > len(root) else OPENHANDS_TODO
+        return _refusal("an OpenHands event stream (actions and observations, not chat messages)", todo)
     chats = root if isinstance(root, list) else root.get("messages") if isinstance(root, dict) else None
     if _mostly(chats, _pydantic_ai_message):
         return _refusal("a pydantic-ai message history (requests and responses made of parts), not chat messages",
@@ -582,7 +591,8 @@ def _no_messages(selector: Optional[str], root: Any = None) -> str:
     if isinstance(root, dict) and ("resourceSpans" in root or "resourceLogs" in root):
         return "an OpenTelemetry export, not a conversation: load this file with --input-format otlp"
     if _openhands_event(root):
-        return f"an OpenHands event (action / observation), not a chat message: {OPENHANDS_TODO}"
+        todo = OPENHANDS_V1_TODO if _openhands_v1_event(root) else OPENHANDS_TODO
+        return f"an OpenHands event (action / observation), not a chat message: {todo}"
     if isinstance(root, dict) and isinstance(root.get("eval"), dict) and not root.get("samples"):
         return (
             "an Inspect AI eval log with no samples (the run logged none: log_samples off, or it was "
