@@ -98,7 +98,8 @@ InputFormatOption = Annotated[
         "--input-format",
         help="How to read PATHs: [b]auto[/b] (detect per file), [b]records[/b] (loopscope JSONL), "
         "[b]messages[/b] (conversation message arrays), [b]otlp[/b] (OpenTelemetry JSON Lines), "
-        "[b]claude-code[/b] (~/.claude/projects sessions), [b]codex[/b] (~/.codex/sessions rollouts).",
+        "[b]claude-code[/b] (~/.claude/projects sessions), [b]codex[/b] (~/.codex/sessions rollouts), "
+        "[b]gemini-cli[/b] (~/.gemini/tmp/*/chats sessions).",
         rich_help_panel=PANEL_INPUT,
     ),
 ]

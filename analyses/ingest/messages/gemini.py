@@ -120,7 +120,7 @@ def has_calls(value: Any) -> bool:
     )
 
 
-def _text_of(response: Any) -> tuple[str, Optional[bool]]:
+def response_text(response: Any) -> tuple[str, Optional[bool]]:
     """(the text the model was handed, the error flag or None) of a ``functionResponse.response``."""
     if not isinstance(response, dict):
         return ("" if response is None else json.dumps(response, ensure_ascii=False, sort_keys=True)), None
@@ -262,7 +262,7 @@ def _user_turn(parts: list[Any], index: int, pairing: _Pairing) -> dict[str, Any
                     notes.append(("unknown_result_id", f"message {index}: the functionResponse {name!r} (part {number}, "
                                   "no id) answers no call of that name in the model turn just before it: left out"))
                     continue
-            text, flag = _text_of(response.get("response"))
+            text, flag = response_text(response.get("response"))
             block: dict[str, Any] = {"type": "tool_result", "tool_use_id": str(call_id), "content": text}
             if flag is not None:
                 block["is_error"] = flag
