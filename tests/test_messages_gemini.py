@@ -148,7 +148,7 @@ def test_adversarial_parts_are_read_or_reported() -> None:
         ("m1.2", "b", True, '{"code": 3, "message": "bad"}', {}),
     ]
     assert [(v["kind"], v["detail"]) for v in out.violations] == [
-        ("unread_part", "part 4 of message 1 is of a kind loopscope does not read (hologram): left out"),
+        ("unread_part", "part 4 of message 1 is of a kind loopscope does not read ('hologram'): left out"),
         ("unread_part", "part 5 of message 1 is not an object: left out"),
         ("unknown_result_id", "message 2: the functionResponse 'nobody' (part 2, no id) answers no call of that "
                               "name in the model turn just before it: left out"),

@@ -213,8 +213,10 @@ def _note(notes: list[tuple[str, str]], index: int, position: int, raw: Any) -> 
         return
     unknown = sorted(str(k) for k, v in raw.items() if v is not None and _snake(str(k)) not in KNOWN_PARTS)
     if unknown:
+        # the keys are the log's text: quoted and cut, as names are in other violations
+        keys = ", ".join(repr(k[:60]) for k in unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
         notes.append(("unread_part", f"part {position} of message {index} is of a kind loopscope does not read "
-                                     f"({', '.join(unknown)}): left out"))
+                                     f"({keys}): left out"))
 
 
 def _model_turn(parts: list[Any], index: int, pairing: _Pairing) -> dict[str, Any]:
