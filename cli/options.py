@@ -99,6 +99,7 @@ InputFormatOption = Annotated[
         help="How to read PATHs: [b]auto[/b] (detect per file), [b]records[/b] (loopscope JSONL), "
         "[b]messages[/b] (conversation message arrays), [b]otlp[/b] (OpenTelemetry JSON Lines), "
         "[b]claude-code[/b] (~/.claude/projects sessions), [b]codex[/b] (~/.codex/sessions rollouts), "
+        "[b]gemini-cli[/b] (~/.gemini/tmp/*/chats sessions), "
         "[b]openhands[/b] (OpenHands event streams / trajectories).",
         rich_help_panel=PANEL_INPUT,
     ),

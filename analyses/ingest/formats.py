@@ -1,6 +1,6 @@
 """Input formats: which reader turns a file into loopscope v1 records.
 
-Five formats reach the one store:
+Six formats reach the one store:
 
 - ``records``: loopscope record format v1 JSON Lines (what the collector
   writes). The loader parses these itself, in DuckDB (``ingest.records``).
@@ -8,7 +8,7 @@ Five formats reach the one store:
   read by ``loopscope.analyses.ingest.messages``.
 - ``otlp``: OpenTelemetry spans as OTLP JSON (Lines), read by
   ``loopscope.analyses.ingest.otlp``.
-- ``claude-code``, ``codex``, ``openhands``: coding-agent session transcripts, read by
+- ``claude-code``, ``codex``, ``gemini-cli``, ``openhands``: coding-agent session transcripts, read by
   ``loopscope.analyses.ingest.transcripts.claude_code`` / ``.codex`` / ``.openhands``.
 
 The reader protocol (``messages``, ``otlp`` and any later format): a module
@@ -41,16 +41,17 @@ from typing import Any
 
 from loopscope.analyses.errors import LoopscopeError
 
-FORMATS = ("records", "messages", "otlp", "claude-code", "codex", "openhands")
+FORMATS = ("records", "messages", "otlp", "claude-code", "codex", "gemini-cli", "openhands")
 INPUT_FORMATS = ("auto",) + FORMATS
 # Formats whose reader lives elsewhere than ``loopscope.analyses.ingest.<format>``.
 MODULES = {
     "claude-code": "loopscope.analyses.ingest.transcripts.claude_code",
     "codex": "loopscope.analyses.ingest.transcripts.codex",
+    "gemini-cli": "loopscope.analyses.ingest.transcripts.gemini_cli",
     "openhands": "loopscope.analyses.ingest.transcripts.openhands",
 }
 # Asked before the generic formats: a coding-agent transcript also has "role" keys.
-TRANSCRIPT_FORMATS = ("claude-code", "codex", "openhands")
+TRANSCRIPT_FORMATS = ("claude-code", "codex", "gemini-cli", "openhands")
 
 
 def module_name(fmt: str) -> str:
@@ -102,7 +103,7 @@ def reader_module(fmt: str) -> Any:
     if fmt not in FORMATS or fmt == "records":
         raise LoopscopeError(
             f"unknown input format {fmt!r}",
-            hint="use --input-format auto, records, messages, otlp, claude-code, codex or openhands",
+            hint="use --input-format auto, records, messages, otlp, claude-code, codex, gemini-cli or openhands",
         )
     name = module_name(fmt)
     try:
@@ -204,6 +205,7 @@ FORMAT_NAMES = {
     "otlp": "OpenTelemetry spans or logs (OTLP JSON)",
     "claude-code": "a Claude Code session",
     "codex": "a Codex CLI session",
+    "gemini-cli": "a Gemini CLI chat",
     "openhands": "an OpenHands event stream",
 }
 
@@ -258,13 +260,13 @@ class Fruitless:
 
 NO_RECORD_HINT = (
     "see why with loopscope quarantine; if it is another format, say which with --input-format "
-    "records|messages|otlp|claude-code|codex|openhands (docs/inputs.md lists what loopscope reads)"
+    "records|messages|otlp|claude-code|codex|gemini-cli|openhands (docs/inputs.md lists what loopscope reads)"
 )
 """What to do about a file that gave no record."""
 NOTHING_QUARANTINED_HINT = (
     "every line was read and none was bad, but nothing in it makes a record: no user prompt answered, "
     "no tool call with a result{violations}; if it is another format, say which with --input-format "
-    "records|messages|otlp|claude-code|codex|openhands (docs/inputs.md lists what loopscope reads)"
+    "records|messages|otlp|claude-code|codex|gemini-cli|openhands (docs/inputs.md lists what loopscope reads)"
 )
 """What to do about a file that gave no record and had no bad line (its quarantine is empty)."""
 OTLP_NO_AGENT_SPANS_HINT = (

@@ -36,7 +36,7 @@ from loopscope.analyses.ingest import jsontext
 from loopscope.analyses.errors import LoopscopeError
 from loopscope.analyses.ingest.files import UnreadableFile
 from loopscope.analyses.ingest.formats import BadLine, ReaderOutput
-from loopscope.analyses.ingest.messages import calllog, sharegpt
+from loopscope.analyses.ingest.messages import calllog, gemini, sharegpt
 from loopscope.analyses.ingest.messages.errors import ErrorRules, parse_error_when
 from loopscope.analyses.ingest.messages.records import LINE_TIME_KEY, conversation_records
 from loopscope.analyses.ingest.messages.turns import TIMESTAMP_KEYS, langchain_message, parse_timestamp
@@ -53,6 +53,7 @@ SNIFF_MARKERS = (
     b'"messages"', b'"simulations"', b'"role"', b'"termination_reason"', b'"agent_info"', b'"user_info"', b'"traj"',
     b'"history"', b'"trajectory"',  # SWE-agent .traj (its trajectory steps come first)
     b'"conversations"',  # ShareGPT (sharegpt)
+    b'"parts"', b'"contents"', b'"candidates"',  # Gemini contents (model_dump() writes parts before role)
 )
 # A ToolBench / StableToolBench answer file starts with its search tree, whose nodes carry these.
 TREE_MARKERS = (b'"node_type"', b'"is_terminal"')
@@ -142,10 +143,10 @@ LANGCHAIN_TYPES = ("human", "ai", "tool", "system", "AIMessageChunk")
 
 
 def _is_message(value: Any) -> bool:
-    """A chat message, an OpenAI Responses API item, or a LangChain serialized message."""
+    """A chat message, an OpenAI Responses API item, a LangChain serialized message, or a Gemini content."""
     if not isinstance(value, dict):
         return False
-    if "role" in value or value.get("type") in RESPONSES_ITEM_TYPES:
+    if "role" in value or value.get("type") in RESPONSES_ITEM_TYPES or gemini.is_gemini(value):
         return True
     data = value.get("data")
     kind = data.get("type") if isinstance(data, dict) and "content" in data else value.get("type")
@@ -160,6 +161,9 @@ def _auto(root: Any) -> Optional[list[tuple[Any, Any]]]:
             return [(s, s["messages"]) for s in sims]  # tau2-bench results
         if isinstance(root.get("messages"), list):
             return [(root, root["messages"])]
+        contents = root.get("contents")
+        if isinstance(contents, list) and contents and all(gemini.is_gemini(c) for c in contents):
+            return [(root, contents)]  # a Gemini generateContent request body / saved history
         convs = root.get("conversations")
         if isinstance(convs, list) and convs and all(sharegpt.is_turn(t) for t in convs):
             return [(root, sharegpt.to_messages(convs))]  # ShareGPT: {conversations: [{from, value}]}
@@ -198,7 +202,7 @@ def _has_structured_calls(messages: list[Any]) -> bool:
             continue
         if m.get("tool_calls") or m.get("function_call") or m.get("role") in ("tool", "function"):
             return True
-        if m.get("type") in ("function_call", "function_call_output"):
+        if m.get("type") in ("function_call", "function_call_output") or gemini.has_calls(m):
             return True
         content = m.get("content")
         if isinstance(content, list) and any(isinstance(b, dict) and b.get("type") in ("tool_use", "tool_result", "tool-call", "tool-result") for b in content):
@@ -707,7 +711,8 @@ def read(path: Path, options: Mapping[str, Any]) -> ReaderOutput:
         if not structured:
             structured = _has_structured_calls(conv.messages)
             responses += sum(
-                1 for m in map(langchain_message, conv.messages) if isinstance(m, dict) and m.get("role") == "assistant"
+                1 for m in map(langchain_message, conv.messages)
+                if isinstance(m, dict) and (m.get("role") in ("assistant", "model") or gemini.is_gemini(m) and "role" not in m)
             )
         agent = options.get("agent_name") or (conv.obj.get("agent") if isinstance(conv.obj.get("agent"), str) else None) or agent_default
         termination = conv.obj.get("termination_reason")

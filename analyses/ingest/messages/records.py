@@ -54,6 +54,7 @@ from typing import Any, Optional
 
 from loopscope.analyses.ingest.calls import SYNTHETIC_EPOCH, TOOL_STOP_REASONS, CallBook, loop_exit_fields, record_head
 from loopscope.analyses.ingest.messages.errors import ErrorRules, classify, error_type_from_text
+from loopscope.analyses.ingest.messages.gemini import FINISH_REASONS, NOTES_KEY
 from loopscope.analyses.ingest.messages.turns import (
     AssistantTurn,
     ToolCallRequest,
@@ -70,7 +71,8 @@ from loopscope.collectors.shape import result_fingerprint, shape_and_fingerprint
 # Where the messages reader puts the time of the log line a message came in (per-turn logs).
 LINE_TIME_KEY = "_loopscope_line_time"
 # OpenAI finish_reason -> the record format's exit_reason; other values are kept as-is.
-STOP_REASON_MAP = {"stop": "end_turn", "length": "max_tokens", "content_filter": "refusal"}
+# Gemini's finishReason values (STOP, MAX_TOKENS, SAFETY...) likewise (gemini.FINISH_REASONS).
+STOP_REASON_MAP = {"stop": "end_turn", "length": "max_tokens", "content_filter": "refusal", **FINISH_REASONS}
 # tau2-bench termination_reason -> (exit_reason, error_type) for a last prompt stopped from outside.
 TERMINATION_EXITS = {
     "max_steps": ("budget_exceeded", "max_steps"),
@@ -344,6 +346,8 @@ class _Deriver(CallBook[_Call]):
             else:
                 self.times[index] = (SYNTHETIC_EPOCH + timedelta(seconds=index), "synthetic")
             turns.extend(message_turns(message, index))
+            for kind, detail in message.get(NOTES_KEY, ()) if isinstance(message, dict) else ():
+                self.violation(kind, detail)  # what a Gemini content held that makes no turn
         for turn in turns:
             if isinstance(turn, UserText):
                 self.on_user(turn)

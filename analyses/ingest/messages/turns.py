@@ -39,6 +39,9 @@ Shapes understood:
 - Inspect AI eval logs (``samples[].messages``): assistant ``tool_calls`` as
   ``{id, function: "name", arguments: {...}}``; ``role: "tool"`` results with
   ``tool_call_id`` and ``error``: ``{type, message}`` or null.
+- Gemini API ``contents`` (``{role: "user" | "model", parts}``; ``functionCall`` /
+  ``functionResponse`` parts, camelCase or snake_case): ``gemini.convert`` turns them into
+  Anthropic blocks first (its docstring has the rules: pairing without ids, the ``error`` key).
 - Vercel AI SDK messages (``ModelMessage``, ``CoreMessage`` before v5): assistant
   ``content`` parts ``{type: "tool-call", toolCallId, toolName, input}`` (``args``
   before v5); ``role: "tool"`` messages whose ``content`` holds
@@ -64,6 +67,7 @@ from typing import Any, Optional, Union
 
 from loopscope.analyses.ingest import jsontext
 from loopscope.analyses.ingest.calls import parse_iso_ts
+from loopscope.analyses.ingest.messages import gemini
 
 # Keys under which logs store a message's time, tried in order.
 TIMESTAMP_KEYS = ("timestamp", "ts", "created_at", "time", "created")
@@ -406,7 +410,8 @@ def _is_model_item(item: Any) -> bool:
 def as_chat_messages(messages: list[Any]) -> list[tuple[int, Any]]:
     """Pair each message with its index, folding OpenAI Responses API items into chat messages.
 
-    Chat-shaped lists come back unchanged, except the legacy OpenAI pair (an
+    Gemini contents become chat messages (``gemini.convert``). Other chat-shaped lists come
+    back unchanged, except the legacy OpenAI pair (an
     assistant ``function_call``, answered by a ``role: "function"`` message),
     which has no ids: the call gets the id ``m<index>`` of its message and the
     next ``function`` message answers it. In a Responses item list, each run of
@@ -415,6 +420,7 @@ def as_chat_messages(messages: list[Any]) -> list[tuple[int, Any]]:
     ``function_call_output`` a ``role: "tool"`` message.
     """
     messages = ag2_roles([langchain_message(m) for m in messages])
+    messages = [m for _, m in gemini.convert(list(enumerate(messages)))]
     if not any(isinstance(m, dict) and m.get("type") in ("function_call", "function_call_output") for m in messages):
         return _legacy_functions(list(enumerate(messages)))
     out: list[tuple[int, Any]] = []
