@@ -158,3 +158,33 @@ def test_a_bad_line_is_quarantined_naming_its_line(tmp_path: Path) -> None:
     assert (summary["details"][0]["input_format"], summary["quarantined"], summary["loop_exits"]) == ("gemini-cli", 1, 1)
     rows = json.loads(runner.invoke(app, ["quarantine", "--db", "g.duckdb", "--format", "json"]).stdout)
     assert [(r["line_no"], r["reason"].startswith("not JSON")) for r in rows] == [(2, True)]
+
+
+def test_a_folder_scan_leaves_out_checkpoints_of_the_chats_it_reads(tmp_path: Path) -> None:
+    # ~/.gemini/tmp/<hash>/checkpoint-<tag>.json (/chat save) holds Gemini contents of a conversation
+    # chats/ records too: loading the whole tmp folder must not count it twice
+    project = tmp_path / ".gemini" / "tmp" / "abc123"
+    (project / "chats").mkdir(parents=True)
+    session = FIXTURES / "session-2026-05-02T10-00-3f2a9c1e.jsonl"
+    (project / "chats" / session.name).write_bytes(session.read_bytes())
+    checkpoint = project / "checkpoint-mytag.json"
+    checkpoint.write_text(json.dumps([
+        {"role": "user", "parts": [{"text": "hi"}]},
+        {"role": "model", "parts": [{"functionCall": {"name": "read_file", "args": {"p": "a"}}}]},
+        {"role": "user", "parts": [{"functionResponse": {"name": "read_file", "response": {"output": "x"}}}]},
+        {"role": "model", "parts": [{"text": "done"}]},
+    ]))
+    chats_only = cli("load", "--db", "c.duckdb", "--format", "json", str(project / "chats"))
+    scanned = cli("load", "--db", "t.duckdb", "--format", "json", str(tmp_path / ".gemini" / "tmp"))
+    assert scanned["tool_calls"] == chats_only["tool_calls"] == 6
+    (project / "logs.json").write_text(json.dumps([{"sessionId": "s", "type": "user", "message": "hi"}]))
+    scanned = cli("load", "--db", "t2.duckdb", "--format", "json", str(tmp_path / ".gemini" / "tmp"))
+    assert sorted(Path(p).name for p in scanned["ignored"]) == ["checkpoint-mytag.json", "logs.json"]
+    assert scanned["quarantined"] == 0
+    result = runner.invoke(app, ["load", "--db", "u.duckdb", str(tmp_path / ".gemini" / "tmp")])
+    assert result.exit_code == 0, result.output
+    text = result.stdout
+    assert "Gemini CLI checkpoints and prompt logs left out: 2 files" in " ".join(text.split())
+    # named on its own, a checkpoint loads (its one call)
+    alone = cli("load", "--db", "k.duckdb", "--format", "json", str(checkpoint))
+    assert alone["tool_calls"] == 1

@@ -55,13 +55,28 @@ def is_gzip(path: Path) -> bool:
         raise UnreadableFile(f"cannot read {path}: {exc.strerror or exc}", hint="check the file's permissions") from None
 
 
+_GEMINI_SIDECAR_RE = re.compile(r"^(checkpoint(-.+)?|logs)\.json$")
+
+
+def is_gemini_checkpoint(path: Path) -> bool:
+    """A Gemini CLI checkpoint or prompt log beside a project's ``chats/`` folder (``~/.gemini/tmp/<project_hash>/``).
+
+    A checkpoint (``/chat save``, ``checkpoint-<tag>.json``) holds the Gemini contents of a
+    conversation ``chats/`` records too (read as a Gemini CLI chat), so a folder scan that found
+    both would count that conversation twice; ``logs.json`` lists the user's prompts only, no
+    conversation. A scan leaves both out when the ``chats/`` folder is beside them; named on its
+    own, a file loads.
+    """
+    return bool(_GEMINI_SIDECAR_RE.match(path.name)) and (path.parent / "chats").is_dir()
+
+
 def _scan(folder: Path, ignored: list[Path] | None) -> list[Path]:
     """Log files under ``folder`` (recursively, not following links to folders); others go to ``ignored``."""
     files = []
     for p in sorted(folder.rglob("*")):
         if not p.is_file():
             continue
-        if is_log_name(p.name):
+        if is_log_name(p.name) and not is_gemini_checkpoint(p):
             files.append(p)
         elif ignored is not None:
             ignored.append(p)

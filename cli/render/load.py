@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+from pathlib import PurePath
 from typing import TYPE_CHECKING
 
+from loopscope.analyses.ingest.files import is_log_name
 from loopscope.cli.render.output import fmt_number, inert, stdout_console
 
 if TYPE_CHECKING:
@@ -71,11 +73,17 @@ def render(summary: LoadSummary, db: str | None) -> None:
         counts = ", ".join(f"{inert(name)} {n}" for name, n in sorted(summary.skipped_types.items(), key=lambda kv: (-kv[1], kv[0])))
         total = sum(summary.skipped_types.values())
         out.print(f"Lines not read (not errors), per type: {total} ({counts})")
-    if summary.ignored:
-        names = ", ".join(inert(shown_path(p)) for p in summary.ignored[:3]) + (", ..." if len(summary.ignored) > 3 else "")
-        n = len(summary.ignored)
+    checkpoints = [p for p in summary.ignored if is_log_name(PurePath(p).name)]  # see is_gemini_checkpoint
+    others = [p for p in summary.ignored if not is_log_name(PurePath(p).name)]
+    if checkpoints:
+        n = len(checkpoints)
+        out.print(f"Gemini CLI checkpoints and prompt logs left out: {n} file{'s' if n != 1 else ''} (copies of "
+                  "conversations the chats/ folder beside them records, which was read; name a file to load it)")
+    if others:
+        names = ", ".join(inert(shown_path(p)) for p in others[:3]) + (", ..." if len(others) > 3 else "")
+        n = len(others)
         out.print(f"Not log files (not *.jsonl, *.ndjson, *.json or .gz), left out: {n} file{'s' if n != 1 else ''}, {names}")
-        evals = sum(1 for p in summary.ignored if str(p).lower().endswith(".eval"))
+        evals = sum(1 for p in others if str(p).lower().endswith(".eval"))
         if evals:
             # Inspect AI writes its logs as .eval (zip) by default: a logs folder of them loads nothing.
             out.print(
