@@ -38,7 +38,12 @@ from loopscope.analyses.ingest.files import UnreadableFile
 from loopscope.analyses.ingest.formats import BadLine, ReaderOutput
 from loopscope.analyses.ingest.messages.errors import ErrorRules, parse_error_when
 from loopscope.analyses.ingest.messages.records import LINE_TIME_KEY, conversation_records
-from loopscope.analyses.ingest.messages.turns import TIMESTAMP_KEYS, langchain_message, parse_timestamp
+from loopscope.analyses.ingest.messages.turns import (
+    TIMESTAMP_KEYS,
+    is_pydantic_ai_message,
+    langchain_message,
+    parse_timestamp,
+)
 
 ID_KEYS = ("conversation_id", "id", "session_id", "thread_id")
 RAW_CAP = 2000
@@ -51,6 +56,7 @@ TOO_DEEP = "JSON nested too deeply to read (deeper than Python's recursion limit
 SNIFF_MARKERS = (
     b'"messages"', b'"simulations"', b'"role"', b'"termination_reason"', b'"agent_info"', b'"user_info"', b'"traj"',
     b'"history"', b'"trajectory"',  # SWE-agent .traj (its trajectory steps come first)
+    b'"part_kind"',  # a pydantic-ai message history
 )
 # A ToolBench / StableToolBench answer file starts with its search tree, whose nodes carry these.
 TREE_MARKERS = (b'"node_type"', b'"is_terminal"')
@@ -139,10 +145,10 @@ LANGCHAIN_TYPES = ("human", "ai", "tool", "system", "AIMessageChunk")
 
 
 def _is_message(value: Any) -> bool:
-    """A chat message, an OpenAI Responses API item, or a LangChain serialized message."""
+    """A chat message, an OpenAI Responses API item, a pydantic-ai message or a LangChain serialized message."""
     if not isinstance(value, dict):
         return False
-    if "role" in value or value.get("type") in RESPONSES_ITEM_TYPES:
+    if "role" in value or value.get("type") in RESPONSES_ITEM_TYPES or is_pydantic_ai_message(value):
         return True
     data = value.get("data")
     kind = data.get("type") if isinstance(data, dict) and "content" in data else value.get("type")
@@ -171,7 +177,7 @@ def _auto(root: Any) -> Optional[list[tuple[Any, Any]]]:
         if not root:
             return []
         if all(_is_message(m) for m in root):
-            return [({}, root)]  # a bare messages list
+            return [(_history_object(root), root)]  # a bare messages list
         if all(isinstance(c, dict) and isinstance(c.get("messages"), list) for c in root):
             return [(c, c["messages"]) for c in root]
         if all(isinstance(c, dict) and isinstance(c.get("traj"), list) for c in root):
@@ -181,11 +187,30 @@ def _auto(root: Any) -> Optional[list[tuple[Any, Any]]]:
     return None
 
 
+def _history_object(messages: list[Any]) -> dict[str, Any]:
+    """The conversation object of a bare list: a pydantic-ai history names its conversation on every message."""
+    ids = {m.get("conversation_id") for m in messages if is_pydantic_ai_message(m)}
+    if len(ids) == 1 and all(is_pydantic_ai_message(m) for m in messages):
+        cid = ids.pop()
+        return {"conversation_id": cid} if _is_id(cid) else {}
+    return {}
+
+
+def _is_response(message: Any) -> bool:
+    """A model response: an assistant message or a pydantic-ai ``ModelResponse``."""
+    return isinstance(message, dict) and (message.get("role") == "assistant" or (
+        is_pydantic_ai_message(message) and message["kind"] == "response"))
+
+
 def _has_structured_calls(messages: list[Any]) -> bool:
     """Whether any message holds a tool call or result in a shape this reader knows."""
     for m in map(langchain_message, messages):
         if not isinstance(m, dict):
             continue
+        if is_pydantic_ai_message(m) and any(
+            isinstance(p, dict) and p.get("part_kind") in ("tool-call", "tool-return", "retry-prompt") for p in m["parts"]
+        ):
+            return True
         if m.get("tool_calls") or m.get("function_call") or m.get("role") in ("tool", "function"):
             return True
         if m.get("type") in ("function_call", "function_call_output"):
@@ -238,12 +263,6 @@ def _openhands_event(value: Any) -> bool:
     return isinstance(kind, str) and kind.endswith("Event") and "source" in value
 
 
-def _pydantic_ai_message(value: Any) -> bool:
-    """A pydantic-ai ``ModelMessage`` dump: ``{kind: "request" | "response", parts: [{part_kind}...]}``."""
-    return isinstance(value, dict) and value.get("kind") in ("request", "response") and isinstance(value.get("parts"), list) \
-        and "role" not in value
-
-
 def _ai_sdk_ui_message(value: Any) -> bool:
     """A Vercel AI SDK ``UIMessage``: ``{id, role, parts: [...]}`` and no ``content``."""
     return isinstance(value, dict) and value.get("role") in ("user", "assistant", "system") \
@@ -254,13 +273,6 @@ def _mostly(values: Any, test: Any) -> bool:
     return isinstance(values, list) and bool(values) and sum(map(test, values)) * 2 > len(values)
 
 
-PYDANTIC_AI_TODO = (
-    "loopscope does not read pydantic-ai message histories yet; run the agent instrumented "
-    "(Agent(..., instrument=True) or logfire.instrument_pydantic_ai()) and load its OpenTelemetry export "
-    "(--input-format otlp), or convert the history to OpenAI chat messages (each response's tool-call parts "
-    "to tool_calls, each tool-return / retry-prompt part to a role \"tool\" message; a retry-prompt is the "
-    "error the model was handed)"
-)
 AI_SDK_UI_TODO = (
     "convert them with the SDK's convertToModelMessages(messages) and save those: loopscope reads the "
     "model messages (tool-call / tool-result parts)"
@@ -277,9 +289,6 @@ def _out_of_scope(root: Any) -> Optional[UnreadableFile]:
     if isinstance(root, list) and root and sum(map(_openhands_event, root)) * 2 > len(root):
         return _refusal("an OpenHands event stream (actions and observations, not chat messages)", OPENHANDS_TODO)
     chats = root if isinstance(root, list) else root.get("messages") if isinstance(root, dict) else None
-    if _mostly(chats, _pydantic_ai_message):
-        return _refusal("a pydantic-ai message history (requests and responses made of parts), not chat messages",
-                        PYDANTIC_AI_TODO)
     if _mostly(chats, _ai_sdk_ui_message) or (
         isinstance(chats, list) and chats and all(isinstance(c, dict) and _mostly(c.get("messages"), _ai_sdk_ui_message) for c in chats)
     ):
@@ -625,7 +634,7 @@ def read(path: Path, options: Mapping[str, Any]) -> ReaderOutput:
         if not structured:
             structured = _has_structured_calls(conv.messages)
             responses += sum(
-                1 for m in map(langchain_message, conv.messages) if isinstance(m, dict) and m.get("role") == "assistant"
+                1 for m in map(langchain_message, conv.messages) if _is_response(m)
             )
         agent = options.get("agent_name") or (conv.obj.get("agent") if isinstance(conv.obj.get("agent"), str) else None) or agent_default
         termination = conv.obj.get("termination_reason")
