@@ -46,6 +46,8 @@ Shapes understood:
   ``isError`` before v5): an output of type ``error-text``, ``error-json`` or
   ``execution-denied`` is the error flag (any other type a stored no). Parts with
   ``providerExecuted: true`` ran on the provider's side: not agent tool calls.
+- pydantic-ai message histories (``all_messages_json()``): ``{kind: "request" | "response",
+  parts}``; ``pydantic_ai_turns`` and ``pydantic_ai_history`` say what counts (docs/inputs.md).
 - tau2-bench: assistant ``tool_calls`` as ``{id, name, arguments: {...}}``;
   results ``{role: "tool", id, content, error: bool, requestor}``. A user
   message carrying ``tool_calls`` is the simulated user running its own tools:
