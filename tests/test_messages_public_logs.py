@@ -344,19 +344,22 @@ def test_pydantic_ai_history_of_a_published_run_is_read(tmp_path: Path) -> None:
     assert m["error_classes"]["open"] == 1
 
 
-def test_ai_sdk_ui_messages_are_named(tmp_path: Path) -> None:
-    # Vercel AI SDK UIMessages ({id, role, parts}) used to end in "0 records", which no key fixes.
+def test_ai_sdk_ui_messages_are_read(tmp_path: Path) -> None:
+    # Vercel AI SDK UIMessages ({id, role, parts}) used to end in "0 records", which no key fixes,
+    # then in a refusal by name (its assertions are replaced: reading them is the fix). One prompt
+    # (a), one call t1 in state output-error: an error, and the loop went no further (open).
     ui = {"id": "chat-1", "messages": [
         {"id": "a", "role": "user", "parts": [{"type": "text", "text": "weather?"}]},
         {"id": "b", "role": "assistant", "parts": [{"type": "tool-weather", "toolCallId": "t1", "state": "output-error",
                                                     "input": {"city": "x"}, "errorText": "boom"}]},
     ]}
-    for i, doc in enumerate((ui, [ui])):
+    for i, doc in enumerate((ui, [{**ui, "id": "chat-2"}])):  # one chat, a list of chats
         path = tmp_path / f"ui{i}.json"
         path.write_text(json.dumps(doc), encoding="utf-8")
-        summary = load(path, code=1)
-        assert "Vercel AI SDK UI messages" in summary["details"][0]["error"]
-        assert "convertToModelMessages" in summary["details"][0]["error"]
+        summary = load(path)
+        assert (summary["tool_calls"], summary["loop_exits"], summary["protocol_violations"]) == (1, 0, 0)
+        m = metrics()
+        assert (m["prompts"], m["open_prompts"], m["tool_calls"], m["errors"]) == (i + 1, i + 1, i + 1, i + 1)
 
 
 def _langchain_history() -> list[dict[str, Any]]:

@@ -40,6 +40,7 @@ from loopscope.analyses.ingest.messages.errors import ErrorRules, parse_error_wh
 from loopscope.analyses.ingest.messages.records import LINE_TIME_KEY, conversation_records
 from loopscope.analyses.ingest.messages.turns import (
     TIMESTAMP_KEYS,
+    is_ai_sdk_ui_message,
     is_pydantic_ai_message,
     langchain_message,
     parse_timestamp,
@@ -211,6 +212,8 @@ def _has_structured_calls(messages: list[Any]) -> bool:
             isinstance(p, dict) and p.get("part_kind") in ("tool-call", "tool-return", "retry-prompt") for p in m["parts"]
         ):
             return True
+        if is_ai_sdk_ui_message(m) and any(p["type"] == "dynamic-tool" or p["type"].startswith("tool-") for p in m["parts"]):
+            return True
         if m.get("tool_calls") or m.get("function_call") or m.get("role") in ("tool", "function"):
             return True
         if m.get("type") in ("function_call", "function_call_output"):
@@ -263,22 +266,6 @@ def _openhands_event(value: Any) -> bool:
     return isinstance(kind, str) and kind.endswith("Event") and "source" in value
 
 
-def _ai_sdk_ui_message(value: Any) -> bool:
-    """A Vercel AI SDK ``UIMessage``: ``{id, role, parts: [...]}`` and no ``content``."""
-    return isinstance(value, dict) and value.get("role") in ("user", "assistant", "system") \
-        and isinstance(value.get("parts"), list) and "content" not in value
-
-
-def _mostly(values: Any, test: Any) -> bool:
-    return isinstance(values, list) and bool(values) and sum(map(test, values)) * 2 > len(values)
-
-
-AI_SDK_UI_TODO = (
-    "convert them with the SDK's convertToModelMessages(messages) and save those: loopscope reads the "
-    "model messages (tool-call / tool-result parts)"
-)
-
-
 def _refusal(what: str, todo: str) -> UnreadableFile:
     # the load names the file and shows the message only: what to do goes in it too
     return UnreadableFile(f"{what}. What to do: {todo}", todo)
@@ -288,12 +275,6 @@ def _out_of_scope(root: Any) -> Optional[UnreadableFile]:
     """A refusal for a known agent log this reader must not read as conversations, else None."""
     if isinstance(root, list) and root and sum(map(_openhands_event, root)) * 2 > len(root):
         return _refusal("an OpenHands event stream (actions and observations, not chat messages)", OPENHANDS_TODO)
-    chats = root if isinstance(root, list) else root.get("messages") if isinstance(root, dict) else None
-    if _mostly(chats, _ai_sdk_ui_message) or (
-        isinstance(chats, list) and chats and all(isinstance(c, dict) and _mostly(c.get("messages"), _ai_sdk_ui_message) for c in chats)
-    ):
-        return _refusal("Vercel AI SDK UI messages (parts with each tool call's state), not the model messages",
-                        AI_SDK_UI_TODO)
     if not isinstance(root, dict):
         return None
     answer = root.get("answer_generation")

@@ -38,7 +38,7 @@ The rules (docs/inputs.md, "Conversation message arrays", explains them to users
   (``duplicate_result``), a result that arrives after the model moved on
   (``result_out_of_order``), a call without an id (``missing_tool_call_id``), arguments
   that are not JSON (``invalid_arguments``: empty shape, null fingerprint), a part of a
-  pydantic-ai message of a kind this reader does not know (``unread_part``).
+  pydantic-ai or AI SDK UI message of a kind this reader does not know (``unread_part``).
   An id that a later call uses again is kept as it is: the analyses decide,
   the same way for every input format, whether the later call is a replay
   (same tool and arguments) or an id collision (a new call, reported as

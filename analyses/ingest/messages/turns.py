@@ -46,6 +46,9 @@ Shapes understood:
   ``isError`` before v5): an output of type ``error-text``, ``error-json`` or
   ``execution-denied`` is the error flag (any other type a stored no). Parts with
   ``providerExecuted: true`` ran on the provider's side: not agent tool calls.
+- Vercel AI SDK UI messages (``UIMessage``, what ``useChat`` keeps): ``{id, role, parts}``, one
+  assistant message per loop, its steps split at ``step-start`` parts, each ``tool-<name>`` /
+  ``dynamic-tool`` part a call and, by its ``state``, its result (``ai_sdk_ui_turns``).
 - pydantic-ai message histories (``all_messages_json()``): ``{kind: "request" | "response",
   parts}``; ``pydantic_ai_turns`` and ``pydantic_ai_history`` say what counts (docs/inputs.md).
 - tau2-bench: assistant ``tool_calls`` as ``{id, name, arguments: {...}}``;
@@ -142,10 +145,20 @@ def parse_timestamp(value: Any) -> Optional[datetime]:
 
 
 def message_timestamp(message: dict[str, Any]) -> Optional[datetime]:
-    """The first parseable time stored on ``message``, if any."""
+    """The first parseable time stored on ``message``, if any.
+
+    An AI SDK UI message keeps none of its own: the app may put one in its ``metadata`` (the
+    SDK's message-metadata example stores ``createdAt``), which is read then.
+    """
     for key in TIMESTAMP_KEYS:
         if key in message:
             parsed = parse_timestamp(message[key])
+            if parsed is not None:
+                return parsed
+    metadata = message.get("metadata")
+    if isinstance(metadata, dict) and is_ai_sdk_ui_message(message):
+        for key in ("createdAt", *TIMESTAMP_KEYS):
+            parsed = parse_timestamp(metadata.get(key))
             if parsed is not None:
                 return parsed
     return None
@@ -396,6 +409,8 @@ def message_turns(message: Any, index: int) -> list[Turn]:
     ts = message_timestamp(message)
     if is_pydantic_ai_message(message):
         return pydantic_ai_turns(message, index, ts)
+    if is_ai_sdk_ui_message(message):
+        return ai_sdk_ui_turns(message, index, ts)
     if role == "assistant":
         return [_assistant(message, index, ts)]
     if role == "user":
@@ -713,3 +728,96 @@ def pydantic_ai_turns(message: dict[str, Any], index: int, ts: Optional[datetime
     if message["kind"] == "response":
         return _pydantic_ai_response(message, index, ts)
     return _pydantic_ai_request(message, index, ts)
+
+
+# -- Vercel AI SDK UI messages (``UIMessage``: what ``useChat`` keeps, v5+) ---------------------------
+
+# UI parts that carry no tool call and no text the loop acts on: skipped without a notice.
+AISDK_UI_QUIET_PARTS = frozenset({"reasoning", "reasoning-file", "file", "source-url", "source-document", "custom"})
+# Tool part states with a result the model was handed (the others never got one).
+AISDK_UI_RESULT_STATES = ("output-available", "output-error", "output-denied")
+
+
+def is_ai_sdk_ui_message(value: Any) -> bool:
+    """A Vercel AI SDK ``UIMessage``: ``{id, role, parts: [{type, ...}]}`` and no ``content``.
+
+    Every part must name its ``type``: Gemini's ``{role, parts: [{text}]}`` is not one.
+    """
+    if not isinstance(value, dict) or value.get("role") not in ("user", "assistant", "system") or "content" in value:
+        return False
+    parts = value.get("parts")
+    return isinstance(parts, list) and all(isinstance(p, dict) and isinstance(p.get("type"), str) for p in parts)
+
+
+def _is_ui_tool_part(part: dict[str, Any]) -> bool:
+    return part["type"] == "dynamic-tool" or part["type"].startswith("tool-")
+
+
+def _ui_tool_result(part: dict[str, Any], index: int, ts: Optional[datetime]) -> Optional[ToolResult]:
+    """The result in a UI tool part, as ``convertToModelMessages`` would hand it to the model; None without one."""
+    state = part.get("state")
+    if state == "output-available" and not part.get("preliminary"):
+        return _tool_result(index, ts, part.get("toolCallId"), content_text(part.get("output")), False, None)
+    if state == "output-error":
+        return _tool_result(index, ts, part.get("toolCallId"), str(part.get("errorText") or ""), True, None)
+    if state == "output-denied":
+        approval = part.get("approval") if isinstance(part.get("approval"), dict) else {}
+        reason = approval.get("reason") if isinstance(approval.get("reason"), str) else "Tool execution denied."
+        return _tool_result(index, ts, part.get("toolCallId"), reason, True, "execution_denied")
+    return None  # input-streaming, input-available, approval-*: asked for, never answered (or a preliminary output)
+
+
+def ai_sdk_ui_turns(message: dict[str, Any], index: int, ts: Optional[datetime]) -> list[Turn]:
+    """The turns of one AI SDK ``UIMessage``, split as the SDK's ``convertToModelMessages`` splits it.
+
+    A user message with any part starts a prompt. An assistant message holds every step of a
+    loop: ``step-start`` parts separate its model responses; in each, ``tool-<name>`` and
+    ``dynamic-tool`` parts are the calls (``toolCallId``, ``input``) and, by their ``state``, the
+    results handed back after it: ``output-available`` (``output``), ``output-error``
+    (``errorText``, an error), ``output-denied`` (an error, ``execution_denied``, the approval's
+    reason). A part that never reached an output state is a call with no result. Provider-executed
+    parts are not agent calls.
+    """
+    parts = message["parts"]
+    role = message["role"]
+    if role == "system":
+        return []
+    if role == "user":
+        unread_user: list[Turn] = [
+            UnreadPart(index, ts, f"UI part {p['type']!r}") for p in parts
+            if p["type"] not in ("text", "file") and not p["type"].startswith("data-")
+        ]
+        has_content = any(p["type"] != "text" or str(p.get("text") or "").strip() for p in parts if p["type"] in ("text", "file"))
+        return [*unread_user, UserText(index=index, ts=ts)] if has_content else unread_user
+    turns: list[Turn] = []
+    step: Optional[AssistantTurn] = None
+    results: list[Turn] = []
+
+    def close() -> None:
+        nonlocal step, results
+        if step is not None:
+            turns.append(step)
+            turns.extend(results)
+        step, results = None, []
+
+    for part in parts:
+        kind = part["type"]
+        if kind == "step-start":
+            close()
+            continue
+        if step is None:
+            step = AssistantTurn(index=index, ts=ts)
+        if kind == "text":
+            step.has_text = step.has_text or bool(str(part.get("text") or "").strip())
+        elif _is_ui_tool_part(part):
+            if part.get("providerExecuted"):
+                continue  # ran on the provider's side
+            name = part.get("toolName") if kind == "dynamic-tool" else kind[len("tool-"):]
+            step.calls.append(_call_request(part.get("toolCallId"), name, part.get("input", part.get("rawInput"))))
+            result = _ui_tool_result(part, index, ts)
+            if result is not None:
+                results.append(result)
+        elif kind not in AISDK_UI_QUIET_PARTS and not kind.startswith("data-"):
+            results.append(UnreadPart(index, ts, f"UI part {kind!r}"))
+    close()
+    return turns
