@@ -175,13 +175,15 @@ def test_adversarial_history_gives_notices_and_loses_nothing(tmp_path: Path) -> 
             {"part_kind": "tool-return", "tool_name": "search", "content": "ok", "tool_call_id": "c1", "timestamp": "2025-10-24T02:46:40Z"},
             {"part_kind": "tool-return", "tool_name": "search", "content": "stray", "tool_call_id": "zz", "timestamp": "2025-10-24T02:46:40Z"},
             {"part_kind": "retry-prompt", "tool_name": "search", "content": "no such call", "tool_call_id": "yy"},
-            {"part_kind": "mystery-part", "x": 1}, "not a part"]},
+            {"part_kind": "mystery-part", "x": 1}, "not a part", {"part_kind": ["not", "text"]},
+            {"part_kind": "tool-return", "tool_name": {"odd": 1}, "content": "Final result processed.", "tool_call_id": {"id": 1}}]},
         {"kind": "response", "timestamp": "2025-10-24T02:46:41Z", "finish_reason": "stop", "parts": [{"part_kind": "text", "content": "done"}]},
     ]
     path = tmp_path / "adversarial.json"
     path.write_text(json.dumps(history), encoding="utf-8")
     summary = load(path)
-    assert (summary["tool_calls"], summary["loop_exits"], summary["protocol_violations"]) == (1, 1, 5)
+    # an output tool's return with odd ids is left out with its (absent) call: nothing to report
+    assert (summary["tool_calls"], summary["loop_exits"], summary["protocol_violations"]) == (1, 1, 6)
     import duckdb
 
     con = duckdb.connect("store.duckdb", read_only=True)
@@ -191,7 +193,7 @@ def test_adversarial_history_gives_notices_and_loses_nothing(tmp_path: Path) -> 
         con.close()
     assert [(k, c) for k, c, _ in found] == [
         ("unknown_result_id", "yy"), ("unknown_result_id", "zz"),
-        ("unread_part", None), ("unread_part", None), ("unread_part", None),
+        ("unread_part", None), ("unread_part", None), ("unread_part", None), ("unread_part", None),
     ]
     details = " | ".join(d for _, _, d in found)
-    assert "'hologram'" in details and "'mystery-part'" in details and "no part_kind" in details
+    assert "'hologram'" in details and "'mystery-part'" in details and "a request part with no kind" in details

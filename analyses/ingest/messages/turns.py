@@ -596,6 +596,21 @@ def is_pydantic_ai_message(value: Any) -> bool:
         and isinstance(value.get("parts"), list) and "role" not in value
 
 
+def _part_kind(part: Any, key: str) -> Optional[str]:
+    """A part's kind (``part_kind`` / ``type``) when it is text, else None."""
+    kind = part.get(key) if isinstance(part, dict) else None
+    return kind if isinstance(kind, str) else None
+
+
+def _unread(index: int, ts: Optional[datetime], where: str, kind: Optional[str]) -> UnreadPart:
+    """An unknown part, named (capped: the name comes from the file)."""
+    return UnreadPart(index, ts, f"{where} part {kind[:60]!r}" if kind else f"a {where} part with no kind")
+
+
+def _call_key(part: dict[str, Any]) -> tuple[str, str]:
+    return str(part.get("tool_call_id")), str(part.get("tool_name"))
+
+
 def _is_output_tool(name: Any) -> bool:
     return isinstance(name, str) and (name == PYDANTIC_AI_OUTPUT_TOOL or name.startswith(PYDANTIC_AI_OUTPUT_TOOL + "_"))
 
@@ -613,7 +628,7 @@ def pydantic_ai_history(messages: list[Any]) -> list[Any]:
     """
     if not any(is_pydantic_ai_message(m) for m in messages):
         return messages
-    dropped: set[tuple[Any, Any]] = set()
+    dropped: set[tuple[str, str]] = set()
     for m in messages:
         if not is_pydantic_ai_message(m):
             continue
@@ -625,7 +640,7 @@ def pydantic_ai_history(messages: list[Any]) -> list[Any]:
                 p.get("part_kind") == "tool-return" and isinstance(content, str)
                 and (content in PYDANTIC_AI_OUTPUT_RETURNS or content == PYDANTIC_AI_NOT_RUN)
             ):
-                dropped.add((p.get("tool_call_id"), p.get("tool_name")))
+                dropped.add(_call_key(p))
     out = []
     for m in messages:
         if not is_pydantic_ai_message(m):
@@ -634,7 +649,7 @@ def pydantic_ai_history(messages: list[Any]) -> list[Any]:
         parts = [
             p for p in m["parts"]
             if not (isinstance(p, dict) and p.get("part_kind") in ("tool-call", "tool-return", "retry-prompt")
-                    and (p.get("tool_call_id"), p.get("tool_name")) in dropped)
+                    and _call_key(p) in dropped)
         ]
         m = {**m, "parts": parts}
         if m["kind"] == "request" and parse_timestamp(m.get("timestamp")) is None:
@@ -669,7 +684,7 @@ def _pydantic_ai_request(message: dict[str, Any], index: int, ts: Optional[datet
     results: list[Turn] = []
     carries_content = False
     for part in message["parts"]:
-        kind = part.get("part_kind") if isinstance(part, dict) else None
+        kind = _part_kind(part, "part_kind")
         part_ts = parse_timestamp(part.get("timestamp")) if isinstance(part, dict) else None
         if kind == "user-prompt":
             content = part.get("content")
@@ -693,7 +708,7 @@ def _pydantic_ai_request(message: dict[str, Any], index: int, ts: Optional[datet
         elif kind == "retry-prompt" or kind in PYDANTIC_AI_QUIET_PARTS:
             continue  # a retry-prompt with no tool: output validation feedback, not a tool result
         else:
-            results.append(UnreadPart(index, ts, f"request part {kind!r}" if kind else "a request part with no part_kind"))
+            results.append(_unread(index, ts, "request", kind))
     if carries_content:
         results.append(UserText(index=index, ts=ts))
     return results
@@ -705,14 +720,14 @@ def _pydantic_ai_response(message: dict[str, Any], index: int, ts: Optional[date
     turn.input_tokens, turn.output_tokens = _usage(message)
     unread: list[Turn] = []
     for part in message["parts"]:
-        kind = part.get("part_kind") if isinstance(part, dict) else None
+        kind = _part_kind(part, "part_kind")
         if kind == "text":
             turn.has_text = turn.has_text or bool(str(part.get("content") or "").strip())
         elif kind == "tool-call":
             args = part.get("args")
             turn.calls.append(_call_request(part.get("tool_call_id"), part.get("tool_name"), {} if args is None else args))
         elif kind not in PYDANTIC_AI_QUIET_PARTS:
-            unread.append(UnreadPart(index, ts, f"response part {kind!r}" if kind else "a response part with no part_kind"))
+            unread.append(_unread(index, ts, "response", kind))
     return [turn, *unread]
 
 
@@ -784,7 +799,7 @@ def ai_sdk_ui_turns(message: dict[str, Any], index: int, ts: Optional[datetime])
         return []
     if role == "user":
         unread_user: list[Turn] = [
-            UnreadPart(index, ts, f"UI part {p['type']!r}") for p in parts
+            _unread(index, ts, "UI", p["type"]) for p in parts
             if p["type"] not in ("text", "file") and not p["type"].startswith("data-")
         ]
         has_content = any(p["type"] != "text" or str(p.get("text") or "").strip() for p in parts if p["type"] in ("text", "file"))
@@ -818,6 +833,6 @@ def ai_sdk_ui_turns(message: dict[str, Any], index: int, ts: Optional[datetime])
             if result is not None:
                 results.append(result)
         elif kind not in AISDK_UI_QUIET_PARTS and not kind.startswith("data-"):
-            results.append(UnreadPart(index, ts, f"UI part {kind!r}"))
+            results.append(_unread(index, ts, "UI", kind))
     close()
     return turns
