@@ -197,3 +197,18 @@ def test_adversarial_history_gives_notices_and_loses_nothing(tmp_path: Path) -> 
     ]
     details = " | ".join(d for _, _, d in found)
     assert "'hologram'" in details and "'mystery-part'" in details and "a request part with no kind" in details
+
+
+def test_conversation_id_only_when_every_message_names_the_same(tmp_path: Path) -> None:
+    def history(*cids: Any) -> list[dict[str, Any]]:
+        return [
+            {"kind": "request", "conversation_id": cids[0], "parts": [{"part_kind": "user-prompt", "content": "hi"}]},
+            {"kind": "response", "conversation_id": cids[1], "parts": [{"part_kind": "text", "content": "hello"}]},
+        ]
+
+    found = []
+    for i, cids in enumerate((("c-1", "c-1"), ("c-1", "c-2"), ({"odd": 1}, {"odd": 1}))):
+        path = tmp_path / f"h{i}.json"
+        path.write_text(json.dumps(history(*cids)), encoding="utf-8")
+        found.append({r["conversation_id"] for r in read(path, {}).records})
+    assert found == [{"c-1"}, {f"{tmp_path.name}/h1.json#1"}, {f"{tmp_path.name}/h2.json#1"}]

@@ -190,11 +190,12 @@ def _auto(root: Any) -> Optional[list[tuple[Any, Any]]]:
 
 def _history_object(messages: list[Any]) -> dict[str, Any]:
     """The conversation object of a bare list: a pydantic-ai history names its conversation on every message."""
-    ids = {m.get("conversation_id") for m in messages if is_pydantic_ai_message(m)}
-    if len(ids) == 1 and all(is_pydantic_ai_message(m) for m in messages):
-        cid = ids.pop()
-        return {"conversation_id": cid} if _is_id(cid) else {}
-    return {}
+    if not all(is_pydantic_ai_message(m) for m in messages):
+        return {}
+    ids = [m.get("conversation_id") for m in messages]
+    if all(_is_id(cid) for cid in ids) and len({str(cid) for cid in ids}) == 1:
+        return {"conversation_id": ids[0]}
+    return {}  # none, or several: the file's name is the conversation
 
 
 def _is_response(message: Any) -> bool:
