@@ -39,7 +39,13 @@ from loopscope.analyses.ingest.formats import BadLine, ReaderOutput
 from loopscope.analyses.ingest.messages import calllog, gemini, sharegpt
 from loopscope.analyses.ingest.messages.errors import ErrorRules, parse_error_when
 from loopscope.analyses.ingest.messages.records import LINE_TIME_KEY, conversation_records
-from loopscope.analyses.ingest.messages.turns import TIMESTAMP_KEYS, langchain_message, parse_timestamp
+from loopscope.analyses.ingest.messages.turns import (
+    TIMESTAMP_KEYS,
+    is_ai_sdk_ui_message,
+    is_pydantic_ai_message,
+    langchain_message,
+    parse_timestamp,
+)
 
 ID_KEYS = ("conversation_id", "id", "session_id", "thread_id")
 RAW_CAP = 2000
@@ -54,6 +60,7 @@ SNIFF_MARKERS = (
     b'"history"', b'"trajectory"',  # SWE-agent .traj (its trajectory steps come first)
     b'"conversations"',  # ShareGPT (sharegpt)
     b'"parts"', b'"contents"', b'"candidates"',  # Gemini contents (model_dump() writes parts before role)
+    b'"part_kind"',  # a pydantic-ai message history
 )
 # A ToolBench / StableToolBench answer file starts with its search tree, whose nodes carry these.
 TREE_MARKERS = (b'"node_type"', b'"is_terminal"')
@@ -143,10 +150,10 @@ LANGCHAIN_TYPES = ("human", "ai", "tool", "system", "AIMessageChunk")
 
 
 def _is_message(value: Any) -> bool:
-    """A chat message, an OpenAI Responses API item, a LangChain serialized message, or a Gemini content."""
+    """A chat message, an OpenAI Responses API item, a pydantic-ai message, a LangChain serialized message, or a Gemini content."""
     if not isinstance(value, dict):
         return False
-    if "role" in value or value.get("type") in RESPONSES_ITEM_TYPES or gemini.is_gemini(value):
+    if "role" in value or value.get("type") in RESPONSES_ITEM_TYPES or is_pydantic_ai_message(value) or gemini.is_gemini(value):
         return True
     data = value.get("data")
     kind = data.get("type") if isinstance(data, dict) and "content" in data else value.get("type")
@@ -180,7 +187,7 @@ def _auto(root: Any) -> Optional[list[tuple[Any, Any]]]:
         if not root:
             return []
         if all(_is_message(m) for m in root):
-            return [({}, root)]  # a bare messages list
+            return [(_history_object(root), root)]  # a bare messages list
         if all(sharegpt.is_turn(t) for t in root):
             return [({}, sharegpt.to_messages(root))]  # a bare list of ShareGPT turns
         if all(isinstance(c, dict) and isinstance(c.get("conversations"), list) and c["conversations"]
@@ -195,11 +202,34 @@ def _auto(root: Any) -> Optional[list[tuple[Any, Any]]]:
     return None
 
 
+def _history_object(messages: list[Any]) -> dict[str, Any]:
+    """The conversation object of a bare list: a pydantic-ai history names its conversation on every message."""
+    if not all(is_pydantic_ai_message(m) for m in messages):
+        return {}
+    ids = [m.get("conversation_id") for m in messages]
+    if all(_is_id(cid) for cid in ids) and len({str(cid) for cid in ids}) == 1:
+        return {"conversation_id": ids[0]}
+    return {}  # none, or several: the file's name is the conversation
+
+
+def _is_response(message: Any) -> bool:
+    """A model response: an assistant message, a pydantic-ai ``ModelResponse`` or a Gemini ``model`` content."""
+    return isinstance(message, dict) and (message.get("role") in ("assistant", "model") or (
+        is_pydantic_ai_message(message) and message["kind"] == "response") or (
+        gemini.is_gemini(message) and "role" not in message))
+
+
 def _has_structured_calls(messages: list[Any]) -> bool:
     """Whether any message holds a tool call or result in a shape this reader knows."""
     for m in map(langchain_message, messages):
         if not isinstance(m, dict):
             continue
+        if is_pydantic_ai_message(m) and any(
+            isinstance(p, dict) and p.get("part_kind") in ("tool-call", "tool-return", "retry-prompt") for p in m["parts"]
+        ):
+            return True
+        if is_ai_sdk_ui_message(m) and any(p["type"] == "dynamic-tool" or p["type"].startswith("tool-") for p in m["parts"]):
+            return True
         if m.get("tool_calls") or m.get("function_call") or m.get("role") in ("tool", "function"):
             return True
         if m.get("type") in ("function_call", "function_call_output") or gemini.has_calls(m):
@@ -260,35 +290,6 @@ def _openhands_event(value: Any) -> bool:
     return isinstance(kind, str) and kind.endswith("Event") and "source" in value
 
 
-def _pydantic_ai_message(value: Any) -> bool:
-    """A pydantic-ai ``ModelMessage`` dump: ``{kind: "request" | "response", parts: [{part_kind}...]}``."""
-    return isinstance(value, dict) and value.get("kind") in ("request", "response") and isinstance(value.get("parts"), list) \
-        and "role" not in value
-
-
-def _ai_sdk_ui_message(value: Any) -> bool:
-    """A Vercel AI SDK ``UIMessage``: ``{id, role, parts: [...]}`` and no ``content``."""
-    return isinstance(value, dict) and value.get("role") in ("user", "assistant", "system") \
-        and isinstance(value.get("parts"), list) and "content" not in value
-
-
-def _mostly(values: Any, test: Any) -> bool:
-    return isinstance(values, list) and bool(values) and sum(map(test, values)) * 2 > len(values)
-
-
-PYDANTIC_AI_TODO = (
-    "loopscope does not read pydantic-ai message histories yet; run the agent instrumented "
-    "(Agent(..., instrument=True) or logfire.instrument_pydantic_ai()) and load its OpenTelemetry export "
-    "(--input-format otlp), or convert the history to OpenAI chat messages (each response's tool-call parts "
-    "to tool_calls, each tool-return / retry-prompt part to a role \"tool\" message; a retry-prompt is the "
-    "error the model was handed)"
-)
-AI_SDK_UI_TODO = (
-    "convert them with the SDK's convertToModelMessages(messages) and save those: loopscope reads the "
-    "model messages (tool-call / tool-result parts)"
-)
-
-
 def _refusal(what: str, todo: str) -> UnreadableFile:
     # the load names the file and shows the message only: what to do goes in it too
     return UnreadableFile(f"{what}. What to do: {todo}", todo)
@@ -299,15 +300,6 @@ def _out_of_scope(root: Any) -> Optional[UnreadableFile]:
     if isinstance(root, list) and root and sum(map(_openhands_event, root)) * 2 > len(root):
         todo = OPENHANDS_V1_TODO if sum(map(_openhands_v1_event, root)) * 2 > len(root) else OPENHANDS_TODO
         return _refusal("an OpenHands event stream (actions and observations, not chat messages)", todo)
-    chats = root if isinstance(root, list) else root.get("messages") if isinstance(root, dict) else None
-    if _mostly(chats, _pydantic_ai_message):
-        return _refusal("a pydantic-ai message history (requests and responses made of parts), not chat messages",
-                        PYDANTIC_AI_TODO)
-    if _mostly(chats, _ai_sdk_ui_message) or (
-        isinstance(chats, list) and chats and all(isinstance(c, dict) and _mostly(c.get("messages"), _ai_sdk_ui_message) for c in chats)
-    ):
-        return _refusal("Vercel AI SDK UI messages (parts with each tool call's state), not the model messages",
-                        AI_SDK_UI_TODO)
     if not isinstance(root, dict):
         return None
     answer = root.get("answer_generation")
@@ -711,8 +703,7 @@ def read(path: Path, options: Mapping[str, Any]) -> ReaderOutput:
         if not structured:
             structured = _has_structured_calls(conv.messages)
             responses += sum(
-                1 for m in map(langchain_message, conv.messages)
-                if isinstance(m, dict) and (m.get("role") in ("assistant", "model") or gemini.is_gemini(m) and "role" not in m)
+                1 for m in map(langchain_message, conv.messages) if _is_response(m)
             )
         agent = options.get("agent_name") or (conv.obj.get("agent") if isinstance(conv.obj.get("agent"), str) else None) or agent_default
         termination = conv.obj.get("termination_reason")

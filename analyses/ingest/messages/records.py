@@ -37,7 +37,8 @@ The rules (docs/inputs.md, "Conversation message arrays", explains them to users
   (``unknown_result_id``), a second result for the same call
   (``duplicate_result``), a result that arrives after the model moved on
   (``result_out_of_order``), a call without an id (``missing_tool_call_id``), arguments
-  that are not JSON (``invalid_arguments``: empty shape, null fingerprint).
+  that are not JSON (``invalid_arguments``: empty shape, null fingerprint), a part of a
+  pydantic-ai or AI SDK UI message of a kind this reader does not know (``unread_part``).
   An id that a later call uses again is kept as it is: the analyses decide,
   the same way for every input format, whether the later call is a replay
   (same tool and arguments) or an id collision (a new call, reported as
@@ -59,6 +60,7 @@ from loopscope.analyses.ingest.messages.turns import (
     AssistantTurn,
     ToolCallRequest,
     ToolResult,
+    UnreadPart,
     UserText,
     as_chat_messages,
     message_timestamp,
@@ -353,6 +355,13 @@ class _Deriver(CallBook[_Call]):
                 self.on_user(turn)
             elif isinstance(turn, AssistantTurn):
                 self.on_assistant(turn)
+            elif isinstance(turn, UnreadPart):
+                self.violation(
+                    "unread_part",
+                    f"message {turn.index}: {turn.what} is not one loopscope reads; skipped (a tool call or result "
+                    "in it is not counted)",
+                    self.current.prompt_id if self.current else None,
+                )
             else:
                 self.on_result(turn)
         for call in self.unanswered():

@@ -49,6 +49,11 @@ Shapes understood:
   ``isError`` before v5): an output of type ``error-text``, ``error-json`` or
   ``execution-denied`` is the error flag (any other type a stored no). Parts with
   ``providerExecuted: true`` ran on the provider's side: not agent tool calls.
+- Vercel AI SDK UI messages (``UIMessage``, what ``useChat`` keeps): ``{id, role, parts}``, one
+  assistant message per loop, its steps split at ``step-start`` parts, each ``tool-<name>`` /
+  ``dynamic-tool`` part a call and, by its ``state``, its result (``ai_sdk_ui_turns``).
+- pydantic-ai message histories (``all_messages_json()``): ``{kind: "request" | "response",
+  parts}``; ``pydantic_ai_turns`` and ``pydantic_ai_history`` say what counts (docs/inputs.md).
 - tau2-bench: assistant ``tool_calls`` as ``{id, name, arguments: {...}}``;
   results ``{role: "tool", id, content, error: bool, requestor}``. A user
   message carrying ``tool_calls`` is the simulated user running its own tools:
@@ -116,7 +121,16 @@ class ToolResult:
     error_type: Optional[str] = None  # the stored error's type (Inspect AI ``error.type``)
 
 
-Turn = Union[UserText, AssistantTurn, ToolResult]
+@dataclass
+class UnreadPart:
+    """A part of a message this reader does not know: reported, never silently dropped."""
+
+    index: int
+    ts: Optional[datetime]
+    what: str
+
+
+Turn = Union[UserText, AssistantTurn, ToolResult, UnreadPart]
 
 
 def parse_timestamp(value: Any) -> Optional[datetime]:
@@ -135,10 +149,20 @@ def parse_timestamp(value: Any) -> Optional[datetime]:
 
 
 def message_timestamp(message: dict[str, Any]) -> Optional[datetime]:
-    """The first parseable time stored on ``message``, if any."""
+    """The first parseable time stored on ``message``, if any.
+
+    An AI SDK UI message keeps none of its own: the app may put one in its ``metadata`` (the
+    SDK's message-metadata example stores ``createdAt``), which is read then.
+    """
     for key in TIMESTAMP_KEYS:
         if key in message:
             parsed = parse_timestamp(message[key])
+            if parsed is not None:
+                return parsed
+    metadata = message.get("metadata")
+    if isinstance(metadata, dict) and is_ai_sdk_ui_message(message):
+        for key in ("createdAt", *TIMESTAMP_KEYS):
+            parsed = parse_timestamp(metadata.get(key))
             if parsed is not None:
                 return parsed
     return None
@@ -387,6 +411,10 @@ def message_turns(message: Any, index: int) -> list[Turn]:
         return []
     role = message.get("role")
     ts = message_timestamp(message)
+    if is_pydantic_ai_message(message):
+        return pydantic_ai_turns(message, index, ts)
+    if is_ai_sdk_ui_message(message):
+        return ai_sdk_ui_turns(message, index, ts)
     if role == "assistant":
         return [_assistant(message, index, ts)]
     if role == "user":
@@ -419,7 +447,7 @@ def as_chat_messages(messages: list[Any]) -> list[tuple[int, Any]]:
     OpenAI Chat shape) at the index of the run's first item, and each
     ``function_call_output`` a ``role: "tool"`` message.
     """
-    messages = ag2_roles([langchain_message(m) for m in messages])
+    messages = pydantic_ai_history(ag2_roles([langchain_message(m) for m in messages]))
     messages = [m for _, m in gemini.convert(list(enumerate(messages)))]
     if not any(isinstance(m, dict) and m.get("type") in ("function_call", "function_call_output") for m in messages):
         return _legacy_functions(list(enumerate(messages)))
@@ -541,3 +569,276 @@ def _legacy_functions(pairs: list[tuple[int, Any]]) -> list[tuple[int, Any]]:
         else:
             out.append((index, message))
     return out
+
+
+# -- pydantic-ai message histories (``ModelMessagesTypeAdapter`` / ``all_messages_json()``) -----------
+
+# What pydantic-ai writes as the return of an output tool (the model handing over its structured
+# answer), and of a function tool it did not run because an output tool had already given the answer.
+PYDANTIC_AI_OUTPUT_RETURNS = frozenset({
+    "Final result processed.",
+    "Output tool not used - a final result was already processed.",
+    "Output tool not used - output function execution failed.",
+    "Output tool not used - output failed validation.",
+})
+PYDANTIC_AI_NOT_RUN = "Tool not executed - a final result was already processed."
+PYDANTIC_AI_OUTPUT_TOOL = "final_result"  # its default output tool name (final_result_<Type> for several)
+# finish_reason (OpenTelemetry values) -> the stop reasons the deriver knows; stop, length and
+# content_filter are read as OpenAI's (STOP_REASON_MAP), error is kept as it is.
+PYDANTIC_AI_FINISH = {"tool_call": "tool_calls"}
+# Parts that carry no tool call, result or user content: skipped without a notice.
+PYDANTIC_AI_QUIET_PARTS = frozenset({
+    "system-prompt", "instruction", "instruction-delta", "instruction-baseline", "instruction-digest",
+    "tool-availability-delta", "capability-load-delta", "model-settings-delta", "compaction",
+    "retry-feedback",  # output validation feedback: answers no tool call
+    "thinking", "file", "speech",
+    "builtin-tool-call", "builtin-tool-return",  # provider-side (native) tools: not run by the agent
+})
+
+
+def is_pydantic_ai_message(value: Any) -> bool:
+    """A pydantic-ai ``ModelMessage`` dump: ``{kind: "request" | "response", parts: [...]}``."""
+    return isinstance(value, dict) and value.get("kind") in ("request", "response") \
+        and isinstance(value.get("parts"), list) and "role" not in value
+
+
+def _part_kind(part: Any, key: str) -> Optional[str]:
+    """A part's kind (``part_kind`` / ``type``) when it is text, else None."""
+    kind = part.get(key) if isinstance(part, dict) else None
+    return kind if isinstance(kind, str) else None
+
+
+def _unread(index: int, ts: Optional[datetime], where: str, kind: Optional[str]) -> UnreadPart:
+    """An unknown part, named (capped: the name comes from the file)."""
+    return UnreadPart(index, ts, f"{where} part {kind[:60]!r}" if kind else f"a {where} part with no kind")
+
+
+def _call_key(part: dict[str, Any]) -> tuple[str, str]:
+    return str(part.get("tool_call_id")), str(part.get("tool_name"))
+
+
+def _is_output_tool(name: Any) -> bool:
+    return isinstance(name, str) and (name == PYDANTIC_AI_OUTPUT_TOOL or name.startswith(PYDANTIC_AI_OUTPUT_TOOL + "_"))
+
+
+def pydantic_ai_history(messages: list[Any]) -> list[Any]:
+    """A pydantic-ai history without its output-tool calls and the calls pydantic-ai did not run.
+
+    An output tool (``final_result``, or any tool whose return is pydantic-ai's "Final result
+    processed." / "Output tool not used - ...") is how the model hands over a structured answer:
+    the harness runs nothing the model asked for, so it is not a tool call; its validation
+    retries are output feedback, not tool errors. A function tool answered "Tool not executed - a
+    final result was already processed." never ran: not a call either. Both the call part and its
+    return are dropped. A request with no ``timestamp`` (histories written before pydantic-ai set
+    one) takes its latest part's.
+    """
+    if not any(is_pydantic_ai_message(m) for m in messages):
+        return messages
+    dropped: set[tuple[str, str]] = set()
+    for m in messages:
+        if not is_pydantic_ai_message(m):
+            continue
+        for p in m["parts"]:
+            if not isinstance(p, dict):
+                continue
+            content = p.get("content")
+            if _is_output_tool(p.get("tool_name")) or (
+                p.get("part_kind") == "tool-return" and isinstance(content, str)
+                and (content in PYDANTIC_AI_OUTPUT_RETURNS or content == PYDANTIC_AI_NOT_RUN)
+            ):
+                dropped.add(_call_key(p))
+    out = []
+    for m in messages:
+        if not is_pydantic_ai_message(m):
+            out.append(m)
+            continue
+        parts = [
+            p for p in m["parts"]
+            if not (isinstance(p, dict) and p.get("part_kind") in ("tool-call", "tool-return", "retry-prompt")
+                    and _call_key(p) in dropped)
+        ]
+        m = {**m, "parts": parts}
+        if m["kind"] == "request" and parse_timestamp(m.get("timestamp")) is None:
+            times = [t for t in (parse_timestamp(p.get("timestamp")) for p in parts if isinstance(p, dict)) if t]
+            if times:
+                m["timestamp"] = max(times).isoformat()
+        out.append(m)
+    return out
+
+
+def _pydantic_ai_text(value: Any) -> str:
+    """A tool return's content as pydantic-ai hands it to the model: text as is, anything else as JSON."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _retry_prompt_text(content: Any) -> str:
+    """What the model saw for a (legacy) ``retry-prompt`` answering a tool call: ``RetryPromptPart.model_response()``."""
+    if isinstance(content, list):
+        errors = [{k: v for k, v in e.items() if k != "ctx"} if isinstance(e, dict) else e for e in content]
+        rendered = json.dumps(errors, ensure_ascii=False, indent=2)
+        description = f"{len(content)} validation error{'s' if len(content) != 1 else ''}:\n```json\n{rendered}\n```"
+    else:
+        description = content_text(content)
+    return f"{description}\n\nFix the errors and try again."
+
+
+def _pydantic_ai_request(message: dict[str, Any], index: int, ts: Optional[datetime]) -> list[Turn]:
+    results: list[Turn] = []
+    carries_content = False
+    for part in message["parts"]:
+        kind = _part_kind(part, "part_kind")
+        part_ts = parse_timestamp(part.get("timestamp")) if isinstance(part, dict) else None
+        if kind == "user-prompt":
+            content = part.get("content")
+            carries_content = carries_content or (bool(content.strip()) if isinstance(content, str) else bool(content))
+        elif kind == "tool-return":
+            outcome = part.get("outcome", "success")
+            if outcome == "interrupted":
+                continue  # synthesized when a run was cut off: the call produced no result
+            retry = part.get("retry") if isinstance(part.get("retry"), dict) else {}
+            error_type = retry.get("cause") if isinstance(retry.get("cause"), str) else None
+            if outcome == "denied":
+                error_type = "execution_denied"
+            results.append(_tool_result(index, part_ts or ts, part.get("tool_call_id"), _pydantic_ai_text(part.get("content")),
+                                        outcome in ("failed", "retried", "denied"), error_type))
+        elif kind == "retry-prompt" and part.get("tool_name") is not None:
+            # before pydantic-ai split it: a retry answering a tool call (ModelRetry raised by the
+            # tool, or arguments that failed validation); the model saw model_response()'s text
+            content = part.get("content")
+            results.append(_tool_result(index, part_ts or ts, part.get("tool_call_id"), _retry_prompt_text(content), True,
+                                        "validation_error" if isinstance(content, list) else None))
+        elif kind == "retry-prompt" or kind in PYDANTIC_AI_QUIET_PARTS:
+            continue  # a retry-prompt with no tool: output validation feedback, not a tool result
+        else:
+            results.append(_unread(index, ts, "request", kind))
+    if carries_content:
+        results.append(UserText(index=index, ts=ts))
+    return results
+
+
+def _pydantic_ai_response(message: dict[str, Any], index: int, ts: Optional[datetime]) -> list[Turn]:
+    finish = message.get("finish_reason")
+    turn = AssistantTurn(index=index, ts=ts, stop_reason=PYDANTIC_AI_FINISH.get(finish, finish) if isinstance(finish, str) else None)
+    turn.input_tokens, turn.output_tokens = _usage(message)
+    unread: list[Turn] = []
+    for part in message["parts"]:
+        kind = _part_kind(part, "part_kind")
+        if kind == "text":
+            turn.has_text = turn.has_text or bool(str(part.get("content") or "").strip())
+        elif kind == "tool-call":
+            args = part.get("args")
+            turn.calls.append(_call_request(part.get("tool_call_id"), part.get("tool_name"), {} if args is None else args))
+        elif kind not in PYDANTIC_AI_QUIET_PARTS:
+            unread.append(_unread(index, ts, "response", kind))
+    return [turn, *unread]
+
+
+def pydantic_ai_turns(message: dict[str, Any], index: int, ts: Optional[datetime]) -> list[Turn]:
+    """The turns of one pydantic-ai ``ModelRequest`` / ``ModelResponse``.
+
+    A request's ``user-prompt`` parts start a prompt; its ``tool-return`` parts are results
+    (``outcome`` ``failed`` / ``retried`` / ``denied`` is the error flag, ``retry.cause`` the
+    error type, ``interrupted`` no result at all), as are legacy ``retry-prompt`` parts that name
+    a tool. A response is one model response: its ``tool-call`` parts are the calls,
+    ``finish_reason`` the stop reason, ``usage`` the tokens.
+    """
+    if message["kind"] == "response":
+        return _pydantic_ai_response(message, index, ts)
+    return _pydantic_ai_request(message, index, ts)
+
+
+# -- Vercel AI SDK UI messages (``UIMessage``: what ``useChat`` keeps, v5+) ---------------------------
+
+# UI parts that carry no tool call and no text the loop acts on: skipped without a notice.
+AISDK_UI_QUIET_PARTS = frozenset({"reasoning", "reasoning-file", "file", "source-url", "source-document", "custom"})
+# Tool part states with a result the model was handed (the others never got one).
+AISDK_UI_RESULT_STATES = ("output-available", "output-error", "output-denied")
+
+
+def is_ai_sdk_ui_message(value: Any) -> bool:
+    """A Vercel AI SDK ``UIMessage``: ``{id, role, parts: [{type, ...}]}`` and no ``content``.
+
+    Every part must name its ``type``: Gemini's ``{role, parts: [{text}]}`` is not one.
+    """
+    if not isinstance(value, dict) or value.get("role") not in ("user", "assistant", "system") or "content" in value:
+        return False
+    parts = value.get("parts")
+    return isinstance(parts, list) and all(isinstance(p, dict) and isinstance(p.get("type"), str) for p in parts)
+
+
+def _is_ui_tool_part(part: dict[str, Any]) -> bool:
+    return part["type"] == "dynamic-tool" or part["type"].startswith("tool-")
+
+
+def _ui_tool_result(part: dict[str, Any], index: int, ts: Optional[datetime]) -> Optional[ToolResult]:
+    """The result in a UI tool part, as ``convertToModelMessages`` would hand it to the model; None without one."""
+    state = part.get("state")
+    if state == "output-available" and not part.get("preliminary"):
+        return _tool_result(index, ts, part.get("toolCallId"), content_text(part.get("output")), False, None)
+    if state == "output-error":
+        return _tool_result(index, ts, part.get("toolCallId"), str(part.get("errorText") or ""), True, None)
+    if state == "output-denied":
+        approval = part.get("approval") if isinstance(part.get("approval"), dict) else {}
+        reason = approval.get("reason") if isinstance(approval.get("reason"), str) else "Tool execution denied."
+        return _tool_result(index, ts, part.get("toolCallId"), reason, True, "execution_denied")
+    return None  # input-streaming, input-available, approval-*: asked for, never answered (or a preliminary output)
+
+
+def ai_sdk_ui_turns(message: dict[str, Any], index: int, ts: Optional[datetime]) -> list[Turn]:
+    """The turns of one AI SDK ``UIMessage``, split as the SDK's ``convertToModelMessages`` splits it.
+
+    A user message with any part starts a prompt. An assistant message holds every step of a
+    loop: ``step-start`` parts separate its model responses; in each, ``tool-<name>`` and
+    ``dynamic-tool`` parts are the calls (``toolCallId``, ``input``) and, by their ``state``, the
+    results handed back after it: ``output-available`` (``output``), ``output-error``
+    (``errorText``, an error), ``output-denied`` (an error, ``execution_denied``, the approval's
+    reason). A part that never reached an output state is a call with no result. Provider-executed
+    parts are not agent calls.
+    """
+    parts = message["parts"]
+    role = message["role"]
+    if role == "system":
+        return []
+    if role == "user":
+        unread_user: list[Turn] = [
+            _unread(index, ts, "UI", p["type"]) for p in parts
+            if p["type"] not in ("text", "file") and not p["type"].startswith("data-")
+        ]
+        has_content = any(p["type"] != "text" or str(p.get("text") or "").strip() for p in parts if p["type"] in ("text", "file"))
+        return [*unread_user, UserText(index=index, ts=ts)] if has_content else unread_user
+    turns: list[Turn] = []
+    step: Optional[AssistantTurn] = None
+    results: list[Turn] = []
+
+    def close() -> None:
+        nonlocal step, results
+        if step is not None:
+            turns.append(step)
+            turns.extend(results)
+        step, results = None, []
+
+    for part in parts:
+        kind = part["type"]
+        if kind == "step-start":
+            close()
+            continue
+        if step is None:
+            step = AssistantTurn(index=index, ts=ts)
+        if kind == "text":
+            step.has_text = step.has_text or bool(str(part.get("text") or "").strip())
+        elif _is_ui_tool_part(part):
+            if part.get("providerExecuted"):
+                continue  # ran on the provider's side
+            name = part.get("toolName") if kind == "dynamic-tool" else kind[len("tool-"):]
+            step.calls.append(_call_request(part.get("toolCallId"), name, part.get("input", part.get("rawInput"))))
+            result = _ui_tool_result(part, index, ts)
+            if result is not None:
+                results.append(result)
+        elif kind not in AISDK_UI_QUIET_PARTS and not kind.startswith("data-"):
+            results.append(_unread(index, ts, "UI", kind))
+    close()
+    return turns
