@@ -110,7 +110,9 @@ def test_ui_states_dynamic_provider_and_unknown_parts() -> None:
 
 
 def test_gemini_parts_are_not_ui_messages() -> None:
-    # Gemini's {role, parts: [{text}]} has no part type: not read as UI messages (not read at all yet)
+    # Gemini's {role, parts: [{text}]} has no part type: not read as UI messages (whose parts without a
+    # type would be unread_part violations) but as Gemini contents: one prompt answered in text
     messages = [{"role": "user", "parts": [{"text": "hi"}]}, {"role": "model", "parts": [{"text": "hello"}]}]
     out = conversation_records(messages, conversation_id="g")
-    assert out.records == [] and out.violations == []
+    assert out.violations == []
+    assert [(r["kind"], r.get("exit_reason")) for r in out.records] == [("loop_exit", "end_turn")]
