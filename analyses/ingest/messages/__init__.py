@@ -41,6 +41,7 @@ from loopscope.analyses.ingest.messages.errors import ErrorRules, parse_error_wh
 from loopscope.analyses.ingest.messages.records import LINE_TIME_KEY, conversation_records
 from loopscope.analyses.ingest.messages.turns import (
     TIMESTAMP_KEYS,
+    is_ai_sdk4_message,
     is_ai_sdk_ui_message,
     is_pydantic_ai_message,
     langchain_message,
@@ -229,6 +230,10 @@ def _has_structured_calls(messages: list[Any]) -> bool:
         ):
             return True
         if is_ai_sdk_ui_message(m) and any(p["type"] == "dynamic-tool" or p["type"].startswith("tool-") for p in m["parts"]):
+            return True
+        if is_ai_sdk4_message(m) and (m.get("toolInvocations") or any(
+            p["type"] == "tool-invocation" for p in m.get("parts") or []
+        )):
             return True
         if m.get("tool_calls") or m.get("function_call") or m.get("role") in ("tool", "function"):
             return True
