@@ -273,6 +273,8 @@ def test_responses_chained_without_its_first_call_says_so(tmp_path: Path) -> Non
     load, calls, _, kinds = _loaded(tmp_path / "t.duckdb", path)
     assert [c[2] for c in calls] == ["call_2", "call_3", "call_4", "call_5"]
     assert "call_log_no_previous" in kinds and "unknown_result_id" in kinds
+    # said out loud where the figures are read, not only counted among the violations
+    assert [(n["kind"], n["count"]) for n in load["notices"]] == [("call_log_no_previous", 1)]
 
 
 def test_responses_chained_regenerate_is_a_branch_and_a_failed_call_retried_goes_on(tmp_path: Path) -> None:
