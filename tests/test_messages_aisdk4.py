@@ -84,8 +84,9 @@ def test_v4_tool_invocations_without_parts_read_the_same(tmp_path: Path) -> None
     path = tmp_path / "v4_no_parts.json"
     path.write_text(json.dumps(doc))
     out = read(path, {})
-    calls = {r["tool_call_id"]: (r["prompt_id"], r["step"]) for r in out.records if r["kind"] == "tool_call"}
-    assert calls == {"call_1": ("m0", 0), "call_2": ("m0", 1), "call_3": ("m0", 2), "call_4": ("m0", 2)}
+    calls = {r["tool_call_id"]: (r["prompt_id"], r["step"], r["ts"]) for r in out.records if r["kind"] == "tool_call"}
+    at = "2025-03-04T10:00:02.000000Z"  # createdAt, also on a message with no parts
+    assert calls == {"call_1": ("m0", 0, at), "call_2": ("m0", 1, at), "call_3": ("m0", 2, at), "call_4": ("m0", 2, at)}
     (exit_,) = [r for r in out.records if r["kind"] == "loop_exit"]
     assert (exit_["exit_reason"], exit_["steps"], exit_["tool_calls"]) == ("end_turn", 4, 4)
     assert [v["tool_call_id"] for v in out.violations if v["tool_call_id"]] == ["call_5"]

@@ -293,3 +293,29 @@ def test_responses_chained_regenerate_is_a_branch_and_a_failed_call_retried_goes
     assert [(c[0], c[2]) for c in calls] == [("s-refund", f"call_{n}") for n in range(1, 6)]
     assert "call_log_branch" in kinds and "call_log_no_reply" in kinds
     assert figures(path, "--error-when", "prefix")["replays"] == 0
+
+
+def test_responses_api_string_input_and_an_incomplete_response(tmp_path: Path) -> None:
+    # input as a string; the first response asks for search (a web_search_call the provider ran is
+    # no agent call), the second is cut at max_output_tokens: 1 prompt, 1 call, the loop exit "length"
+    first = {"request": {"model": "gpt-5", "input": "find it"},
+             "response": {"id": "r1", "object": "response", "status": "completed", "created_at": 1764240000, "output": [
+                 {"type": "web_search_call", "id": "ws_1", "status": "completed"},
+                 {"type": "function_call", "id": "fc_1", "call_id": "c1", "name": "search", "arguments": "{}"}]}}
+    second = {"request": {"model": "gpt-5", "previous_response_id": "r1",
+                          "input": [{"type": "function_call_output", "call_id": "c1", "output": "found"}]},
+              "response": {"id": "r2", "object": "response", "status": "incomplete", "created_at": 1764240005,
+                           "incomplete_details": {"reason": "max_output_tokens"},
+                           "output": [{"type": "message", "role": "assistant", "id": "m2",
+                                       "content": [{"type": "output_text", "text": "It is"}]}]}}
+    path = _write(tmp_path / "r.jsonl", [first, second])
+    load, calls, exits, kinds = _loaded(tmp_path / "r.duckdb", path)
+    assert [(c[1], c[2]) for c in calls] == [("m0", "c1")]
+    assert [(e[0], e[2]) for e in exits] == [("m0", 2)] and kinds == []
+    import duckdb
+
+    con = duckdb.connect(str(tmp_path / "r.duckdb"), read_only=True)
+    try:
+        assert con.execute("SELECT exit_reason FROM loop_exits").fetchall() == [("max_tokens",)]
+    finally:
+        con.close()

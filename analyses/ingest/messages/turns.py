@@ -162,7 +162,7 @@ def message_timestamp(message: dict[str, Any]) -> Optional[datetime]:
             parsed = parse_timestamp(message[key])
             if parsed is not None:
                 return parsed
-    if is_ai_sdk4_message(message):  # AI SDK 4's Message: createdAt (a Date, JSON as ISO text)
+    if _ai_sdk4_shaped(message):  # AI SDK 4's Message: createdAt (a Date, JSON as ISO text)
         parsed = parse_timestamp(message.get("createdAt"))
         if parsed is not None:
             return parsed
@@ -859,16 +859,21 @@ def ai_sdk_ui_turns(message: dict[str, Any], index: int, ts: Optional[datetime])
 AISDK4_QUIET_PARTS = frozenset({"reasoning", "source", "file"})
 
 
+def _ai_sdk4_shaped(value: Any) -> bool:
+    """``{id, role, content: str}`` with a role an AI SDK 4 ``Message`` has."""
+    return (isinstance(value, dict) and value.get("role") in ("user", "assistant", "system", "data")
+            and isinstance(value.get("content"), str) and "id" in value)
+
+
 def is_ai_sdk4_message(value: Any) -> bool:
-    """A Vercel AI SDK 4 ``Message``: ``{id, role, content: str}`` with ``toolInvocations``, ``parts``
-    (typed) or ``createdAt``; v5's ``UIMessage`` has no ``content``."""
-    if not isinstance(value, dict) or value.get("role") not in ("user", "assistant", "system", "data"):
-        return False
-    if not isinstance(value.get("content"), str) or "id" not in value:
+    """A Vercel AI SDK 4 ``Message``: ``{id, role, content: str}`` with ``toolInvocations`` or typed
+    ``parts`` (v5's ``UIMessage`` has no ``content``). One with neither (before 4.2) is a plain chat
+    message, read as one; only its ``createdAt`` is read as its time (``message_timestamp``)."""
+    if not _ai_sdk4_shaped(value):
         return False
     parts = value.get("parts")
     typed_parts = isinstance(parts, list) and all(isinstance(p, dict) and isinstance(p.get("type"), str) for p in parts)
-    return isinstance(value.get("toolInvocations"), list) or typed_parts or "createdAt" in value
+    return isinstance(value.get("toolInvocations"), list) or typed_parts
 
 
 def _v4_invocation(invocation: Any) -> Optional[dict[str, Any]]:
