@@ -24,6 +24,10 @@ Kinds:
   process (the reader's finding, kept in ``protocol_violations``): an edited or
   redacted log, or a Codex that writes its outputs another way; they count as
   successes, so the error figures may be too low.
+- ``call_log_no_previous``: a model-call log had OpenAI Responses API calls continuing a response
+  (``previous_response_id``) that is not in the file (the reader's finding, kept in
+  ``protocol_violations``): each was read without what came before, so the calls made before it
+  are in none of the figures; the fix is to load the earlier log with it.
 - ``no_timestamps``: prompts whose records had no time of their own (the
   readers give them 1970-01-01 plus their index, ``ts_synthetic``): time-based
   views put them under ``no timestamp`` (``NO_TIMESTAMP``).
@@ -66,6 +70,7 @@ ORDER BY s.path
 """
 UNFLAGGED_SQL = FILE_VIOLATIONS_SQL.replace("{kind}", "unflagged_error_text").replace("{records}", "tool_calls")
 UNREAD_EXIT_SQL = FILE_VIOLATIONS_SQL.replace("{kind}", "unread_exit_status").replace("{records}", "tool_calls")
+NO_PREVIOUS_SQL = FILE_VIOLATIONS_SQL.replace("{kind}", "call_log_no_previous").replace("{records}", "loop_exits")
 NO_TOOL_CALLS_SQL = FILE_VIOLATIONS_SQL.replace("{kind}", "no_tool_calls").replace("{records}", "loop_exits")
 NO_TIMESTAMPS_SQL = f"""
 SELECT count(*) FILTER (WHERE p.first_ts < TIMESTAMP '{SYNTHETIC_BEFORE}'), count(*)
@@ -126,7 +131,8 @@ SELECT count(*), count(DISTINCT conversation_id) FROM repeat_facts WHERE is_id_c
 # collisions are counted straight from id_collisions_v (its windows run over the calls whose id
 # repeats only), as many as the facts give (tests/test_load_facts.py).
 NOTICE_CANDIDATES_SQL = f"""
-SELECT EXISTS (SELECT 1 FROM protocol_violations WHERE kind IN ('unflagged_error_text', 'no_tool_calls', 'unread_exit_status'))
+SELECT EXISTS (SELECT 1 FROM protocol_violations WHERE kind IN ('unflagged_error_text', 'no_tool_calls', 'unread_exit_status',
+                                                                'call_log_no_previous'))
     OR EXISTS (SELECT 1 FROM tool_calls WHERE ts < TIMESTAMP '{SYNTHETIC_BEFORE}')
     OR EXISTS (SELECT 1 FROM loop_exits WHERE ts < TIMESTAMP '{SYNTHETIC_BEFORE}')
 """
@@ -223,6 +229,18 @@ def notices(
                 "loopscope cannot see those actions and counts every observation as a prompt",
                 "a chat without tools needs nothing; for a text-action agent these figures mean nothing: log its "
                 "tool calls as tool_calls / tool_use (function calling) (docs/inputs.md)",
+                count,
+            )
+        )
+    for path, detail in _file_violations(con, "call_log_no_previous", NO_PREVIOUS_SQL, where, prompts, params):
+        count = _leading_count(detail)
+        found.append(
+            Notice(
+                "call_log_no_previous",
+                f"{count} logged Responses API call(s) in {path} continue a response (previous_response_id) that "
+                "is not in the file: each was read without what came before it, so the calls made before are in "
+                "none of these figures",
+                "load the log that holds the earlier calls together with it (docs/inputs.md, model-call logs)",
                 count,
             )
         )

@@ -201,3 +201,121 @@ def test_a_conversation_with_a_final_response_field_is_still_a_conversation(tmp_
     path = _write(tmp_path / "conv.jsonl", [
         {"id": "k1", "messages": [USER, a1, t1, {"role": "assistant", "content": "ok"}], "response": "ok"}])
     assert figures(path)["tool_calls"] == 1
+
+
+# -- OpenAI Responses API calls ---------------------------------------------------------------------
+# tests/fixtures/calllog/responses_full.jsonl and responses_chained.jsonl: the real openai SDK's
+# request and response bodies of one scripted loop (make_responses_log.py says what it did), every
+# call sending the whole input, or only its new items with previous_response_id. By hand, conversation
+# "s-refund": prompt 1 lookup_order call_1 ("Error: no order A-17 ..."), lookup_order call_2 (ok),
+# refund call_3 (ok) + notify call_4 ("Error: mail server ...") in one response, a text answer;
+# prompt 2 delete_order call_5 (ok), a text answer: 2 prompts, 5 calls, 2 errors (call_1 recovered by
+# call_2, notify gave up), 6 model calls. Before this reader: 0 records, all 6 lines quarantined.
+
+RESPONSES_FULL = HERE / "fixtures" / "calllog" / "responses_full.jsonl"
+RESPONSES_CHAINED = HERE / "fixtures" / "calllog" / "responses_chained.jsonl"
+RESPONSES_FIGURES = {"prompts": 2, "open_prompts": 0, "tool_calls": 5, "errors": 2, "recovered_errors": 1, "replays": 0}
+
+
+def _loaded(db: Path, path: Path) -> tuple[dict[str, Any], list[Any], list[Any], list[Any]]:
+    load = run("load", "--db", str(db), "--format", "json", "--error-when", "prefix", str(path))
+    import duckdb
+
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        calls = con.execute("SELECT conversation_id, prompt_id, tool_call_id, step, is_error FROM tool_calls "
+                            "ORDER BY tool_call_id").fetchall()
+        exits = con.execute("SELECT prompt_id, exit_reason, steps FROM loop_exits ORDER BY prompt_id").fetchall()
+        kinds = sorted(k for (k,) in con.execute("SELECT kind FROM protocol_violations").fetchall())
+        synthetic = con.execute("SELECT count(*) FROM tool_calls WHERE ts < TIMESTAMP '1971-01-01'").fetchone()[0]
+    finally:
+        con.close()
+    assert synthetic == 0  # times from startTime / endTime
+    return load, calls, exits, kinds
+
+
+def test_responses_api_log_with_the_whole_input_each_call(tmp_path: Path) -> None:
+    assert figures(RESPONSES_FULL, "--error-when", "prefix") == RESPONSES_FIGURES
+    load, calls, exits, kinds = _loaded(tmp_path / "s.duckdb", RESPONSES_FULL)
+    assert (load["tool_calls"], load["loop_exits"], load["quarantined"]) == (5, 2, 0)
+    # the system message (instructions) is message 0, the first user message 1; the second, 10 (after
+    # 4 model responses, each its reasoning + function_call items folded into one, and 4 results)
+    assert [(c[1], c[2], c[3], c[4]) for c in calls] == [
+        ("m1", "call_1", 0, True), ("m1", "call_2", 1, False), ("m1", "call_3", 2, False),
+        ("m1", "call_4", 2, True), ("m10", "call_5", 0, False),
+    ]
+    assert {c[0] for c in calls} == {"s-refund"}  # the request's metadata.session_id
+    assert [(e[1], e[2]) for e in exits] == [("end_turn", 4), ("end_turn", 2)]
+    assert kinds == []
+
+
+def test_responses_api_log_chained_by_previous_response_id(tmp_path: Path) -> None:
+    # each call sends only its new items: threaded by previous_response_id, each call counted once
+    assert figures(RESPONSES_CHAINED, "--error-when", "prefix") == RESPONSES_FIGURES
+    load, calls, exits, kinds = _loaded(tmp_path / "s.duckdb", RESPONSES_CHAINED)
+    assert (load["tool_calls"], load["loop_exits"], load["quarantined"]) == (5, 2, 0)
+    assert [(c[2], c[3], c[4]) for c in calls] == [
+        ("call_1", 0, True), ("call_2", 1, False), ("call_3", 2, False), ("call_4", 2, True), ("call_5", 0, False),
+    ]
+    assert {c[0] for c in calls} == {"s-refund"} and len({c[1] for c in calls}) == 2
+    assert [(e[1], e[2]) for e in exits] == [("end_turn", 4), ("end_turn", 2)]
+    assert kinds == []
+
+
+def _lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_responses_chained_without_its_first_call_says_so(tmp_path: Path) -> None:
+    # the first call (which asked for call_1) is not in the file: call_1's result answers nothing
+    # here, the other 4 calls count once, and the load says the start is missing
+    path = _write(tmp_path / "tail.jsonl", _lines(RESPONSES_CHAINED)[1:])
+    load, calls, _, kinds = _loaded(tmp_path / "t.duckdb", path)
+    assert [c[2] for c in calls] == ["call_2", "call_3", "call_4", "call_5"]
+    assert "call_log_no_previous" in kinds and "unknown_result_id" in kinds
+    # said out loud where the figures are read, not only counted among the violations
+    assert [(n["kind"], n["count"]) for n in load["notices"]] == [("call_log_no_previous", 1)]
+
+
+def test_responses_chained_regenerate_is_a_branch_and_a_failed_call_retried_goes_on(tmp_path: Path) -> None:
+    lines = _lines(RESPONSES_CHAINED)
+    # line 3 (refund + notify) is sent a second time from the same previous response, after the
+    # conversation went on: a branch; the failed try of line 2 before its retry adds nothing twice
+    failed = json.loads(json.dumps(lines[1]))
+    failed["response"] = {**failed["response"], "id": "resp_failed", "status": "failed", "output": [],
+                          "error": {"code": "server_error", "message": "overloaded"}}
+    regenerated = json.loads(json.dumps(lines[2]))
+    regenerated["response"]["id"] = "resp_regen"
+    path = _write(tmp_path / "mixed.jsonl", [lines[0], failed, *lines[1:], regenerated])
+    load, calls, _, kinds = _loaded(tmp_path / "m.duckdb", path)
+    # the branch re-asks refund + notify (same ids, never answered there): no record; the main
+    # conversation keeps its 5 calls, each once
+    assert [(c[0], c[2]) for c in calls] == [("s-refund", f"call_{n}") for n in range(1, 6)]
+    assert "call_log_branch" in kinds and "call_log_no_reply" in kinds
+    assert figures(path, "--error-when", "prefix")["replays"] == 0
+
+
+def test_responses_api_string_input_and_an_incomplete_response(tmp_path: Path) -> None:
+    # input as a string; the first response asks for search (a web_search_call the provider ran is
+    # no agent call), the second is cut at max_output_tokens: 1 prompt, 1 call, the loop exit "length"
+    first = {"request": {"model": "gpt-5", "input": "find it"},
+             "response": {"id": "r1", "object": "response", "status": "completed", "created_at": 1764240000, "output": [
+                 {"type": "web_search_call", "id": "ws_1", "status": "completed"},
+                 {"type": "function_call", "id": "fc_1", "call_id": "c1", "name": "search", "arguments": "{}"}]}}
+    second = {"request": {"model": "gpt-5", "previous_response_id": "r1",
+                          "input": [{"type": "function_call_output", "call_id": "c1", "output": "found"}]},
+              "response": {"id": "r2", "object": "response", "status": "incomplete", "created_at": 1764240005,
+                           "incomplete_details": {"reason": "max_output_tokens"},
+                           "output": [{"type": "message", "role": "assistant", "id": "m2",
+                                       "content": [{"type": "output_text", "text": "It is"}]}]}}
+    path = _write(tmp_path / "r.jsonl", [first, second])
+    load, calls, exits, kinds = _loaded(tmp_path / "r.duckdb", path)
+    assert [(c[1], c[2]) for c in calls] == [("m0", "c1")]
+    assert [(e[0], e[2]) for e in exits] == [("m0", 2)] and kinds == []
+    import duckdb
+
+    con = duckdb.connect(str(tmp_path / "r.duckdb"), read_only=True)
+    try:
+        assert con.execute("SELECT exit_reason FROM loop_exits").fetchall() == [("max_tokens",)]
+    finally:
+        con.close()

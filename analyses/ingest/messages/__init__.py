@@ -41,6 +41,7 @@ from loopscope.analyses.ingest.messages.errors import ErrorRules, parse_error_wh
 from loopscope.analyses.ingest.messages.records import LINE_TIME_KEY, conversation_records
 from loopscope.analyses.ingest.messages.turns import (
     TIMESTAMP_KEYS,
+    is_ai_sdk4_message,
     is_ai_sdk_ui_message,
     is_pydantic_ai_message,
     langchain_message,
@@ -61,6 +62,8 @@ SNIFF_MARKERS = (
     b'"conversations"',  # ShareGPT (sharegpt)
     b'"parts"', b'"contents"', b'"candidates"',  # Gemini contents (model_dump() writes parts before role)
     b'"part_kind"',  # a pydantic-ai message history
+    # OpenAI Responses API items, and a logged Responses call that sends only its new items
+    b'"function_call"', b'"function_call_output"', b'"output_text"', b'"previous_response_id"',
 )
 # A ToolBench / StableToolBench answer file starts with its search tree, whose nodes carry these.
 TREE_MARKERS = (b'"node_type"', b'"is_terminal"')
@@ -229,6 +232,10 @@ def _has_structured_calls(messages: list[Any]) -> bool:
         ):
             return True
         if is_ai_sdk_ui_message(m) and any(p["type"] == "dynamic-tool" or p["type"].startswith("tool-") for p in m["parts"]):
+            return True
+        if is_ai_sdk4_message(m) and (m.get("toolInvocations") or any(
+            p["type"] == "tool-invocation" for p in m.get("parts") or []
+        )):
             return True
         if m.get("tool_calls") or m.get("function_call") or m.get("role") in ("tool", "function"):
             return True
@@ -484,6 +491,8 @@ def _stamped(messages: list[Any], stamp: Optional[Any]) -> list[Any]:
 def _call_times(root: dict[str, Any]) -> tuple[Optional[Any], Optional[Any]]:
     """When a logged model call was sent and its reply came (each: its own key, else the line's time)."""
     line = _time_of(root)
+    if line is None:
+        line = calllog.response_created(root)  # a Responses API response: created_at
     sent, got = (
         next((root[k] for k in keys if parse_timestamp(root.get(k)) is not None), None)
         for keys in (calllog.SENT_TIME_KEYS, calllog.REPLY_TIME_KEYS)
@@ -504,6 +513,7 @@ class _Collector:
         self.threads = calllog.Threads()  # a model-call log's lines (calllog)
         self.branches = 0
         self.no_reply = 0  # logged calls with no reply (a failed request): not read
+        self.no_previous = 0  # Responses API calls whose previous_response_id is not in the log
 
     def cid(self, conv: _Conversation) -> str:
         return conv.cid or _conversation_id(conv.obj, self.id_key, self.path, conv.ordinal)
@@ -511,8 +521,14 @@ class _Collector:
     def add_call(self, root: dict[str, Any], history: list[Any], reply: dict[str, Any], line_no: Optional[int]) -> None:
         """One logged model call (calllog): continue the conversation it extends, else start one."""
         session = _explicit_id(root, self.id_key) if self.id_key else calllog.session_id(root)
-        conv, new, branch, digests = self.threads.add(history, reply, session)
-        shared = history[: len(history) + 1 - len(new)]
+        previous, response_id = calllog.responses_ids(root)
+        if previous is not None and not self.threads.knows_response(previous):
+            self.no_previous += 1  # its conversation's start is not in this log
+        conv, new, branch, mark = self.threads.add(history, reply, session, previous)
+        if previous is not None and conv is not None and len(new) == len(history) + 1:
+            shared = conv.messages  # it goes on from a stored response: what came before is that conversation
+        else:
+            shared = history[: len(history) + 1 - len(new)]
         if branch and not _has_structured_calls(shared):
             # the same opening (system prompt, a user's first words) and no tool call yet: another
             # conversation that starts alike, or a retried first call; nothing would count twice
@@ -530,7 +546,7 @@ class _Collector:
             else:
                 conv.cid = session or calllog.trace_id(root)
             self.conversations.append(conv)
-        self.threads.record(conv, digests)
+        self.threads.record(conv, mark, response_id)
         conv.obj.pop("termination_reason", None)  # a failed call before this one was retried: the loop went on
 
     def failed_call(self, root: dict[str, Any], history: list[Any]) -> None:
@@ -538,7 +554,7 @@ class _Collector:
         later call goes on from the same point)."""
         self.no_reply += 1
         session = _explicit_id(root, self.id_key) if self.id_key else calllog.session_id(root)
-        conv, new = self.threads.add_failed(history, session)
+        conv, new = self.threads.add_failed(history, session, calllog.responses_ids(root)[0])
         if conv is not None:
             conv.messages.extend(_stamped(new, _call_times(root)[0]))
             conv.obj["termination_reason"] = "model_call_failed"
@@ -752,6 +768,13 @@ def read(path: Path, options: Mapping[str, Any]) -> ReaderOutput:
         out.violations.append({
             "conversation_id": None, "prompt_id": None, "tool_call_id": None, "kind": "call_log_no_reply",
             "detail": f"{path.name}: {coll.no_reply} logged model call(s) have no reply (a failed request): not read",
+        })
+    if coll.no_previous:
+        out.violations.append({
+            "conversation_id": None, "prompt_id": None, "tool_call_id": None, "kind": "call_log_no_previous",
+            "detail": f"{path.name}: {coll.no_previous} logged Responses API call(s) continue a response "
+            "(previous_response_id) that is not in this file: each was read as the start of a conversation, "
+            "without what came before it (load the earlier log with it)",
         })
     if unflagged:
         # The likeliest silent mistake: a log that marks errors only in the text, loaded with the

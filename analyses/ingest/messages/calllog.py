@@ -26,6 +26,22 @@ results it sent are that conversation's, and unless a later call goes on from th
 same point the loop ended there: ``exit_reason`` ``error``, ``error_type``
 ``model_call_failed``.
 
+OpenAI Responses API calls (``client.responses.create``: ``{request: {input, instructions,
+previous_response_id}, response: {id, output, status}}``) are read too: the ``input`` items and
+the ``output`` items are folded into chat messages as the messages reader folds a Responses item
+list (``responses_messages``: a run of ``reasoning`` / assistant ``message`` / ``function_call``
+items is one assistant message, a ``function_call_output`` a tool message), the text of a
+message's ``input_text`` / ``output_text`` parts joined, so that an output re-sent in the next
+``input`` (as the SDK serializes it, or as an easy input message) compares equal. A call whose
+request names a ``previous_response_id`` sends only its new items: it continues the conversation
+of the logged response with that ``id``, from that response (a later call from an earlier
+response is a branch, as above); when no logged response has that id, the call starts a
+conversation of its own and the load's notices count it (the start is not in the log). A response
+with ``status`` ``failed`` (or an ``error``) is a failed call; ``incomplete`` for
+``max_output_tokens`` / ``content_filter`` is the stop reason ``length`` / ``content_filter``.
+Provider-run tool items (``web_search_call``, ``file_search_call``, ...) are skipped, as Anthropic
+server tools are.
+
 Calls are threaded by their messages only. A session id (``session_id``,
 ``litellm_session_id``, ``conversation_id``, ``thread_id``, at the top or under
 ``metadata``; ``--id-key`` instead when given) keeps two sessions apart and names the
@@ -56,6 +72,147 @@ def _history(root: dict[str, Any]) -> Optional[list[Any]]:
         if isinstance(request, dict) and isinstance(request.get("messages"), list):
             return request["messages"]
     return root["messages"] if isinstance(root.get("messages"), list) else None
+
+
+# -- OpenAI Responses API calls ------------------------------------------------------------------
+
+# Text parts of a Responses message: joined into one string, so that re-sent output compares equal.
+_TEXT_PARTS = ("input_text", "output_text", "text")
+# Output items a model response is made of (the rest: provider-run tools, skipped).
+_MODEL_ITEMS = ("reasoning", "function_call")
+
+
+def _request(root: dict[str, Any]) -> Optional[dict[str, Any]]:
+    for key in REQUEST_KEYS:
+        request = root.get(key)
+        if isinstance(request, dict):
+            return request
+    return None
+
+
+def _responses_request(root: dict[str, Any]) -> Optional[dict[str, Any]]:
+    """The request of a logged Responses API call (``input``: a string or a list of items), else None."""
+    request = _request(root)
+    if request is None or "messages" in request or not isinstance(request.get("input"), (str, list)):
+        return None
+    return request
+
+
+def _responses_response(response: Any) -> Optional[dict[str, Any]]:
+    """A Responses API response body (``output`` items), else None."""
+    if isinstance(response, dict) and isinstance(response.get("output"), list) and (
+        response.get("object") == "response" or "status" in response
+    ):
+        return response
+    return None
+
+
+def _text(content: Any) -> Any:
+    """A message's content: its text parts joined into one string; other content as it is."""
+    if isinstance(content, list) and all(isinstance(p, dict) and p.get("type") in _TEXT_PARTS for p in content):
+        return "\n".join(str(p.get("text") or "") for p in content)
+    return content
+
+
+def responses_messages(items: list[Any]) -> list[Any]:
+    """Responses API items as chat messages, folded as the messages reader folds them.
+
+    A string is a user message; a run of model items (``reasoning``, ``function_call``, assistant
+    ``message``) one assistant message with ``tool_calls``; a ``function_call_output`` a tool
+    message; a user / system / developer message itself (its text joined). Other items
+    (provider-run tools, ``item_reference``) are left out.
+    """
+    out: list[Any] = []
+    group: Optional[dict[str, Any]] = None
+    for item in items:
+        if isinstance(item, str):
+            item = {"role": "user", "content": item}
+        if not isinstance(item, dict):
+            group = None
+            continue
+        kind = item.get("type")
+        role = item.get("role")
+        if kind in _MODEL_ITEMS or (role == "assistant" and kind in (None, "message")):
+            if group is None:
+                group = {"role": "assistant", "content": "", "tool_calls": []}
+                out.append(group)
+            if kind == "function_call":
+                group["tool_calls"].append({"id": item.get("call_id", item.get("id")), "type": "function",
+                                            "function": {"name": item.get("name"), "arguments": item.get("arguments")}})
+            elif kind != "reasoning":
+                text = _text(item.get("content"))
+                if isinstance(text, str):
+                    group["content"] = "\n".join(t for t in (group["content"], text) if t)
+                elif text:
+                    group["content"] = [*([{"type": "text", "text": group["content"]}] if group["content"] else []), *text]
+            continue
+        group = None
+        if kind == "function_call_output":
+            out.append({"role": "tool", "tool_call_id": item.get("call_id"), "content": item.get("output")})
+        elif role in ("user", "system", "developer") and kind in (None, "message"):
+            out.append({"role": role, "content": _text(item.get("content"))})
+    for message in out:
+        if message.get("tool_calls") == []:
+            del message["tool_calls"]
+    return out
+
+
+def _responses_history(request: dict[str, Any]) -> list[Any]:
+    """What a Responses API call sent: its ``input`` items (after ``instructions`` as a system message,
+    unless it continues a stored response: then the instructions are no message of the history)."""
+    raw = request["input"]
+    history = responses_messages([raw] if isinstance(raw, str) else raw)
+    instructions = request.get("instructions")
+    if isinstance(instructions, str) and instructions and not previous_response_id(request):
+        history.insert(0, {"role": "system", "content": instructions})
+    return history
+
+
+# Why a Responses API response stopped short (``incomplete_details.reason``) as a stop reason.
+_INCOMPLETE = {"max_output_tokens": "length", "content_filter": "content_filter"}
+
+
+def _responses_reply(response: dict[str, Any]) -> Optional[dict[str, Any]]:
+    """The assistant message of a Responses API response (None when it failed)."""
+    if str(response.get("status") or "").lower() in ("failed", "cancelled") or response.get("error"):
+        return None
+    folded = responses_messages([i for i in response["output"] if isinstance(i, dict) and i.get("type") in (
+        *_MODEL_ITEMS, "message")])
+    reply: dict[str, Any] = folded[0] if len(folded) == 1 else {"role": "assistant", "content": ""}
+    details = response.get("incomplete_details")
+    if response.get("status") == "incomplete" and isinstance(details, dict) and details.get("reason") in _INCOMPLETE:
+        reply["finish_reason"] = _INCOMPLETE[details["reason"]]
+    elif response.get("status") == "completed":
+        reply["finish_reason"] = "tool_calls" if reply.get("tool_calls") else "stop"
+    if isinstance(response.get("usage"), dict):
+        reply["usage"] = response["usage"]
+    return reply
+
+
+def previous_response_id(request: Any) -> Optional[str]:
+    """The stored response a Responses API request continues (it then sends only its new items)."""
+    value = request.get("previous_response_id") if isinstance(request, dict) else None
+    return value if isinstance(value, str) and value else None
+
+
+def responses_ids(root: Any) -> tuple[Optional[str], Optional[str]]:
+    """``(previous_response_id, response id)`` of a logged Responses API call; ``(None, None)`` otherwise."""
+    if not isinstance(root, dict):
+        return None, None
+    request = _responses_request(root)
+    if request is None:
+        return None, None
+    response = next((root[k] for k in RESPONSE_KEYS if k in root), None)
+    response_id = response.get("id") if isinstance(response, dict) else None
+    return previous_response_id(request), response_id if isinstance(response_id, str) and response_id else None
+
+
+def response_created(root: dict[str, Any]) -> Optional[Any]:
+    """When a logged Responses API response was created (``created_at``, epoch seconds), else None."""
+    response = next((root[k] for k in RESPONSE_KEYS if k in root), None)
+    if isinstance(response, dict) and response.get("object") == "response":
+        return response.get("created_at")
+    return None
 
 
 def _reply(response: Any) -> Optional[dict[str, Any]]:
@@ -92,6 +249,13 @@ def call_entry(root: Any) -> Optional[tuple[list[Any], Optional[dict[str, Any]]]
     response_key = next((k for k in RESPONSE_KEYS if k in root), None)
     if response_key is None:
         return None
+    request = _responses_request(root)
+    if request is not None:  # an OpenAI Responses API call
+        response = root[response_key]
+        body = _responses_response(response)
+        if body is None and not _failed(root, response):
+            return None
+        return _responses_history(request), _responses_reply(body) if body is not None else None
     history = _history(root)
     if history is None:
         return None
@@ -110,8 +274,10 @@ def _failed(root: dict[str, Any], response: Any) -> bool:
 
 
 def session_id(root: dict[str, Any]) -> Optional[str]:
-    """The session a gateway recorded for this call (top level or under ``metadata``), else None."""
-    for where in (root, root.get("metadata")):
+    """The session a gateway recorded for this call (top level or under ``metadata``; the request's
+    ``metadata``, which the OpenAI APIs take), else None."""
+    request = _request(root)
+    for where in (root, root.get("metadata"), request.get("metadata") if request is not None else None):
         if isinstance(where, dict):
             for key in SESSION_KEYS:
                 value = where.get(key)
@@ -160,58 +326,108 @@ def message_key(message: Any) -> str:
                       sort_keys=True, default=str)
 
 
+class Mark:
+    """Where a call's transcript sits in its conversation: its digests, after ``offset`` earlier messages."""
+
+    __slots__ = ("digests", "offset")
+
+    def __init__(self, digests: list[bytes], offset: int = 0) -> None:
+        self.digests = digests
+        self.offset = offset
+
+
 class Threads:
     """Threads logged calls into conversations, in log order.
 
-    ``add`` returns ``(conversation, new_messages, branch)``: the conversation the call
+    ``add`` returns ``(conversation, new_messages, branch, mark)``: the conversation the call
     belongs to (an earlier one it continues, or None for a new one), the messages it adds,
-    and whether it re-sent an earlier point of a conversation that had since gone on.
+    whether it re-sent an earlier point of a conversation that had since gone on, and where its
+    transcript sits (pass it to ``record``).
     """
 
     def __init__(self) -> None:
         # digest of a transcript (a call's history + reply) -> (conversation, its length then)
         self._seen: dict[bytes, tuple[Any, int]] = {}
         self._tip: dict[int, int] = {}  # id(conversation) -> length of its transcript now
+        # Responses API response id -> (conversation, its transcript's length and last digest then)
+        self._responses: dict[str, tuple[Any, int, bytes]] = {}
 
     @staticmethod
-    def _digests(messages: list[Any], seed: str) -> list[bytes]:
-        digest = hashlib.blake2b(seed.encode(), digest_size=16).digest()
+    def _seed(session: Optional[str]) -> bytes:
+        return hashlib.blake2b((session or "").encode(), digest_size=16).digest()
+
+    @staticmethod
+    def _digests(messages: list[Any], digest: bytes) -> list[bytes]:
         out = []
         for m in messages:
             digest = hashlib.blake2b(digest + message_key(m).encode(), digest_size=16).digest()
             out.append(digest)
         return out
 
-    def add(self, history: list[Any], reply: dict[str, Any], session: Optional[str]) -> tuple[Any, list[Any], bool, list[bytes]]:
-        """Returns ``(conversation or None, messages to add, branch, digests)``; pass the digests to ``record``."""
+    def knows_response(self, response_id: str) -> bool:
+        """Whether a logged response has this id (a ``previous_response_id`` in the log)."""
+        return response_id in self._responses
+
+    def _start(self, session: Optional[str], previous: Optional[str]) -> Optional[tuple[bytes, int, Any]]:
+        """Where a call's history starts: ``(digest, length, conversation)`` before its first message
+        (the session's seed, or the transcript of the response it continues); None for a
+        ``previous`` response not in the log."""
+        if previous is None:
+            return self._seed(session), 0, None
+        found = self._responses.get(previous)
+        return None if found is None else (found[2], found[1], found[0])
+
+    def add(self, history: list[Any], reply: dict[str, Any], session: Optional[str],
+            previous: Optional[str] = None) -> tuple[Any, list[Any], bool, Mark]:
+        """Returns ``(conversation or None, messages to add, branch, mark)``; pass the mark to ``record``.
+
+        ``previous``: the Responses API response this call continues (``previous_response_id``):
+        ``history`` is then only its new items, placed after that response's transcript (not in the
+        log: the call starts a conversation of its own).
+        """
         transcript = history + [reply]
-        digests = self._digests(transcript, session or "")
+        start = self._start(session, previous) or (self._seed(session), 0, None)
+        digest, offset, parent = start
+        digests = self._digests(transcript, digest)
         for k in range(len(history), 0, -1):
             found = self._seen.get(digests[k - 1])
             if found is not None:
                 conv, length = found
-                return conv, transcript[k:], self._tip.get(id(conv)) != length, digests
-        return None, transcript, False, digests
+                return conv, transcript[k:], self._tip.get(id(conv)) != length, Mark(digests, offset)
+        if parent is not None:
+            return parent, transcript, self._tip.get(id(parent)) != offset, Mark(digests, offset)
+        return None, transcript, False, Mark(digests, offset)
 
-    def add_failed(self, history: list[Any], session: Optional[str]) -> tuple[Any, list[Any]]:
+    def add_failed(self, history: list[Any], session: Optional[str],
+                   previous: Optional[str] = None) -> tuple[Any, list[Any]]:
         """A call with no reply: ``(conversation, messages to add)`` when it continues a conversation's
         latest call (the tool results it sent are that conversation's, and the conversation's tip is
         now this history, so a retry of it continues it), else ``(None, [])``."""
-        digests = self._digests(history, session or "")
-        for k in range(len(digests), 0, -1):
-            found = self._seen.get(digests[k - 1])
+        start = self._start(session, previous)
+        if start is None:
+            return None, []
+        digest, offset, parent = start
+        digests = self._digests(history, digest)
+        candidates = [(k, self._seen.get(digests[k - 1])) for k in range(len(digests), 0, -1)]
+        if parent is not None:
+            candidates.append((0, (parent, offset)))
+        for k, found in candidates:
             if found is not None:
                 conv, length = found
                 if self._tip.get(id(conv)) != length:
                     return None, []
-                self._seen.setdefault(digests[-1], (conv, len(digests)))
-                self._tip[id(conv)] = len(digests)
+                if digests:
+                    self._seen.setdefault(digests[-1], (conv, offset + len(digests)))
+                self._tip[id(conv)] = offset + len(digests)
                 return conv, history[k:]
         return None, []
 
-    def record(self, conv: Any, digests: list[bytes]) -> None:
+    def record(self, conv: Any, mark: Mark, response_id: Optional[str] = None) -> None:
         """Remember ``conv`` as holding this call's history and transcript (its tip now: one longer)."""
+        digests, offset = mark.digests, mark.offset
         if len(digests) > 1:
-            self._seen.setdefault(digests[-2], (conv, len(digests) - 1))
-        self._seen.setdefault(digests[-1], (conv, len(digests)))
-        self._tip[id(conv)] = len(digests)
+            self._seen.setdefault(digests[-2], (conv, offset + len(digests) - 1))
+        self._seen.setdefault(digests[-1], (conv, offset + len(digests)))
+        self._tip[id(conv)] = offset + len(digests)
+        if response_id is not None:
+            self._responses.setdefault(response_id, (conv, offset + len(digests), digests[-1]))

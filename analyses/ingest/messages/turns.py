@@ -52,6 +52,9 @@ Shapes understood:
 - Vercel AI SDK UI messages (``UIMessage``, what ``useChat`` keeps): ``{id, role, parts}``, one
   assistant message per loop, its steps split at ``step-start`` parts, each ``tool-<name>`` /
   ``dynamic-tool`` part a call and, by its ``state``, its result (``ai_sdk_ui_turns``).
+- Vercel AI SDK 4 UI messages (``Message``, what ``useChat`` kept before v5): ``{id, role,
+  content, createdAt, toolInvocations, parts}``; each tool invocation a call and, in state
+  ``result``, its result; steps split by ``step`` / ``step-start`` (``ai_sdk4_turns``).
 - pydantic-ai message histories (``all_messages_json()``): ``{kind: "request" | "response",
   parts}``; ``pydantic_ai_turns`` and ``pydantic_ai_history`` say what counts (docs/inputs.md).
 - tau2-bench: assistant ``tool_calls`` as ``{id, name, arguments: {...}}``;
@@ -159,6 +162,10 @@ def message_timestamp(message: dict[str, Any]) -> Optional[datetime]:
             parsed = parse_timestamp(message[key])
             if parsed is not None:
                 return parsed
+    if _ai_sdk4_shaped(message):  # AI SDK 4's Message: createdAt (a Date, JSON as ISO text)
+        parsed = parse_timestamp(message.get("createdAt"))
+        if parsed is not None:
+            return parsed
     metadata = message.get("metadata")
     if isinstance(metadata, dict) and is_ai_sdk_ui_message(message):
         for key in ("createdAt", *TIMESTAMP_KEYS):
@@ -415,6 +422,8 @@ def message_turns(message: Any, index: int) -> list[Turn]:
         return pydantic_ai_turns(message, index, ts)
     if is_ai_sdk_ui_message(message):
         return ai_sdk_ui_turns(message, index, ts)
+    if is_ai_sdk4_message(message):
+        return ai_sdk4_turns(message, index, ts)
     if role == "assistant":
         return [_assistant(message, index, ts)]
     if role == "user":
@@ -839,6 +848,132 @@ def ai_sdk_ui_turns(message: dict[str, Any], index: int, ts: Optional[datetime])
             if result is not None:
                 results.append(result)
         elif kind not in AISDK_UI_QUIET_PARTS and not kind.startswith("data-"):
+            results.append(_unread(index, ts, "UI", kind))
+    close()
+    return turns
+
+
+# -- Vercel AI SDK 4 UI messages (``Message``: what ``useChat`` kept before v5) ----------------------
+
+# AI SDK 4 ``Message.parts`` with no tool call and nothing the loop acts on: skipped without a notice.
+AISDK4_QUIET_PARTS = frozenset({"reasoning", "source", "file"})
+
+
+def _ai_sdk4_shaped(value: Any) -> bool:
+    """``{id, role, content: str}`` with a role an AI SDK 4 ``Message`` has."""
+    return (isinstance(value, dict) and value.get("role") in ("user", "assistant", "system", "data")
+            and isinstance(value.get("content"), str) and "id" in value)
+
+
+def is_ai_sdk4_message(value: Any) -> bool:
+    """A Vercel AI SDK 4 ``Message``: ``{id, role, content: str}`` with ``toolInvocations`` or typed
+    ``parts`` (v5's ``UIMessage`` has no ``content``). One with neither (before 4.2) is a plain chat
+    message, read as one; only its ``createdAt`` is read as its time (``message_timestamp``)."""
+    if not _ai_sdk4_shaped(value):
+        return False
+    parts = value.get("parts")
+    typed_parts = isinstance(parts, list) and all(isinstance(p, dict) and isinstance(p.get("type"), str) for p in parts)
+    return isinstance(value.get("toolInvocations"), list) or typed_parts
+
+
+def _v4_invocation(invocation: Any) -> Optional[dict[str, Any]]:
+    return invocation if isinstance(invocation, dict) else None
+
+
+def _v4_step(invocation: dict[str, Any]) -> int:
+    step = invocation.get("step")
+    return step if isinstance(step, int) and not isinstance(step, bool) else 0
+
+
+def _v4_call(turn: AssistantTurn, results: list[Turn], invocation: dict[str, Any], index: int,
+             ts: Optional[datetime]) -> None:
+    """One AI SDK 4 ``ToolInvocation``: a call; in state ``result`` also its result.
+
+    AI SDK 4 has no error channel on a tool result (a tool that throws ends the run with a
+    ``ToolExecutionError`` and no result is stored): the flag is none, as for OpenAI (see
+    ``--error-when``). ``partial-call`` / ``call``: asked for, never answered.
+    """
+    turn.calls.append(_call_request(invocation.get("toolCallId"), invocation.get("toolName"), invocation.get("args")))
+    if invocation.get("state") == "result" and "result" in invocation:
+        results.append(_tool_result(index, ts, invocation.get("toolCallId"), content_text(invocation.get("result")), None, None))
+
+
+def ai_sdk4_turns(message: dict[str, Any], index: int, ts: Optional[datetime]) -> list[Turn]:
+    """The turns of one AI SDK 4 ``Message``, split into steps as the SDK's ``convertToCoreMessages``.
+
+    A user message starts a prompt when its ``content`` or ``experimental_attachments`` hold
+    something. An assistant message holds every step of a loop. With ``parts`` (AI SDK 4.2+, which
+    also keeps the deprecated ``toolInvocations`` as a copy, not read then), a new step starts at a
+    ``step-start`` part, at a ``tool-invocation`` whose ``step`` differs from the step before, and at
+    text after a tool invocation; ``text`` parts are the text. Without ``parts``, the invocations are
+    grouped by ``step`` (absent: 0) and ``content`` is the text: of the last step, unless a call of
+    it is unanswered (the run stopped for it), then of the first. ``role: "data"`` is skipped.
+    """
+    role = message["role"]
+    if role == "user":
+        attachments = message.get("experimental_attachments")
+        if message["content"].strip() or (isinstance(attachments, list) and attachments):
+            return [UserText(index=index, ts=ts)]
+        return []
+    if role != "assistant":
+        return []
+    parts = message.get("parts")
+    if isinstance(parts, list) and parts and all(isinstance(p, dict) and isinstance(p.get("type"), str) for p in parts):
+        return _ai_sdk4_parts(parts, index, ts)
+    invocations = [i for i in map(_v4_invocation, message.get("toolInvocations") or []) if i is not None]
+    if not invocations:
+        return [_assistant(message, index, ts)]
+    turns: list[Turn] = []
+    steps: list[AssistantTurn] = []
+    for step_no in sorted({_v4_step(i) for i in invocations}):
+        turn = AssistantTurn(index=index, ts=ts)
+        results: list[Turn] = []
+        for invocation in invocations:
+            if _v4_step(invocation) == step_no:
+                _v4_call(turn, results, invocation, index, ts)
+        steps.append(turn)
+        turns.append(turn)
+        turns.extend(results)
+    if message["content"].strip():
+        last = [i for i in invocations if _v4_step(i) == _v4_step(invocations[-1])]
+        if all(i.get("state") == "result" for i in last):
+            turns.append(AssistantTurn(index=index, ts=ts, has_text=True))
+        else:
+            steps[0].has_text = True
+    return turns
+
+
+def _ai_sdk4_parts(parts: list[dict[str, Any]], index: int, ts: Optional[datetime]) -> list[Turn]:
+    turns: list[Turn] = []
+    step: Optional[AssistantTurn] = None
+    step_no: Optional[int] = None  # the ``step`` of the current step's invocations
+    results: list[Turn] = []
+
+    def close() -> None:
+        nonlocal step, step_no, results
+        if step is not None:
+            turns.append(step)
+            turns.extend(results)
+        step, step_no, results = None, None, []
+
+    for part in parts:
+        kind = part["type"]
+        invocation = _v4_invocation(part.get("toolInvocation")) if kind == "tool-invocation" else None
+        if kind == "step-start":
+            close()
+            continue
+        if kind == "text" and step is not None and step.calls:
+            close()  # text after a tool invocation: the next model response
+        if invocation is not None and step_no is not None and _v4_step(invocation) != step_no:
+            close()
+        if step is None:
+            step = AssistantTurn(index=index, ts=ts)
+        if kind == "text":
+            step.has_text = step.has_text or bool(str(part.get("text") or "").strip())
+        elif invocation is not None:
+            step_no = _v4_step(invocation)
+            _v4_call(step, results, invocation, index, ts)
+        elif kind not in AISDK4_QUIET_PARTS:
             results.append(_unread(index, ts, "UI", kind))
     close()
     return turns
