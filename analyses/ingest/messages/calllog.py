@@ -193,21 +193,31 @@ class Threads:
                 return conv, transcript[k:], self._tip.get(id(conv)) != length, digests
         return None, transcript, False, digests
 
-    def add_failed(self, history: list[Any], session: Optional[str]) -> tuple[Any, list[Any]]:
+    def add_failed(self, history: list[Any], session: Optional[str]) -> tuple[Any, Optional[list[Any]]]:
         """A call with no reply: ``(conversation, messages to add)`` when it continues a conversation's
         latest call (the tool results it sent are that conversation's, and the conversation's tip is
-        now this history, so a retry of it continues it), else ``(None, [])``."""
+        now this history, so a retry of it continues it); ``(None, None)`` when it re-sent an earlier
+        point of a conversation (a failed retry: nothing in it is new); ``(None, [])`` when it
+        continues nothing logged before it."""
         digests = self._digests(history, session or "")
         for k in range(len(digests), 0, -1):
             found = self._seen.get(digests[k - 1])
             if found is not None:
                 conv, length = found
                 if self._tip.get(id(conv)) != length:
-                    return None, []
+                    return None, None
                 self._seen.setdefault(digests[-1], (conv, len(digests)))
                 self._tip[id(conv)] = len(digests)
                 return conv, history[k:]
         return None, []
+
+    def start_failed(self, conv: Any, history: list[Any], session: Optional[str]) -> None:
+        """Remember ``conv`` as a conversation started by a call with no reply (its history is its
+        transcript so far), so a retry of that call continues it."""
+        digests = self._digests(history, session or "")
+        if digests:
+            self._seen.setdefault(digests[-1], (conv, len(digests)))
+            self._tip[id(conv)] = len(digests)
 
     def record(self, conv: Any, digests: list[bytes]) -> None:
         """Remember ``conv`` as holding this call's history and transcript (its tip now: one longer)."""
