@@ -268,3 +268,32 @@ def test_a_failed_retry_of_an_earlier_point_adds_nothing(tmp_path: Path) -> None
     assert figures(path) == {
         "prompts": 1, "open_prompts": 0, "tool_calls": 1, "errors": 0, "recovered_errors": 0, "replays": 0,
     }
+
+
+def test_a_response_with_a_null_error_key_is_no_failed_call(tmp_path: Path) -> None:
+    # an OpenAI Responses API object always carries "error": null; a gateway line with one as its
+    # response was read as a failed call (no reply): both lines dropped, 0 records and exit 1. Not a
+    # chat completion, so not threaded: read as conversations, as before the call-log reader.
+    user = {"role": "user", "content": "weather in Paris?"}
+    call = {"type": "function_call", "call_id": "fc_1", "name": "get_weather", "arguments": '{"city": "Paris"}'}
+    output = {"type": "function_call_output", "call_id": "fc_1", "output": "18C"}
+
+    def responses(out: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"id": "resp_1", "object": "response", "status": "completed", "error": None, "output": out}
+
+    path = _write(tmp_path / "responses.jsonl", [
+        {"status": "success", "messages": [user], "response": responses([call])},
+        {"status": "success", "messages": [user, call, output], "response": responses([
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "18C."}]}])},
+    ])
+    assert figures(path)["tool_calls"] == 1
+    load = run("load", "--db", "n.duckdb", "--format", "json", str(path))
+    import duckdb
+
+    con = duckdb.connect("n.duckdb", read_only=True)
+    try:
+        assert con.execute("SELECT count(*) FROM protocol_violations WHERE kind = 'call_log_no_reply'").fetchone()[0] == 0
+        assert con.execute("SELECT count(*) FROM loop_exits WHERE error_type = 'model_call_failed'").fetchone()[0] == 0
+    finally:
+        con.close()
+    assert load["tool_calls"] == 1

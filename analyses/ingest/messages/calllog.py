@@ -106,7 +106,11 @@ def _failed(root: dict[str, Any], response: Any) -> bool:
     """A logged call that failed: a failure status, an error in place of the response, or no response."""
     if str(root.get("status", "")).lower() in ("failure", "failed", "error"):
         return True
-    return response in (None, {}, "") or (isinstance(response, dict) and "error" in response and "choices" not in response)
+    if response in (None, {}, ""):
+        return True
+    # an error in place of the response; not a reply that states no error ("error": null, as every
+    # OpenAI Responses API object does)
+    return isinstance(response, dict) and response.get("error") not in (None, {}, "") and "choices" not in response
 
 
 def session_id(root: dict[str, Any]) -> Optional[str]:
