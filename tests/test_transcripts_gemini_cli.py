@@ -212,3 +212,19 @@ def test_a_folder_scan_leaves_out_the_file_checkpoints_of_the_chats_it_reads(tmp
     assert (scanned["tool_calls"], scanned["quarantined"]) == (6, 0)
     assert [Path(p).name for p in scanned["ignored"]] == [restore.name]
     assert "yielded 0 records" not in " ".join(result.output.split())
+
+
+def test_a_cut_legacy_json_chat_is_one_bad_line_where_it_broke(tmp_path: Path) -> None:
+    # the legacy .json form is one pretty-printed document: cut short (a copy stopped, a full disk),
+    # it was read line by line instead, every line of it "not JSON": 219 quarantined lines
+    whole = (FIXTURES / "session-2026-04-30T09-12-7c1d0e2f.json").read_text()
+    path = tmp_path / "session-2026-04-30T09-12-cut.json"
+    path.write_text(whole[: len(whole) - 40])
+    result = runner.invoke(app, ["load", "--db", "g.duckdb", "--format", "json", str(path)])
+    assert result.exit_code == 1  # nothing read: said, as for any file that yields no records
+    summary = json.loads(result.stdout)
+    assert (summary["details"][0]["input_format"], summary["quarantined"]) == ("gemini-cli", 1)
+    rows = json.loads(runner.invoke(app, ["quarantine", "--db", "g.duckdb", "--format", "json"]).stdout)
+    last = whole[: len(whole) - 40].count("\n") + 1
+    assert [r["line_no"] for r in rows] == [last]
+    assert "cut or damaged" in rows[0]["reason"] and str(path.name) in rows[0]["path"]
