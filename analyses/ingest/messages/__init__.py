@@ -37,6 +37,7 @@ from loopscope.analyses.errors import LoopscopeError
 from loopscope.analyses.ingest.files import UnreadableFile
 from loopscope.analyses.ingest.formats import BadLine, ReaderOutput
 from loopscope.analyses.ingest.messages import calllog, gemini, sharegpt
+from loopscope.analyses.ingest.transcripts.openhands import ONE_EVENT
 from loopscope.analyses.ingest.messages.errors import ErrorRules, parse_error_when
 from loopscope.analyses.ingest.messages.records import LINE_TIME_KEY, conversation_records
 from loopscope.analyses.ingest.messages.turns import (
@@ -598,11 +599,13 @@ class _Collector:
         conv.messages.append(message)
 
 
-def _no_messages(selector: Optional[str], root: Any = None) -> str:
+def _no_messages(selector: Optional[str], root: Any = None, document: bool = False) -> str:
     if isinstance(root, dict) and "v" in root and "kind" in root:
         return "a loopscope record, not a conversation: load this file with --input-format records"
     if isinstance(root, dict) and ("resourceSpans" in root or "resourceLogs" in root):
         return "an OpenTelemetry export, not a conversation: load this file with --input-format otlp"
+    if document and _openhands_event(root) and not _openhands_v1_event(root):
+        return ONE_EVENT  # the whole file is one event
     if _openhands_event(root):
         todo = OPENHANDS_V1_TODO if _openhands_v1_event(root) else OPENHANDS_TODO
         return f"an OpenHands event (action / observation), not a chat message: {todo}"
@@ -633,7 +636,7 @@ def _gather(root: Any, line_no: Optional[int], selector: Optional[str], coll: _C
     pairs = _select(root, selector) if selector else _auto(root)
     if not pairs:
         if pairs is None or selector:
-            out.bad.append(BadLine(line_no, _no_messages(selector, root), raw[:RAW_CAP]))
+            out.bad.append(BadLine(line_no, _no_messages(selector, root, document=not jsonl), raw[:RAW_CAP]))
         return
     for obj, messages in pairs:
         if not isinstance(messages, list):
