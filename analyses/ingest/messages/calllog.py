@@ -24,7 +24,10 @@ from the branch point, and the load's notices count it. A logged call with no
 reply (a failed request) is counted; when it continues a conversation, the tool
 results it sent are that conversation's, and unless a later call goes on from the
 same point the loop ended there: ``exit_reason`` ``error``, ``error_type``
-``model_call_failed``.
+``model_call_failed``. One that continues nothing in the file starts a conversation
+with its history, ended the same way (a retry continues it), unless that history ends
+with a model response: no request, but a finished conversation whose ``response`` is
+empty, read as a conversation.
 
 Calls are threaded by their messages only. A session id (``session_id``,
 ``litellm_session_id``, ``conversation_id``, ``thread_id``, at the top or under
