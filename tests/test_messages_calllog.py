@@ -319,3 +319,100 @@ def test_responses_api_string_input_and_an_incomplete_response(tmp_path: Path) -
         assert con.execute("SELECT exit_reason FROM loop_exits").fetchall() == [("max_tokens",)]
     finally:
         con.close()
+
+
+def test_a_conversation_with_an_empty_response_or_a_failure_status_is_still_a_conversation(tmp_path: Path) -> None:
+    # {"messages": [... a finished conversation], "response": null} (or "", or "status": "error"): no
+    # model call (a request ends with what the model is to answer, not with its response): read as a
+    # conversation, as before the call-log reader. It read none of them: 0 records, a "failed call".
+    a1 = {"role": "assistant", "content": None, "tool_calls": [_tc("c1", "search")]}
+    t1 = {"role": "tool", "tool_call_id": "c1", "content": "found"}
+    conv = [USER, a1, t1, {"role": "assistant", "content": "ok"}]
+    path = _write(tmp_path / "conv.jsonl", [
+        {"id": "k1", "messages": conv, "response": None},
+        {"id": "k2", "messages": conv, "response": ""},
+        {"id": "k3", "messages": conv, "response": "ok", "status": "error"},
+    ])
+    assert figures(path) == {
+        "prompts": 3, "open_prompts": 0, "tool_calls": 3, "errors": 0, "recovered_errors": 0, "replays": 0,
+    }
+    load = run("load", "--db", "c.duckdb", "--format", "json", str(path))
+    assert (load["tool_calls"], load["loop_exits"], load["protocol_violations"]) == (3, 3, 0)
+
+
+def test_a_failed_call_that_continues_nothing_in_the_file_is_read_from_its_history(tmp_path: Path) -> None:
+    # the log rotated between the loop's calls: this file holds only the failed call, whose history
+    # shows the tool the loop ran. Read as a call with a reply would be (its history is the
+    # conversation), and the loop ended on the failure; it read nothing of it (the call was lost).
+    a1 = {"role": "assistant", "content": None, "tool_calls": [_tc("c1", "deploy")]}
+    t1 = {"role": "tool", "tool_call_id": "c1", "content": "deployed"}
+    failed = {"request": {"messages": [USER, a1, t1]}, "response": {"error": {"message": "overloaded"}},
+              "status": "failure"}
+    path = _write(tmp_path / "rotated.jsonl", [failed])
+    assert figures(path) == {
+        "prompts": 1, "open_prompts": 0, "tool_calls": 1, "errors": 0, "recovered_errors": 0, "replays": 0,
+    }
+    load = run("load", "--db", "f.duckdb", "--format", "json", str(path))
+    assert load["protocol_violations"] == 1  # call_log_no_reply
+    import duckdb
+
+    con = duckdb.connect("f.duckdb", read_only=True)
+    try:
+        assert con.execute("SELECT exit_reason, error_type FROM loop_exits").fetchall() == [("error", "model_call_failed")]
+    finally:
+        con.close()
+    # retried with success: the retry continues it (no call twice), and the loop went on
+    retried = _write(tmp_path / "retried.jsonl", [
+        failed, _openai_call([USER, a1, t1], {"role": "assistant", "content": "Deployed."}, "stop")])
+    assert figures(retried)["tool_calls"] == 1
+    run("load", "--db", "r.duckdb", "--format", "json", str(retried))
+    con = duckdb.connect("r.duckdb", read_only=True)
+    try:
+        assert con.execute("SELECT exit_reason FROM loop_exits").fetchall() == [("end_turn",)]
+        assert con.execute("SELECT count(*) FROM tool_calls").fetchone()[0] == 1
+    finally:
+        con.close()
+
+
+def test_a_failed_retry_of_an_earlier_point_adds_nothing(tmp_path: Path) -> None:
+    # a call re-sends the first call's point after the loop went on, and fails: nothing in it is new
+    a1 = {"role": "assistant", "content": None, "tool_calls": [_tc("c1", "search")]}
+    t1 = {"role": "tool", "tool_call_id": "c1", "content": "found"}
+    a2 = {"role": "assistant", "content": "done"}
+    path = _write(tmp_path / "late.jsonl", [
+        _openai_call([USER], a1, "tool_calls"), _openai_call([USER, a1, t1], a2, "stop"),
+        {"request": {"messages": [USER, a1, t1]}, "response": None, "status": "failure"},
+    ])
+    assert figures(path) == {
+        "prompts": 1, "open_prompts": 0, "tool_calls": 1, "errors": 0, "recovered_errors": 0, "replays": 0,
+    }
+
+
+def test_a_response_with_a_null_error_key_is_no_failed_call(tmp_path: Path) -> None:
+    # an OpenAI Responses API object always carries "error": null; a gateway line with one as its
+    # response was read as a failed call (no reply): both lines dropped, 0 records and exit 1. Its
+    # input items logged as "messages" (LiteLLM's responses calls) thread as a Responses call log.
+    user = {"role": "user", "content": "weather in Paris?"}
+    call = {"type": "function_call", "call_id": "fc_1", "name": "get_weather", "arguments": '{"city": "Paris"}'}
+    output = {"type": "function_call_output", "call_id": "fc_1", "output": "18C"}
+
+    def responses(out: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"id": "resp_1", "object": "response", "status": "completed", "error": None, "output": out}
+
+    path = _write(tmp_path / "responses.jsonl", [
+        {"status": "success", "messages": [user], "response": responses([call])},
+        {"status": "success", "messages": [user, call, output], "response": responses([
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "18C."}]}])},
+    ])
+    m = figures(path)
+    assert (m["prompts"], m["open_prompts"], m["tool_calls"]) == (1, 0, 1)
+    load = run("load", "--db", "n.duckdb", "--format", "json", str(path))
+    import duckdb
+
+    con = duckdb.connect("n.duckdb", read_only=True)
+    try:
+        assert con.execute("SELECT count(*) FROM protocol_violations WHERE kind = 'call_log_no_reply'").fetchone()[0] == 0
+        assert con.execute("SELECT count(*) FROM loop_exits WHERE error_type = 'model_call_failed'").fetchone()[0] == 0
+    finally:
+        con.close()
+    assert load["tool_calls"] == 1

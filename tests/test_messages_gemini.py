@@ -194,3 +194,44 @@ def test_role_function_answers_like_a_user_turn() -> None:
     (call,) = [r for r in out.records if r["kind"] == "tool_call"]
     assert (call["tool_call_id"], call["is_error"], call["error_message"]) == ("m1.0", True, "denied")
     assert out.violations == []
+
+
+def test_responses_without_ids_answer_calls_with_ids_by_name(tmp_path: Path) -> None:
+    # the model sent ids, the code that ran the tools answered by name only (Part.from_function_response
+    # takes no id): the k-th response named X answers the k-th call named X. Before: neither call
+    # counted (two unknown_result_id and two missing_result violations), 0 tool calls.
+    contents = [
+        {"role": "user", "parts": [{"text": "weather in Paris and Rome?"}]},
+        {"role": "model", "parts": [
+            {"functionCall": {"id": "fc_1", "name": "get_weather", "args": {"city": "Paris"}}},
+            {"functionCall": {"id": "fc_2", "name": "get_weather", "args": {"city": "Rome"}}}]},
+        {"role": "user", "parts": [
+            {"functionResponse": {"name": "get_weather", "response": {"output": "18C"}}},
+            {"functionResponse": {"name": "get_weather", "response": {"error": "no station"}}}]},
+        {"role": "model", "parts": [{"text": "Paris 18C; Rome unknown."}]},
+    ]
+    path = tmp_path / "ids_by_name.json"
+    path.write_text(json.dumps(contents))
+    load = cli("load", "--db", "g.duckdb", "--format", "json", str(path))
+    assert (load["tool_calls"], load["loop_exits"], load["protocol_violations"]) == (2, 1, 0)
+    import duckdb
+
+    con = duckdb.connect("g.duckdb", read_only=True)
+    try:
+        rows = con.execute("SELECT tool_call_id, is_error FROM tool_calls ORDER BY tool_call_id").fetchall()
+    finally:
+        con.close()
+    assert rows == [("fc_1", False), ("fc_2", True)]
+    # a response that names its id is not taken again by one without: fc_2 by id, fc_1 by name
+    contents[2]["parts"] = [
+        {"functionResponse": {"id": "fc_2", "name": "get_weather", "response": {"error": "no station"}}},
+        {"functionResponse": {"name": "get_weather", "response": {"output": "18C"}}}]
+    path.write_text(json.dumps(contents))
+    load = cli("load", "--db", "h.duckdb", "--format", "json", str(path))
+    assert (load["tool_calls"], load["protocol_violations"]) == (2, 0)
+    con = duckdb.connect("h.duckdb", read_only=True)
+    try:
+        rows = con.execute("SELECT tool_call_id, is_error FROM tool_calls ORDER BY tool_call_id").fetchall()
+    finally:
+        con.close()
+    assert rows == [("fc_1", False), ("fc_2", True)]

@@ -188,3 +188,43 @@ def test_a_folder_scan_leaves_out_checkpoints_of_the_chats_it_reads(tmp_path: Pa
     # named on its own, a checkpoint loads (its one call)
     alone = cli("load", "--db", "k.duckdb", "--format", "json", str(checkpoint))
     assert alone["tool_calls"] == 1
+
+
+def test_a_folder_scan_leaves_out_the_file_checkpoints_of_the_chats_it_reads(tmp_path: Path) -> None:
+    # with checkpointing on, the CLI writes ~/.gemini/tmp/<hash>/checkpoints/<time>-<file>-<tool>.json
+    # before each file edit ({history, clientHistory, toolCall, commitHash, filePath}, for /restore):
+    # the conversation so far again. Each was one quarantined line and a "0 records" warning.
+    project = tmp_path / ".gemini" / "tmp" / "abc123"
+    (project / "chats").mkdir(parents=True)
+    (project / "checkpoints").mkdir()
+    session = FIXTURES / "session-2026-05-02T10-00-3f2a9c1e.jsonl"
+    (project / "chats" / session.name).write_bytes(session.read_bytes())
+    restore = project / "checkpoints" / "2026-05-02T10-00-05_000Z-app.py-replace.json"
+    restore.write_text(json.dumps({
+        "history": [{"type": "user", "text": "fix app.py"}],
+        "clientHistory": [{"role": "user", "parts": [{"text": "fix app.py"}]}],
+        "toolCall": {"name": "replace", "args": {"file_path": "app.py"}},
+        "commitHash": "0123abc", "filePath": "app.py",
+    }))
+    result = runner.invoke(app, ["load", "--db", "t.duckdb", "--format", "json", str(tmp_path / ".gemini" / "tmp")])
+    assert result.exit_code == 0, result.output
+    scanned = json.loads(result.stdout)
+    assert (scanned["tool_calls"], scanned["quarantined"]) == (6, 0)
+    assert [Path(p).name for p in scanned["ignored"]] == [restore.name]
+    assert "yielded 0 records" not in " ".join(result.output.split())
+
+
+def test_a_cut_legacy_json_chat_is_one_bad_line_where_it_broke(tmp_path: Path) -> None:
+    # the legacy .json form is one pretty-printed document: cut short (a copy stopped, a full disk),
+    # it was read line by line instead, every line of it "not JSON": 219 quarantined lines
+    whole = (FIXTURES / "session-2026-04-30T09-12-7c1d0e2f.json").read_text()
+    path = tmp_path / "session-2026-04-30T09-12-cut.json"
+    path.write_text(whole[: len(whole) - 40])
+    result = runner.invoke(app, ["load", "--db", "g.duckdb", "--format", "json", str(path)])
+    assert result.exit_code == 1  # nothing read: said, as for any file that yields no records
+    summary = json.loads(result.stdout)
+    assert (summary["details"][0]["input_format"], summary["quarantined"]) == ("gemini-cli", 1)
+    rows = json.loads(runner.invoke(app, ["quarantine", "--db", "g.duckdb", "--format", "json"]).stdout)
+    last = whole[: len(whole) - 40].count("\n") + 1
+    assert [r["line_no"] for r in rows] == [last]
+    assert "cut or damaged" in rows[0]["reason"] and str(path.name) in rows[0]["path"]

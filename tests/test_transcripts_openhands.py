@@ -263,3 +263,30 @@ def test_non_event_elements_and_a_loose_error_are_not_lost(tmp_path: Path) -> No
     cut.write_text("\n".join(lines[:-1]) + "\n" + lines[-1][:20], encoding="utf-8")
     summary = load(cut, db="cut.duckdb")
     assert (summary["details"][0]["input_format"], summary["tool_calls"], summary["quarantined"]) == ("openhands", 1, 1)
+
+
+def test_a_session_folder_of_one_event_per_file_is_refused_with_how_to_join_it(tmp_path: Path) -> None:
+    # OpenHands' file store keeps a session as sessions/<id>/events/<n>.json, one event per file.
+    # Loading that folder read each file as a conversation of its own: the first (the user's
+    # message) as a prompt with nothing after it, silently 0 records, the others quarantined with
+    # a hint to load them as OpenHands, which is what had just been done.
+    events = json.loads((PUBLIC / "openhands_wrong_initial_state.json").read_text())
+    folder = tmp_path / "sessions" / "abc" / "events"
+    folder.mkdir(parents=True)
+    for event in events:
+        (folder / f"{event['id']}.json").write_text(json.dumps(event))
+    result = runner.invoke(app, ["load", "--db", "s.duckdb", "--format", "json", str(folder)])
+    assert result.exit_code == 1, result.output  # nothing read: said
+    summary = json.loads(result.stdout)
+    assert (summary["loaded"], summary["quarantined"]) == (0, len(events))
+    rows = json.loads(runner.invoke(app, ["quarantine", "--db", "s.duckdb", "--format", "json"]).stdout)
+    assert len(rows) == len(events)
+    assert all(r["reason"].startswith("one OpenHands event, not an event stream") and "jq -s" in r["reason"]
+               for r in rows)
+    # what the reason says to do gives the figures of the trajectory itself
+    joined = tmp_path / "abc.json"
+    joined.write_text(json.dumps(sorted((json.loads(p.read_text()) for p in folder.iterdir()), key=lambda e: e["id"])))
+    load = json.loads(runner.invoke(app, ["load", "--db", "j.duckdb", "--format", "json", str(joined)]).stdout)
+    whole = json.loads(runner.invoke(app, ["load", "--db", "w.duckdb", "--format", "json",
+                                           str(PUBLIC / "openhands_wrong_initial_state.json")]).stdout)
+    assert (load["tool_calls"], load["loop_exits"]) == (whole["tool_calls"], whole["loop_exits"]) == (3, 1)

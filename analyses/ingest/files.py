@@ -65,8 +65,13 @@ def is_gemini_checkpoint(path: Path) -> bool:
     conversation ``chats/`` records too (read as a Gemini CLI chat), so a folder scan that found
     both would count that conversation twice; ``logs.json`` lists the user's prompts only, no
     conversation. A scan leaves both out when the ``chats/`` folder is beside them; named on its
-    own, a file loads.
+    own, a file loads. Likewise the files of its ``checkpoints/`` folder (written before each file
+    edit when checkpointing is on, for ``/restore``: ``{history, clientHistory, toolCall, ...}``,
+    the conversation so far again, and no conversation this reader finds: each was one quarantined
+    line and a warning).
     """
+    if path.suffix == ".json" and path.parent.name == "checkpoints" and (path.parent.parent / "chats").is_dir():
+        return True
     return bool(_GEMINI_SIDECAR_RE.match(path.name)) and (path.parent / "chats").is_dir()
 
 

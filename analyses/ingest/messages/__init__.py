@@ -37,6 +37,7 @@ from loopscope.analyses.errors import LoopscopeError
 from loopscope.analyses.ingest.files import UnreadableFile
 from loopscope.analyses.ingest.formats import BadLine, ReaderOutput
 from loopscope.analyses.ingest.messages import calllog, gemini, sharegpt
+from loopscope.analyses.ingest.transcripts.openhands import ONE_EVENT
 from loopscope.analyses.ingest.messages.errors import ErrorRules, parse_error_when
 from loopscope.analyses.ingest.messages.records import LINE_TIME_KEY, conversation_records
 from loopscope.analyses.ingest.messages.turns import (
@@ -549,15 +550,32 @@ class _Collector:
         self.threads.record(conv, mark, response_id)
         conv.obj.pop("termination_reason", None)  # a failed call before this one was retried: the loop went on
 
-    def failed_call(self, root: dict[str, Any], history: list[Any]) -> None:
-        """A logged call with no reply: when it continues a conversation, that loop stopped on it (unless a
-        later call goes on from the same point)."""
-        self.no_reply += 1
+    def failed_call(self, root: dict[str, Any], history: list[Any], line_no: Optional[int]) -> bool:
+        """A logged call with no reply: the loop stopped on it (unless a later call goes on from the same
+        point). When it continues no conversation of this file, its history is read as one (its first
+        call, or one whose earlier calls are in another file), as a call with a reply would be.
+
+        Returns False, reading nothing, for a history that continues nothing and ends with a model
+        response: no request (a request ends with what the model is to answer), but a finished
+        conversation with an empty ``response`` or a failure ``status``: read as a conversation."""
         session = _explicit_id(root, self.id_key) if self.id_key else calllog.session_id(root)
         conv, new = self.threads.add_failed(history, session, calllog.responses_ids(root)[0])
-        if conv is not None:
-            conv.messages.extend(_stamped(new, _call_times(root)[0]))
-            conv.obj["termination_reason"] = "model_call_failed"
+        if new is None:  # a failed retry of an earlier point of a conversation: nothing new in it
+            self.no_reply += 1
+            return True
+        if conv is None:
+            last = history[-1] if history else None
+            if not isinstance(last, dict) or (last.get("role") or last.get("type")) in ("assistant", "ai", "model"):
+                return False
+            conv = _Conversation([], {}, len(self.conversations) + 1, line_no)
+            conv.cid = session or calllog.trace_id(root)
+            self.conversations.append(conv)
+            self.threads.start_failed(conv, history, session)
+            new = history
+        self.no_reply += 1
+        conv.messages.extend(_stamped(new, _call_times(root)[0]))
+        conv.obj["termination_reason"] = "model_call_failed"
+        return True
 
     def add(self, obj: Any, messages: list[Any], joinable: bool, line_no: Optional[int] = None) -> None:
         ordinal = len(self.conversations) + 1
@@ -597,11 +615,13 @@ class _Collector:
         conv.messages.append(message)
 
 
-def _no_messages(selector: Optional[str], root: Any = None) -> str:
+def _no_messages(selector: Optional[str], root: Any = None, document: bool = False) -> str:
     if isinstance(root, dict) and "v" in root and "kind" in root:
         return "a loopscope record, not a conversation: load this file with --input-format records"
     if isinstance(root, dict) and ("resourceSpans" in root or "resourceLogs" in root):
         return "an OpenTelemetry export, not a conversation: load this file with --input-format otlp"
+    if document and _openhands_event(root) and not _openhands_v1_event(root):
+        return ONE_EVENT  # the whole file is one event
     if _openhands_event(root):
         todo = OPENHANDS_V1_TODO if _openhands_v1_event(root) else OPENHANDS_TODO
         return f"an OpenHands event (action / observation), not a chat message: {todo}"
@@ -624,15 +644,15 @@ def _gather(root: Any, line_no: Optional[int], selector: Optional[str], coll: _C
         entries = [calllog.call_entry(c) for c in calls]
         if entries and all(e is not None for e in entries):  # a model-call log: history + reply per call
             for call, (history, reply) in zip(calls, entries):
-                if reply is None:
-                    coll.failed_call(call, history)
-                else:
+                if reply is not None:
                     coll.add_call(call, history, reply, line_no)
+                elif not coll.failed_call(call, history, line_no):
+                    coll.add(call, history, joinable=jsonl, line_no=line_no)
             return
     pairs = _select(root, selector) if selector else _auto(root)
     if not pairs:
         if pairs is None or selector:
-            out.bad.append(BadLine(line_no, _no_messages(selector, root), raw[:RAW_CAP]))
+            out.bad.append(BadLine(line_no, _no_messages(selector, root, document=not jsonl), raw[:RAW_CAP]))
         return
     for obj, messages in pairs:
         if not isinstance(messages, list):
@@ -767,7 +787,7 @@ def read(path: Path, options: Mapping[str, Any]) -> ReaderOutput:
     if coll.no_reply:
         out.violations.append({
             "conversation_id": None, "prompt_id": None, "tool_call_id": None, "kind": "call_log_no_reply",
-            "detail": f"{path.name}: {coll.no_reply} logged model call(s) have no reply (a failed request): not read",
+            "detail": f"{path.name}: {coll.no_reply} logged model call(s) have no reply (a failed request): the loop ended there unless a later call retried it",
         })
     if coll.no_previous:
         out.violations.append({

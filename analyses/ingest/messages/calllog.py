@@ -24,7 +24,10 @@ from the branch point, and the load's notices count it. A logged call with no
 reply (a failed request) is counted; when it continues a conversation, the tool
 results it sent are that conversation's, and unless a later call goes on from the
 same point the loop ended there: ``exit_reason`` ``error``, ``error_type``
-``model_call_failed``.
+``model_call_failed``. One that continues nothing in the file starts a conversation
+with its history, ended the same way (a retry continues it), unless that history ends
+with a model response: no request, but a finished conversation whose ``response`` is
+empty, read as a conversation.
 
 OpenAI Responses API calls (``client.responses.create``: ``{request: {input, instructions,
 previous_response_id}, response: {id, output, status}}``) are read too: the ``input`` items and
@@ -260,6 +263,9 @@ def call_entry(root: Any) -> Optional[tuple[list[Any], Optional[dict[str, Any]]]
     if history is None:
         return None
     response = root[response_key]
+    body = _responses_response(response)
+    if body is not None:  # a Responses API call logged with its input items as "messages" (LiteLLM)
+        return responses_messages(history), _responses_reply(body)
     reply = _reply(response)
     if reply is None and not _failed(root, response):
         return None  # a "response" that is neither a reply nor a failure: not a call log line
@@ -270,7 +276,11 @@ def _failed(root: dict[str, Any], response: Any) -> bool:
     """A logged call that failed: a failure status, an error in place of the response, or no response."""
     if str(root.get("status", "")).lower() in ("failure", "failed", "error"):
         return True
-    return response in (None, {}, "") or (isinstance(response, dict) and "error" in response and "choices" not in response)
+    if response in (None, {}, ""):
+        return True
+    # an error in place of the response; not a reply that states no error ("error": null, as every
+    # OpenAI Responses API object does)
+    return isinstance(response, dict) and response.get("error") not in (None, {}, "") and "choices" not in response
 
 
 def session_id(root: dict[str, Any]) -> Optional[str]:
@@ -399,10 +409,12 @@ class Threads:
         return None, transcript, False, Mark(digests, offset)
 
     def add_failed(self, history: list[Any], session: Optional[str],
-                   previous: Optional[str] = None) -> tuple[Any, list[Any]]:
+                   previous: Optional[str] = None) -> tuple[Any, Optional[list[Any]]]:
         """A call with no reply: ``(conversation, messages to add)`` when it continues a conversation's
         latest call (the tool results it sent are that conversation's, and the conversation's tip is
-        now this history, so a retry of it continues it), else ``(None, [])``."""
+        now this history, so a retry of it continues it); ``(None, None)`` when it re-sent an earlier
+        point of a conversation (a failed retry: nothing in it is new); ``(None, [])`` when it
+        continues nothing logged before it (``previous``: a Responses API response not in the log)."""
         start = self._start(session, previous)
         if start is None:
             return None, []
@@ -415,12 +427,20 @@ class Threads:
             if found is not None:
                 conv, length = found
                 if self._tip.get(id(conv)) != length:
-                    return None, []
+                    return None, None
                 if digests:
                     self._seen.setdefault(digests[-1], (conv, offset + len(digests)))
                 self._tip[id(conv)] = offset + len(digests)
                 return conv, history[k:]
         return None, []
+
+    def start_failed(self, conv: Any, history: list[Any], session: Optional[str]) -> None:
+        """Remember ``conv`` as a conversation started by a call with no reply (its history is its
+        transcript so far), so a retry of that call continues it."""
+        digests = self._digests(history, self._seed(session))
+        if digests:
+            self._seen.setdefault(digests[-1], (conv, len(digests)))
+            self._tip[id(conv)] = len(digests)
 
     def record(self, conv: Any, mark: Mark, response_id: Optional[str] = None) -> None:
         """Remember ``conv`` as holding this call's history and transcript (its tip now: one longer)."""

@@ -23,9 +23,10 @@ A part of any other kind is reported (``unread_part``), never silently dropped.
 
 Calls with an ``id`` pair with the response of the same ``id``. A call without one gets the id
 ``m<index>.<position>`` (its content's index in the list, its position among that turn's
-calls) and is answered by the first not-yet-paired response of the same ``name`` and no
-``id`` in the next content after it (the user turn that follows it): the k-th response named
-``X`` answers the k-th call named ``X``, whatever the order of the names. A response that
+calls). A response without an ``id`` answers the first not-yet-answered call of the same
+``name`` in the content just before it, with or without an id (the model may send ids and the
+code that ran the tools answer by name only): the k-th response named ``X`` answers the k-th
+call named ``X``, whatever the order of the names. A response that
 pairs with no call of that turn is reported (``unknown_result_id``) and makes no record.
 
 A candidate-like wrapper, ``{content: {role, parts}, finishReason | finish_reason, ...}``
@@ -146,7 +147,7 @@ def _usage(metadata: Any) -> Optional[dict[str, int]]:
 
 
 class _Pairing:
-    """The calls of the latest model turn waiting for a response by name (no id)."""
+    """The calls of the latest model turn waiting for a response, by name (answered by a response with no id)."""
 
     def __init__(self) -> None:
         self.turn_index: Optional[int] = None
@@ -158,6 +159,12 @@ class _Pairing:
     def take(self, name: str) -> Optional[str]:
         queue = self.waiting.get(name)
         return queue.pop(0) if queue else None
+
+    def answered(self, call_id: str) -> None:
+        """A response named the call's id: no response without one answers it."""
+        for queue in self.waiting.values():
+            if call_id in queue:
+                queue.remove(call_id)
 
 
 def convert(messages: list[tuple[int, Any]]) -> list[tuple[int, Any]]:
@@ -234,7 +241,9 @@ def _model_turn(parts: list[Any], index: int, pairing: _Pairing) -> dict[str, An
             call_id = call.get("id")
             if call_id in (None, ""):
                 call_id = f"m{index}.{position}"
-                pairing.waiting.setdefault(name, []).append(call_id)
+            # a response without an id answers it by name, even when the call has one (the model sent
+            # ids, the code that ran the tools built its responses by name only)
+            pairing.waiting.setdefault(name, []).append(str(call_id))
             position += 1
             args = call.get("args")
             blocks.append({"type": "tool_use", "id": str(call_id), "name": name, "input": {} if args is None else args})
@@ -258,7 +267,9 @@ def _user_turn(parts: list[Any], index: int, pairing: _Pairing) -> dict[str, Any
             response = _parts(response)
             name = str(response["name"]) if response.get("name") is not None else "unknown"
             call_id = response.get("id")
-            if call_id in (None, ""):
+            if call_id not in (None, ""):
+                pairing.answered(str(call_id))
+            else:
                 call_id = pairing.take(name)
                 if call_id is None:
                     notes.append(("unknown_result_id", f"message {index}: the functionResponse {name!r} (part {number}, "

@@ -133,7 +133,16 @@ class _Reader:
         if pretty and len(data) <= MAX_JSON_BYTES:
             try:
                 whole = json.loads(data.decode("utf-8-sig"))
-            except (UnicodeDecodeError, ValueError, RecursionError):
+            except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+                first = next((line for line in data.splitlines() if line.strip()), b"")
+                if first.strip().lstrip(b"\xef\xbb\xbf") in (b"{", b"["):
+                    # one pretty-printed JSON document (the legacy .json form), cut or damaged: say so
+                    # once, where it broke, rather than once per line of it (none of them JSON alone)
+                    self.out.bad.append(BadLine(
+                        getattr(exc, "lineno", None),
+                        f"not JSON: a Gemini CLI chat written as one JSON document, cut or damaged ({exc}): not read",
+                        data[:200].decode("utf-8", "replace")))
+                    return {}, []
                 whole = None  # read line by line: the bad lines say what is wrong
         if pretty and len(data) > MAX_JSON_BYTES:
             self.out.bad.append(BadLine(None, f"a Gemini CLI chat as one JSON document larger than {MAX_JSON_BYTES // 2**20} "

@@ -413,6 +413,15 @@ class _Reader:
         session.result(call_id, ts, line_no, text, is_error, error_type=error_type, extra=extra)
 
 
+# A file that holds one event: OpenHands' own file store keeps a session one event per file.
+ONE_EVENT = (
+    "one OpenHands event, not an event stream: OpenHands' file store keeps a session one event per file "
+    "(sessions/<id>/events/<n>.json), and read one by one each file would be a conversation of its own. "
+    "What to do: join a session's events in id order into one list and load that: "
+    "jq -s 'sort_by(.id)' sessions/<id>/events/*.json > <id>.json"
+)
+
+
 def read(path: Path, options: Mapping[str, Any]) -> Any:
     """Read one OpenHands event stream into v1 records.
 
@@ -428,7 +437,14 @@ def read(path: Path, options: Mapping[str, Any]) -> Any:
 
     out = ReaderOutput()
     reader = _Reader(path)
-    for line_no, event in _events(path, out.bad, BadLine):
+    events = list(_events(path, out.bad, BadLine))
+    if len(events) == 1 and not out.bad:
+        with _open(path) as f:
+            listed = f.read(64).lstrip(b"\xef\xbb\xbf").lstrip().startswith(b"[")
+        if not listed:  # a file of one event object: one file of a session's events/ folder
+            out.bad.append(BadLine(events[0][0], ONE_EVENT, json.dumps(events[0][1])[:RAW_CAP]))
+            return out
+    for line_no, event in events:
         reader.event(line_no, event)
     records, violations = reader.session.finish()
     out.records.extend(records)
