@@ -66,6 +66,18 @@ def test_litellm_log_counts_each_call_once(tmp_path: Path) -> None:
     assert synthetic == 0  # times from startTime / endTime
 
 
+def _exits_and_calls(db: str) -> tuple[list[Any], int]:
+    """The stored loop exits' reasons and the number of stored tool calls."""
+    import duckdb
+
+    con = duckdb.connect(db, read_only=True)
+    try:
+        return (con.execute("SELECT exit_reason FROM loop_exits").fetchall(),
+                con.execute("SELECT count(*) FROM tool_calls").fetchone()[0])
+    finally:
+        con.close()
+
+
 def _openai_call(history: list[dict[str, Any]], reply: dict[str, Any], finish: str, **extra: Any) -> dict[str, Any]:
     return {"request": {"model": "gpt-4o", "messages": history},
             "response": {"choices": [{"index": 0, "message": reply, "finish_reason": finish}]}, **extra}
@@ -185,12 +197,7 @@ def test_a_failed_model_call_ends_the_loop_and_keeps_its_results(tmp_path: Path)
         _openai_call([USER, a1, t1], {"role": "assistant", "content": "Deployed."}, "stop"),
     ])
     run("load", "--db", "r.duckdb", "--format", "json", str(retried))
-    con = duckdb.connect("r.duckdb", read_only=True)
-    try:
-        assert con.execute("SELECT exit_reason FROM loop_exits").fetchall() == [("end_turn",)]
-        assert con.execute("SELECT count(*) FROM tool_calls").fetchone()[0] == 1
-    finally:
-        con.close()
+    assert _exits_and_calls("r.duckdb") == ([("end_turn",)], 1)
 
 
 def test_a_conversation_with_a_final_response_field_is_still_a_conversation(tmp_path: Path) -> None:
@@ -366,12 +373,7 @@ def test_a_failed_call_that_continues_nothing_in_the_file_is_read_from_its_histo
         failed, _openai_call([USER, a1, t1], {"role": "assistant", "content": "Deployed."}, "stop")])
     assert figures(retried)["tool_calls"] == 1
     run("load", "--db", "r.duckdb", "--format", "json", str(retried))
-    con = duckdb.connect("r.duckdb", read_only=True)
-    try:
-        assert con.execute("SELECT exit_reason FROM loop_exits").fetchall() == [("end_turn",)]
-        assert con.execute("SELECT count(*) FROM tool_calls").fetchone()[0] == 1
-    finally:
-        con.close()
+    assert _exits_and_calls("r.duckdb") == ([("end_turn",)], 1)
 
 
 def test_a_failed_retry_of_an_earlier_point_adds_nothing(tmp_path: Path) -> None:
