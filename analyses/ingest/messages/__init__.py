@@ -36,7 +36,7 @@ from loopscope.analyses.ingest import jsontext
 from loopscope.analyses.errors import LoopscopeError
 from loopscope.analyses.ingest.files import UnreadableFile
 from loopscope.analyses.ingest.formats import BadLine, ReaderOutput
-from loopscope.analyses.ingest.messages import calllog, gemini, sharegpt
+from loopscope.analyses.ingest.messages import calllog, gemini, responses_items, sharegpt
 from loopscope.analyses.ingest.transcripts.openhands import ONE_EVENT
 from loopscope.analyses.ingest.messages.errors import ErrorRules, parse_error_when
 from loopscope.analyses.ingest.messages.records import LINE_TIME_KEY, conversation_records
@@ -157,7 +157,8 @@ def _is_message(value: Any) -> bool:
     """A chat message, an OpenAI Responses API item, a pydantic-ai message, a LangChain serialized message, or a Gemini content."""
     if not isinstance(value, dict):
         return False
-    if "role" in value or value.get("type") in RESPONSES_ITEM_TYPES or is_pydantic_ai_message(value) or gemini.is_gemini(value):
+    if "role" in value or value.get("type") in RESPONSES_ITEM_TYPES or is_pydantic_ai_message(value) or gemini.is_gemini(value) \
+            or responses_items.is_item(value):
         return True
     data = value.get("data")
     kind = data.get("type") if isinstance(data, dict) and "content" in data else value.get("type")
@@ -240,7 +241,8 @@ def _has_structured_calls(messages: list[Any]) -> bool:
             return True
         if m.get("tool_calls") or m.get("function_call") or m.get("role") in ("tool", "function"):
             return True
-        if m.get("type") in ("function_call", "function_call_output") or gemini.has_calls(m):
+        if m.get("type") in ("function_call", "function_call_output") or gemini.has_calls(m) \
+                or responses_items.is_client_call(m) or responses_items.is_client_output(m):
             return True
         content = m.get("content")
         if isinstance(content, list) and any(isinstance(b, dict) and b.get("type") in ("tool_use", "tool_result", "tool-call", "tool-result") for b in content):

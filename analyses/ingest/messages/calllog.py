@@ -42,8 +42,9 @@ response is a branch, as above); when no logged response has that id, the call s
 conversation of its own and the load's notices count it (the start is not in the log). A response
 with ``status`` ``failed`` (or an ``error``) is a failed call; ``incomplete`` for
 ``max_output_tokens`` / ``content_filter`` is the stop reason ``length`` / ``content_filter``.
-Provider-run tool items (``web_search_call``, ``file_search_call``, ...) are skipped, as Anthropic
-server tools are.
+The calls of the other tools the client runs (``custom_tool_call``, ``shell_call``,
+``apply_patch_call``, ...: ``responses_items``) are calls too; provider-run tool items
+(``web_search_call``, ``file_search_call``, ...) are skipped, as Anthropic server tools are.
 
 Calls are threaded by their messages only. A session id (``session_id``,
 ``litellm_session_id``, ``conversation_id``, ``thread_id``, at the top or under
@@ -58,6 +59,13 @@ from __future__ import annotations
 import hashlib
 import json
 from typing import Any, Optional
+
+from loopscope.analyses.ingest.messages.responses_items import (
+    call_as_chat,
+    is_client_call,
+    is_client_output,
+    output_as_chat,
+)
 
 # Where a logged call keeps what it sent and what it got back.
 REQUEST_KEYS = ("request", "request_body")
@@ -135,11 +143,13 @@ def responses_messages(items: list[Any]) -> list[Any]:
             continue
         kind = item.get("type")
         role = item.get("role")
-        if kind in _MODEL_ITEMS or (role == "assistant" and kind in (None, "message")):
+        if kind in _MODEL_ITEMS or (role == "assistant" and kind in (None, "message")) or is_client_call(item):
             if group is None:
                 group = {"role": "assistant", "content": "", "tool_calls": []}
                 out.append(group)
-            if kind == "function_call":
+            if is_client_call(item):
+                group["tool_calls"].append(call_as_chat(item))
+            elif kind == "function_call":
                 group["tool_calls"].append({"id": item.get("call_id", item.get("id")), "type": "function",
                                             "function": {"name": item.get("name"), "arguments": item.get("arguments")}})
             elif kind != "reasoning":
@@ -152,6 +162,8 @@ def responses_messages(items: list[Any]) -> list[Any]:
         group = None
         if kind == "function_call_output":
             out.append({"role": "tool", "tool_call_id": item.get("call_id"), "content": item.get("output")})
+        elif is_client_output(item):
+            out.append(output_as_chat(item))
         elif role in ("user", "system", "developer") and kind in (None, "message"):
             out.append({"role": role, "content": _text(item.get("content"))})
     for message in out:
@@ -179,8 +191,8 @@ def _responses_reply(response: dict[str, Any]) -> Optional[dict[str, Any]]:
     """The assistant message of a Responses API response (None when it failed)."""
     if str(response.get("status") or "").lower() in ("failed", "cancelled") or response.get("error"):
         return None
-    folded = responses_messages([i for i in response["output"] if isinstance(i, dict) and i.get("type") in (
-        *_MODEL_ITEMS, "message")])
+    folded = responses_messages([i for i in response["output"] if isinstance(i, dict) and (i.get("type") in (
+        *_MODEL_ITEMS, "message") or is_client_call(i))])
     reply: dict[str, Any] = folded[0] if len(folded) == 1 else {"role": "assistant", "content": ""}
     details = response.get("incomplete_details")
     if response.get("status") == "incomplete" and isinstance(details, dict) and details.get("reason") in _INCOMPLETE:

@@ -76,6 +76,12 @@ from typing import Any, Optional, Union
 from loopscope.analyses.ingest import jsontext
 from loopscope.analyses.ingest.calls import parse_iso_ts
 from loopscope.analyses.ingest.messages import gemini
+from loopscope.analyses.ingest.messages.responses_items import (
+    call_as_chat,
+    is_client_call,
+    is_client_output,
+    output_as_chat,
+)
 
 # Keys under which logs store a message's time, tried in order.
 TIMESTAMP_KEYS = ("timestamp", "ts", "created_at", "time", "created")
@@ -441,7 +447,13 @@ def _is_model_item(item: Any) -> bool:
     if not isinstance(item, dict):
         return False
     kind = item.get("type")
-    return kind in _MODEL_ITEMS or (kind == "message" and item.get("role") == "assistant")
+    return kind in _MODEL_ITEMS or (kind == "message" and item.get("role") == "assistant") or is_client_call(item)
+
+
+def _is_responses_tool_item(item: Any) -> bool:
+    """A Responses API call or output of a tool the client runs (a function or another: responses_items)."""
+    return isinstance(item, dict) and (
+        item.get("type") in ("function_call", "function_call_output") or is_client_call(item) or is_client_output(item))
 
 
 def as_chat_messages(messages: list[Any]) -> list[tuple[int, Any]]:
@@ -458,7 +470,7 @@ def as_chat_messages(messages: list[Any]) -> list[tuple[int, Any]]:
     """
     messages = pydantic_ai_history(ag2_roles([langchain_message(m) for m in messages]))
     messages = [m for _, m in gemini.convert(list(enumerate(messages)))]
-    if not any(isinstance(m, dict) and m.get("type") in ("function_call", "function_call_output") for m in messages):
+    if not any(map(_is_responses_tool_item, messages)):
         return _legacy_functions(list(enumerate(messages)))
     out: list[tuple[int, Any]] = []
     group: Optional[dict[str, Any]] = None
@@ -478,13 +490,16 @@ def as_chat_messages(messages: list[Any]) -> list[tuple[int, Any]]:
                         "function": {"name": item.get("name"), "arguments": item.get("arguments")},
                     }
                 )
+            elif is_client_call(item):
+                group["tool_calls"].append(call_as_chat(item))
             elif item.get("type") == "message":
                 content = item.get("content")
                 group["content"].extend(content if isinstance(content, list) else [content_text(content)])
             continue
         group = None
-        if isinstance(item, dict) and item.get("type") == "function_call_output":
-            result = {"role": "tool", "tool_call_id": item.get("call_id"), "content": item.get("output")}
+        if isinstance(item, dict) and (item.get("type") == "function_call_output" or is_client_output(item)):
+            result = output_as_chat(item) if is_client_output(item) else \
+                {"role": "tool", "tool_call_id": item.get("call_id"), "content": item.get("output")}
             for key in TIMESTAMP_KEYS:
                 if key in item:
                     result[key] = item[key]
