@@ -418,3 +418,30 @@ def test_a_response_with_a_null_error_key_is_no_failed_call(tmp_path: Path) -> N
     finally:
         con.close()
     assert load["tool_calls"] == 1
+
+
+def test_embedding_calls_in_a_gateway_log_are_left_out_and_counted(tmp_path: Path) -> None:
+    # LiteLLM logs every call it proxies; an embedding's "messages" is the text embedded, its response
+    # vectors. It was one quarantined line with a --messages-key hint no key could satisfy.
+    a1 = {"role": "assistant", "content": None, "tool_calls": [_tc("c1", "search")]}
+    t1 = {"role": "tool", "tool_call_id": "c1", "content": "found"}
+    embedding = {"call_type": "aembedding", "messages": "refund policy", "response": {"data": [{"embedding": [0.1]}]},
+                 "status": "success"}
+    path = _write(tmp_path / "gateway.jsonl", [
+        {**_openai_call([USER], a1, "tool_calls"), "call_type": "acompletion"},
+        embedding,
+        {**_openai_call([USER, a1, t1], {"role": "assistant", "content": "done"}, "stop"), "call_type": "acompletion"},
+    ])
+    assert figures(path) == {
+        "prompts": 1, "open_prompts": 0, "tool_calls": 1, "errors": 0, "recovered_errors": 0, "replays": 0,
+    }
+    load = run("load", "--db", "e.duckdb", "--format", "json", str(path))
+    assert (load["quarantined"], load["protocol_violations"]) == (0, 1)  # call_log_not_chat, with the count
+    import duckdb
+
+    con = duckdb.connect("e.duckdb", read_only=True)
+    try:
+        (detail,) = con.execute("SELECT detail FROM protocol_violations WHERE kind = 'call_log_not_chat'").fetchone()
+    finally:
+        con.close()
+    assert "1 logged call(s) that are no chat (aembedding 1)" in detail

@@ -313,6 +313,7 @@ def fruitless_files(details: list[Any]) -> list[Fruitless]:
         else:  # its quarantine is empty: pointing there would show nothing
             hint = NOTHING_QUARANTINED_HINT.format(
                 violations=f" (it has {violations} protocol violations instead: tool calls and results that do not "
-                "pair up, e.g. results answering calls the file does not hold)" if violations else "")
+                "pair up, e.g. results answering calls the file does not hold, or a gateway's logged calls that are "
+                "no chat, such as embeddings)" if violations else "")
         found.append(Fruitless(d.path, d.input_format, d.quarantined, seen[0] if seen else None, hint, violations))
     return found

@@ -515,6 +515,7 @@ class _Collector:
         self.anonymous_log: Optional[_Conversation] = None
         self.threads = calllog.Threads()  # a model-call log's lines (calllog)
         self.branches = 0
+        self.not_chat: dict[str, int] = {}  # logged calls that are no chat, per call type (calllog.not_chat_call)
         self.no_reply = 0  # logged calls with no reply (a failed request): not read
         self.no_previous = 0  # Responses API calls whose previous_response_id is not in the log
 
@@ -642,6 +643,10 @@ def _gather(root: Any, line_no: Optional[int], selector: Optional[str], coll: _C
         coll.add_message_line(root, line_no)
         return
     if selector is None:
+        kind = calllog.not_chat_call(root)
+        if kind is not None:  # a gateway's embedding / image / moderation call: no conversation in it
+            coll.not_chat[kind] = coll.not_chat.get(kind, 0) + 1
+            return
         calls = [root] if isinstance(root, dict) else root if isinstance(root, list) else []
         entries = [calllog.call_entry(c) for c in calls]
         if entries and all(e is not None for e in entries):  # a model-call log: history + reply per call
@@ -786,6 +791,13 @@ def read(path: Path, options: Mapping[str, Any]) -> ReaderOutput:
                 "detail": f"{path.name}: a logged model call re-sent an earlier point of {conv.cid.rsplit('/branch-', 1)[0]!r} "
                 "after it had gone on (a retried or regenerated call); read as its own conversation from that point",
             })
+    if coll.not_chat:
+        kinds = ", ".join(f"{k} {n}" for k, n in sorted(coll.not_chat.items(), key=lambda kv: (-kv[1], kv[0])))
+        out.violations.append({
+            "conversation_id": None, "prompt_id": None, "tool_call_id": None, "kind": "call_log_not_chat",
+            "detail": f"{path.name}: {sum(coll.not_chat.values())} logged call(s) that are no chat ({kinds}): "
+            "no conversation in them, left out",
+        })
     if coll.no_reply:
         out.violations.append({
             "conversation_id": None, "prompt_id": None, "tool_call_id": None, "kind": "call_log_no_reply",

@@ -295,6 +295,22 @@ def _failed(root: dict[str, Any], response: Any) -> bool:
     return isinstance(response, dict) and response.get("error") not in (None, {}, "") and "choices" not in response
 
 
+# LiteLLM's call types that are no chat with a model that can call tools (embeddings, images,
+# audio, moderation, reranking): a gateway log holds them beside the chat calls.
+_NOT_CHAT = ("embedding", "image_generation", "image_edit", "transcription", "speech", "moderation", "rerank",
+             "text_completion", "file_", "batch", "create_", "retrieve_", "list_", "delete_", "cancel_")
+
+
+def not_chat_call(root: Any) -> Optional[str]:
+    """The call type of a logged call that is no chat (LiteLLM's ``call_type``: ``embedding``,
+    ``aimage_generation``, ``moderation``...), else None: such a line holds no conversation."""
+    if not isinstance(root, dict) or not isinstance(root.get("call_type"), str):
+        return None
+    kind = root["call_type"].lower()
+    bare = kind[1:] if kind.startswith("a") and kind[1:].startswith(_NOT_CHAT) else kind
+    return root["call_type"] if bare.startswith(_NOT_CHAT) else None
+
+
 def session_id(root: dict[str, Any]) -> Optional[str]:
     """The session a gateway recorded for this call (top level or under ``metadata``; the request's
     ``metadata``, which the OpenAI APIs take), else None."""
