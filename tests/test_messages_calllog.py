@@ -445,3 +445,29 @@ def test_embedding_calls_in_a_gateway_log_are_left_out_and_counted(tmp_path: Pat
     finally:
         con.close()
     assert "1 logged call(s) that are no chat (aembedding 1)" in detail
+
+
+def test_a_session_whose_opening_call_was_sent_twice_keeps_two_conversations_apart(tmp_path: Path) -> None:
+    # the same session id, the first call sent twice (a retry before any tool call): two conversations,
+    # the second named <session>#2 so their prompts do not merge into one conversation
+    a = {"role": "assistant", "content": None, "tool_calls": [_tc("r1", "report")]}
+    b = {"role": "assistant", "content": None, "tool_calls": [_tc("r2", "report")]}
+    ok = {"role": "assistant", "content": "sent"}
+    path = _write(tmp_path / "twice.jsonl", [
+        {**_openai_call([USER], a, "tool_calls"), "session_id": "s-1"},
+        {**_openai_call([USER, a, {"role": "tool", "tool_call_id": "r1", "content": "ok"}], ok, "stop"), "session_id": "s-1"},
+        {**_openai_call([USER], b, "tool_calls"), "session_id": "s-1"},
+        {**_openai_call([USER, b, {"role": "tool", "tool_call_id": "r2", "content": "ok"}], ok, "stop"), "session_id": "s-1"},
+    ])
+    assert figures(path) == {
+        "prompts": 2, "open_prompts": 0, "tool_calls": 2, "errors": 0, "recovered_errors": 0, "replays": 0,
+    }
+    run("load", "--db", "t.duckdb", "--format", "json", str(path))
+    import duckdb
+
+    con = duckdb.connect("t.duckdb", read_only=True)
+    try:
+        names = con.execute("SELECT DISTINCT conversation_id FROM tool_calls ORDER BY 1").fetchall()
+    finally:
+        con.close()
+    assert names == [("s-1",), ("s-1#2",)]

@@ -519,6 +519,18 @@ class _Collector:
         self.no_reply = 0  # logged calls with no reply (a failed request): not read
         self.no_previous = 0  # Responses API calls whose previous_response_id is not in the log
 
+    def _unused(self, cid: Optional[str]) -> Optional[str]:
+        """``cid``, or ``cid#<n>`` when a conversation of this file has it already (a session whose opening
+        call was sent twice, read as two conversations, must not merge them); None stays None."""
+        if cid is None:
+            return None
+        taken = {c.cid for c in self.conversations if c.cid}
+        n, name = 1, cid
+        while name in taken:
+            n += 1
+            name = f"{cid}#{n}"
+        return name
+
     def cid(self, conv: _Conversation) -> str:
         return conv.cid or _conversation_id(conv.obj, self.id_key, self.path, conv.ordinal)
 
@@ -548,7 +560,7 @@ class _Collector:
                 self.branches += 1
                 conv.cid = f"{self.cid(parent)}/branch-{self.branches}"
             else:
-                conv.cid = session or calllog.trace_id(root)
+                conv.cid = self._unused(session or calllog.trace_id(root))
             self.conversations.append(conv)
         self.threads.record(conv, mark, response_id)
         conv.obj.pop("termination_reason", None)  # a failed call before this one was retried: the loop went on
@@ -571,7 +583,7 @@ class _Collector:
             if not isinstance(last, dict) or (last.get("role") or last.get("type")) in ("assistant", "ai", "model"):
                 return False
             conv = _Conversation([], {}, len(self.conversations) + 1, line_no)
-            conv.cid = session or calllog.trace_id(root)
+            conv.cid = self._unused(session or calllog.trace_id(root))
             self.conversations.append(conv)
             self.threads.start_failed(conv, history, session)
             new = history
