@@ -60,12 +60,7 @@ import hashlib
 import json
 from typing import Any, Optional
 
-from loopscope.analyses.ingest.messages.responses_items import (
-    call_as_chat,
-    is_client_call,
-    is_client_output,
-    output_as_chat,
-)
+from loopscope.analyses.ingest.messages.responses_items import fold, is_model_item
 
 # Where a logged call keeps what it sent and what it got back.
 REQUEST_KEYS = ("request", "request_body")
@@ -86,11 +81,6 @@ def _history(root: dict[str, Any]) -> Optional[list[Any]]:
 
 
 # -- OpenAI Responses API calls ------------------------------------------------------------------
-
-# Text parts of a Responses message: joined into one string, so that re-sent output compares equal.
-_TEXT_PARTS = ("input_text", "output_text", "text")
-# Output items a model response is made of (the rest: provider-run tools, skipped).
-_MODEL_ITEMS = ("reasoning", "function_call")
 
 
 def _request(root: dict[str, Any]) -> Optional[dict[str, Any]]:
@@ -118,58 +108,9 @@ def _responses_response(response: Any) -> Optional[dict[str, Any]]:
     return None
 
 
-def _text(content: Any) -> Any:
-    """A message's content: its text parts joined into one string; other content as it is."""
-    if isinstance(content, list) and all(isinstance(p, dict) and p.get("type") in _TEXT_PARTS for p in content):
-        return "\n".join(str(p.get("text") or "") for p in content)
-    return content
-
-
 def responses_messages(items: list[Any]) -> list[Any]:
-    """Responses API items as chat messages, folded as the messages reader folds them.
-
-    A string is a user message; a run of model items (``reasoning``, ``function_call``, assistant
-    ``message``) one assistant message with ``tool_calls``; a ``function_call_output`` a tool
-    message; a user / system / developer message itself (its text joined). Other items
-    (provider-run tools, ``item_reference``) are left out.
-    """
-    out: list[Any] = []
-    group: Optional[dict[str, Any]] = None
-    for item in items:
-        if isinstance(item, str):
-            item = {"role": "user", "content": item}
-        if not isinstance(item, dict):
-            group = None
-            continue
-        kind = item.get("type")
-        role = item.get("role")
-        if kind in _MODEL_ITEMS or (role == "assistant" and kind in (None, "message")) or is_client_call(item):
-            if group is None:
-                group = {"role": "assistant", "content": "", "tool_calls": []}
-                out.append(group)
-            if is_client_call(item):
-                group["tool_calls"].append(call_as_chat(item))
-            elif kind == "function_call":
-                group["tool_calls"].append({"id": item.get("call_id", item.get("id")), "type": "function",
-                                            "function": {"name": item.get("name"), "arguments": item.get("arguments")}})
-            elif kind != "reasoning":
-                text = _text(item.get("content"))
-                if isinstance(text, str):
-                    group["content"] = "\n".join(t for t in (group["content"], text) if t)
-                elif text:
-                    group["content"] = [*([{"type": "text", "text": group["content"]}] if group["content"] else []), *text]
-            continue
-        group = None
-        if kind == "function_call_output":
-            out.append({"role": "tool", "tool_call_id": item.get("call_id"), "content": item.get("output")})
-        elif is_client_output(item):
-            out.append(output_as_chat(item))
-        elif role in ("user", "system", "developer") and kind in (None, "message"):
-            out.append({"role": role, "content": _text(item.get("content"))})
-    for message in out:
-        if message.get("tool_calls") == []:
-            del message["tool_calls"]
-    return out
+    """Responses API items as chat messages (``responses_items.fold``), items of no message left out."""
+    return [message for _, message in fold(items)]
 
 
 def _responses_history(request: dict[str, Any]) -> list[Any]:
@@ -191,8 +132,8 @@ def _responses_reply(response: dict[str, Any]) -> Optional[dict[str, Any]]:
     """The assistant message of a Responses API response (None when it failed)."""
     if str(response.get("status") or "").lower() in ("failed", "cancelled") or response.get("error"):
         return None
-    folded = responses_messages([i for i in response["output"] if isinstance(i, dict) and (i.get("type") in (
-        *_MODEL_ITEMS, "message") or is_client_call(i))])
+    folded = responses_messages([i for i in response["output"] if isinstance(i, dict) and (
+        is_model_item(i) or i.get("type") == "message")])
     reply: dict[str, Any] = folded[0] if len(folded) == 1 else {"role": "assistant", "content": ""}
     details = response.get("incomplete_details")
     if response.get("status") == "incomplete" and isinstance(details, dict) and details.get("reason") in _INCOMPLETE:

@@ -1,4 +1,13 @@
-"""OpenAI Responses API items of tools the client runs, other than ``function_call``.
+"""OpenAI Responses API items as chat messages: the one folding both readers use, and the tools the client runs.
+
+``fold`` turns a list of items into chat messages, as the messages reader (``turns``) and the
+model-call log reader (``calllog``) both read them: a run of model items (``reasoning``,
+``function_call``, an assistant ``message``, a client-run tool call) is one assistant message
+with ``tool_calls``; a ``function_call_output`` (or a client-run tool's output) a ``role:
+"tool"`` message; a user / system / developer message itself; the text parts of a message
+(``input_text``, ``output_text``, ``text``) joined into one string, so that a reply re-sent in
+the next request compares equal to the reply as received.
+
 
 Besides function tools, the Responses API has tools whose calls the model makes and the
 *client* runs and answers: ``custom_tool_call`` (free-form input) / ``custom_tool_call_output``,
@@ -25,6 +34,10 @@ import json
 from typing import Any, Optional
 
 _CALL, _OUTPUT = "_call", "_call_output"
+# Text parts of a Responses message: joined into one string, so that re-sent output compares equal.
+TEXT_PARTS = ("input_text", "output_text", "text")
+# Items a model response is made of, besides an assistant message and client-run tool calls.
+MODEL_ITEMS = ("reasoning", "function_call")
 
 
 def _kind(item: Any) -> Optional[str]:
@@ -100,3 +113,87 @@ def output_as_chat(item: dict[str, Any]) -> dict[str, Any]:
     if flag is not None:
         message["is_error"] = flag
     return message
+
+
+def text(content: Any) -> Any:
+    """A message's content: its text parts joined into one string; other content as it is."""
+    if isinstance(content, list) and all(isinstance(p, dict) and p.get("type") in TEXT_PARTS for p in content):
+        return "\n".join(str(p.get("text") or "") for p in content)
+    return content
+
+
+def is_model_item(item: Any) -> bool:
+    """An item of a model response: reasoning, a function or client-run tool call, an assistant message."""
+    if not isinstance(item, dict):
+        return False
+    kind = item.get("type")
+    return kind in MODEL_ITEMS or (item.get("role") == "assistant" and kind in (None, "message")) or is_client_call(item)
+
+
+def _joined(content: Any, more: Any) -> Any:
+    """An assistant group's content with one more message's content: text joined, blocks kept."""
+    if isinstance(content, str) and isinstance(more, str):
+        return "\n".join(t for t in (content, more) if t)
+    blocks = [{"type": "text", "text": c} if isinstance(c, str) else c
+              for c in (content if isinstance(content, list) else [content]) if c]
+    return blocks + [{"type": "text", "text": m} if isinstance(m, str) else m
+                     for m in (more if isinstance(more, list) else [more]) if m]
+
+
+def fold(items: list[Any], times: tuple[str, ...] = (), keep_others: bool = False) -> list[tuple[int, Any]]:
+    """``(index of its first item, chat message)`` for Responses API ``items`` (see the module docstring).
+
+    ``times``: keys of a stored time an item may carry, copied onto its message (the first of a
+    run's). ``keep_others``: items that are none of the above (a chat message among the items, a
+    provider-run tool) are kept as they are; else left out (a call log compares the rest only).
+    A string item is a user message.
+    """
+    out: list[tuple[int, Any]] = []
+    group: Optional[dict[str, Any]] = None
+    for index, item in enumerate(items):
+        if isinstance(item, str):
+            item = {"role": "user", "content": item}
+        # keep_others (the messages reader): a chat-shaped assistant message (no type) among the items
+        # is read as it is, with its own tool_calls; a call log folds the easy input message it re-sends
+        if is_model_item(item) and not (keep_others and item.get("type") is None):
+            if group is None:
+                group = {"role": "assistant", "content": "", "tool_calls": []}
+                out.append((index, group))
+            for key in times:
+                if key in item and key not in group:
+                    group[key] = item[key]
+            kind = item.get("type")
+            if is_client_call(item):
+                group["tool_calls"].append(call_as_chat(item))
+            elif kind == "function_call":
+                group["tool_calls"].append({"id": item.get("call_id", item.get("id")), "type": "function",
+                                            "function": {"name": item.get("name"), "arguments": item.get("arguments")}})
+            elif kind != "reasoning":
+                group["content"] = _joined(group["content"], text(item.get("content")))
+            continue
+        group = None
+        if not isinstance(item, dict):
+            if keep_others:
+                out.append((index, item))
+            continue
+        kind, role = item.get("type"), item.get("role")
+        if kind == "function_call_output":
+            message: Any = {"role": "tool", "tool_call_id": item.get("call_id"), "content": item.get("output")}
+        elif is_client_output(item):
+            message = output_as_chat(item)
+        elif role in ("user", "system", "developer") and kind in (None, "message"):
+            message = {**item, "content": text(item.get("content"))} if keep_others else \
+                {"role": role, "content": text(item.get("content"))}
+        elif keep_others:
+            out.append((index, item))
+            continue
+        else:
+            continue
+        for key in times:
+            if key in item and key not in message:
+                message[key] = item[key]
+        out.append((index, message))
+    for _, message in out:
+        if isinstance(message, dict) and message.get("tool_calls") == []:
+            del message["tool_calls"]
+    return out

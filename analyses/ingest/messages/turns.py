@@ -76,12 +76,7 @@ from typing import Any, Optional, Union
 from loopscope.analyses.ingest import jsontext
 from loopscope.analyses.ingest.calls import parse_iso_ts
 from loopscope.analyses.ingest.messages import gemini
-from loopscope.analyses.ingest.messages.responses_items import (
-    call_as_chat,
-    is_client_call,
-    is_client_output,
-    output_as_chat,
-)
+from loopscope.analyses.ingest.messages.responses_items import fold, is_client_call, is_client_output
 
 # Keys under which logs store a message's time, tried in order.
 TIMESTAMP_KEYS = ("timestamp", "ts", "created_at", "time", "created")
@@ -439,17 +434,6 @@ def message_turns(message: Any, index: int) -> list[Turn]:
     return []  # system, developer and unknown roles
 
 
-# Responses API items a model response is made of.
-_MODEL_ITEMS = ("function_call", "reasoning")
-
-
-def _is_model_item(item: Any) -> bool:
-    if not isinstance(item, dict):
-        return False
-    kind = item.get("type")
-    return kind in _MODEL_ITEMS or (kind == "message" and item.get("role") == "assistant") or is_client_call(item)
-
-
 def _is_responses_tool_item(item: Any) -> bool:
     """A Responses API call or output of a tool the client runs (a function or another: responses_items)."""
     return isinstance(item, dict) and (
@@ -472,41 +456,7 @@ def as_chat_messages(messages: list[Any]) -> list[tuple[int, Any]]:
     messages = [m for _, m in gemini.convert(list(enumerate(messages)))]
     if not any(map(_is_responses_tool_item, messages)):
         return _legacy_functions(list(enumerate(messages)))
-    out: list[tuple[int, Any]] = []
-    group: Optional[dict[str, Any]] = None
-    for index, item in enumerate(messages):
-        if _is_model_item(item):
-            if group is None:
-                group = {"role": "assistant", "content": [], "tool_calls": []}
-                out.append((index, group))
-            for key in TIMESTAMP_KEYS:
-                if key in item and key not in group:
-                    group[key] = item[key]
-            if item.get("type") == "function_call":
-                group["tool_calls"].append(
-                    {
-                        "id": item.get("call_id", item.get("id")),
-                        "type": "function",
-                        "function": {"name": item.get("name"), "arguments": item.get("arguments")},
-                    }
-                )
-            elif is_client_call(item):
-                group["tool_calls"].append(call_as_chat(item))
-            elif item.get("type") == "message":
-                content = item.get("content")
-                group["content"].extend(content if isinstance(content, list) else [content_text(content)])
-            continue
-        group = None
-        if isinstance(item, dict) and (item.get("type") == "function_call_output" or is_client_output(item)):
-            result = output_as_chat(item) if is_client_output(item) else \
-                {"role": "tool", "tool_call_id": item.get("call_id"), "content": item.get("output")}
-            for key in TIMESTAMP_KEYS:
-                if key in item:
-                    result[key] = item[key]
-            out.append((index, result))
-        else:
-            out.append((index, item))
-    return out
+    return fold(messages, times=TIMESTAMP_KEYS, keep_others=True)
 
 
 # LangChain message types (``message.model_dump()`` / ``messages_to_dict``) -> chat roles.
