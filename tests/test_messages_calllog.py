@@ -66,6 +66,17 @@ def test_litellm_log_counts_each_call_once(tmp_path: Path) -> None:
     assert synthetic == 0  # times from startTime / endTime
 
 
+def _exit_reasons(db: str) -> list[Any]:
+    """The stored loop exits' (exit_reason, error_type)."""
+    import duckdb
+
+    con = duckdb.connect(db, read_only=True)
+    try:
+        return con.execute("SELECT exit_reason, error_type FROM loop_exits").fetchall()
+    finally:
+        con.close()
+
+
 def _exits_and_calls(db: str) -> tuple[list[Any], int]:
     """The stored loop exits' reasons and the number of stored tool calls."""
     import duckdb
@@ -185,13 +196,7 @@ def test_a_failed_model_call_ends_the_loop_and_keeps_its_results(tmp_path: Path)
         "prompts": 1, "open_prompts": 0, "tool_calls": 1, "errors": 0, "recovered_errors": 0, "replays": 0,
     }
     run("load", "--db", "f.duckdb", "--format", "json", str(path))
-    import duckdb
-
-    con = duckdb.connect("f.duckdb", read_only=True)
-    try:
-        assert con.execute("SELECT exit_reason, error_type FROM loop_exits").fetchall() == [("error", "model_call_failed")]
-    finally:
-        con.close()
+    assert _exit_reasons("f.duckdb") == [("error", "model_call_failed")]
     retried = _write(tmp_path / "retried.jsonl", [
         _openai_call([USER], a1, "tool_calls"), failed,
         _openai_call([USER, a1, t1], {"role": "assistant", "content": "Deployed."}, "stop"),
@@ -361,13 +366,7 @@ def test_a_failed_call_that_continues_nothing_in_the_file_is_read_from_its_histo
     }
     load = run("load", "--db", "f.duckdb", "--format", "json", str(path))
     assert load["protocol_violations"] == 1  # call_log_no_reply
-    import duckdb
-
-    con = duckdb.connect("f.duckdb", read_only=True)
-    try:
-        assert con.execute("SELECT exit_reason, error_type FROM loop_exits").fetchall() == [("error", "model_call_failed")]
-    finally:
-        con.close()
+    assert _exit_reasons("f.duckdb") == [("error", "model_call_failed")]
     # retried with success: the retry continues it (no call twice), and the loop went on
     retried = _write(tmp_path / "retried.jsonl", [
         failed, _openai_call([USER, a1, t1], {"role": "assistant", "content": "Deployed."}, "stop")])
