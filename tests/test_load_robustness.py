@@ -437,8 +437,10 @@ def test_a_statement_that_fails_mid_file_is_the_error_reported_and_leaves_no_set
         settings = "SELECT current_setting('threads'), current_setting('preserve_insertion_order')"
         before = con.execute(settings).fetchone()
         real = dict(fast_sql.FAST_INSERT_SQL)
-        failing = ("SELECT error('disk on fire'), $1, $2", real["file"][1])  # the second file's first statement fails
-        calls = iter([real["file"], failing])
+        strict, tolerant = real["file", False], real["file", True]
+        # The second file's first statement fails, in the strict parse and again in the tolerant one it retries with.
+        failing = ("SELECT error('disk on fire'), $1, $2, $3", tolerant[1])
+        calls = iter([strict, failing, failing])
         monkeypatch.setattr(fast_sql, "FAST_INSERT_SQL", _Each(real, calls))
         with pytest.raises(duckdb.InvalidInputException, match="disk on fire"):
             load_paths(con, [first, second])
@@ -452,14 +454,14 @@ def test_a_statement_that_fails_mid_file_is_the_error_reported_and_leaves_no_set
 
 
 class _Each(dict):  # type: ignore[type-arg]
-    """``FAST_INSERT_SQL`` whose ``file`` entry is the next of ``calls`` each time it is read."""
+    """``FAST_INSERT_SQL`` whose ``file`` entries are the next of ``calls`` each time one is read."""
 
-    def __init__(self, real: dict[str, Any], calls: Any) -> None:
+    def __init__(self, real: dict[tuple[str, bool], Any], calls: Any) -> None:
         super().__init__(real)
         self._calls = calls
 
-    def __getitem__(self, key: str) -> Any:
-        return next(self._calls) if key == "file" else super().__getitem__(key)
+    def __getitem__(self, key: tuple[str, bool]) -> Any:
+        return next(self._calls) if key[0] == "file" else super().__getitem__(key)
 
 
 def test_ctrl_c_inside_duckdb_is_an_interruption_not_an_internal_error(monkeypatch: Any) -> None:

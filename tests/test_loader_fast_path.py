@@ -731,3 +731,57 @@ def test_unknown_fields_after_the_known_ones_take_the_fast_path_and_match() -> N
         counts: Counter[str] = Counter()
         differential_load(Case(text, container), counts)
         assert counts == Counter(fast=len(taken), rest=len(left)), container
+
+
+# --------------------------------------------------------------------------- strict parse, and the retry
+
+
+class _KeysRead(dict):  # type: ignore[type-arg]
+    """``fast_sql.FAST_INSERT_SQL``, noting each key read (line source, tolerant)."""
+
+    def __init__(self, real: dict[Any, Any], read: list[Any]) -> None:
+        super().__init__(real)
+        self._read = read
+
+    def __getitem__(self, key: Any) -> Any:
+        self._read.append(key)
+        return super().__getitem__(key)
+
+
+@pytest.mark.parametrize(
+    ("bad", "retried"),
+    [
+        ('{"v":1,"kind":"tool_call","ts":"2026-11-20T10:00:00Z", oops}\n', True),
+        ('{"v":1,"kind":"loop_exit","ts":"2026-11-2{"v":1,"kind":"loop_exit"}\n', True),  # a line cut and joined
+        (None, True),  # two records on one line
+        ('{"v":1,"kind":"tool_call","ts":"2026-11-2', False),  # the unterminated last line of a file being written
+    ],
+    ids=["tool_call_not_json", "loop_exit_cut", "two_on_one_line", "unterminated_last_line"],
+)
+def test_a_line_that_is_no_json_reloads_the_file_with_the_tolerant_parse(
+    tmp_path: Path, monkeypatch: Any, bad: str | None, retried: bool
+) -> None:
+    """A whole file parses strictly; a line that is no JSON fails that parse, and the file loads again tolerantly.
+
+    The result is the full validation's either way; an unterminated last line is left out of the
+    strict parse, so a file still being written is not parsed twice.
+    """
+    from loopscope.analyses.ingest import fast_sql
+
+    recs = [r for r in edge_records() if r["kind"] == "tool_call"][:3] + [r for r in edge_records() if r["kind"] == "loop_exit"][:2]
+    good = [line_of(r) + "\n" for r in recs]
+    bad = bad if bad is not None else line_of(recs[0]) + line_of(recs[3]) + "\n"
+    text = "".join(good[:2]) + bad + "".join(good[2:]) if bad.endswith("\n") else "".join(good) + bad
+    read: list[Any] = []
+    monkeypatch.setattr(fast_sql, "FAST_INSERT_SQL", _KeysRead(fast_sql.FAST_INSERT_SQL, read))
+    counts: Counter[str] = Counter()
+    differential_load(Case(text), counts)
+    assert read == ([("file", False), ("file", True)] if retried else [("file", False)])
+    assert counts == Counter(fast=len(good), rest=1)
+    with two_stores(tmp_path) as stores:
+        path = tmp_path / "log.jsonl"
+        path.write_text(text, encoding="utf-8")
+        summary = load_paths(stores[True], [path])
+        assert (summary.loaded, summary.quarantined) == (len(good), 1)
+        (reason,) = stores[True].execute("SELECT reason FROM quarantine").fetchone() or ()
+        assert reason.startswith("truncated last line" if not retried else "malformed JSON"), reason

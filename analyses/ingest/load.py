@@ -63,6 +63,7 @@ from loopscope.analyses.ingest.files import (
 from loopscope.analyses.ingest.jsonl import (
     Counts,
     LineSpan,
+    MalformedLine,
     Target,
     WholeFile,
     check_and_insert,
@@ -433,17 +434,27 @@ def _load_one(
             fast = ahead.take(path) if ahead is not None else None
             if fast is None:
                 fast = read_whole_file(con, path)
-    with transaction(con):
-        # seq_base: the highest seq before this file's rows (theirs are above it)
-        if fmt == "records":
-            result, seq_base = _load_records_file(con, path, head, known, fast, tick, ahead, lineage.earlier)
-        else:
-            result, seq_base = _load_reader_file(con, path, fmt, reader_options)
-        tags = reader_options.get("tags")
-        if tags and result.loaded and result.source_id is not None:
-            patch = json.dumps({str(k): str(v) for k, v in tags.items()}, ensure_ascii=False)
-            _execute_each(con, ADD_TAGS_SQL, [patch, result.source_id, seq_base])
-        return result
+    # A whole file is parsed strictly first; if a line of it is no JSON at all, that parse fails and
+    # the file's transaction rolls back, and the file loads again with the tolerant parse, which
+    # leaves that line to the validator (jsonl.Target.tolerant).
+    for tolerant in (False, True):
+        try:
+            with transaction(con):
+                # seq_base: the highest seq before this file's rows (theirs are above it)
+                if fmt == "records":
+                    result, seq_base = _load_records_file(
+                        con, path, head, known, fast, tick, ahead, lineage.earlier, tolerant
+                    )
+                else:
+                    result, seq_base = _load_reader_file(con, path, fmt, reader_options)
+                tags = reader_options.get("tags")
+                if tags and result.loaded and result.source_id is not None:
+                    patch = json.dumps({str(k): str(v) for k, v in tags.items()}, ensure_ascii=False)
+                    _execute_each(con, ADD_TAGS_SQL, [patch, result.source_id, seq_base])
+                return result
+        except MalformedLine:
+            continue
+    raise AssertionError("the tolerant parse raises no MalformedLine")
 
 
 def _wants_whole_file(input_format: str) -> Callable[[duckdb.DuckDBPyConnection, Path], bool]:
@@ -629,11 +640,14 @@ def _load_records_file(
     tick: Callable[[int], None],
     ahead: ReadAhead | None = None,
     earlier: tuple[int, ...] = (),
+    tolerant: bool = False,
 ) -> tuple[FileResult, int]:
     """Load a records file (in the caller's transaction); also returns the seq its rows are numbered above.
 
     ``earlier``: for a file the store does not know (``known`` None), the sources in use loaded from
     its path; one whose records are mostly this file's is an earlier version of it, replaced.
+    ``tolerant``: read whole, the file is parsed so that a line which is no JSON cannot fail the
+    statement (``jsonl.Target.tolerant``); else such a line raises ``MalformedLine``.
     """
     display = _display(path)
     result = FileResult(path=display, input_format="records", status="new")
@@ -673,7 +687,7 @@ def _load_records_file(
     seq_row = con.execute(sql.MAX_SEQ_SQL).fetchone()
     seq_base = int(seq_row[0]) if seq_row else 0
     if fast is not None:
-        target = Target(source_id, display, seq_base, ahead.read_next if ahead is not None else None)
+        target = Target(source_id, display, seq_base, ahead.read_next if ahead is not None else None, tolerant)
         counts = check_and_insert(con, fast.lines_from, LineSpan(1, fast.lines, fast.unterminated), target)
         _add_counts(result, counts)
         # Offsets count content bytes (decompressed for .gz), as the block path does.
