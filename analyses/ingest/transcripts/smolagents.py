@@ -297,7 +297,7 @@ def read(path: Path, options: Mapping[str, Any]) -> Any:
                 "prompt_id": None,
                 "tool_call_id": None,
                 "kind": "code_actions",
-                "detail": f"{reader.code_actions} code action(s) in {path.name} (smolagents CodeAgent steps): each "
+                "detail": f"{path.name}: {reader.code_actions} code action(s) (smolagents CodeAgent steps): each "
                 "counts as one call of python_interpreter; the tools the code called are not in the memory",
             }
         )
