@@ -66,7 +66,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from loopscope.analyses.ingest.transcripts._lines import GZIP_MAGIC, _open
+from loopscope.analyses.ingest.transcripts._lines import GZIP_MAGIC, RAW_CAP, _open
 from loopscope.analyses.ingest.transcripts._session import Session
 from loopscope.analyses.ingest.transcripts.openhands import _events, _first_event_text
 
@@ -83,6 +83,13 @@ _SNIFF_START_RE = re.compile(rb'^\s*(?:\[\s*)?\{\s*"(?:task|step_number|system_p
 _SNIFF_TASK_RE = re.compile(rb'"task_images"\s*:')
 _SNIFF_ACTION_RE = re.compile(rb'"step_number"\s*:')
 _SNIFF_TIMING_RE = re.compile(rb'"timing"\s*:')
+
+
+NOT_STEPS = (
+    "no smolagents memory step in this file (a TaskStep {task, task_images}, an ActionStep {step_number, timing, "
+    "tool_calls, ...}, a PlanningStep {plan, ...}): it is another format; say which with --input-format "
+    "(docs/inputs.md lists what loopscope reads)"
+)
 
 
 def sniff(head: bytes) -> bool:
@@ -168,6 +175,7 @@ class _Reader:
         self.session = Session(f"{path.parent.name}/{path.name}", AGENT)
         self.skipped: Counter[str] = Counter()
         self.tasks = 0
+        self.known = 0  # steps of a kind smolagents writes (task, action, planning)
         self.code_actions = 0
         self.open = False  # the current task has steps and nothing ended it yet
         self.last_error: tuple[str | None, str | None] = (None, None)
@@ -188,6 +196,7 @@ class _Reader:
                 self.skipped[f"(a JSON {type(step).__name__}, not a step)"] += 1
                 continue
             kind = _kind(step)
+            self.known += kind in ("task", "action", "planning")
             if kind == "task":
                 self._close()
                 self.tasks += 1
@@ -287,6 +296,9 @@ def read(path: Path, options: Mapping[str, Any]) -> Any:
     items = list(_events(path, out.bad, BadLine))
     reader = _Reader(path, listed and not out.bad)
     reader.steps(items)
+    if items and not reader.known:
+        out.bad.append(BadLine(items[0][0], NOT_STEPS, json.dumps(items[0][1], default=str)[:RAW_CAP]))
+        return out
     records, violations = reader.session.finish()
     out.records.extend(records)
     out.violations.extend(violations)
