@@ -24,6 +24,9 @@ Kinds:
   process (the reader's finding, kept in ``protocol_violations``): an edited or
   redacted log, or a Codex that writes its outputs another way; they count as
   successes, so the error figures may be too low.
+- ``code_actions``: a smolagents memory dump had CodeAgent steps (the reader's
+  finding, kept in ``protocol_violations``): each step's Python code counts as one
+  call of ``python_interpreter``, and the tools that code called are in no figure.
 - ``call_log_no_previous``: a model-call log had OpenAI Responses API calls continuing a response
   (``previous_response_id``) that is not in the file (the reader's finding, kept in
   ``protocol_violations``): each was read without what came before, so the calls made before it
@@ -72,6 +75,7 @@ UNFLAGGED_SQL = FILE_VIOLATIONS_SQL.replace("{kind}", "unflagged_error_text").re
 UNREAD_EXIT_SQL = FILE_VIOLATIONS_SQL.replace("{kind}", "unread_exit_status").replace("{records}", "tool_calls")
 NO_PREVIOUS_SQL = FILE_VIOLATIONS_SQL.replace("{kind}", "call_log_no_previous").replace("{records}", "loop_exits")
 NO_TOOL_CALLS_SQL = FILE_VIOLATIONS_SQL.replace("{kind}", "no_tool_calls").replace("{records}", "loop_exits")
+CODE_ACTIONS_SQL = FILE_VIOLATIONS_SQL.replace("{kind}", "code_actions").replace("{records}", "tool_calls")
 NO_TIMESTAMPS_SQL = f"""
 SELECT count(*) FILTER (WHERE p.first_ts < TIMESTAMP '{SYNTHETIC_BEFORE}'), count(*)
 FROM {{prompts}} p
@@ -132,7 +136,7 @@ SELECT count(*), count(DISTINCT conversation_id) FROM repeat_facts WHERE is_id_c
 # repeats only), as many as the facts give (tests/test_load_facts.py).
 NOTICE_CANDIDATES_SQL = f"""
 SELECT EXISTS (SELECT 1 FROM protocol_violations WHERE kind IN ('unflagged_error_text', 'no_tool_calls', 'unread_exit_status',
-                                                                'call_log_no_previous'))
+                                                                'call_log_no_previous', 'code_actions'))
     OR EXISTS (SELECT 1 FROM tool_calls WHERE ts < TIMESTAMP '{SYNTHETIC_BEFORE}')
     OR EXISTS (SELECT 1 FROM loop_exits WHERE ts < TIMESTAMP '{SYNTHETIC_BEFORE}')
 """
@@ -229,6 +233,20 @@ def notices(
                 "loopscope cannot see those actions and counts every observation as a prompt",
                 "a chat without tools needs nothing; for a text-action agent these figures mean nothing: log its "
                 "tool calls as tool_calls / tool_use (function calling) (docs/inputs.md)",
+                count,
+            )
+        )
+    for path, detail in _file_violations(con, "code_actions", CODE_ACTIONS_SQL, where, prompts, params):
+        count = _leading_count(detail)
+        found.append(
+            Notice(
+                "code_actions",
+                f"{path}: {count} step(s) of a smolagents CodeAgent ran Python code: each counts as one call of "
+                "python_interpreter (an error when the code raised), and the tools that code called are in none of "
+                "these figures",
+                "the memory does not say which tools the code called: to count them, run a ToolCallingAgent, or "
+                "export the run's OpenTelemetry spans (openinference-instrumentation-smolagents) and load those "
+                "(docs/inputs.md)",
                 count,
             )
         )

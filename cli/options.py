@@ -100,7 +100,8 @@ InputFormatOption = Annotated[
         "[b]messages[/b] (conversation message arrays), [b]otlp[/b] (OpenTelemetry JSON Lines), "
         "[b]claude-code[/b] (~/.claude/projects sessions), [b]codex[/b] (~/.codex/sessions rollouts), "
         "[b]gemini-cli[/b] (~/.gemini/tmp/*/chats sessions), "
-        "[b]openhands[/b] (OpenHands event streams / trajectories).",
+        "[b]openhands[/b] (OpenHands event streams / trajectories), "
+        "[b]smolagents[/b] (smolagents agent.memory.get_full_steps() dumps).",
         rich_help_panel=PANEL_INPUT,
     ),
 ]

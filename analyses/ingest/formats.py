@@ -8,8 +8,8 @@ Six formats reach the one store:
   read by ``loopscope.analyses.ingest.messages``.
 - ``otlp``: OpenTelemetry spans as OTLP JSON (Lines), read by
   ``loopscope.analyses.ingest.otlp``.
-- ``claude-code``, ``codex``, ``gemini-cli``, ``openhands``: coding-agent session transcripts, read by
-  ``loopscope.analyses.ingest.transcripts.claude_code`` / ``.codex`` / ``.openhands``.
+- ``claude-code``, ``codex``, ``gemini-cli``, ``openhands``, ``smolagents``: agent session transcripts, read by
+  ``loopscope.analyses.ingest.transcripts.claude_code`` / ``.codex`` / ``.openhands`` / ``.smolagents``.
 
 The reader protocol (``messages``, ``otlp`` and any later format): a module
 ``loopscope.analyses.ingest.<format>`` with
@@ -41,7 +41,7 @@ from typing import Any
 
 from loopscope.analyses.errors import LoopscopeError
 
-FORMATS = ("records", "messages", "otlp", "claude-code", "codex", "gemini-cli", "openhands")
+FORMATS = ("records", "messages", "otlp", "claude-code", "codex", "gemini-cli", "openhands", "smolagents")
 INPUT_FORMATS = ("auto",) + FORMATS
 # Formats whose reader lives elsewhere than ``loopscope.analyses.ingest.<format>``.
 MODULES = {
@@ -49,9 +49,10 @@ MODULES = {
     "codex": "loopscope.analyses.ingest.transcripts.codex",
     "gemini-cli": "loopscope.analyses.ingest.transcripts.gemini_cli",
     "openhands": "loopscope.analyses.ingest.transcripts.openhands",
+    "smolagents": "loopscope.analyses.ingest.transcripts.smolagents",
 }
 # Asked before the generic formats: a coding-agent transcript also has "role" keys.
-TRANSCRIPT_FORMATS = ("claude-code", "codex", "gemini-cli", "openhands")
+TRANSCRIPT_FORMATS = ("claude-code", "codex", "gemini-cli", "openhands", "smolagents")
 
 
 def module_name(fmt: str) -> str:
@@ -103,7 +104,7 @@ def reader_module(fmt: str) -> Any:
     if fmt not in FORMATS or fmt == "records":
         raise LoopscopeError(
             f"unknown input format {fmt!r}",
-            hint="use --input-format auto, records, messages, otlp, claude-code, codex, gemini-cli or openhands",
+            hint="use --input-format auto, records, messages, otlp, claude-code, codex, gemini-cli, openhands or smolagents",
         )
     name = module_name(fmt)
     try:
@@ -152,7 +153,7 @@ def detect_format(path: Path, head: bytes) -> str:
     """Guess the format of a file from its first bytes (decompressed).
 
     loopscope records win when one of the first lines is a v1 record; then a
-    Claude Code, Codex CLI or OpenHands transcript when its reader's ``sniff`` says so; OTLP when it
+    Claude Code, Codex CLI, OpenHands or smolagents transcript when its reader's ``sniff`` says so; OTLP when it
     carries ``resourceSpans``; message arrays when the first line is a JSON
     array, a ``.json`` file starts with ``[``, or the first object has
     ``messages`` or ``role``. Otherwise each
@@ -207,6 +208,7 @@ FORMAT_NAMES = {
     "codex": "a Codex CLI session",
     "gemini-cli": "a Gemini CLI chat",
     "openhands": "an OpenHands event stream",
+    "smolagents": "smolagents memory steps",
 }
 
 
@@ -260,13 +262,13 @@ class Fruitless:
 
 NO_RECORD_HINT = (
     "see why with loopscope quarantine; if it is another format, say which with --input-format "
-    "records|messages|otlp|claude-code|codex|gemini-cli|openhands (docs/inputs.md lists what loopscope reads)"
+    "records|messages|otlp|claude-code|codex|gemini-cli|openhands|smolagents (docs/inputs.md lists what loopscope reads)"
 )
 """What to do about a file that gave no record."""
 NOTHING_QUARANTINED_HINT = (
     "every line was read and none was bad, but nothing in it makes a record: no user prompt answered, "
     "no tool call with a result{violations}; if it is another format, say which with --input-format "
-    "records|messages|otlp|claude-code|codex|gemini-cli|openhands (docs/inputs.md lists what loopscope reads)"
+    "records|messages|otlp|claude-code|codex|gemini-cli|openhands|smolagents (docs/inputs.md lists what loopscope reads)"
 )
 """What to do about a file that gave no record and had no bad line (its quarantine is empty)."""
 OTLP_NO_AGENT_SPANS_HINT = (

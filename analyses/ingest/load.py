@@ -283,7 +283,7 @@ def load_paths(
             (counted in ``summary.unreadable``) and the other files load.
     """
     if input_format not in INPUT_FORMATS:
-        raise LoopscopeError(f"unknown input format {input_format!r}", hint="use auto, records, messages, otlp, claude-code, codex, gemini-cli or openhands")
+        raise LoopscopeError(f"unknown input format {input_format!r}", hint="use auto, records, messages, otlp, claude-code, codex, gemini-cli, openhands or smolagents")
     ignored: list[Path] = []
     files = expand_paths(list(paths), ignored)
     summary = _unchanged(con, files, input_format, progress)

@@ -300,6 +300,25 @@ def _openhands_event(value: Any) -> bool:
     return isinstance(kind, str) and kind.endswith("Event") and "source" in value
 
 
+SMOLAGENTS_ROLES = frozenset({"tool-call", "tool-response"})
+SMOLAGENTS_TODO = (
+    "dump the agent's memory steps instead, json.dump(agent.memory.get_full_steps(), f, default=str), and load "
+    "that (--input-format smolagents, or auto, which detects it): its steps keep every call, the failed ones too"
+)
+
+
+def _smolagents_messages(root: list[Any]) -> bool:
+    """smolagents' ``write_memory_to_messages()``: roles ``tool-call`` / ``tool-response``, calls as text."""
+    return any(isinstance(m, dict) and m.get("role") in SMOLAGENTS_ROLES for m in root)
+
+
+def _smolagents_steps(root: list[Any]) -> bool:
+    """smolagents memory steps (``get_full_steps()``): ``TaskStep`` / ``ActionStep`` dicts."""
+    steps = sum(isinstance(m, dict) and "role" not in m and (
+        ("task" in m and "task_images" in m) or ("step_number" in m and "timing" in m)) for m in root)
+    return steps * 2 > len(root)
+
+
 def _refusal(what: str, todo: str) -> UnreadableFile:
     # the load names the file and shows the message only: what to do goes in it too
     return UnreadableFile(f"{what}. What to do: {todo}", todo)
@@ -310,6 +329,15 @@ def _out_of_scope(root: Any) -> Optional[UnreadableFile]:
     if isinstance(root, list) and root and sum(map(_openhands_event, root)) * 2 > len(root):
         todo = OPENHANDS_V1_TODO if sum(map(_openhands_v1_event, root)) * 2 > len(root) else OPENHANDS_TODO
         return _refusal("an OpenHands event stream (actions and observations, not chat messages)", todo)
+    if isinstance(root, list) and root and _smolagents_steps(root):
+        return _refusal("smolagents memory steps (agent.memory.get_full_steps()), not chat messages",
+                        "load it with --input-format smolagents (or auto, which detects it)")
+    if isinstance(root, list) and root and _smolagents_messages(root):
+        return _refusal(
+            "smolagents agent messages (write_memory_to_messages(): roles tool-call and tool-response): the calls "
+            "are Python text, and a step whose tool raised keeps only the error text, not the call",
+            SMOLAGENTS_TODO,
+        )
     if not isinstance(root, dict):
         return None
     answer = root.get("answer_generation")
