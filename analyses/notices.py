@@ -18,6 +18,9 @@ Kinds:
   not one tool call (the reader's finding, kept in ``protocol_violations``): a
   chat without tools, or an agent that writes its actions in the text, whose
   observations then count as prompts.
+- ``provider_tools_only``: a file of conversation messages had model responses whose only tool
+  calls ran on the provider's side (Anthropic server tools, the MCP connector) (the reader's
+  finding, kept in ``protocol_violations``): they are in no figure, and the agent ran no tool.
 - ``unread_exit_status``: a Codex rollout had outputs of command tools
   (``exec_command``, ``shell``...), or an OpenHands event stream ``run``
   observations, that state no exit code and no running
@@ -75,6 +78,7 @@ UNFLAGGED_SQL = FILE_VIOLATIONS_SQL.replace("{kind}", "unflagged_error_text").re
 UNREAD_EXIT_SQL = FILE_VIOLATIONS_SQL.replace("{kind}", "unread_exit_status").replace("{records}", "tool_calls")
 NO_PREVIOUS_SQL = FILE_VIOLATIONS_SQL.replace("{kind}", "call_log_no_previous").replace("{records}", "loop_exits")
 NO_TOOL_CALLS_SQL = FILE_VIOLATIONS_SQL.replace("{kind}", "no_tool_calls").replace("{records}", "loop_exits")
+PROVIDER_TOOLS_SQL = FILE_VIOLATIONS_SQL.replace("{kind}", "provider_tools_only").replace("{records}", "loop_exits")
 CODE_ACTIONS_SQL = FILE_VIOLATIONS_SQL.replace("{kind}", "code_actions").replace("{records}", "tool_calls")
 NO_TIMESTAMPS_SQL = f"""
 SELECT count(*) FILTER (WHERE p.first_ts < TIMESTAMP '{SYNTHETIC_BEFORE}'), count(*)
@@ -136,7 +140,8 @@ SELECT count(*), count(DISTINCT conversation_id) FROM repeat_facts WHERE is_id_c
 # repeats only), as many as the facts give (tests/test_load_facts.py).
 NOTICE_CANDIDATES_SQL = f"""
 SELECT EXISTS (SELECT 1 FROM protocol_violations WHERE kind IN ('unflagged_error_text', 'no_tool_calls', 'unread_exit_status',
-                                                                'call_log_no_previous', 'code_actions'))
+                                                                'call_log_no_previous', 'code_actions',
+                                                                'provider_tools_only'))
     OR EXISTS (SELECT 1 FROM tool_calls WHERE ts < TIMESTAMP '{SYNTHETIC_BEFORE}')
     OR EXISTS (SELECT 1 FROM loop_exits WHERE ts < TIMESTAMP '{SYNTHETIC_BEFORE}')
 """
@@ -233,6 +238,20 @@ def notices(
                 "loopscope cannot see those actions and counts every observation as a prompt",
                 "a chat without tools needs nothing; for a text-action agent these figures mean nothing: log its "
                 "tool calls as tool_calls / tool_use (function calling) (docs/inputs.md)",
+                count,
+            )
+        )
+    for path, detail in _file_violations(con, "provider_tools_only", PROVIDER_TOOLS_SQL, where, prompts, params):
+        count = _leading_count(detail)
+        errors = detail.split("), ", 1)[-1].split(" of them", 1)[0] if " of them" in detail else "?"
+        found.append(
+            Notice(
+                "provider_tools_only",
+                f"{path}: {count} tool call(s) ({errors} error(s)) ran on the provider's side (Anthropic server "
+                "tools such as web_search, the MCP connector) and the agent ran none: they are in none of these "
+                "figures, which count the tool calls the agent runs",
+                "nothing to fix: the provider runs those tools and reports their errors to the model itself "
+                "(docs/inputs.md, Anthropic server tools)",
                 count,
             )
         )

@@ -780,6 +780,7 @@ def read(path: Path, options: Mapping[str, Any]) -> ReaderOutput:
     # what the file names (model, domain, ...), then the user's --tag, which wins
     tags = {**file_tags(root), **dict(options.get("tags") or {})} or None
     unflagged = 0
+    provider_calls = provider_errors = 0  # calls of tools the provider ran (Anthropic server tools, MCP)
     responses = 0  # model responses in a file where no message calls a tool (see below)
     structured = False
     for conv in coll.conversations:
@@ -809,7 +810,23 @@ def read(path: Path, options: Mapping[str, Any]) -> ReaderOutput:
         out.records.extend(result.records)
         out.violations.extend(result.violations)
         unflagged += result.unflagged_error_texts
-    if responses and not structured:
+        provider_calls += result.provider_calls
+        provider_errors += result.provider_errors
+    if responses and not structured and provider_calls:
+        # Every tool this file's model used ran on the provider's side (Anthropic server tools, the
+        # MCP connector): not agent tool calls (as the Responses API's own tools), but no text-action agent.
+        out.violations.append(
+            {
+                "conversation_id": None,
+                "prompt_id": None,
+                "tool_call_id": None,
+                "kind": "provider_tools_only",
+                "detail": f"{path.name}: {provider_calls} call(s) of tools the provider ran (Anthropic server tools, "
+                f"MCP connector), {provider_errors} of them error(s), and no tool call the agent ran, in "
+                f"{responses} model response(s)",
+            }
+        )
+    elif responses and not structured:
         # Model responses and not one tool call: a chat without tools, or an agent that writes its
         # actions in the text (a command block, a ReAct "Action:" line) and gets the observation
         # back as a user message. Nothing in the structure tells the two apart; for the second,

@@ -38,7 +38,10 @@ The rules (docs/inputs.md, "Conversation message arrays", explains them to users
   (``duplicate_result``), a result that arrives after the model moved on
   (``result_out_of_order``), a call without an id (``missing_tool_call_id``), arguments
   that are not JSON (``invalid_arguments``: empty shape, null fingerprint), a part of a
-  pydantic-ai or AI SDK UI message of a kind this reader does not know (``unread_part``).
+  pydantic-ai or AI SDK UI message of a kind this reader does not know (``unread_part``), a
+  prompt whose last response stopped with Anthropic's ``pause_turn`` and was never resumed
+  (``unresumed_pause_turn``: ``pause_turn`` goes on, as a tool call does; such a prompt with no
+  tool call makes no record, so this is how it shows).
   An id that a later call uses again is kept as it is: the analyses decide,
   the same way for every input format, whether the later call is a replay
   (same tool and arguments) or an id collision (a new call, reported as
@@ -148,6 +151,10 @@ class ConversationResult:
     violations: list[dict[str, Any]]
     # Results with no stored flag whose text reads like an error, counted as successes.
     unflagged_error_texts: int = 0
+    # Calls of tools the provider ran (Anthropic server tools, MCP connector) and their errors:
+    # not agent tool calls, counted for the reader's note on a file with no other call.
+    provider_calls: int = 0
+    provider_errors: int = 0
 
 
 class _Deriver(CallBook[_Call]):
@@ -307,6 +314,16 @@ class _Deriver(CallBook[_Call]):
             return  # the user spoke last and no response followed: nothing ran
         decided = self.exit_for(prompt, is_last)
         if decided is None:
+            last = prompt.turns[-1]
+            if last.stop_reason == "pause_turn" and not last.calls:
+                # The server paused a long turn; the client sends the conversation back and the model
+                # continues it in a new response. The log ends before that: the loop never finished.
+                self.violation(
+                    "unresumed_pause_turn",
+                    f"the response in message {last.index} stopped with pause_turn and the conversation was not "
+                    "sent back to continue it: the prompt has no loop_exit",
+                    prompt.prompt_id,
+                )
             return
         exit_reason, source, error_type = decided
         results = [c for c in prompt.calls if c.result is not None]
@@ -370,7 +387,9 @@ class _Deriver(CallBook[_Call]):
         for position, prompt in enumerate(self.prompts):
             self.loop_exit_record(prompt, is_last=position == len(self.prompts) - 1)
         self.keyed.sort(key=lambda item: item[0])
-        return ConversationResult([record for _, record in self.keyed], self.violations, self.unflagged_error_texts)
+        answers = [turn for turn in turns if isinstance(turn, AssistantTurn)]
+        return ConversationResult([record for _, record in self.keyed], self.violations, self.unflagged_error_texts,
+                                  sum(t.provider_calls for t in answers), sum(t.provider_errors for t in answers))
 
 
 def conversation_records(

@@ -63,7 +63,10 @@ Shapes understood:
   neither it nor its results (``requestor: "user"``) are agent tool calls.
 
 Everything else (system / developer messages, unknown roles, server-side tool
-blocks) is skipped: it is not an agent tool call and does not start a prompt.
+blocks) is skipped: it is not an agent tool call and does not start a prompt. Anthropic's
+provider-run tools (``server_tool_use`` / ``<tool>_tool_result``, the MCP connector's
+``mcp_tool_use`` / ``mcp_tool_result``) are only counted on their turn (``provider_calls``,
+``provider_errors``), for the reader's note on a file that holds no other tool call.
 """
 
 from __future__ import annotations
@@ -111,6 +114,10 @@ class AssistantTurn:
     stop_reason: Optional[str] = None
     input_tokens: Optional[int] = None
     output_tokens: Optional[int] = None
+    # Calls of tools the provider ran inside this response (Anthropic server tools, MCP connector),
+    # and how many of their results were errors: never agent tool calls, only counted for a notice.
+    provider_calls: int = 0
+    provider_errors: int = 0
 
 
 @dataclass
@@ -267,6 +274,24 @@ def _openai_or_tau2_call(call: Any) -> Optional[ToolCallRequest]:
     )
 
 
+# Anthropic blocks of a tool the API itself runs, call and result in the same response:
+# ``server_tool_use`` (web search / fetch, code execution, tool search) answered by a
+# ``<tool>_tool_result`` block, and the MCP connector's ``mcp_tool_use`` answered by ``mcp_tool_result``.
+PROVIDER_CALLS = ("server_tool_use", "mcp_tool_use")
+
+
+def _provider_error(block: dict[str, Any]) -> bool:
+    """An Anthropic provider-run tool's result that is an error: ``mcp_tool_result`` with ``is_error: true``,
+    or a server tool result whose ``content`` is a ``<tool>_tool_result_error`` (``error_code``)."""
+    kind = block.get("type")
+    if not isinstance(kind, str) or not kind.endswith("_tool_result"):
+        return False
+    if kind == "mcp_tool_result":
+        return block.get("is_error") is True
+    content = block.get("content")
+    return isinstance(content, dict) and str(content.get("type") or "").endswith("_tool_result_error")
+
+
 def _assistant(message: dict[str, Any], index: int, ts: Optional[datetime]) -> AssistantTurn:
     turn = AssistantTurn(index=index, ts=ts, stop_reason=_stop_reason(message))
     refusal = message.get("refusal")
@@ -287,6 +312,10 @@ def _assistant(message: dict[str, Any], index: int, ts: Optional[datetime]) -> A
                                                     block.get("input", block.get("args"))))
                 elif kind == "tool_use":  # Anthropic client tool (server tools run on the provider's side)
                     turn.calls.append(_call_request(block.get("id"), block.get("name"), block.get("input")))
+                elif kind in PROVIDER_CALLS:
+                    turn.provider_calls += 1
+                elif _provider_error(block):
+                    turn.provider_errors += 1
                 elif kind in ("text", "output_text") and str(block.get("text") or "").strip():
                     turn.has_text = True
     calls = message.get("tool_calls")
