@@ -46,6 +46,8 @@ Kinds:
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import asdict, dataclass
 from pathlib import PurePath
 from typing import Any
@@ -78,6 +80,7 @@ UNFLAGGED_SQL = FILE_VIOLATIONS_SQL.replace("{kind}", "unflagged_error_text").re
 UNREAD_EXIT_SQL = FILE_VIOLATIONS_SQL.replace("{kind}", "unread_exit_status").replace("{records}", "tool_calls")
 NO_PREVIOUS_SQL = FILE_VIOLATIONS_SQL.replace("{kind}", "call_log_no_previous").replace("{records}", "loop_exits")
 NO_TOOL_CALLS_SQL = FILE_VIOLATIONS_SQL.replace("{kind}", "no_tool_calls").replace("{records}", "loop_exits")
+PROVIDER_ERRORS_RE = re.compile(r"MCP connector\), (\d+) of them error")
 PROVIDER_TOOLS_SQL = FILE_VIOLATIONS_SQL.replace("{kind}", "provider_tools_only").replace("{records}", "loop_exits")
 CODE_ACTIONS_SQL = FILE_VIOLATIONS_SQL.replace("{kind}", "code_actions").replace("{records}", "tool_calls")
 NO_TIMESTAMPS_SQL = f"""
@@ -243,7 +246,10 @@ def notices(
         )
     for path, detail in _file_violations(con, "provider_tools_only", PROVIDER_TOOLS_SQL, where, prompts, params):
         count = _leading_count(detail)
-        errors = detail.split("), ", 1)[-1].split(" of them", 1)[0] if " of them" in detail else "?"
+        # The reader's detail is "FILE: N call(s) of tools ... (..., MCP connector), E of them error(s), ...":
+        # the last match, so that a file name holding the same words cannot be read as the count.
+        matches = PROVIDER_ERRORS_RE.findall(detail)
+        errors = matches[-1] if matches else "?"
         found.append(
             Notice(
                 "provider_tools_only",

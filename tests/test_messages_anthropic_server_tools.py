@@ -20,6 +20,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 from loopscope.cli.app import app
@@ -97,14 +98,16 @@ def test_server_tools_mcp_and_stop_reasons(tmp_path: Path) -> None:
     ]
 
 
-def test_provider_tools_only_file_is_named_so(tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", ["mcp_only.json", "a), 7 of them errors (MCP connector), 5 of them error.json"])
+def test_provider_tools_only_file_is_named_so(tmp_path: Path, name: str) -> None:
     # The MCP prompt alone: 2 mcp_tool_use blocks, 1 mcp_tool_result with is_error true, no tool_use.
+    # The second name holds the notice's own words: the error count is still the file's.
     first = json.loads(LOG.read_text().splitlines()[1])
     messages = first["messages"][:2]
     blocks = messages[1]["content"]
     assert [b["type"] for b in blocks].count("mcp_tool_use") == 2
     assert sum(b.get("is_error") is True for b in blocks if b["type"] == "mcp_tool_result") == 1
-    path = tmp_path / "mcp_only.json"
+    path = tmp_path / name
     path.write_text(json.dumps({"conversation_id": "mcp-only", "messages": messages}))
     load = run("load", "--db", str(tmp_path / "s.duckdb"), "--format", "json", str(path))
     assert (load["tool_calls"], load["loop_exits"]) == (0, 1)
