@@ -309,7 +309,7 @@ SMOLAGENTS_TODO = (
 
 def _smolagents_messages(root: list[Any]) -> bool:
     """smolagents' ``write_memory_to_messages()``: roles ``tool-call`` / ``tool-response``, calls as text."""
-    return any(isinstance(m, dict) and m.get("role") in SMOLAGENTS_ROLES for m in root)
+    return any(isinstance(m, dict) and isinstance(m.get("role"), str) and m["role"] in SMOLAGENTS_ROLES for m in root)
 
 
 def _smolagents_steps(root: list[Any]) -> bool:
