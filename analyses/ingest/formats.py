@@ -94,6 +94,13 @@ class ReaderOutput:
     bad: list[BadLine] = field(default_factory=list)
     skipped_types: dict[str, int] = field(default_factory=dict)
 
+    def finding(self, kind: str, detail: str, conversation_id: str | None = None) -> None:
+        """A finding about the whole file (or one conversation of it), not one prompt or call: a violation
+        of ``kind`` whose ``detail`` starts with the file's name (``notices`` reads the count after it)."""
+        self.violations.append(
+            {"conversation_id": conversation_id, "prompt_id": None, "tool_call_id": None, "kind": kind, "detail": detail}
+        )
+
 
 def reader_module(fmt: str) -> Any:
     """The module implementing ``fmt`` (``messages``, ``otlp``, ...).

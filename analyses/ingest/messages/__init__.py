@@ -815,71 +815,58 @@ def read(path: Path, options: Mapping[str, Any]) -> ReaderOutput:
     if responses and not structured and provider_calls:
         # Every tool this file's model used ran on the provider's side (Anthropic server tools, the
         # MCP connector): not agent tool calls (as the Responses API's own tools), but no text-action agent.
-        out.violations.append(
-            {
-                "conversation_id": None,
-                "prompt_id": None,
-                "tool_call_id": None,
-                "kind": "provider_tools_only",
-                "detail": f"{path.name}: {provider_calls} call(s) of tools the provider ran (Anthropic server tools, "
-                f"MCP connector), {provider_errors} of them error(s), and no tool call the agent ran, in "
-                f"{responses} model response(s)",
-            }
+        out.finding(
+            "provider_tools_only",
+            f"{path.name}: {provider_calls} call(s) of tools the provider ran (Anthropic server tools, "
+            f"MCP connector), {provider_errors} of them error(s), and no tool call the agent ran, in "
+            f"{responses} model response(s)",
         )
     elif responses and not structured:
         # Model responses and not one tool call: a chat without tools, or an agent that writes its
         # actions in the text (a command block, a ReAct "Action:" line) and gets the observation
         # back as a user message. Nothing in the structure tells the two apart; for the second,
         # every observation counts as a prompt. Say so once per file.
-        out.violations.append(
-            {
-                "conversation_id": None,
-                "prompt_id": None,
-                "tool_call_id": None,
-                "kind": "no_tool_calls",
-                "detail": f"{path.name}: {responses} model response(s) and no tool call (no tool_calls, tool_use, "
-                "function_call or tool result) in the file",
-            }
+        out.finding(
+            "no_tool_calls",
+            f"{path.name}: {responses} model response(s) and no tool call (no tool_calls, tool_use, "
+            "function_call or tool result) in the file",
         )
     for conv in coll.conversations:
         if conv.cid and "/branch-" in conv.cid:
-            out.violations.append({
-                "conversation_id": conv.cid, "prompt_id": None, "tool_call_id": None, "kind": "call_log_branch",
-                "detail": f"{path.name}: a logged model call re-sent an earlier point of {conv.cid.rsplit('/branch-', 1)[0]!r} "
+            out.finding(
+                "call_log_branch",
+                f"{path.name}: a logged model call re-sent an earlier point of {conv.cid.rsplit('/branch-', 1)[0]!r} "
                 "after it had gone on (a retried or regenerated call); read as its own conversation from that point",
-            })
+                conv.cid,
+            )
     if coll.not_chat:
         kinds = ", ".join(f"{k} {n}" for k, n in sorted(coll.not_chat.items(), key=lambda kv: (-kv[1], kv[0])))
-        out.violations.append({
-            "conversation_id": None, "prompt_id": None, "tool_call_id": None, "kind": "call_log_not_chat",
-            "detail": f"{path.name}: {sum(coll.not_chat.values())} logged call(s) that are no chat ({kinds}): "
+        out.finding(
+            "call_log_not_chat",
+            f"{path.name}: {sum(coll.not_chat.values())} logged call(s) that are no chat ({kinds}): "
             "no conversation in them, left out",
-        })
+        )
     if coll.no_reply:
-        out.violations.append({
-            "conversation_id": None, "prompt_id": None, "tool_call_id": None, "kind": "call_log_no_reply",
-            "detail": f"{path.name}: {coll.no_reply} logged model call(s) have no reply (a failed request): the loop ended there unless a later call retried it",
-        })
+        out.finding(
+            "call_log_no_reply",
+            f"{path.name}: {coll.no_reply} logged model call(s) have no reply (a failed request): the loop ended "
+            "there unless a later call retried it",
+        )
     if coll.no_previous:
-        out.violations.append({
-            "conversation_id": None, "prompt_id": None, "tool_call_id": None, "kind": "call_log_no_previous",
-            "detail": f"{path.name}: {coll.no_previous} logged Responses API call(s) continue a response "
+        out.finding(
+            "call_log_no_previous",
+            f"{path.name}: {coll.no_previous} logged Responses API call(s) continue a response "
             "(previous_response_id) that is not in this file: each was read as the start of a conversation, "
             "without what came before it (load the earlier log with it)",
-        })
+        )
     if unflagged:
         # The likeliest silent mistake: a log that marks errors only in the text, loaded with the
         # default convention, shows no errors at all. Say so once per file.
-        out.violations.append(
-            {
-                "conversation_id": None,
-                "prompt_id": None,
-                "tool_call_id": None,
-                "kind": "unflagged_error_text",
-                "detail": f"{path.name}: {unflagged} tool result(s) carry no error flag but their text reads like "
-                "an error ('Error: ...' or a JSON \"error\" key); they were counted as successes. If this log "
-                "marks errors only in the text, load it with --error-when prefix or json-error-key "
-                "(docs/inputs.md)",
-            }
+        out.finding(
+            "unflagged_error_text",
+            f"{path.name}: {unflagged} tool result(s) carry no error flag but their text reads like "
+            "an error ('Error: ...' or a JSON \"error\" key); they were counted as successes. If this log "
+            "marks errors only in the text, load it with --error-when prefix or json-error-key "
+            "(docs/inputs.md)",
         )
     return out

@@ -547,15 +547,10 @@ def read(path: Path, options: Mapping[str, Any]) -> ReaderOutput:
     bad = decoded.bad + span_bad
     out = ReaderOutput(records=[rec for _, rec in pairs], bad=[BadLine(n, r, raw) for n, r, raw in bad])
     if not pairs and (decoded.spans or decoded.logs):
-        out.violations.append(
-            {
-                "conversation_id": None,
-                "prompt_id": None,
-                "tool_call_id": None,
-                "kind": "no_agent_spans",
-                "detail": f"{path}: {len(decoded.spans)} spans and {len(decoded.logs)} log records read, "
-                "none of them a tool or agent span; instrumentations of a model SDK alone emit chat spans "
-                "only (see docs/inputs.md, 'OpenTelemetry exports')",
-            }
+        out.finding(
+            "no_agent_spans",
+            f"{path}: {len(decoded.spans)} spans and {len(decoded.logs)} log records read, "
+            "none of them a tool or agent span; instrumentations of a model SDK alone emit chat spans "
+            "only (see docs/inputs.md, 'OpenTelemetry exports')",
         )
     return out

@@ -337,15 +337,10 @@ def read(path: Path, options: Mapping[str, Any]) -> Any:
         # zero errors would say more than the file does. Say so once per file.
         total = sum(reader.unread.values())
         tools = ", ".join(f"{name} {n}" for name, n in reader.unread.most_common())
-        out.violations.append(
-            {
-                "conversation_id": None,
-                "prompt_id": None,
-                "tool_call_id": None,
-                "kind": "unread_exit_status",
-                "detail": f"{path.name}: {total} output(s) of command tools ({tools}) state no exit code and no "
-                "running process; they were counted as successes",
-            }
+        out.finding(
+            "unread_exit_status",
+            f"{path.name}: {total} output(s) of command tools ({tools}) state no exit code and no "
+            "running process; they were counted as successes",
         )
     out.skipped_types.update(reader.skipped)
     return out

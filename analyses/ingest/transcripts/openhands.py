@@ -450,15 +450,11 @@ def read(path: Path, options: Mapping[str, Any]) -> Any:
     out.records.extend(records)
     out.violations.extend(violations)
     if reader.unread_exit:
-        out.violations.append(
-            {
-                "conversation_id": reader.session.conversation_id,
-                "prompt_id": None,
-                "tool_call_id": None,
-                "kind": "unread_exit_status",
-                "detail": f"{path.name}: {reader.unread_exit} output(s) of command tools (OpenHands run "
-                f"{reader.unread_exit}) state no exit code and no running process; they were counted as successes",
-            }
+        out.finding(
+            "unread_exit_status",
+            f"{path.name}: {reader.unread_exit} output(s) of command tools (OpenHands run "
+            f"{reader.unread_exit}) state no exit code and no running process; they were counted as successes",
+            reader.session.conversation_id,
         )
     out.skipped_types.update({f"openhands {k}": v for k, v in reader.skipped.items()})
     return out

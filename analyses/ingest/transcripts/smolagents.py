@@ -303,15 +303,11 @@ def read(path: Path, options: Mapping[str, Any]) -> Any:
     out.records.extend(records)
     out.violations.extend(violations)
     if reader.code_actions:
-        out.violations.append(
-            {
-                "conversation_id": reader.session.conversation_id,
-                "prompt_id": None,
-                "tool_call_id": None,
-                "kind": "code_actions",
-                "detail": f"{path.name}: {reader.code_actions} code action(s) (smolagents CodeAgent steps): each "
-                "counts as one call of python_interpreter; the tools the code called are not in the memory",
-            }
+        out.finding(
+            "code_actions",
+            f"{path.name}: {reader.code_actions} code action(s) (smolagents CodeAgent steps): each "
+            "counts as one call of python_interpreter; the tools the code called are not in the memory",
+            reader.session.conversation_id,
         )
     out.skipped_types.update({f"smolagents {k}": v for k, v in reader.skipped.items()})
     return out
