@@ -202,91 +202,11 @@ def notices(
     where, params = (selection or Selection()).where("p")
     prompts = relations(con).prompts
     found: list[Notice] = []
-    for path, detail in _file_violations(con, "unflagged_error_text", UNFLAGGED_SQL, where, prompts, params):
-        count = _leading_count(detail)
-        found.append(
-            Notice(
-                "unflagged_error_text",
-                f"{count} tool result(s) in {path} read like an error but carry no error flag: "
-                "they were counted as successes, so the error figures are too low",
-                "load it again with --error-when prefix (text starts with 'Error:') or --error-when json-error-key "
-                "(docs/inputs.md)",
-                count,
-            )
-        )
-    for path, detail in _file_violations(con, "unread_exit_status", UNREAD_EXIT_SQL, where, prompts, params):
-        count = _leading_count(detail)
-        tools = detail.split("command tools (", 1)[-1].split(")", 1)[0] if "command tools (" in detail else "?"
-        found.append(
-            Notice(
-                "unread_exit_status",
-                f"{count} output(s) of command tools in {path} ({tools}) state no exit code: loopscope cannot "
-                "tell whether those commands failed and counted them as successes, so the error figures may be "
-                "too low",
-                ("OpenHands writes each command's exit code in its run observation (extras.metadata.exit_code): "
-                 "an edited or trimmed event log loses it; see docs/inputs.md")
-                if "OpenHands run" in tools else
-                "Codex writes 'Process exited with code N' (or 'Exit code: N') in each command's output: an edited "
-                "or redacted log loses it; if your Codex writes it another way, see docs/inputs.md",
-                count,
-            )
-        )
-    for path, detail in _file_violations(con, "no_tool_calls", NO_TOOL_CALLS_SQL, where, prompts, params):
-        count = _leading_count(detail)
-        found.append(
-            Notice(
-                "no_tool_calls",
-                f"{path}: {count} model response(s) and not one tool call: if this agent writes its actions in the "
-                "text (a command block, a ReAct 'Action:' line) and gets the result back as a user message, "
-                "loopscope cannot see those actions and counts every observation as a prompt",
-                "a chat without tools needs nothing; for a text-action agent these figures mean nothing: log its "
-                "tool calls as tool_calls / tool_use (function calling) (docs/inputs.md)",
-                count,
-            )
-        )
-    for path, detail in _file_violations(con, "provider_tools_only", PROVIDER_TOOLS_SQL, where, prompts, params):
-        count = _leading_count(detail)
-        # The reader's detail is "FILE: N call(s) of tools ... (..., MCP connector), E of them error(s), ...":
-        # the last match, so that a file name holding the same words cannot be read as the count.
-        matches = PROVIDER_ERRORS_RE.findall(detail)
-        errors = matches[-1] if matches else "?"
-        found.append(
-            Notice(
-                "provider_tools_only",
-                f"{path}: {count} tool call(s) ({errors} error(s)) ran on the provider's side (Anthropic server "
-                "tools such as web_search, the MCP connector) and the agent ran none: they are in none of these "
-                "figures, which count the tool calls the agent runs",
-                "nothing to fix: the provider runs those tools and reports their errors to the model itself "
-                "(docs/inputs.md, Anthropic server tools)",
-                count,
-            )
-        )
-    for path, detail in _file_violations(con, "code_actions", CODE_ACTIONS_SQL, where, prompts, params):
-        count = _leading_count(detail)
-        found.append(
-            Notice(
-                "code_actions",
-                f"{path}: {count} step(s) of a smolagents CodeAgent ran Python code: each counts as one call of "
-                "python_interpreter (an error when the code raised), and the tools that code called are in none of "
-                "these figures",
-                "the memory does not say which tools the code called: to count them, run a ToolCallingAgent, or "
-                "export the run's OpenTelemetry spans (openinference-instrumentation-smolagents) and load those "
-                "(docs/inputs.md)",
-                count,
-            )
-        )
-    for path, detail in _file_violations(con, "call_log_no_previous", NO_PREVIOUS_SQL, where, prompts, params):
-        count = _leading_count(detail)
-        found.append(
-            Notice(
-                "call_log_no_previous",
-                f"{count} logged Responses API call(s) in {path} continue a response (previous_response_id) that "
-                "is not in the file: each was read without what came before it, so the calls made before are in "
-                "none of these figures",
-                "load the log that holds the earlier calls together with it (docs/inputs.md, model-call logs)",
-                count,
-            )
-        )
+    for kind, sql in FILE_NOTICE_SQL:
+        for path, detail in _file_violations(con, kind, sql, where, prompts, params):
+            count = _leading_count(detail)
+            message, hint = _file_notice_text(kind, path, count, detail)
+            found.append(Notice(kind, message, hint, count))
     if con.execute(ANY_QUARANTINED_SQL).fetchall():
         named = list(chosen.source_ids or ())
         query = QUARANTINED_SQL.format(where=where, prompts=prompts, named=NAMED_SOURCES_CLAUSE if named else "")
@@ -353,6 +273,76 @@ def _id_collisions(con: duckdb.DuckDBPyConnection, where: str, params: list[obje
         sql = FACTS_ID_COLLISIONS_SQL.format(where=where)
     row = con.execute(sql, params).fetchone()
     return (int(row[0]), int(row[1])) if row else (0, 0)
+
+
+FILE_NOTICE_SQL = (
+    ("unflagged_error_text", UNFLAGGED_SQL),
+    ("unread_exit_status", UNREAD_EXIT_SQL),
+    ("no_tool_calls", NO_TOOL_CALLS_SQL),
+    ("provider_tools_only", PROVIDER_TOOLS_SQL),
+    ("code_actions", CODE_ACTIONS_SQL),
+    ("call_log_no_previous", NO_PREVIOUS_SQL),
+)
+"""The readers' file findings that make a notice (``protocol_violations`` kinds), in the order notices lists them."""
+
+
+def _file_notice_text(kind: str, path: str, count: int, detail: str) -> tuple[str, str]:
+    """The message and hint of the notice for a reader's file finding of ``kind`` (``count`` read from ``detail``)."""
+    if kind == "unflagged_error_text":
+        return (
+            f"{count} tool result(s) in {path} read like an error but carry no error flag: "
+            "they were counted as successes, so the error figures are too low",
+            "load it again with --error-when prefix (text starts with 'Error:') or --error-when json-error-key "
+            "(docs/inputs.md)",
+        )
+    if kind == "unread_exit_status":
+        tools = detail.split("command tools (", 1)[-1].split(")", 1)[0] if "command tools (" in detail else "?"
+        return (
+            f"{count} output(s) of command tools in {path} ({tools}) state no exit code: loopscope cannot "
+            "tell whether those commands failed and counted them as successes, so the error figures may be "
+            "too low",
+            ("OpenHands writes each command's exit code in its run observation (extras.metadata.exit_code): "
+             "an edited or trimmed event log loses it; see docs/inputs.md")
+            if "OpenHands run" in tools else
+            "Codex writes 'Process exited with code N' (or 'Exit code: N') in each command's output: an edited "
+            "or redacted log loses it; if your Codex writes it another way, see docs/inputs.md",
+        )
+    if kind == "no_tool_calls":
+        return (
+            f"{path}: {count} model response(s) and not one tool call: if this agent writes its actions in the "
+            "text (a command block, a ReAct 'Action:' line) and gets the result back as a user message, "
+            "loopscope cannot see those actions and counts every observation as a prompt",
+            "a chat without tools needs nothing; for a text-action agent these figures mean nothing: log its "
+            "tool calls as tool_calls / tool_use (function calling) (docs/inputs.md)",
+        )
+    if kind == "provider_tools_only":
+        # The reader's detail is "FILE: N call(s) of tools ... (..., MCP connector), E of them error(s), ...":
+        # the last match, so that a file name holding the same words cannot be read as the count.
+        matches = PROVIDER_ERRORS_RE.findall(detail)
+        errors = matches[-1] if matches else "?"
+        return (
+            f"{path}: {count} tool call(s) ({errors} error(s)) ran on the provider's side (Anthropic server "
+            "tools such as web_search, the MCP connector) and the agent ran none: they are in none of these "
+            "figures, which count the tool calls the agent runs",
+            "nothing to fix: the provider runs those tools and reports their errors to the model itself "
+            "(docs/inputs.md, Anthropic server tools)",
+        )
+    if kind == "code_actions":
+        return (
+            f"{path}: {count} step(s) of a smolagents CodeAgent ran Python code: each counts as one call of "
+            "python_interpreter (an error when the code raised), and the tools that code called are in none of "
+            "these figures",
+            "the memory does not say which tools the code called: to count them, run a ToolCallingAgent, or "
+            "export the run's OpenTelemetry spans (openinference-instrumentation-smolagents) and load those "
+            "(docs/inputs.md)",
+        )
+    assert kind == "call_log_no_previous", kind
+    return (
+        f"{count} logged Responses API call(s) in {path} continue a response (previous_response_id) that "
+        "is not in the file: each was read without what came before it, so the calls made before are in "
+        "none of these figures",
+        "load the log that holds the earlier calls together with it (docs/inputs.md, model-call logs)",
+    )
 
 
 def _leading_count(detail: str) -> int:
